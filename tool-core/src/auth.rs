@@ -1,0 +1,116 @@
+//! Who is calling: the session's authenticated context, never taken from arguments.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use crate::error::RunAborted;
+
+/// The authenticated caller of a session: tenant, user and the permissions they hold.
+///
+/// Built by the application from its own authentication; a tool's arguments never change it.
+///
+/// ```
+/// use toolgate::AuthContext;
+///
+/// let auth = AuthContext::new("acme", "agent-7").with_permissions(["orders:read"]);
+/// assert!(auth.has_permission("orders:read"));
+/// assert!(!auth.has_permission("refund:create"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthContext {
+    tenant: String,
+    user: String,
+    permissions: BTreeSet<String>,
+}
+
+impl AuthContext {
+    /// A caller with no permissions.
+    pub fn new(tenant: impl Into<String>, user: impl Into<String>) -> Self {
+        AuthContext {
+            tenant: tenant.into(),
+            user: user.into(),
+            permissions: BTreeSet::new(),
+        }
+    }
+
+    /// Adds permissions.
+    pub fn with_permissions<I, P>(mut self, permissions: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<String>,
+    {
+        self.permissions
+            .extend(permissions.into_iter().map(Into::into));
+        self
+    }
+
+    /// The tenant every key and record is scoped by.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The user (or agent) acting.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Whether the caller holds `permission`.
+    pub fn has_permission(&self, permission: &str) -> bool {
+        self.permissions.contains(permission)
+    }
+
+    /// Every permission held, in order.
+    pub fn permissions(&self) -> impl Iterator<Item = &str> {
+        self.permissions.iter().map(String::as_str)
+    }
+}
+
+/// One agent run: who is calling and the run id that scopes idempotency keys.
+///
+/// Once a call aborts the run (a missing permission, say), every later dispatch in the session
+/// returns the same [`RunAborted`] without running anything.
+#[derive(Debug, Clone)]
+pub struct Session {
+    auth: Arc<AuthContext>,
+    run_id: Arc<str>,
+    aborted: Arc<OnceLock<RunAborted>>,
+}
+
+impl Session {
+    /// A run `run_id` of the caller `auth`.
+    pub fn new(auth: AuthContext, run_id: impl Into<String>) -> Self {
+        Session {
+            auth: Arc::new(auth),
+            run_id: Arc::from(run_id.into()),
+            aborted: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The authenticated caller.
+    pub fn auth(&self) -> &AuthContext {
+        &self.auth
+    }
+
+    pub(crate) fn auth_arc(&self) -> &Arc<AuthContext> {
+        &self.auth
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub(crate) fn run_id_arc(&self) -> &Arc<str> {
+        &self.run_id
+    }
+
+    /// Why the run was aborted, if it was.
+    pub fn aborted(&self) -> Option<&RunAborted> {
+        self.aborted.get()
+    }
+
+    /// Records the abort; the first one wins and is returned.
+    pub(crate) fn abort(&self, abort: RunAborted) -> RunAborted {
+        self.aborted.get_or_init(|| abort).clone()
+    }
+}

@@ -1,0 +1,76 @@
+//! The context a tool receives: who calls, in which run, for which call, and the application state.
+
+use std::sync::Arc;
+
+use crate::auth::AuthContext;
+use crate::descriptor::ToolDescriptor;
+use crate::error::ToolError;
+use crate::state::State;
+
+/// Everything a tool may know about the call it serves. Declare a `ctx: &Ctx` parameter to get
+/// it; it never appears in the schema.
+///
+/// ```
+/// use toolgate::prelude::*;
+///
+/// struct Shop { name: &'static str }
+///
+/// /// Say which shop and tenant this is.
+/// #[tool]
+/// async fn whoami(ctx: &Ctx) -> Result<String, ToolError> {
+///     let shop = ctx.state::<Shop>()?;
+///     Ok(format!("{} for {}", shop.name, ctx.auth().tenant()))
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Ctx {
+    auth: Arc<AuthContext>,
+    run_id: Arc<str>,
+    call_id: String,
+    tool: &'static ToolDescriptor,
+    state: Arc<State>,
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        auth: Arc<AuthContext>,
+        run_id: Arc<str>,
+        call_id: String,
+        tool: &'static ToolDescriptor,
+        state: Arc<State>,
+    ) -> Self {
+        Ctx {
+            auth,
+            run_id,
+            call_id,
+            tool,
+            state,
+        }
+    }
+
+    /// The authenticated caller.
+    pub fn auth(&self) -> &AuthContext {
+        &self.auth
+    }
+
+    /// The agent run this call belongs to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The provider's id of this call (it matches the result to the call, nothing more).
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The descriptor of the tool being called.
+    pub fn tool(&self) -> &'static ToolDescriptor {
+        self.tool
+    }
+
+    /// The application value of type `T` given to the dispatcher, or an internal error that
+    /// names the missing type.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Result<&T, ToolError> {
+        self.state.get::<T>()
+    }
+}

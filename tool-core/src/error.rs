@@ -1,0 +1,303 @@
+//! The errors a tool returns and the dispatcher produces, in the three classes of the contract:
+//! retried in the runtime, returned to the model, or aborting the run.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+/// What went wrong, as a caller can match on it.
+///
+/// Each kind belongs to one [`ErrorClass`]. Kinds the model sees map to the `error.kind` strings
+/// of the result object ([`ErrorKind::wire_name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The arguments are malformed or break the schema or a rule of the tool.
+    InvalidArguments,
+    /// The model named a tool that is not registered.
+    UnknownTool,
+    /// The thing the arguments name does not exist.
+    NotFound,
+    /// The request contradicts an earlier one (same key, other arguments) or current state.
+    Conflict,
+    /// A business rule refused the operation (for example a refund over the refundable balance).
+    Refused,
+    /// The call ran past its deadline before anything could have been applied.
+    Timeout,
+    /// The tool or its provider is rate limited; see [`ToolError::retry_after`].
+    RateLimited,
+    /// The runtime retried a transient fault until its budget was spent.
+    RetryBudgetExhausted,
+    /// The same call already failed; repeating it would fail again.
+    RepeatedCall,
+    /// The run's tool-call budget is spent.
+    CallBudgetExhausted,
+    /// A fault in toolgate or the tool that the model cannot fix.
+    Internal,
+    /// A transient fault that proves nothing was applied (a 503, a refused connection): the
+    /// runtime may retry it.
+    Unavailable,
+    /// The request was sent but its outcome is unknown (a timeout or a dropped connection after
+    /// sending). Never reported as a failure.
+    OutcomeUnknown,
+    /// The session lacks a permission the tool requires. Aborts the run.
+    PermissionDenied,
+    /// The session's credentials were revoked. Aborts the run.
+    CredentialsRevoked,
+    /// The run's budget is spent. Aborts the run.
+    RunBudgetExhausted,
+    /// A policy forbids what the run is doing. Aborts the run.
+    PolicyViolation,
+}
+
+/// Who handles an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// The runtime may retry it under the tool's retry policy.
+    Retry,
+    /// The model sees it and can act on it.
+    Model,
+    /// The run stops; the model does not see the detail.
+    Abort,
+}
+
+impl ErrorKind {
+    /// Who handles this kind of error.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorKind::Unavailable => ErrorClass::Retry,
+            ErrorKind::PermissionDenied
+            | ErrorKind::CredentialsRevoked
+            | ErrorKind::RunBudgetExhausted
+            | ErrorKind::PolicyViolation => ErrorClass::Abort,
+            _ => ErrorClass::Model,
+        }
+    }
+
+    /// The `kind` string of the result object and of run aborts.
+    pub const fn wire_name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::RateLimited => "rate_limited",
+            // A transient fault that reaches the model has used up every attempt it had.
+            ErrorKind::RetryBudgetExhausted | ErrorKind::Unavailable => "retry_budget_exhausted",
+            ErrorKind::RepeatedCall => "repeated_call",
+            ErrorKind::CallBudgetExhausted => "call_budget_exhausted",
+            ErrorKind::Internal => "internal",
+            ErrorKind::OutcomeUnknown => "outcome_unknown",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::CredentialsRevoked => "credentials_revoked",
+            ErrorKind::RunBudgetExhausted => "run_budget_exhausted",
+            ErrorKind::PolicyViolation => "policy_violation",
+        }
+    }
+
+    /// The advice given when the error does not carry its own `next`.
+    const fn default_next(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArguments => "fix the arguments as described and call the tool again",
+            ErrorKind::UnknownTool => "call one of the tools listed",
+            ErrorKind::NotFound => "check the identifier, or look it up first, then call again",
+            ErrorKind::Conflict => "do not repeat this call; check the current state first",
+            ErrorKind::Refused => "do not repeat this call; tell the user why it was refused",
+            ErrorKind::Timeout => "call the tool again, or tell the user it is slow",
+            ErrorKind::RateLimited => "wait before calling this tool again",
+            ErrorKind::RetryBudgetExhausted | ErrorKind::Unavailable => {
+                "the service is unavailable; try again later or tell the user"
+            }
+            ErrorKind::RepeatedCall => "that call already failed; change the approach",
+            ErrorKind::CallBudgetExhausted => "stop calling tools and answer with what you have",
+            ErrorKind::Internal => "do not repeat this call; tell the user something went wrong",
+            ErrorKind::OutcomeUnknown => {
+                "do not assume it failed; the outcome is being checked, so tell the user it is pending"
+            }
+            ErrorKind::PermissionDenied
+            | ErrorKind::CredentialsRevoked
+            | ErrorKind::RunBudgetExhausted
+            | ErrorKind::PolicyViolation => "stop",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.wire_name())
+    }
+}
+
+/// The error a tool returns, and the one the dispatcher reports: a kind plus the three-part
+/// message the model reads (what happened, why, what to try next).
+///
+/// ```
+/// use toolgate::ToolError;
+///
+/// let err = ToolError::not_found("order ORD-9 does not exist")
+///     .why("no order has that id")
+///     .next("call get_order with one of ORD-1001, ORD-1002");
+/// assert_eq!(err.kind(), toolgate::ErrorKind::NotFound);
+/// assert_eq!(err.to_string(), "order ORD-9 does not exist");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}")]
+pub struct ToolError {
+    kind: ErrorKind,
+    what: Cow<'static, str>,
+    why: Option<Cow<'static, str>>,
+    next: Option<Cow<'static, str>>,
+    retry_after: Option<Duration>,
+}
+
+macro_rules! constructors {
+    ($($(#[$doc:meta])* $name:ident => $kind:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(what: impl Into<Cow<'static, str>>) -> Self {
+                ToolError::new(ErrorKind::$kind, what)
+            }
+        )*
+    };
+}
+
+impl ToolError {
+    /// An error of `kind` saying `what` happened.
+    pub fn new(kind: ErrorKind, what: impl Into<Cow<'static, str>>) -> Self {
+        ToolError {
+            kind,
+            what: what.into(),
+            why: None,
+            next: None,
+            retry_after: None,
+        }
+    }
+
+    constructors! {
+        /// The arguments break a rule of the tool.
+        invalid_arguments => InvalidArguments;
+        /// The thing named does not exist.
+        not_found => NotFound;
+        /// The request contradicts an earlier one or the current state.
+        conflict => Conflict;
+        /// A business rule refused the operation.
+        refused => Refused;
+        /// The call ran out of time before anything could have been applied.
+        timeout => Timeout;
+        /// The provider is rate limited; add [`ToolError::with_retry_after`] when it says how long.
+        rate_limited => RateLimited;
+        /// A transient fault that proves nothing was applied (503, connection refused).
+        unavailable => Unavailable;
+        /// The request was sent and its outcome is unknown (timeout or dropped connection).
+        outcome_unknown => OutcomeUnknown;
+        /// A fault the model cannot fix.
+        internal => Internal;
+        /// The session lacks a permission. Aborts the run.
+        permission_denied => PermissionDenied;
+        /// The session's credentials were revoked. Aborts the run.
+        credentials_revoked => CredentialsRevoked;
+        /// A policy forbids the call. Aborts the run.
+        policy_violation => PolicyViolation;
+    }
+
+    /// Adds why it happened.
+    pub fn why(mut self, why: impl Into<Cow<'static, str>>) -> Self {
+        self.why = Some(why.into());
+        self
+    }
+
+    /// Adds what the model should try next.
+    pub fn next(mut self, next: impl Into<Cow<'static, str>>) -> Self {
+        self.next = Some(next.into());
+        self
+    }
+
+    /// Adds how long to wait before trying again.
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
+    /// The kind of error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Who handles it.
+    pub fn class(&self) -> ErrorClass {
+        self.kind.class()
+    }
+
+    /// What happened.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// Why it happened, when known.
+    pub fn reason(&self) -> Option<&str> {
+        self.why.as_deref()
+    }
+
+    /// What to try next: the error's own advice, or the default for its kind.
+    pub fn next_step(&self) -> &str {
+        self.next.as_deref().unwrap_or(self.kind.default_next())
+    }
+
+    /// How long to wait before trying again, when the source said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+}
+
+/// The run stopped: a missing permission, revoked credentials, a spent budget or a policy
+/// violation. The model does not see the detail; the application ends the run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("run aborted ({kind}): {reason}")]
+pub struct RunAborted {
+    /// Why, as a kind.
+    pub kind: ErrorKind,
+    /// Why, in words for the operator.
+    pub reason: String,
+}
+
+impl RunAborted {
+    pub(crate) fn from_error(err: &ToolError) -> Self {
+        let reason = match err.reason() {
+            Some(why) => format!("{}: {why}", err.what()),
+            None => err.what().to_owned(),
+        };
+        RunAborted {
+            kind: err.kind(),
+            reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_follow_the_contract() {
+        assert_eq!(ErrorKind::Unavailable.class(), ErrorClass::Retry);
+        assert_eq!(ErrorKind::PermissionDenied.class(), ErrorClass::Abort);
+        assert_eq!(ErrorKind::PolicyViolation.class(), ErrorClass::Abort);
+        assert_eq!(ErrorKind::Conflict.class(), ErrorClass::Model);
+        assert_eq!(ErrorKind::OutcomeUnknown.class(), ErrorClass::Model);
+    }
+
+    #[test]
+    fn next_falls_back_to_the_kind_default() {
+        let err = ToolError::repeated_call_for_test();
+        assert_eq!(err.next_step(), "that call already failed; change the approach");
+        let err = ToolError::refused("over balance").next("offer 100.00");
+        assert_eq!(err.next_step(), "offer 100.00");
+    }
+
+    impl ToolError {
+        fn repeated_call_for_test() -> Self {
+            ToolError::new(ErrorKind::RepeatedCall, "x")
+        }
+    }
+}

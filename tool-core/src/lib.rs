@@ -1,0 +1,75 @@
+//! The runtime of toolgate: descriptors, canonical schemas and validation, the dispatcher, and the
+//! provider wire formats.
+//!
+//! Depend on the facade crate `toolgate`, which re-exports everything here with the `#[tool]`
+//! attribute; this crate is its engine.
+
+mod auth;
+mod call;
+mod ctx;
+mod descriptor;
+mod dispatcher;
+mod error;
+pub mod provider;
+mod rate_limit;
+mod registry;
+mod result;
+mod retry;
+pub mod schema;
+mod side_effect;
+mod state;
+mod tool;
+mod validate;
+
+pub use auth::{AuthContext, Session};
+pub use call::{CallReport, MalformedCall, ToolCall};
+pub use ctx::Ctx;
+pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
+pub use dispatcher::{DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder};
+pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
+pub use rate_limit::RateLimit;
+pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
+pub use result::{CallResult, Explanation, Status};
+pub use retry::RetrySpec;
+pub use side_effect::SideEffect;
+pub use state::State;
+pub use tool::{Args, IntoToolOutput, Tool, ToolFuture};
+pub use validate::{ArgsValidator, SchemaError, Violation};
+
+/// What the code `#[tool]` generates refers to. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+
+    pub use crate::schema::canonical_schema_for;
+    pub use crate::{
+        Args, Ctx, IntoToolOutput, KeyScope, RateLimit, RetrySpec, SideEffect, Tool,
+        ToolDescriptor, ToolError, ToolFuture,
+    };
+
+    use serde_json::Value;
+
+    /// Deserializes validated arguments. A failure here means the schema and the type disagree.
+    pub fn deserialize_args<'de, T: serde::Deserialize<'de>>(
+        tool: &str,
+        args: &'de Value,
+    ) -> Result<T, ToolError> {
+        T::deserialize(args).map_err(|err| {
+            ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
+                .why(err.to_string())
+                .next(format!("call {tool} again with arguments that match its schema"))
+        })
+    }
+
+    /// A `Duration` from whole milliseconds, for `const` descriptors.
+    pub const fn millis(ms: u64) -> std::time::Duration {
+        std::time::Duration::from_millis(ms)
+    }
+
+    /// Compile-time check that a tool's future is `Send`; the error lands on the fn.
+    pub fn assert_send<F: std::future::Future + Send>(future: F) -> F {
+        future
+    }
+}

@@ -1,0 +1,177 @@
+//! What the model sees for one call: one JSON object, `{"status": …}`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{ErrorClass, ErrorKind, ToolError};
+
+/// The `status` of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// The operation happened; `data` holds its result.
+    Succeeded,
+    /// The operation definitely did not happen.
+    Failed,
+    /// The request was sent and nobody knows yet whether it was applied.
+    OutcomeUnknown,
+    /// A duplicate of this call is running now.
+    InProgress,
+    /// The operation waits for a human decision.
+    AwaitingApproval,
+    /// A human rejected the operation.
+    Rejected,
+    /// Some steps succeeded and some did not.
+    Partial,
+    /// The call was not carried out; `error` says why and what to do.
+    Error,
+}
+
+impl Status {
+    /// Whether provider formats with an error flag (Anthropic `is_error`, MCP `isError`, Gemini
+    /// `response.error`) set it for this status. An unknown outcome is flagged so the model does
+    /// not take it for a success; its text never calls it a failure.
+    pub const fn is_flagged(self) -> bool {
+        matches!(
+            self,
+            Status::Failed | Status::OutcomeUnknown | Status::Rejected | Status::Error
+        )
+    }
+}
+
+/// The explanation carried by a result that is not a plain success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// The `error.kind` string.
+    pub kind: &'static str,
+    /// What happened.
+    pub what: String,
+    /// Why, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// What to try next.
+    pub next: String,
+}
+
+impl From<&ToolError> for Explanation {
+    fn from(err: &ToolError) -> Self {
+        Explanation {
+            kind: err.kind().wire_name(),
+            what: err.what().to_owned(),
+            why: err.reason().map(str::to_owned),
+            next: err.next_step().to_owned(),
+        }
+    }
+}
+
+/// The result object of one call, as DESIGN §11 lays it out.
+///
+/// `replayed` is present on every status but `error`; `data` on a success; `error` (kind, what,
+/// why, next) on every other status.
+///
+/// ```
+/// use toolgate::{CallResult, ToolError};
+///
+/// let ok = CallResult::succeeded(serde_json::json!({"refund_id": "re_1"}));
+/// assert_eq!(
+///     ok.to_json_string(),
+///     r#"{"status":"succeeded","replayed":false,"data":{"refund_id":"re_1"}}"#
+/// );
+/// let err = CallResult::from_error(&ToolError::not_found("no order ORD-9"));
+/// assert_eq!(err.to_json()["error"]["kind"], "not_found");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    /// The status.
+    pub status: Status,
+    /// Whether the outcome was stored earlier and returned without running the tool again.
+    pub replayed: bool,
+    /// The tool's result, on success.
+    pub data: Option<Value>,
+    /// The explanation, for every status but a plain success.
+    pub error: Option<Explanation>,
+}
+
+impl Serialize for CallResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("status", &self.status)?;
+        if self.status != Status::Error {
+            map.serialize_entry("replayed", &self.replayed)?;
+        }
+        if let Some(data) = &self.data {
+            map.serialize_entry("data", data)?;
+        }
+        if let Some(error) = &self.error {
+            map.serialize_entry("error", error)?;
+        }
+        map.end()
+    }
+}
+
+impl CallResult {
+    /// A success carrying `data`.
+    pub fn succeeded(data: Value) -> Self {
+        CallResult {
+            status: Status::Succeeded,
+            replayed: false,
+            data: Some(data),
+            error: None,
+        }
+    }
+
+    /// The result the model sees for `err`: an `error` result, or `outcome_unknown` for a request
+    /// whose outcome nobody knows.
+    pub fn from_error(err: &ToolError) -> Self {
+        let status = match err.kind() {
+            ErrorKind::OutcomeUnknown => Status::OutcomeUnknown,
+            _ => Status::Error,
+        };
+        debug_assert!(err.class() != ErrorClass::Abort, "aborts never reach the model");
+        CallResult {
+            status,
+            replayed: false,
+            data: None,
+            error: Some(Explanation::from(err)),
+        }
+    }
+
+    /// The result object as a JSON value.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("a result object always serializes")
+    }
+
+    /// The result object as JSON text, the content a provider message carries.
+    pub fn to_json_string(&self) -> String {
+        serde_json::to_string(self).expect("a result object always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_results_carry_the_three_parts_and_no_replayed_flag() {
+        let err = ToolError::invalid_arguments("amount must be greater than 0")
+            .why("/amount is -5")
+            .next("call issue_refund again with a positive amount");
+        let text = CallResult::from_error(&err).to_json_string();
+        assert_eq!(
+            text,
+            r#"{"status":"error","error":{"kind":"invalid_arguments","what":"amount must be greater than 0","why":"/amount is -5","next":"call issue_refund again with a positive amount"}}"#
+        );
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_never_a_failure() {
+        let result = CallResult::from_error(&ToolError::outcome_unknown("the provider timed out"));
+        assert_eq!(result.status, Status::OutcomeUnknown);
+        let json = result.to_json();
+        assert_eq!(json["status"], "outcome_unknown");
+        assert_eq!(json["replayed"], false);
+        assert!(!json.to_string().contains("failed"));
+    }
+}

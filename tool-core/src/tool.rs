@@ -1,0 +1,80 @@
+//! The trait `#[tool]` implements, and the types a tool's signature may use.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::ctx::Ctx;
+use crate::descriptor::ToolDescriptor;
+use crate::error::ToolError;
+
+/// The future a tool returns from [`Tool::invoke`].
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+
+/// A callable tool. `#[tool]` implements it on a type named after the fn; implement it by hand
+/// only for tools whose schema is built at run time.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a toolgate tool",
+    label = "not a tool",
+    note = "put `#[tool]` on an async fn and register the type of the same name: `registry.register::<my_fn>()`"
+)]
+pub trait Tool: Send + Sync + 'static {
+    /// What the attribute declared.
+    fn descriptor(&self) -> &'static ToolDescriptor;
+
+    /// The canonical JSON schema of the arguments (JSON Schema 2020-12), before lowering.
+    fn args_schema(&self) -> Value;
+
+    /// Runs the tool on arguments that passed validation against [`Tool::args_schema`].
+    fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a>;
+}
+
+/// Takes the arguments as one struct instead of plain parameters:
+/// `Args(request): Args<RefundRequest>`, where the struct derives `Deserialize` and `JsonSchema`.
+///
+/// ```
+/// use toolgate::prelude::*;
+///
+/// /// A refund request.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct RefundRequest {
+///     /// The order to refund.
+///     order_id: String,
+/// }
+///
+/// /// Preview a refund without issuing it.
+/// #[tool]
+/// async fn preview_refund(Args(request): Args<RefundRequest>) -> Result<String, ToolError> {
+///     Ok(format!("would refund {}", request.order_id))
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Args<T>(pub T);
+
+/// What a tool fn may return: `Result<T, E>` with `T: Serialize` and `E: Into<ToolError>`.
+#[diagnostic::on_unimplemented(
+    message = "a #[tool] fn must return `Result<T, ToolError>` with `T: Serialize`, not `{Self}`",
+    label = "this return type cannot be sent to the model",
+    note = "write `-> Result<YourOutput, ToolError>` where `YourOutput` derives `serde::Serialize`"
+)]
+pub trait IntoToolOutput {
+    /// The output as JSON, or the tool's error.
+    fn into_tool_output(self) -> Result<Value, ToolError>;
+}
+
+impl<T, E> IntoToolOutput for Result<T, E>
+where
+    T: Serialize,
+    E: Into<ToolError>,
+{
+    fn into_tool_output(self) -> Result<Value, ToolError> {
+        let output = self.map_err(Into::into)?;
+        serde_json::to_value(output).map_err(|err| {
+            ToolError::internal("the tool's result could not be encoded as JSON")
+                .why(err.to_string())
+                .next("do not repeat this call; tell the user something went wrong")
+        })
+    }
+}
