@@ -4,6 +4,7 @@
 //! Depend on the facade crate `toolgate`, which re-exports everything here with the `#[tool]`
 //! attribute; this crate is its engine.
 
+mod approval;
 mod auth;
 mod call;
 mod ctx;
@@ -21,6 +22,7 @@ mod state;
 mod tool;
 mod validate;
 
+pub use approval::ApprovalAmount;
 pub use auth::{AuthContext, Session};
 pub use call::{CallReport, MalformedCall, ToolCall};
 pub use ctx::Ctx;
@@ -67,6 +69,12 @@ pub mod __private {
     pub const fn millis(ms: u64) -> std::time::Duration {
         std::time::Duration::from_millis(ms)
     }
+
+    /// Compile-time check that an `approval_field` argument is numeric.
+    pub fn assert_amount_type<T: crate::ApprovalAmount>() {}
+
+    /// Compile-time check that an `approval_field` of an `Args<T>` struct is numeric.
+    pub fn assert_amount<T: crate::ApprovalAmount>(_: &T) {}
 
     /// Compile-time check that a tool's future is `Send`; the error lands on the fn.
     pub fn assert_send<F: std::future::Future + Send>(future: F) -> F {

@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 /// On top of what schemars generates: the root has no `$schema` or `title` (the title would name
 /// a generated struct); every object that lists `properties` and says nothing of other keys gets
 /// `additionalProperties: false`, because the validator rejects unknown fields; every integer
-/// carries the bounds of its Rust type, so a value the schema accepts always fits.
+/// carries the bounds of its Rust type; an object schema with no properties at all (a struct
+/// with no fields) gets an empty `properties` and so accepts only `{}`;, so a value the schema accepts always fits.
 pub fn canonical_schema_for<T: JsonSchema>() -> Value {
     let schema = SchemaSettings::draft2020_12()
         .with(|settings| settings.meta_schema = None)
@@ -32,6 +33,14 @@ pub fn canonicalize(schema: &mut Value) {
         }
     }
     walk_schemas_mut(schema, &mut |object| {
+        let bare_object = object.get("type").and_then(Value::as_str) == Some("object")
+            && !object.contains_key("properties")
+            && matches!(object.get("additionalProperties"), None | Some(Value::Bool(false)))
+            && !object.contains_key("patternProperties");
+        if bare_object {
+            // A struct with no fields: the only object it accepts is `{}`.
+            object.insert("properties".into(), json!({}));
+        }
         if object.contains_key("properties") && !object.contains_key("additionalProperties") {
             object.insert("additionalProperties".into(), Value::Bool(false));
         }

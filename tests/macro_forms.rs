@@ -1,0 +1,163 @@
+//! Every supported form of `#[tool]`, checked through the descriptor, the schema and a dispatch.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgate::prelude::*;
+use toolgate::{KeyScope, RateLimit, RetrySpec};
+
+/// Look up an order by its id.
+#[tool(permission = "orders:read", timeout = "2s")]
+async fn get_order(
+    /// The order id, such as `ORD-1001`.
+    order_id: String,
+) -> Result<Value, ToolError> {
+    Ok(json!({"order_id": order_id}))
+}
+
+/// Refund part or all of a paid order. The refund is final.
+#[tool(
+    side_effect = "write",
+    permission = "refund:create",
+    approval_over = 5000,
+    key = [order_id],
+    key_scope = "tenant",
+    timeout = "10s",
+    retry(max_attempts = 4, base = "100ms", max = "5s", jitter = true),
+    rate_limit = "20/min",
+    reconcile = find_refund,
+    resource = order_id
+)]
+async fn issue_refund(
+    ctx: &Ctx,
+    /// The order to refund.
+    order_id: String,
+    /// The amount, in the order's currency.
+    amount: f64,
+    /// A note for the customer.
+    #[sensitive]
+    note: Option<String>,
+) -> Result<Value, ToolError> {
+    Ok(json!({"order_id": order_id, "amount": amount, "note": note, "run": ctx.run_id()}))
+}
+
+async fn find_refund() {}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct CloseRequest {
+    /// The account to close.
+    account_id: String,
+    /// The balance to pay out.
+    payout: u32,
+}
+
+#[derive(Serialize)]
+struct Closed {
+    account_id: String,
+}
+
+/// Close an account for good.
+#[tool(side_effect = "destructive", name = "close-account", key = [account_id], approval_over = 100.5, approval_field = payout)]
+async fn close_account(Args(request): Args<CloseRequest>, auth: &AuthContext) -> Result<Closed, ToolError> {
+    Ok(Closed {
+        account_id: format!("{}:{}", auth.tenant(), request.account_id),
+    })
+}
+
+/// Say hello.
+#[tool]
+async fn hello() -> Result<&'static str, ToolError> {
+    Ok("hello")
+}
+
+#[test]
+fn descriptors_record_every_key() {
+    let d = issue_refund::descriptor();
+    assert_eq!(d.name, "issue_refund");
+    assert_eq!(d.doc, "Refund part or all of a paid order. The refund is final.");
+    assert_eq!(d.side_effect, SideEffect::Write);
+    assert_eq!(d.permission, Some("refund:create"));
+    let approval = d.approval.unwrap();
+    assert_eq!((approval.over, approval.field), (5000.0, "amount"));
+    assert_eq!(d.key, &["order_id"]);
+    assert_eq!(d.key_scope, KeyScope::Tenant);
+    assert_eq!(d.timeout, Some(std::time::Duration::from_secs(10)));
+    assert_eq!(
+        d.retry,
+        RetrySpec {
+            max_attempts: Some(4),
+            base: Some(std::time::Duration::from_millis(100)),
+            max: Some(std::time::Duration::from_secs(5)),
+            jitter: Some(true),
+        }
+    );
+    assert_eq!(d.rate_limit, Some(RateLimit::new(20, std::time::Duration::from_secs(60))));
+    assert_eq!(d.reconcile, Some("find_refund"));
+    assert_eq!(d.resource, Some("order_id"));
+    assert_eq!(d.params, &["order_id", "amount", "note"]);
+    assert_eq!(d.sensitive, &["note"]);
+
+    let d = close_account::descriptor();
+    assert_eq!(d.name, "close-account");
+    assert_eq!(d.side_effect, SideEffect::Destructive);
+    assert_eq!(d.approval.unwrap().field, "payout");
+    assert_eq!(d.approval.unwrap().over, 100.5);
+
+    let d = hello::descriptor();
+    assert_eq!((d.side_effect, d.permission, d.timeout), (SideEffect::Read, None, None));
+}
+
+#[test]
+fn schemas_describe_plain_parameters_and_skip_the_context() {
+    let schema = issue_refund::args_schema();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    let properties = schema["properties"].as_object().unwrap();
+    assert_eq!(properties.keys().collect::<Vec<_>>(), ["order_id", "amount", "note"]);
+    assert_eq!(properties["order_id"]["description"], "The order to refund.");
+    assert_eq!(properties["amount"]["description"], "The amount, in the order's currency.");
+    assert_eq!(schema["required"], json!(["order_id", "amount"]));
+
+    let schema = close_account::args_schema();
+    assert_eq!(schema["properties"]["account_id"]["description"], "The account to close.");
+    assert_eq!(schema["additionalProperties"], false, "unknown fields are rejected for Args<T> too");
+
+    let schema = hello::args_schema();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["properties"], json!({}));
+}
+
+#[tokio::test]
+async fn every_form_dispatches() {
+    let mut registry = Registry::new();
+    registry
+        .register::<get_order>()
+        .unwrap()
+        .register::<issue_refund>()
+        .unwrap()
+        .register::<close_account>()
+        .unwrap()
+        .register::<hello>()
+        .unwrap();
+    let dispatcher = Dispatcher::builder(registry).build();
+    let session = Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
+        "run-1",
+    );
+    let calls = vec![
+        ToolCall::new("1", "get_order", json!({"order_id": "ORD-1"})),
+        ToolCall::new("2", "issue_refund", json!({"order_id": "ORD-1", "amount": 5, "note": null})),
+        ToolCall::new("3", "close-account", json!({"account_id": "A-1", "payout": 3.0})),
+        ToolCall::new("4", "hello", json!({})),
+    ];
+    let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
+    let data: Vec<Value> = reports.iter().map(|r| r.result.to_json()["data"].clone()).collect();
+    assert_eq!(data[0], json!({"order_id": "ORD-1"}));
+    assert_eq!(data[1], json!({"order_id": "ORD-1", "amount": 5.0, "note": null, "run": "run-1"}));
+    assert_eq!(data[2], json!({"account_id": "acme:A-1"}));
+    assert_eq!(data[3], json!("hello"));
+}
+
+#[tokio::test]
+async fn the_fn_stays_callable_as_written() {
+    assert_eq!(hello().await.unwrap(), "hello");
+}

@@ -1,0 +1,53 @@
+//! "Did you mean" for misspelt keys and values.
+
+use proc_macro2::Span;
+
+/// The error for `found` where one of `valid` was expected in `context`, suggesting the nearest.
+pub(crate) fn unknown_key(span: Span, found: &str, valid: &[&str], context: &str) -> syn::Error {
+    let list = valid.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
+    let message = match nearest(found, valid) {
+        Some(best) => format!("unknown `{found}` in {context}: did you mean `{best}`? expected one of {list}"),
+        None => format!("unknown `{found}` in {context}: expected one of {list}"),
+    };
+    syn::Error::new(span, message)
+}
+
+/// The valid word closest to `found`, if it is close enough to be a likely typo.
+pub(crate) fn nearest<'a>(found: &str, valid: &[&'a str]) -> Option<&'a str> {
+    valid
+        .iter()
+        .map(|candidate| (distance(found, candidate), *candidate))
+        .filter(|(d, candidate)| *d <= candidate.len().max(found.len()) / 2 || candidate.contains(found) && found.len() >= 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance over chars.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_the_nearest_key() {
+        let keys = crate::attr::KEYS;
+        assert_eq!(nearest("sideeffect", keys), Some("side_effect"));
+        assert_eq!(nearest("timout", keys), Some("timeout"));
+        assert_eq!(nearest("permisson", keys), Some("permission"));
+        assert_eq!(nearest("approval", keys), Some("approval_over"));
+        assert_eq!(nearest("zzzzzzzz", keys), None);
+    }
+}
