@@ -40,7 +40,11 @@ impl ToolCall {
     /// and text that is not a JSON object becomes a [`MalformedCall`].
     pub fn from_json_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> Self {
         let arguments = match serde_json::from_str::<Value>(text) {
-            Ok(value) => Ok(value),
+            Ok(value) if value.is_object() => Ok(value),
+            Ok(value) => Err(MalformedCall {
+                what: "the arguments are not a JSON object".into(),
+                why: format!("they are {} in {}", json_kind(&value), excerpt(text)),
+            }),
             Err(err) => Err(MalformedCall {
                 what: "the arguments are not valid JSON".into(),
                 why: format!("{err} in {}", excerpt(text)),
@@ -68,6 +72,18 @@ impl ToolCall {
                 why: why.into(),
             }),
         }
+    }
+}
+
+/// What kind of JSON value `value` is, with its article, for error messages ("an array").
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -101,6 +117,12 @@ mod tests {
         let err = call.arguments.unwrap_err();
         assert_eq!(err.what, "the arguments are not valid JSON");
         assert!(err.why.contains("EOF"), "{}", err.why);
+        let call = ToolCall::from_json_text("c1", "t", "[1, 2]");
+        let err = call.arguments.unwrap_err();
+        assert_eq!(err.what, "the arguments are not a JSON object");
+        assert_eq!(err.why, "they are an array in \"[1, 2]\"");
+        let call = ToolCall::from_json_text("c1", "t", r#"{"a": 1}"#);
+        assert_eq!(call.arguments, Ok(serde_json::json!({"a": 1})));
         let long = "x".repeat(500);
         assert!(excerpt(&long).ends_with('…'));
     }

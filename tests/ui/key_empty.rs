@@ -1,0 +1,9 @@
+use toolgate::prelude::*;
+
+/// Cancel an order that has not shipped.
+#[tool(side_effect = "write", key = [])]
+async fn cancel_order(order_id: String) -> Result<String, ToolError> {
+    Ok(order_id)
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use toolgate::prelude::*;
+
+/// An order.
+#[tool]
+struct Order {
+    id: String,
+}
+
+fn main() {}

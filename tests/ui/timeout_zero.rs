@@ -1,0 +1,9 @@
+use toolgate::prelude::*;
+
+/// Look up an order by its id.
+#[tool(timeout = "0s")]
+async fn get_order(order_id: String) -> Result<String, ToolError> {
+    Ok(order_id)
+}
+
+fn main() {}

@@ -1,0 +1,220 @@
+//! Anthropic Messages: tools with an `input_schema`, calls as `tool_use` content blocks whose
+//! `input` is an object, and every result in one user message of `tool_result` blocks with
+//! `is_error` on the flagged ones.
+
+use serde_json::{Map, Value, json};
+
+use super::parse::{CallParts, describe, str_field};
+use super::{FormatError, WireFormat};
+use crate::call::{CallReport, ToolCall, json_kind};
+use crate::registry::Registry;
+
+/// Anthropic Messages (`--format anthropic`).
+///
+/// Declarations carry the canonical schema as it is (`input_schema` takes JSON Schema). All the
+/// results of a turn go in one user message, as Anthropic requires for parallel calls; a result
+/// whose status is flagged ([`Status::is_flagged`](crate::Status::is_flagged)) sets
+/// `"is_error": true`, and the key is left out otherwise.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::provider::{Anthropic, WireFormat};
+///
+/// let turn = json!({"role": "assistant", "content": [
+///     {"type": "text", "text": "Let me check."},
+///     {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}}
+/// ]});
+/// let calls = Anthropic.parse_calls(&turn)?;
+/// assert_eq!(calls[0].id, "toolu_01A");
+/// assert_eq!(calls[0].arguments, Ok(json!({"city": "Paris"})));
+/// # Ok::<(), toolgate::provider::FormatError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Anthropic;
+
+impl WireFormat for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    /// `{"name", "description", "input_schema"}`.
+    fn catalog(&self, registry: &Registry) -> Vec<Value> {
+        registry
+            .iter()
+            .map(|tool| {
+                let descriptor = tool.descriptor();
+                json!({
+                    "name": descriptor.name,
+                    "description": descriptor.model_description(),
+                    "input_schema": tool.schema(),
+                })
+            })
+            .collect()
+    }
+
+    /// Reads an assistant message (or a whole Messages response, which has the same
+    /// `content`). Each `tool_use` block is a call; other blocks (text, thinking) are skipped. A
+    /// block without an id gets `missing_id_N` (N its position among the calls) and is
+    /// malformed, as is one whose `input` is not an object.
+    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        let error = |reason: String| FormatError {
+            format: self.name(),
+            reason,
+        };
+        let Value::Object(message) = turn else {
+            return Err(error(format!(
+                "the turn is {}, not an assistant message",
+                json_kind(turn)
+            )));
+        };
+        let blocks = match message.get("content") {
+            None | Some(Value::Null) | Some(Value::String(_)) => return Ok(Vec::new()),
+            Some(Value::Array(blocks)) => blocks,
+            other => {
+                return Err(error(format!(
+                    "`content` is {}, not an array of blocks",
+                    describe(other)
+                )));
+            }
+        };
+        let mut calls = Vec::new();
+        for (position, block) in blocks.iter().enumerate() {
+            let Value::Object(block) = block else {
+                return Err(error(format!(
+                    "content block {position} is {}, not an object",
+                    json_kind(block)
+                )));
+            };
+            if str_field(block, "type") != Some("tool_use") {
+                continue;
+            }
+            let call = CallParts::read_id(calls.len(), "id", block.get("id"))
+                .name("name", block.get("name"))
+                .object_arguments("input", block.get("input"), None);
+            calls.push(call);
+        }
+        Ok(calls)
+    }
+
+    /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
+    /// "is_error"?}, …]}`, the content being the result object as JSON text.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        let blocks = reports
+            .iter()
+            .map(|report| {
+                let mut block = Map::new();
+                block.insert("type".into(), "tool_result".into());
+                block.insert("tool_use_id".into(), report.call_id.clone().into());
+                block.insert("content".into(), report.result.to_json_string().into());
+                if report.result.status.is_flagged() {
+                    block.insert("is_error".into(), true.into());
+                }
+                Value::Object(block)
+            })
+            .collect::<Vec<_>>();
+        json!({"role": "user", "content": blocks})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::test_support::{failure, garbage_turns, registry, success, weather_schema};
+    use crate::{CallResult, ToolError};
+
+    #[test]
+    fn declarations_carry_the_canonical_schema() {
+        let catalog = Anthropic.catalog(&registry());
+        assert_eq!(
+            catalog[0],
+            json!({"name":"get_weather",
+                "description":"Current weather for a city. Read-only: this tool changes nothing and is safe to call again.",
+                "input_schema": weather_schema()})
+        );
+        assert_eq!(catalog.len(), 5);
+    }
+
+    #[test]
+    fn parses_the_providers_md_call() {
+        let turn = json!({"role":"assistant","content":[{"type":"tool_use","id":"toolu_01A","name":"get_weather","input":{"city":"Paris"}}]});
+        assert_eq!(
+            Anthropic.parse_calls(&turn).unwrap(),
+            vec![ToolCall::new("toolu_01A", "get_weather", json!({"city": "Paris"}))]
+        );
+        let text_only = json!({"role": "assistant", "content": "Hi"});
+        assert_eq!(Anthropic.parse_calls(&text_only).unwrap(), vec![]);
+        let response = json!({"id": "msg_1", "type": "message", "role": "assistant",
+            "stop_reason": "tool_use", "content": [
+                {"type": "thinking", "thinking": "…", "signature": "s"},
+                {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "toolu_01B", "name": "get_weather", "input": {"city": "Oslo"}}
+            ]});
+        let calls = Anthropic.parse_calls(&response).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1].id, "toolu_01B");
+    }
+
+    #[test]
+    fn malformed_calls_still_yield_a_call_each() {
+        let turn = json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t0", "name": "get_weather", "input": "{\"city\":\"Paris\"}"},
+            {"type": "tool_use", "name": "get_weather", "input": {}},
+            {"type": "tool_use", "id": "t2", "input": {}},
+            {"type": "tool_use", "id": "t3", "name": "get_weather"},
+            {"type": "tool_use", "id": 4, "name": "get_weather", "input": {}},
+        ]});
+        let calls = Anthropic.parse_calls(&turn).unwrap();
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["t0", "missing_id_1", "t2", "t3", "missing_id_4"]);
+        let problems: Vec<String> = calls
+            .iter()
+            .map(|call| call.arguments.clone().unwrap_err().what)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "the arguments are not a JSON object",
+                "the call has no id",
+                "the call names no tool",
+                "the call has no arguments",
+                "the call id is not usable",
+            ]
+        );
+        assert_eq!(
+            calls[0].arguments.clone().unwrap_err().why,
+            r#"`input` is a string: "\"{\\\"city\\\":\\\"Paris\\\"}\"""#
+        );
+    }
+
+    #[test]
+    fn garbage_turns_are_errors_or_calls_never_panics() {
+        for turn in garbage_turns() {
+            if let Ok(calls) = Anthropic.parse_calls(&turn) {
+                assert!(calls.iter().all(|call| !call.id.is_empty()));
+            }
+        }
+        assert!(Anthropic.parse_calls(&json!({"content": [1]})).is_err());
+        assert!(Anthropic.parse_calls(&json!({"content": 1})).is_err());
+    }
+
+    #[test]
+    fn results_go_in_one_user_message_with_is_error_only_when_flagged() {
+        let unknown = CallReport {
+            call_id: "toolu_01C".into(),
+            tool: "issue_refund".into(),
+            result: CallResult::from_error(&ToolError::outcome_unknown("the provider timed out")),
+        };
+        let unknown_text = unknown.result.to_json_string();
+        assert!(unknown_text.starts_with(r#"{"status":"outcome_unknown""#));
+        let rendered = Anthropic.render_results(&[success("toolu_01A"), failure("toolu_01B"), unknown]);
+        assert_eq!(
+            rendered,
+            json!({"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"toolu_01A","content":"{\"status\":\"succeeded\",\"replayed\":false,\"data\":{\"temp_c\":21}}"},
+                {"type":"tool_result","tool_use_id":"toolu_01B","content":"{\"status\":\"error\",\"error\":{\"kind\":\"not_found\",\"what\":\"city not found\",\"why\":\"no match for 'Pariss'\",\"next\":\"check the spelling\"}}","is_error":true},
+                {"type":"tool_result","tool_use_id":"toolu_01C","content": unknown_text,"is_error":true}
+            ]})
+        );
+        assert!(!rendered["content"][0].as_object().unwrap().contains_key("is_error"));
+    }
+}

@@ -1,0 +1,291 @@
+//! OpenAI Chat Completions: `tools[]` of `{"type": "function", "function": …}`, calls in the
+//! assistant message's `tool_calls` with arguments as JSON text, and one `role: "tool"` message
+//! per call id (the format has no error flag: the result object says it).
+
+use serde_json::{Map, Value, json};
+
+use super::lower::openai_strict;
+use super::parse::{CallParts, describe, not_an_object};
+use super::{FormatError, WireFormat};
+use crate::call::{CallReport, ToolCall, json_kind};
+use crate::registry::{RegisteredTool, Registry};
+
+/// OpenAI Chat Completions (`--format openai`, or `openai-strict` with [`OpenAiChat::strict`]).
+///
+/// With `strict`, each tool is declared with `"strict": true` and its schema lowered by
+/// [`openai_strict`](super::openai_strict). A tool whose schema cannot be lowered (a map, a
+/// `#[serde(default)]` field that is not an `Option`, …) is declared with `"strict": false` and
+/// its canonical schema instead, and a warning names it and says what to change: one such tool
+/// does not break the catalog, and the validator enforces its schema either way.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::provider::{OpenAiChat, WireFormat};
+///
+/// let turn = json!({"role": "assistant", "content": null, "tool_calls": [{
+///     "id": "call_abc", "type": "function",
+///     "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"unit\":null}"}
+/// }]});
+/// let calls = OpenAiChat { strict: true }.parse_calls(&turn)?;
+/// assert_eq!(calls[0].id, "call_abc");
+/// assert_eq!(calls[0].arguments, Ok(json!({"city": "Paris", "unit": null})));
+/// # Ok::<(), toolgate::provider::FormatError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenAiChat {
+    /// Declare tools in strict mode (Structured Outputs).
+    pub strict: bool,
+}
+
+impl WireFormat for OpenAiChat {
+    fn name(&self) -> &'static str {
+        if self.strict { "openai-strict" } else { "openai" }
+    }
+
+    /// `{"type": "function", "function": {"name", "description", "parameters"}}`, plus
+    /// `"strict"` in strict mode.
+    fn catalog(&self, registry: &Registry) -> Vec<Value> {
+        registry
+            .iter()
+            .map(|tool| {
+                let descriptor = tool.descriptor();
+                let mut function = Map::new();
+                function.insert("name".into(), descriptor.name.into());
+                function.insert("description".into(), descriptor.model_description().into());
+                if self.strict {
+                    let (parameters, strict) = strict_parameters(tool, self.name());
+                    function.insert("strict".into(), strict.into());
+                    function.insert("parameters".into(), parameters);
+                } else {
+                    function.insert("parameters".into(), tool.schema().clone());
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect()
+    }
+
+    /// Reads an assistant message (or a whole completion, from its first choice). A message
+    /// without `tool_calls` has no calls. Each entry of `tool_calls` yields one call; an entry
+    /// without an id gets `missing_id_N` (N its position) and is malformed, as is one with
+    /// arguments that are not JSON text of an object.
+    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        let error = |reason: String| FormatError {
+            format: self.name(),
+            reason,
+        };
+        let Value::Object(message) = turn else {
+            return Err(error(format!(
+                "the turn is {}, not an assistant message",
+                json_kind(turn)
+            )));
+        };
+        let message = match message.get("choices") {
+            None => message,
+            Some(choices) => choices
+                .get(0)
+                .and_then(|choice| choice.get("message"))
+                .and_then(Value::as_object)
+                .ok_or_else(|| error("a completion whose `choices[0].message` is missing".into()))?,
+        };
+        match message.get("tool_calls") {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(calls)) => Ok(calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| parse_call(index, call))
+                .collect()),
+            other => Err(error(format!("`tool_calls` is {}, not an array", describe(other)))),
+        }
+    }
+
+    /// `[{"role": "tool", "tool_call_id", "content": "<result object as JSON text>"}, …]`.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        reports
+            .iter()
+            .map(|report| {
+                json!({
+                    "role": "tool",
+                    "tool_call_id": report.call_id,
+                    "content": report.result.to_json_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+fn parse_call(index: usize, call: &Value) -> ToolCall {
+    let Value::Object(call) = call else {
+        return not_an_object(index, "the tool call", call);
+    };
+    let mut parts = CallParts::read_id(index, "id", call.get("id"));
+    let function = call.get("function").and_then(Value::as_object);
+    if function.is_none() {
+        let why = format!("`function` is {}", describe(call.get("function")));
+        parts = parts.problem("the call has no function", why);
+    }
+    parts = parts.name("function.name", function.and_then(|f| f.get("name")));
+    if let Some(kind) = call.get("type")
+        && kind != "function"
+    {
+        let why = format!("`type` is {}, and only function tools are declared", describe(Some(kind)));
+        parts = parts.problem("the call is not a function call", why);
+    }
+    parts.text_arguments("function.arguments", function.and_then(|f| f.get("arguments")))
+}
+
+/// The parameters of `tool` in strict mode, and whether it can be declared strict: the lowered
+/// schema, or the canonical one (with a warning) when it cannot be lowered.
+pub(super) fn strict_parameters(tool: &RegisteredTool, format: &'static str) -> (Value, bool) {
+    match openai_strict(tool.schema()) {
+        Ok(lowered) => (lowered, true),
+        Err(err) => {
+            tracing::warn!(
+                format,
+                tool = tool.descriptor().name,
+                error = %err,
+                "the tool is declared without strict mode"
+            );
+            (tool.schema().clone(), false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::test_support::{
+        failure, garbage_turns, registry, success, weather_schema,
+    };
+
+    const CALL: &str = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":null}"}}]}"#;
+
+    #[test]
+    fn strict_catalog_matches_providers_md() {
+        let catalog = OpenAiChat { strict: true }.catalog(&registry());
+        assert_eq!(catalog.len(), 5);
+        assert_eq!(
+            catalog[0],
+            json!({"type":"function","function":{"name":"get_weather",
+                "description": WEATHER_DESCRIPTION, "strict": true,
+                "parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":["string","null"]}},
+                "required":["city","unit"],"additionalProperties":false}}})
+        );
+        // A map cannot be strict: declared non-strict with its canonical schema.
+        let tag = &catalog[3]["function"];
+        assert_eq!(tag["name"], "tag_order");
+        assert_eq!(tag["strict"], false);
+        assert_eq!(tag["parameters"]["properties"]["tags"]["additionalProperties"]["type"], "string");
+        // No arguments: an empty closed object.
+        assert_eq!(
+            catalog[4]["function"]["parameters"],
+            json!({"type":"object","properties":{},"required":[],"additionalProperties":false})
+        );
+        for item in &catalog {
+            jsonschema::meta::validate(&item["function"]["parameters"]).unwrap();
+        }
+    }
+
+    const WEATHER_DESCRIPTION: &str = "Current weather for a city. Read-only: this tool changes \
+        nothing and is safe to call again.";
+
+    #[test]
+    fn plain_catalog_has_the_canonical_schema_and_no_strict_key() {
+        let catalog = OpenAiChat { strict: false }.catalog(&registry());
+        let function = catalog[0]["function"].as_object().unwrap();
+        assert!(!function.contains_key("strict"));
+        assert_eq!(function["parameters"], weather_schema());
+        assert_eq!(catalog[0]["type"], "function");
+    }
+
+    #[test]
+    fn parses_the_providers_md_call() {
+        let turn: Value = serde_json::from_str(CALL).unwrap();
+        let calls = OpenAiChat::default().parse_calls(&turn).unwrap();
+        assert_eq!(
+            calls,
+            vec![ToolCall::new("call_abc", "get_weather", json!({"city": "Paris", "unit": null}))]
+        );
+        // The same message inside a whole completion.
+        let completion = json!({"choices": [{"message": turn, "finish_reason": "tool_calls"}]});
+        assert_eq!(OpenAiChat::default().parse_calls(&completion).unwrap(), calls);
+    }
+
+    #[test]
+    fn a_message_without_calls_has_none() {
+        let format = OpenAiChat::default();
+        let text = json!({"role": "assistant", "content": "Hello"});
+        assert_eq!(format.parse_calls(&text).unwrap(), vec![]);
+        let null = json!({"role": "assistant", "content": "Hello", "tool_calls": null});
+        assert_eq!(format.parse_calls(&null).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn malformed_calls_still_yield_a_call_each() {
+        let turn = json!({"role": "assistant", "tool_calls": [
+            {"id": "c0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"type": "function", "function": {"name": "get_weather", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"arguments": "{}"}},
+            "not a call",
+            {"id": "c4", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":"}},
+            {"id": "c5", "type": "function", "function": {"name": "get_weather", "arguments": "[1]"}},
+            {"id": "c6", "type": "custom", "custom": {"name": "x", "input": "y"}},
+            {"id": "c7", "type": "function", "function": {"name": "get_weather"}},
+        ]});
+        let calls = OpenAiChat { strict: true }.parse_calls(&turn).unwrap();
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["c0", "missing_id_1", "c2", "missing_id_3", "c4", "c5", "c6", "c7"]);
+        let problems: Vec<String> = calls
+            .iter()
+            .map(|call| call.arguments.clone().unwrap_err().what)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "the arguments are not JSON text",
+                "the call has no id",
+                "the call names no tool",
+                "the tool call is not a JSON object",
+                "the arguments are not valid JSON",
+                "the arguments are not a JSON object",
+                "the call has no function",
+                "the call has no arguments",
+            ]
+        );
+        let why = calls[0].arguments.clone().unwrap_err().why;
+        assert_eq!(
+            why,
+            r#"`function.arguments` must be a string holding a JSON object, but it is an object: "{\"city\":\"Paris\"}""#
+        );
+        assert_eq!(calls[1].name, "get_weather");
+    }
+
+    #[test]
+    fn garbage_turns_are_errors_or_calls_never_panics() {
+        let format = OpenAiChat::default();
+        for turn in garbage_turns() {
+            if let Ok(calls) = format.parse_calls(&turn) {
+                for call in calls {
+                    assert!(!call.id.is_empty());
+                }
+            }
+        }
+        let err = format.parse_calls(&json!([1])).unwrap_err();
+        assert_eq!(err.format, "openai");
+        assert_eq!(err.reason, "the turn is an array, not an assistant message");
+        let err = format.parse_calls(&json!({"tool_calls": {}})).unwrap_err();
+        assert_eq!(err.reason, "`tool_calls` is an object: \"{}\", not an array");
+    }
+
+    #[test]
+    fn results_are_one_tool_message_per_call() {
+        let rendered = OpenAiChat::default().render_results(&[success("call_abc"), failure("call_def")]);
+        assert_eq!(
+            rendered,
+            json!([
+                {"role":"tool","tool_call_id":"call_abc","content":"{\"status\":\"succeeded\",\"replayed\":false,\"data\":{\"temp_c\":21}}"},
+                {"role":"tool","tool_call_id":"call_def","content":"{\"status\":\"error\",\"error\":{\"kind\":\"not_found\",\"what\":\"city not found\",\"why\":\"no match for 'Pariss'\",\"next\":\"check the spelling\"}}"}
+            ])
+        );
+    }
+}
