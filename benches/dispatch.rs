@@ -1,1 +1,129 @@
-fn main(){}
+//! One OpenAI Chat Completions turn with one small read tool, two ways in one run:
+//!
+//! - `hand_written`: serde alone: parse the assistant message into structs, deserialize the
+//!   arguments, call the fn, serialize the `role: "tool"` message;
+//! - `toolgate`: parse the message, dispatch (look-up, schema validation, authorisation from the
+//!   session, the deadline, the trace span), render the tool message.
+//!
+//! The figure that matters is the ratio of the two. Run with `cargo bench --bench dispatch`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde::{Deserialize, Serialize};
+use std::hint::black_box;
+use toolgate::prelude::*;
+use toolgate::provider::{OpenAiChat, WireFormat};
+
+const TURN: &str = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"get_order","arguments":"{\"order_id\":\"ORD-1001\"}"}}]}"#;
+
+#[derive(Serialize)]
+struct Order {
+    order_id: String,
+    paid: &'static str,
+}
+
+async fn lookup(order_id: String) -> Result<Order, ToolError> {
+    Ok(Order {
+        order_id,
+        paid: "500.00",
+    })
+}
+
+/// Look up an order.
+#[tool(permission = "orders:read", timeout = "5s")]
+async fn get_order(
+    /// The order id.
+    order_id: String,
+) -> Result<Order, ToolError> {
+    lookup(order_id).await
+}
+
+mod by_hand {
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize)]
+    pub(crate) struct Message {
+        pub(crate) tool_calls: Vec<Call>,
+    }
+
+    #[derive(Deserialize)]
+    pub(crate) struct Call {
+        pub(crate) id: String,
+        pub(crate) function: Function,
+    }
+
+    #[derive(Deserialize)]
+    pub(crate) struct Function {
+        pub(crate) name: String,
+        pub(crate) arguments: String,
+    }
+
+    #[derive(Serialize)]
+    pub(crate) struct ToolMessage<'a> {
+        pub(crate) role: &'static str,
+        pub(crate) tool_call_id: &'a str,
+        pub(crate) content: String,
+    }
+}
+
+#[derive(Deserialize)]
+struct GetOrderArgs {
+    order_id: String,
+}
+
+async fn hand_written(turn: &str) -> String {
+    let message: by_hand::Message = serde_json::from_str(turn).unwrap();
+    let mut out = Vec::with_capacity(message.tool_calls.len());
+    for call in &message.tool_calls {
+        assert_eq!(call.function.name, "get_order");
+        let args: GetOrderArgs = serde_json::from_str(&call.function.arguments).unwrap();
+        let order = lookup(args.order_id).await.unwrap();
+        out.push(by_hand::ToolMessage {
+            role: "tool",
+            tool_call_id: &call.id,
+            content: serde_json::to_string(&order).unwrap(),
+        });
+    }
+    serde_json::to_string(&out).unwrap()
+}
+
+async fn with_toolgate(dispatcher: &Dispatcher, session: &Session, turn: &str) -> String {
+    let format = OpenAiChat { strict: true };
+    let message: serde_json::Value = serde_json::from_str(turn).unwrap();
+    let calls = format.parse_calls(&message).unwrap();
+    let reports = dispatcher.dispatch_turn(session, calls).await.unwrap();
+    serde_json::to_string(&format.render_results(&reports)).unwrap()
+}
+
+fn dispatch(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut registry = Registry::new();
+    registry.register::<get_order>().unwrap();
+    let dispatcher = Dispatcher::builder(registry).build();
+    let session = Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
+        "run-1",
+    );
+    // Both paths answer the same turn with the same data.
+    let by_hand = runtime.block_on(hand_written(TURN));
+    let ours = runtime.block_on(with_toolgate(&dispatcher, &session, TURN));
+    assert!(
+        by_hand.contains(r#"\"order_id\":\"ORD-1001\""#),
+        "{by_hand}"
+    );
+    assert!(ours.contains(r#"\"order_id\":\"ORD-1001\""#), "{ours}");
+
+    let mut group = c.benchmark_group("dispatch");
+    group.bench_function("hand_written", |b| {
+        b.iter(|| runtime.block_on(hand_written(black_box(TURN))))
+    });
+    group.bench_function("toolgate", |b| {
+        b.iter(|| runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);

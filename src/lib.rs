@@ -13,8 +13,8 @@ pub use tool_macros::tool;
 /// The names most programs need: `use toolgate::prelude::*;`.
 pub mod prelude {
     pub use tool_core::{
-        Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, Registry,
-        Session, SideEffect, Status, ToolCall, ToolError,
+        Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, Registry, Session,
+        SideEffect, Status, ToolCall, ToolError,
     };
     pub use tool_macros::tool;
 }

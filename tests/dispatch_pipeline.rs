@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::prelude::*;
 use toolgate::RunAborted;
+use toolgate::prelude::*;
 
 /// Counts how many times tool bodies ran; the test keeps a clone.
 #[derive(Clone, Default)]
@@ -76,7 +76,10 @@ fn dispatcher() -> (Dispatcher, Runs) {
         .register::<unconfigured>()
         .unwrap();
     let runs = Runs::default();
-    (Dispatcher::builder(registry).state(runs.clone()).build(), runs)
+    (
+        Dispatcher::builder(registry).state(runs.clone()).build(),
+        runs,
+    )
 }
 
 fn session(permissions: &[&str]) -> Session {
@@ -87,14 +90,24 @@ fn session(permissions: &[&str]) -> Session {
 }
 
 async fn call(dispatcher: &Dispatcher, session: &Session, call: ToolCall) -> Value {
-    dispatcher.dispatch(session, call).await.unwrap().result.to_json()
+    dispatcher
+        .dispatch(session, call)
+        .await
+        .unwrap()
+        .result
+        .to_json()
 }
 
 #[tokio::test]
 async fn a_good_call_succeeds_with_the_tool_data() {
     let (d, runs) = dispatcher();
     let s = session(&["orders:read"]);
-    let result = call(&d, &s, ToolCall::new("c1", "get_order", json!({"order_id": "ORD-1001"}))).await;
+    let result = call(
+        &d,
+        &s,
+        ToolCall::new("c1", "get_order", json!({"order_id": "ORD-1001"})),
+    )
+    .await;
     assert_eq!(
         result,
         json!({"status": "succeeded", "replayed": false, "data": {"order_id": "ORD-1001", "paid": "500.00"}})
@@ -109,8 +122,14 @@ async fn an_unknown_tool_lists_the_known_ones() {
     let result = call(&d, &s, ToolCall::new("c1", "refund_everything", json!({}))).await;
     assert_eq!(result["status"], "error");
     assert_eq!(result["error"]["kind"], "unknown_tool");
-    assert_eq!(result["error"]["what"], "there is no tool named \"refund_everything\"");
-    assert_eq!(result["error"]["next"], "call one of: get_order, issue_refund, unconfigured");
+    assert_eq!(
+        result["error"]["what"],
+        "there is no tool named \"refund_everything\""
+    );
+    assert_eq!(
+        result["error"]["next"],
+        "call one of: get_order, issue_refund, unconfigured"
+    );
     assert_eq!(runs.count(), 0);
 }
 
@@ -131,39 +150,89 @@ async fn bad_arguments_never_reach_the_tool() {
     let s = session(&["orders:read", "refund:create"]);
     let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
     let cases: Vec<(ToolCall, &str)> = vec![
-        (ToolCall::from_json_text("c1", "issue_refund", "{\"order_id\": \"ORD-1\", "), "not valid JSON"),
-        (ToolCall::from_json_text("c2", "issue_refund", "[1, 2]"), "is not of type \"object\""),
-        (ToolCall::from_json_text("c3", "issue_refund", "\"ORD-1\""), "is not of type \"object\""),
-        (ToolCall::from_json_text("c4", "issue_refund", ""), "not valid JSON"),
-        (ToolCall::new("c5", "issue_refund", json!({"order_id": "ORD-1"})), "\"amount\" is a required property"),
-        (ToolCall::new("c6", "issue_refund", json!({"order_id": 7, "amount": 1})), "/order_id: 7 is not of type \"string\""),
         (
-            ToolCall::new("c7", "issue_refund", json!({"order_id": "ORD-1", "amount": 1, "note": "x"})),
-            "('note' was unexpected)",
-        ),
-        (
-            ToolCall::new("c8", "issue_refund", json!({"order_id": "ORD-1", "amount": 1, "count": 1u64 << 40})),
-            "/count: 1099511627776 is greater than the maximum of 4294967295",
-        ),
-        (
-            ToolCall::new("c9", "issue_refund", json!({"order_id": "ORD-1", "amount": 1, "count": -1})),
-            "/count: -1 is less than the minimum of 0",
-        ),
-        (
-            ToolCall::new("c10", "issue_refund", json!({"order_id": "ORD-1", "amount": 1, "count": 1.5})),
-            "/count: 1.5 is not of type",
-        ),
-        (
-            ToolCall::from_json_text("c11", "issue_refund", "{\"order_id\": \"ORD-1\", \"amount\": 1e400}"),
+            ToolCall::from_json_text("c1", "issue_refund", "{\"order_id\": \"ORD-1\", "),
             "not valid JSON",
         ),
         (
-            ToolCall::new("c12", "issue_refund", json!({"order_id": "ORD-1", "amount": "ten"})),
+            ToolCall::from_json_text("c2", "issue_refund", "[1, 2]"),
+            "the arguments are not a JSON object",
+        ),
+        (
+            ToolCall::new("c3", "issue_refund", json!("ORD-1")),
+            "is not of type \"object\"",
+        ),
+        (
+            ToolCall::from_json_text("c4", "issue_refund", ""),
+            "not valid JSON",
+        ),
+        (
+            ToolCall::new("c5", "issue_refund", json!({"order_id": "ORD-1"})),
+            "\"amount\" is a required property",
+        ),
+        (
+            ToolCall::new("c6", "issue_refund", json!({"order_id": 7, "amount": 1})),
+            "/order_id: 7 is not of type \"string\"",
+        ),
+        (
+            ToolCall::new(
+                "c7",
+                "issue_refund",
+                json!({"order_id": "ORD-1", "amount": 1, "note": "x"}),
+            ),
+            "('note' was unexpected)",
+        ),
+        (
+            ToolCall::new(
+                "c8",
+                "issue_refund",
+                json!({"order_id": "ORD-1", "amount": 1, "count": 1u64 << 40}),
+            ),
+            "/count: 1099511627776 is greater than the maximum of 4294967295",
+        ),
+        (
+            ToolCall::new(
+                "c9",
+                "issue_refund",
+                json!({"order_id": "ORD-1", "amount": 1, "count": -1}),
+            ),
+            "/count: -1 is less than the minimum of 0",
+        ),
+        (
+            ToolCall::new(
+                "c10",
+                "issue_refund",
+                json!({"order_id": "ORD-1", "amount": 1, "count": 1.5}),
+            ),
+            "/count: 1.5 is not of type",
+        ),
+        (
+            ToolCall::from_json_text(
+                "c11",
+                "issue_refund",
+                "{\"order_id\": \"ORD-1\", \"amount\": 1e400}",
+            ),
+            "not valid JSON",
+        ),
+        (
+            ToolCall::new(
+                "c12",
+                "issue_refund",
+                json!({"order_id": "ORD-1", "amount": "ten"}),
+            ),
             "/amount: \"ten\" is not of type \"number\"",
         ),
-        (ToolCall::from_json_text("c13", "issue_refund", &deep), "not valid JSON"),
         (
-            ToolCall::malformed("c14", "issue_refund", "the arguments are not a JSON string", "got an object"),
+            ToolCall::from_json_text("c13", "issue_refund", &deep),
+            "not valid JSON",
+        ),
+        (
+            ToolCall::malformed(
+                "c14",
+                "issue_refund",
+                "the arguments are not a JSON string",
+                "got an object",
+            ),
             "the arguments are not a JSON string",
         ),
     ];
@@ -171,21 +240,34 @@ async fn bad_arguments_never_reach_the_tool() {
         let id = bad.id.clone();
         let result = call(&d, &s, bad).await;
         assert_eq!(result["status"], "error", "{id}: {result}");
-        assert_eq!(result["error"]["kind"], "invalid_arguments", "{id}: {result}");
+        assert_eq!(
+            result["error"]["kind"], "invalid_arguments",
+            "{id}: {result}"
+        );
         let text = format!(
             "{} {}",
             result["error"]["what"].as_str().unwrap(),
             result["error"]["why"].as_str().unwrap_or_default()
         );
-        assert!(text.contains(expected), "{id}: expected {expected:?} in {text}");
+        assert!(
+            text.contains(expected),
+            "{id}: expected {expected:?} in {text}"
+        );
         let next = result["error"]["next"].as_str().unwrap();
         assert!(next.contains("issue_refund"), "{id}: {next}");
     }
     assert_eq!(runs.count(), 0, "no malformed call may run the tool");
 
-    let good = ToolCall::new("ok", "issue_refund", json!({"order_id": "ORD-1", "amount": 3.0, "count": 2.0}));
+    let good = ToolCall::new(
+        "ok",
+        "issue_refund",
+        json!({"order_id": "ORD-1", "amount": 3.0, "count": 2.0}),
+    );
     let result = call(&d, &s, good).await;
-    assert_eq!(result["data"], json!({"refund_id": "re_1", "amount": 3.0, "count": 2}));
+    assert_eq!(
+        result["data"],
+        json!({"refund_id": "re_1", "amount": 3.0, "count": 2})
+    );
     assert_eq!(runs.count(), 1);
 }
 
@@ -193,7 +275,12 @@ async fn bad_arguments_never_reach_the_tool() {
 async fn a_tool_error_reaches_the_model_in_three_parts() {
     let (d, _) = dispatcher();
     let s = session(&["orders:read"]);
-    let result = call(&d, &s, ToolCall::new("c1", "get_order", json!({"order_id": "ORD-9999"}))).await;
+    let result = call(
+        &d,
+        &s,
+        ToolCall::new("c1", "get_order", json!({"order_id": "ORD-9999"})),
+    )
+    .await;
     assert_eq!(
         result,
         json!({"status": "error", "error": {
@@ -210,16 +297,31 @@ async fn a_missing_permission_aborts_the_run_before_the_tool_runs() {
     let (d, runs) = dispatcher();
     let s = session(&["orders:read"]);
     let aborted = d
-        .dispatch(&s, ToolCall::new("c1", "issue_refund", json!({"order_id": "ORD-1", "amount": 5})))
+        .dispatch(
+            &s,
+            ToolCall::new(
+                "c1",
+                "issue_refund",
+                json!({"order_id": "ORD-1", "amount": 5}),
+            ),
+        )
         .await
         .unwrap_err();
     assert_eq!(aborted.kind, ErrorKind::PermissionDenied);
-    assert!(aborted.reason.contains("lacks the permission `refund:create`"), "{aborted}");
+    assert!(
+        aborted
+            .reason
+            .contains("lacks the permission `refund:create`"),
+        "{aborted}"
+    );
     assert_eq!(runs.count(), 0);
 
     // The run stays aborted: even a permitted read no longer runs.
     let again = d
-        .dispatch(&s, ToolCall::new("c2", "get_order", json!({"order_id": "ORD-1"})))
+        .dispatch(
+            &s,
+            ToolCall::new("c2", "get_order", json!({"order_id": "ORD-1"})),
+        )
         .await
         .unwrap_err();
     assert_eq!(again, aborted);
@@ -232,11 +334,20 @@ async fn permission_comes_from_the_session_never_the_arguments() {
     let (d, runs) = dispatcher();
     let s = session(&[]);
     let smuggled = json!({"order_id": "ORD-1", "amount": 5, "permissions": ["refund:create"]});
-    let result = d.dispatch(&s, ToolCall::new("c1", "issue_refund", smuggled)).await;
+    let result = d
+        .dispatch(&s, ToolCall::new("c1", "issue_refund", smuggled))
+        .await;
     // Validation runs first: the smuggled field is an unknown argument, not a permission.
-    assert_eq!(result.unwrap().result.to_json()["error"]["kind"], "invalid_arguments");
+    assert_eq!(
+        result.unwrap().result.to_json()["error"]["kind"],
+        "invalid_arguments"
+    );
     let clean = json!({"order_id": "ORD-1", "amount": 5});
-    assert!(d.dispatch(&s, ToolCall::new("c2", "issue_refund", clean)).await.is_err());
+    assert!(
+        d.dispatch(&s, ToolCall::new("c2", "issue_refund", clean))
+            .await
+            .is_err()
+    );
     assert_eq!(runs.count(), 0);
 }
 
@@ -245,7 +356,14 @@ async fn an_abort_class_error_from_a_tool_aborts_the_run() {
     let (d, _) = dispatcher();
     let s = session(&["refund:create"]);
     let aborted: RunAborted = d
-        .dispatch(&s, ToolCall::new("c1", "issue_refund", json!({"order_id": "ORD-REVOKED", "amount": 5})))
+        .dispatch(
+            &s,
+            ToolCall::new(
+                "c1",
+                "issue_refund",
+                json!({"order_id": "ORD-REVOKED", "amount": 5}),
+            ),
+        )
         .await
         .unwrap_err();
     assert_eq!(aborted.kind, ErrorKind::CredentialsRevoked);
@@ -256,21 +374,43 @@ async fn an_abort_class_error_from_a_tool_aborts_the_run() {
 async fn a_slow_read_times_out() {
     let (d, _) = dispatcher();
     let s = session(&["orders:read"]);
-    let result = call(&d, &s, ToolCall::new("c1", "get_order", json!({"order_id": "ORD-SLOW"}))).await;
+    let result = call(
+        &d,
+        &s,
+        ToolCall::new("c1", "get_order", json!({"order_id": "ORD-SLOW"})),
+    )
+    .await;
     assert_eq!(result["status"], "error");
     assert_eq!(result["error"]["kind"], "timeout");
-    assert_eq!(result["error"]["what"], "get_order did not answer within 1s");
+    assert_eq!(
+        result["error"]["what"],
+        "get_order did not answer within 1s"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_slow_write_is_an_unknown_outcome_never_a_failure() {
     let (d, _) = dispatcher();
     let s = session(&["refund:create"]);
-    let result = call(&d, &s, ToolCall::new("c1", "issue_refund", json!({"order_id": "ORD-SLOW", "amount": 5}))).await;
+    let result = call(
+        &d,
+        &s,
+        ToolCall::new(
+            "c1",
+            "issue_refund",
+            json!({"order_id": "ORD-SLOW", "amount": 5}),
+        ),
+    )
+    .await;
     assert_eq!(result["status"], "outcome_unknown");
     assert_eq!(result["replayed"], false);
     assert_eq!(result["error"]["kind"], "outcome_unknown");
-    assert!(result["error"]["next"].as_str().unwrap().starts_with("do not repeat the call or assume it failed"));
+    assert!(
+        result["error"]["next"]
+            .as_str()
+            .unwrap()
+            .starts_with("do not repeat the call or assume it failed")
+    );
     assert!(!result.to_string().contains("\"failed\""));
 }
 
@@ -280,7 +420,13 @@ async fn missing_state_is_an_internal_error_naming_the_type() {
     let s = session(&[]);
     let result = call(&d, &s, ToolCall::new("c1", "unconfigured", json!({}))).await;
     assert_eq!(result["error"]["kind"], "internal");
-    assert!(result["error"]["why"].as_str().unwrap().contains("alloc::string::String"), "{result}");
+    assert!(
+        result["error"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("alloc::string::String"),
+        "{result}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -292,10 +438,17 @@ async fn a_turn_answers_every_call_id_in_order() {
         ToolCall::new("b", "nope", json!({})),
         ToolCall::from_json_text("c", "issue_refund", "{oops"),
         ToolCall::new("d", "get_order", json!({"order_id": "ORD-SLOW"})),
-        ToolCall::new("e", "issue_refund", json!({"order_id": "ORD-1", "amount": 1})),
+        ToolCall::new(
+            "e",
+            "issue_refund",
+            json!({"order_id": "ORD-1", "amount": 1}),
+        ),
     ];
     let reports = d.dispatch_turn(&s, calls).await.unwrap();
-    let summary: Vec<(String, Status)> = reports.iter().map(|r| (r.call_id.clone(), r.result.status)).collect();
+    let summary: Vec<(String, Status)> = reports
+        .iter()
+        .map(|r| (r.call_id.clone(), r.result.status))
+        .collect();
     assert_eq!(
         summary,
         vec![
@@ -314,7 +467,11 @@ async fn a_turn_with_an_aborting_call_aborts_as_a_whole() {
     let s = session(&["orders:read"]);
     let calls = vec![
         ToolCall::new("a", "get_order", json!({"order_id": "ORD-1001"})),
-        ToolCall::new("b", "issue_refund", json!({"order_id": "ORD-1", "amount": 1})),
+        ToolCall::new(
+            "b",
+            "issue_refund",
+            json!({"order_id": "ORD-1", "amount": 1}),
+        ),
     ];
     let aborted = d.dispatch_turn(&s, calls).await.unwrap_err();
     assert_eq!(aborted.kind, ErrorKind::PermissionDenied);

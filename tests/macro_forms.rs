@@ -57,7 +57,10 @@ struct Closed {
 
 /// Close an account for good.
 #[tool(side_effect = "destructive", name = "close-account", key = [account_id], approval_over = 100.5, approval_field = payout)]
-async fn close_account(Args(request): Args<CloseRequest>, auth: &AuthContext) -> Result<Closed, ToolError> {
+async fn close_account(
+    Args(request): Args<CloseRequest>,
+    auth: &AuthContext,
+) -> Result<Closed, ToolError> {
     Ok(Closed {
         account_id: format!("{}:{}", auth.tenant(), request.account_id),
     })
@@ -73,7 +76,10 @@ async fn hello() -> Result<&'static str, ToolError> {
 fn descriptors_record_every_key() {
     let d = issue_refund::descriptor();
     assert_eq!(d.name, "issue_refund");
-    assert_eq!(d.doc, "Refund part or all of a paid order. The refund is final.");
+    assert_eq!(
+        d.doc,
+        "Refund part or all of a paid order. The refund is final."
+    );
     assert_eq!(d.side_effect, SideEffect::Write);
     assert_eq!(d.permission, Some("refund:create"));
     let approval = d.approval.unwrap();
@@ -90,7 +96,10 @@ fn descriptors_record_every_key() {
             jitter: Some(true),
         }
     );
-    assert_eq!(d.rate_limit, Some(RateLimit::new(20, std::time::Duration::from_secs(60))));
+    assert_eq!(
+        d.rate_limit,
+        Some(RateLimit::new(20, std::time::Duration::from_secs(60)))
+    );
     assert_eq!(d.reconcile, Some("find_refund"));
     assert_eq!(d.resource, Some("order_id"));
     assert_eq!(d.params, &["order_id", "amount", "note"]);
@@ -103,7 +112,10 @@ fn descriptors_record_every_key() {
     assert_eq!(d.approval.unwrap().over, 100.5);
 
     let d = hello::descriptor();
-    assert_eq!((d.side_effect, d.permission, d.timeout), (SideEffect::Read, None, None));
+    assert_eq!(
+        (d.side_effect, d.permission, d.timeout),
+        (SideEffect::Read, None, None)
+    );
 }
 
 #[test]
@@ -112,14 +124,29 @@ fn schemas_describe_plain_parameters_and_skip_the_context() {
     assert_eq!(schema["type"], "object");
     assert_eq!(schema["additionalProperties"], false);
     let properties = schema["properties"].as_object().unwrap();
-    assert_eq!(properties.keys().collect::<Vec<_>>(), ["order_id", "amount", "note"]);
-    assert_eq!(properties["order_id"]["description"], "The order to refund.");
-    assert_eq!(properties["amount"]["description"], "The amount, in the order's currency.");
+    assert_eq!(
+        properties.keys().collect::<Vec<_>>(),
+        ["order_id", "amount", "note"]
+    );
+    assert_eq!(
+        properties["order_id"]["description"],
+        "The order to refund."
+    );
+    assert_eq!(
+        properties["amount"]["description"],
+        "The amount, in the order's currency."
+    );
     assert_eq!(schema["required"], json!(["order_id", "amount"]));
 
     let schema = close_account::args_schema();
-    assert_eq!(schema["properties"]["account_id"]["description"], "The account to close.");
-    assert_eq!(schema["additionalProperties"], false, "unknown fields are rejected for Args<T> too");
+    assert_eq!(
+        schema["properties"]["account_id"]["description"],
+        "The account to close."
+    );
+    assert_eq!(
+        schema["additionalProperties"], false,
+        "unknown fields are rejected for Args<T> too"
+    );
 
     let schema = hello::args_schema();
     assert_eq!(schema["type"], "object");
@@ -145,14 +172,28 @@ async fn every_form_dispatches() {
     );
     let calls = vec![
         ToolCall::new("1", "get_order", json!({"order_id": "ORD-1"})),
-        ToolCall::new("2", "issue_refund", json!({"order_id": "ORD-1", "amount": 5, "note": null})),
-        ToolCall::new("3", "close-account", json!({"account_id": "A-1", "payout": 3.0})),
+        ToolCall::new(
+            "2",
+            "issue_refund",
+            json!({"order_id": "ORD-1", "amount": 5, "note": null}),
+        ),
+        ToolCall::new(
+            "3",
+            "close-account",
+            json!({"account_id": "A-1", "payout": 3.0}),
+        ),
         ToolCall::new("4", "hello", json!({})),
     ];
     let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
-    let data: Vec<Value> = reports.iter().map(|r| r.result.to_json()["data"].clone()).collect();
+    let data: Vec<Value> = reports
+        .iter()
+        .map(|r| r.result.to_json()["data"].clone())
+        .collect();
     assert_eq!(data[0], json!({"order_id": "ORD-1"}));
-    assert_eq!(data[1], json!({"order_id": "ORD-1", "amount": 5.0, "note": null, "run": "run-1"}));
+    assert_eq!(
+        data[1],
+        json!({"order_id": "ORD-1", "amount": 5.0, "note": null, "run": "run-1"})
+    );
     assert_eq!(data[2], json!({"account_id": "acme:A-1"}));
     assert_eq!(data[3], json!("hello"));
 }

@@ -33,7 +33,6 @@ struct Address {
 
 /// Takes every kind of argument and echoes them.
 #[tool]
-#[allow(clippy::too_many_arguments)]
 async fn everything(
     name: String,
     count: u8,
@@ -57,8 +56,8 @@ async fn everything(
 }
 
 const FIELDS: [&str; 13] = [
-    "name", "count", "total", "big", "small", "ratio", "flag", "letter", "mode", "shape", "address",
-    "items", "scores",
+    "name", "count", "total", "big", "small", "ratio", "flag", "letter", "mode", "shape",
+    "address", "items", "scores",
 ];
 
 fn any_number() -> impl Strategy<Value = Value> {
@@ -86,8 +85,15 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any_number(),
         "[a-zA-Z]{0,3}".prop_map(Value::from),
-        prop_oneof![Just("Fast"), Just("Slow"), Just("Point"), Just("x"), Just("é"), Just("")]
-            .prop_map(Value::from),
+        prop_oneof![
+            Just("Fast"),
+            Just("Slow"),
+            Just("Point"),
+            Just("x"),
+            Just("é"),
+            Just("")
+        ]
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(6, 48, 6, |inner| {
         prop_oneof![
@@ -101,14 +107,20 @@ fn any_json() -> impl Strategy<Value = Value> {
 fn key() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::sample::select(FIELDS.to_vec()).prop_map(str::to_owned),
-        prop::sample::select(vec!["street", "zip", "tags", "r", "Circle", "Square", "Point"])
-            .prop_map(str::to_owned),
+        prop::sample::select(vec![
+            "street", "zip", "tags", "r", "Circle", "Square", "Point"
+        ])
+        .prop_map(str::to_owned),
         "[a-z]{1,4}",
     ]
 }
 
 fn good_address() -> impl Strategy<Value = Value> {
-    ("[a-z ]{0,8}", prop::option::of(any::<u32>()), prop::collection::vec("[a-z]{0,3}", 0..3))
+    (
+        "[a-z ]{0,8}",
+        prop::option::of(any::<u32>()),
+        prop::collection::vec("[a-z]{0,3}", 0..3),
+    )
         .prop_map(|(street, zip, tags)| json!({"street": street, "zip": zip, "tags": tags}))
 }
 
@@ -122,7 +134,9 @@ fn field_value(field: &'static str) -> BoxedStrategy<Value> {
         "small" => any::<i16>().prop_map(Value::from).boxed(),
         "ratio" => (-1e6f64..1e6).prop_map(Value::from).boxed(),
         "flag" => any::<bool>().prop_map(Value::from).boxed(),
-        "letter" => any::<char>().prop_map(|c| Value::from(c.to_string())).boxed(),
+        "letter" => any::<char>()
+            .prop_map(|c| Value::from(c.to_string()))
+            .boxed(),
         "mode" => prop_oneof![Just(json!("Fast")), Just(json!("Slow"))].boxed(),
         "shape" => prop_oneof![
             Just(json!("Point")),
@@ -130,8 +144,12 @@ fn field_value(field: &'static str) -> BoxedStrategy<Value> {
             (-10.0f64..10.0).prop_map(|r| json!({"Circle": {"r": r}})),
         ]
         .boxed(),
-        "address" => prop::option::of(good_address()).prop_map(|a| a.unwrap_or(Value::Null)).boxed(),
-        "items" => prop::collection::vec(good_address(), 0..3).prop_map(Value::from).boxed(),
+        "address" => prop::option::of(good_address())
+            .prop_map(|a| a.unwrap_or(Value::Null))
+            .boxed(),
+        "items" => prop::collection::vec(good_address(), 0..3)
+            .prop_map(Value::from)
+            .boxed(),
         "scores" => prop::collection::hash_map("[a-z]{1,3}", any::<u32>(), 0..3)
             .prop_map(|m| json!(m))
             .boxed(),
@@ -144,10 +162,16 @@ fn field_value(field: &'static str) -> BoxedStrategy<Value> {
 fn near_valid_args() -> impl Strategy<Value = Value> {
     let fields: Vec<_> = FIELDS
         .iter()
-        .map(|&field| prop::option::weighted(0.99, field_value(field)).prop_map(move |v| (field, v)))
+        .map(|&field| {
+            prop::option::weighted(0.99, field_value(field)).prop_map(move |v| (field, v))
+        })
         .collect();
-    (fields, prop::collection::vec((key(), any_json()), 0..2), 0u8..10).prop_map(
-        |(fields, extra, extra_odds)| {
+    (
+        fields,
+        prop::collection::vec((key(), any_json()), 0..2),
+        0u8..10,
+    )
+        .prop_map(|(fields, extra, extra_odds)| {
             let mut map = Map::new();
             for (field, value) in fields {
                 if let Some(value) = value {
@@ -160,18 +184,23 @@ fn near_valid_args() -> impl Strategy<Value = Value> {
                 }
             }
             Value::Object(map)
-        },
-    )
+        })
 }
 
 fn deep(levels: usize) -> Value {
     (0..levels).fold(json!(1), |inner, _| json!([inner]))
 }
 
-fn check(dispatcher: &Dispatcher, runtime: &tokio::runtime::Runtime, args: Value) -> Result<bool, TestCaseError> {
+fn check(
+    dispatcher: &Dispatcher,
+    runtime: &tokio::runtime::Runtime,
+    args: Value,
+) -> Result<bool, TestCaseError> {
     let session = Session::new(AuthContext::new("t", "u"), "r");
     let call = ToolCall::new("c", "everything", args.clone());
-    let report = runtime.block_on(dispatcher.dispatch(&session, call)).unwrap();
+    let report = runtime
+        .block_on(dispatcher.dispatch(&session, call))
+        .unwrap();
     let result = report.result.to_json();
     match report.result.status {
         Status::Succeeded => Ok(true),
@@ -181,25 +210,37 @@ fn check(dispatcher: &Dispatcher, runtime: &tokio::runtime::Runtime, args: Value
             let what = error["what"].as_str().unwrap();
             prop_assert!(
                 what.starts_with("the arguments of everything break its schema"),
-                "accepted by the schema but not by serde: {} for {}", result, args
+                "accepted by the schema but not by serde: {} for {}",
+                result,
+                args
             );
             // Every listed pointer leads into the arguments.
             let registered = dispatcher.registry().get("everything").unwrap();
             let violations = registered.validator().violations(&args);
             prop_assert!(!violations.is_empty());
             for violation in violations {
-                prop_assert!(args.pointer(&violation.pointer).is_some(), "{} not in {}", violation.pointer, args);
+                prop_assert!(
+                    args.pointer(&violation.pointer).is_some(),
+                    "{} not in {}",
+                    violation.pointer,
+                    args
+                );
             }
             Ok(false)
         }
-        other => Err(TestCaseError::fail(format!("unexpected status {other:?}: {result}"))),
+        other => Err(TestCaseError::fail(format!(
+            "unexpected status {other:?}: {result}"
+        ))),
     }
 }
 
 fn setup() -> (Dispatcher, tokio::runtime::Runtime) {
     let mut registry = Registry::new();
     registry.register::<everything>().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
     (Dispatcher::builder(registry).build(), runtime)
 }
 
@@ -241,7 +282,10 @@ fn both_outcomes_are_exercised() {
             rejected += 1;
         }
     }
-    assert!(accepted > 50 && rejected > 50, "accepted {accepted}, rejected {rejected}");
+    assert!(
+        accepted > 50 && rejected > 50,
+        "accepted {accepted}, rejected {rejected}"
+    );
 }
 
 #[test]
@@ -268,14 +312,27 @@ fn edge_values() {
         (with("letter", json!("é")), true),
         (with("ratio", json!(1e300)), true),
         (with("shape", json!({"Square": 70000})), false),
-        (with("shape", json!({"Circle": {"r": 1, "extra": 2}})), false),
-        (with("address", json!({"street": "s", "tags": [], "zip": null})), true),
-        (with("address", json!({"street": "s", "tags": [], "other": 1})), false),
+        (
+            with("shape", json!({"Circle": {"r": 1, "extra": 2}})),
+            false,
+        ),
+        (
+            with("address", json!({"street": "s", "tags": [], "zip": null})),
+            true,
+        ),
+        (
+            with("address", json!({"street": "s", "tags": [], "other": 1})),
+            false,
+        ),
         (with("items", deep(100)), false),
         (with("scores", json!({"a": -1})), false),
         (base.clone(), true),
     ];
     for (args, expected) in cases {
-        assert_eq!(check(&dispatcher, &runtime, args.clone()).unwrap(), expected, "{args}");
+        assert_eq!(
+            check(&dispatcher, &runtime, args.clone()).unwrap(),
+            expected,
+            "{args}"
+        );
     }
 }

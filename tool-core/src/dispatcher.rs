@@ -157,6 +157,12 @@ impl Dispatcher {
     }
 
     async fn run(&self, session: &Session, call: &ToolCall) -> Result<CallResult, ToolError> {
+        if let (true, Err(malformed)) = (call.name.is_empty(), &call.arguments) {
+            // A call the format could not read at all: say what was wrong with it.
+            return Err(ToolError::invalid_arguments(malformed.what.clone())
+                .why(malformed.why.clone())
+                .next("call one tool by its name, with its arguments as one JSON object"));
+        }
         let registered = self.lookup(&call.name)?;
         let descriptor = registered.descriptor();
         let args = match &call.arguments {
@@ -176,18 +182,18 @@ impl Dispatcher {
         if !violations.is_empty() {
             return Err(invalid_arguments(descriptor.name, &violations));
         }
-        if let Some(permission) = descriptor.permission {
-            if !session.auth().has_permission(permission) {
-                return Err(ToolError::permission_denied(format!(
-                    "the session may not call {}",
-                    descriptor.name
-                ))
-                .why(format!(
-                    "user `{}` of tenant `{}` lacks the permission `{permission}`",
-                    session.auth().user(),
-                    session.auth().tenant()
-                )));
-            }
+        if let Some(permission) = descriptor.permission
+            && !session.auth().has_permission(permission)
+        {
+            return Err(ToolError::permission_denied(format!(
+                "the session may not call {}",
+                descriptor.name
+            ))
+            .why(format!(
+                "user `{}` of tenant `{}` lacks the permission `{permission}`",
+                session.auth().user(),
+                session.auth().tenant()
+            )));
         }
         let ctx = Ctx::new(
             session.auth_arc().clone(),
@@ -200,7 +206,11 @@ impl Dispatcher {
         match tokio::time::timeout(deadline, registered.tool().invoke(&ctx, &args)).await {
             Ok(Ok(data)) => Ok(CallResult::succeeded(data)),
             Ok(Err(err)) => Err(err),
-            Err(_elapsed) => Err(deadline_passed(descriptor.name, descriptor.side_effect.is_read(), deadline)),
+            Err(_elapsed) => Err(deadline_passed(
+                descriptor.name,
+                descriptor.side_effect.is_read(),
+                deadline,
+            )),
         }
     }
 
@@ -221,8 +231,9 @@ impl Dispatcher {
 /// applied, so its outcome is unknown, never a failure.
 fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> ToolError {
     if is_read {
-        ToolError::timeout(format!("{tool} did not answer within {deadline:?}"))
-            .next(format!("call {tool} again, or tell the user the system is slow"))
+        ToolError::timeout(format!("{tool} did not answer within {deadline:?}")).next(format!(
+            "call {tool} again, or tell the user the system is slow"
+        ))
     } else {
         ToolError::outcome_unknown(format!("{tool} did not finish within {deadline:?}"))
             .why("the request may have been applied before the deadline passed")

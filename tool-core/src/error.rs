@@ -290,7 +290,10 @@ mod tests {
     #[test]
     fn next_falls_back_to_the_kind_default() {
         let err = ToolError::repeated_call_for_test();
-        assert_eq!(err.next_step(), "that call already failed; change the approach");
+        assert_eq!(
+            err.next_step(),
+            "that call already failed; change the approach"
+        );
         let err = ToolError::refused("over balance").next("offer 100.00");
         assert_eq!(err.next_step(), "offer 100.00");
     }

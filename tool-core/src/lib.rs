@@ -11,6 +11,7 @@ mod ctx;
 mod descriptor;
 mod dispatcher;
 mod error;
+mod probe;
 pub mod provider;
 mod rate_limit;
 mod registry;
@@ -45,6 +46,7 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
+    pub use crate::probe::{ArgumentFits, DoesNotFit, Fits, Probe, ProbeArgs, assert_argument};
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
         Args, Ctx, IntoToolOutput, KeyScope, RateLimit, RetrySpec, SideEffect, Tool,
@@ -61,7 +63,9 @@ pub mod __private {
         T::deserialize(args).map_err(|err| {
             ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
                 .why(err.to_string())
-                .next(format!("call {tool} again with arguments that match its schema"))
+                .next(format!(
+                    "call {tool} again with arguments that match its schema"
+                ))
         })
     }
 

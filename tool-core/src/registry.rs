@@ -109,10 +109,11 @@ impl Registry {
             return Err(RegistryError::DuplicateName(name.to_owned()));
         }
         let schema = tool.args_schema();
-        let validator = ArgsValidator::new(&schema).map_err(|err| RegistryError::InvalidSchema {
-            tool: name.to_owned(),
-            reason: err.to_string(),
-        })?;
+        let validator =
+            ArgsValidator::new(&schema).map_err(|err| RegistryError::InvalidSchema {
+                tool: name.to_owned(),
+                reason: err.to_string(),
+            })?;
         self.by_name.insert(name, self.tools.len());
         self.tools.push(RegisteredTool {
             tool: Arc::new(tool),

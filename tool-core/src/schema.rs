@@ -35,7 +35,10 @@ pub fn canonicalize(schema: &mut Value) {
     walk_schemas_mut(schema, &mut |object| {
         let bare_object = object.get("type").and_then(Value::as_str) == Some("object")
             && !object.contains_key("properties")
-            && matches!(object.get("additionalProperties"), None | Some(Value::Bool(false)))
+            && matches!(
+                object.get("additionalProperties"),
+                None | Some(Value::Bool(false))
+            )
             && !object.contains_key("patternProperties");
         if bare_object {
             // A struct with no fields: the only object it accepts is `{}`.
@@ -91,8 +94,16 @@ pub fn walk_schemas_mut(schema: &mut Value, visit: &mut dyn FnMut(&mut Map<Strin
                     }
                 }
             }
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" => {
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties" => {
                 walk_schemas_mut(child, visit);
             }
             _ => {}
@@ -108,7 +119,7 @@ pub(crate) fn normalize_numbers(value: &mut Value) {
             let float = number.as_f64().unwrap_or(f64::NAN);
             // 2^63 and 2^64 are exact as f64; anything below them in magnitude converts exactly.
             if float.fract() == 0.0 {
-                if float >= -9_223_372_036_854_775_808.0 && float < 9_223_372_036_854_775_808.0 {
+                if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&float) {
                     *value = Value::from(float as i64);
                 } else if (0.0..18_446_744_073_709_551_616.0).contains(&float) {
                     *value = Value::from(float as u64);
@@ -154,6 +165,9 @@ mod tests {
     fn integral_floats_become_integers() {
         let mut value = json!({"a": 3.0, "b": [1.5, -2.0], "c": 1e19, "d": 1e300});
         normalize_numbers(&mut value);
-        assert_eq!(value, json!({"a": 3, "b": [1.5, -2], "c": 10_000_000_000_000_000_000u64, "d": 1e300}));
+        assert_eq!(
+            value,
+            json!({"a": 3, "b": [1.5, -2], "c": 10_000_000_000_000_000_000u64, "d": 1e300})
+        );
     }
 }

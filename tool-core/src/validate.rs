@@ -18,7 +18,11 @@ pub struct Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{at}: {}", self.message)
     }
 }
@@ -88,9 +92,9 @@ pub(crate) fn invalid_arguments(tool: &str, violations: &[Violation]) -> ToolErr
         1 => format!("the arguments of {tool} break its schema in 1 place"),
         n => format!("the arguments of {tool} break its schema in {n} places"),
     };
-    ToolError::invalid_arguments(what)
-        .why(why)
-        .next(format!("call {tool} again with arguments that match its schema"))
+    ToolError::invalid_arguments(what).why(why).next(format!(
+        "call {tool} again with arguments that match its schema"
+    ))
 }
 
 #[cfg(test)]
@@ -113,9 +117,20 @@ mod tests {
         assert!(pointers.contains(&""), "{violations:?}");
         assert_eq!(violations.len(), 3, "{violations:?}");
 
-        let err = validator.validate("issue_refund", &json!({"amount": -5})).unwrap_err();
+        let err = validator
+            .validate("issue_refund", &json!({"amount": -5}))
+            .unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::InvalidArguments);
-        assert!(err.reason().unwrap().contains("/amount: -5 is less than or equal to the minimum of 0"), "{err:?}");
-        assert!(validator.validate("t", &json!({"order_id": "A", "amount": 1})).is_ok());
+        assert!(
+            err.reason()
+                .unwrap()
+                .contains("/amount: -5 is less than or equal to the minimum of 0"),
+            "{err:?}"
+        );
+        assert!(
+            validator
+                .validate("t", &json!({"order_id": "A", "amount": 1}))
+                .is_ok()
+        );
     }
 }

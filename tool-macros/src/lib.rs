@@ -21,11 +21,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let item: syn::ItemFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
-            let err = syn::Error::new(
-                proc_macro2::Span::call_site(),
-                "#[tool] goes on an `async fn`: write `#[tool] async fn name(...) -> Result<T, ToolError>`",
-            );
-            let mut out = err.to_compile_error();
+            let mut out = ast::not_a_fn(&input).to_compile_error();
             out.extend(input);
             return out.into();
         }
@@ -37,10 +33,10 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     match errors.into_result() {
         Ok(()) => expand::expand(&attr, &tool).into(),
         Err(err) => {
-            // Emit the fn as written too, so one mistake does not cascade into "not found" errors.
-            let item = &tool.item;
+            // The fn as written and a stand-in for its type, so one mistake does not cascade
+            // into "not found" errors.
             let mut out = err.to_compile_error();
-            out.extend(quote::quote!(#item));
+            out.extend(expand::fallback(&tool));
             out.into()
         }
     }

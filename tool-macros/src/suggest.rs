@@ -2,12 +2,37 @@
 
 use proc_macro2::Span;
 
-/// The error for `found` where one of `valid` was expected in `context`, suggesting the nearest.
+/// The error for a key `found` where one of `valid` was expected in `context`, suggesting the
+/// nearest.
 pub(crate) fn unknown_key(span: Span, found: &str, valid: &[&str], context: &str) -> syn::Error {
-    let list = valid.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
+    let list = valid
+        .iter()
+        .map(|v| format!("`{v}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let message = match nearest(found, valid) {
-        Some(best) => format!("unknown `{found}` in {context}: did you mean `{best}`? expected one of {list}"),
-        None => format!("unknown `{found}` in {context}: expected one of {list}"),
+        Some(best) => format!(
+            "unknown key `{found}` in {context}: did you mean `{best}`? the keys are {list}"
+        ),
+        None => format!("unknown key `{found}` in {context}; the keys are {list}"),
+    };
+    syn::Error::new(span, message)
+}
+
+/// The error for the string value `found` of `key` where one of `valid` was expected, suggesting
+/// the nearest as the user would write it.
+pub(crate) fn unknown_value(span: Span, key: &str, found: &str, valid: &[&str]) -> syn::Error {
+    let list = valid
+        .iter()
+        .map(|v| format!("`\"{v}\"`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let lowered = found.trim().to_lowercase();
+    let message = match nearest(&lowered, valid) {
+        Some(best) => format!(
+            "unknown {key} `\"{found}\"`: did you mean `{key} = \"{best}\"`? the values are {list}"
+        ),
+        None => format!("unknown {key} `\"{found}\"`; the values are {list}"),
     };
     syn::Error::new(span, message)
 }
@@ -17,7 +42,10 @@ pub(crate) fn nearest<'a>(found: &str, valid: &[&'a str]) -> Option<&'a str> {
     valid
         .iter()
         .map(|candidate| (distance(found, candidate), *candidate))
-        .filter(|(d, candidate)| *d <= candidate.len().max(found.len()) / 2 || candidate.contains(found) && found.len() >= 3)
+        .filter(|(d, candidate)| {
+            *d <= candidate.len().max(found.len()) / 2
+                || candidate.contains(found) && found.len() >= 3
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, candidate)| candidate)
 }
@@ -30,7 +58,11 @@ fn distance(a: &str, b: &str) -> usize {
         let mut current = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != *cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+            current.push(
+                (previous[j] + cost)
+                    .min(previous[j + 1] + 1)
+                    .min(current[j] + 1),
+            );
         }
         previous = current;
     }

@@ -1,10 +1,10 @@
 //! Checks of the attribute against the fn: every misuse becomes an error on the token at fault.
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
-use syn::{Ident, ReturnType};
+use quote::ToTokens;
+use syn::{Ident, ReturnType, Type};
 
-use crate::ast::{Param, ToolFn};
+use crate::ast::{Param, PlainParam, ToolFn};
 use crate::attr::{SideEffect, ToolAttr};
 use crate::errors::Errors;
 use crate::suggest::nearest;
@@ -24,27 +24,33 @@ fn check_signature(tool: &ToolFn, errors: &mut Errors) {
         ));
     }
     if let Some(constness) = &sig.constness {
-        errors.push(syn::Error::new(constness.span, "a #[tool] fn cannot be `const`; remove it"));
+        errors.push(syn::Error::new(
+            constness.span,
+            "a #[tool] fn cannot be `const`; remove it",
+        ));
     }
     if let Some(unsafety) = &sig.unsafety {
         errors.push(syn::Error::new(unsafety.span, "a #[tool] fn cannot be `unsafe`: the model calls it; remove `unsafe` and keep the unsafe block inside"));
     }
     if let Some(abi) = &sig.abi {
-        errors.push(syn::Error::new(abi.span(), "a #[tool] fn cannot have an ABI; remove it"));
+        errors.push(syn::Error::new_spanned(
+            abi,
+            "a #[tool] fn cannot have an ABI; remove it",
+        ));
     }
     if let Some(variadic) = &sig.variadic {
-        errors.push(syn::Error::new(variadic.span(), "a #[tool] fn cannot be variadic"));
+        errors.push(syn::Error::new_spanned(
+            variadic,
+            "a #[tool] fn cannot be variadic",
+        ));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        let span = if sig.generics.params.is_empty() {
-            sig.generics.where_clause.span()
+        let message = "a #[tool] fn cannot be generic: its schema is fixed at compile time; write the concrete types";
+        errors.push(if sig.generics.params.is_empty() {
+            syn::Error::new_spanned(&sig.generics.where_clause, message)
         } else {
-            sig.generics.span()
-        };
-        errors.push(syn::Error::new(
-            span,
-            "a #[tool] fn cannot be generic: its schema is fixed at compile time; write the concrete types",
-        ));
+            syn::Error::new_spanned(&sig.generics, message)
+        });
     }
     if let ReturnType::Default = sig.output {
         errors.push(syn::Error::new(
@@ -66,36 +72,52 @@ fn check_signature(tool: &ToolFn, errors: &mut Errors) {
 fn check_params(tool: &ToolFn, errors: &mut Errors) {
     let mut ctx_seen = false;
     let mut auth_seen = false;
-    let mut struct_seen: Option<Span> = None;
-    let mut plain_seen: Option<Span> = None;
+    let mut struct_seen = false;
+    let mut first_plain: Option<&PlainParam> = None;
     for param in &tool.params {
         match param {
-            Param::Ctx if ctx_seen => errors.push(syn::Error::new(tool.item.sig.inputs.span(), "`&Ctx` is taken twice; take it once")),
-            Param::Ctx => ctx_seen = true,
-            Param::Auth if auth_seen => errors.push(syn::Error::new(tool.item.sig.inputs.span(), "`&AuthContext` is taken twice; take it once")),
-            Param::Auth => auth_seen = true,
-            Param::Struct { span, .. } => {
-                if struct_seen.is_some() {
-                    errors.push(syn::Error::new(*span, "only one `Args<T>` parameter: put every argument in that one struct"));
+            Param::Ctx { ty } if ctx_seen => errors.push(syn::Error::new_spanned(
+                ty,
+                "`&Ctx` is taken twice; take it once and remove this parameter",
+            )),
+            Param::Ctx { .. } => ctx_seen = true,
+            Param::Auth { ty } if auth_seen => errors.push(syn::Error::new_spanned(
+                ty,
+                "`&AuthContext` is taken twice; take it once and remove this parameter",
+            )),
+            Param::Auth { .. } => auth_seen = true,
+            Param::Struct { full, .. } => {
+                if struct_seen {
+                    errors.push(syn::Error::new_spanned(full, "a tool takes at most one `Args<T>` parameter: put every argument in that one struct"));
                 }
-                struct_seen = Some(*span);
+                struct_seen = true;
             }
             Param::Plain(plain) => {
-                plain_seen.get_or_insert(plain.ident.span());
+                first_plain.get_or_insert(plain);
             }
         }
     }
-    if let (Some(struct_span), Some(_)) = (struct_seen, plain_seen) {
+    if let (true, Some(plain)) = (struct_seen, first_plain) {
+        let inner = match tool.struct_param() {
+            Some(ty) => ty.to_token_stream().to_string(),
+            None => "the struct".to_owned(),
+        };
         errors.push(syn::Error::new(
-            struct_span,
-            "a tool takes its arguments either as plain parameters or as one `Args<T>` struct, not both: move the plain parameters into the struct",
+            plain.ident.span(),
+            format!(
+                "a tool takes its arguments either as plain parameters or as one `Args<T>` struct, not both: move `{}` into `{inner}`",
+                plain.ident
+            ),
         ));
     }
 }
 
 fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
-    let side_effect = attr.side_effect.as_ref().map_or(SideEffect::Read, |s| s.value);
-    let is_read = side_effect == SideEffect::Read;
+    let side_effect = attr
+        .side_effect
+        .as_ref()
+        .map_or(SideEffect::Read, |s| s.value);
+    let is_read = side_effect == SideEffect::Read && !attr.rejected("side_effect");
     let names: Vec<String> = tool.plain_params().map(|p| p.ident.to_string()).collect();
     let has_struct = tool.struct_param().is_some();
 
@@ -107,19 +129,44 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
     };
     if is_read {
         if let Some(approval) = &attr.approval_over {
-            only_writes(approval.span, "approval_over", "a read never waits for a human", errors);
+            only_writes(
+                approval.key,
+                "approval_over",
+                "a read never waits for a human",
+                errors,
+            );
         }
         if let Some(key) = &attr.key {
-            only_writes(key.span, "key", "reads are never stored, so they have no idempotency key", errors);
+            only_writes(
+                key.key,
+                "key",
+                "reads are never stored, so they have no idempotency key",
+                errors,
+            );
         }
         if let Some(scope) = &attr.key_scope {
-            only_writes(scope.span, "key_scope", "reads have no idempotency key", errors);
+            only_writes(
+                scope.key,
+                "key_scope",
+                "reads have no idempotency key",
+                errors,
+            );
         }
         if let Some(path) = &attr.reconcile {
-            only_writes(path.span(), "reconcile", "a read has no outcome to reconcile", errors);
+            only_writes(
+                path.key,
+                "reconcile",
+                "a read has no outcome to reconcile",
+                errors,
+            );
         }
         if let Some(resource) = &attr.resource {
-            only_writes(resource.span(), "resource", "reads run in parallel freely", errors);
+            only_writes(
+                resource.key,
+                "resource",
+                "reads run in parallel freely",
+                errors,
+            );
         }
     }
 
@@ -136,10 +183,19 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
         let listed = if names.is_empty() {
             "the fn has no arguments".to_owned()
         } else {
-            format!("its arguments are {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+            format!(
+                "its arguments are {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         };
         let message = match nearest(&name, &candidates) {
-            Some(best) => format!("`{key}` names `{name}`, which is not an argument of the fn: did you mean `{best}`? {listed}"),
+            Some(best) => format!(
+                "`{key}` names `{name}`, which is not an argument of the fn: did you mean `{best}`? {listed}"
+            ),
             None => format!("`{key}` names `{name}`, which is not an argument of the fn; {listed}"),
         };
         errors.push(syn::Error::new(ident.span(), message));
@@ -150,20 +206,45 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
         }
     }
     if let Some(resource) = &attr.resource {
-        check_name(resource, "resource", errors);
+        check_name(&resource.value, "resource", errors);
     }
     match (&attr.approval_over, &attr.approval_field) {
-        (Some(_), Some(field)) => check_name(field, "approval_field", errors),
-        (Some(over), None) if !has_struct && !names.iter().any(|n| n == "amount") => {
+        (Some(_), Some(field)) => check_name(&field.value, "approval_field", errors),
+        (Some(over), None)
+            if !has_struct
+                && !attr.rejected("approval_field")
+                && !names.iter().any(|n| n == "amount") =>
+        {
+            let numeric: Vec<String> = tool
+                .plain_params()
+                .filter(|p| is_numeric(&p.ty))
+                .map(|p| p.ident.to_string())
+                .collect();
+            let suggestion = match numeric.as_slice() {
+                [one] => format!("`approval_field = {one}`"),
+                _ => "`approval_field = <argument>`".to_owned(),
+            };
             errors.push(syn::Error::new(
-                over.span,
-                "approval_over compares the argument `amount`, and this fn has none: name the argument that holds the amount with `approval_field = <argument>`",
+                over.key,
+                format!(
+                    "approval_over compares the argument `amount`, and `{}` has none: name the argument that holds the amount with {suggestion}",
+                    tool.item.sig.ident
+                ),
             ));
         }
-        (None, Some(field)) => errors.push(syn::Error::new(
-            field.span(),
-            "approval_field names the amount that approval_over compares; add `approval_over = <threshold>` or remove approval_field",
+        (None, Some(field)) if !attr.rejected("approval_over") => errors.push(syn::Error::new(
+            field.key,
+            "approval_field names the argument that approval_over compares, and there is no approval_over: add `approval_over = <threshold>`, or remove approval_field",
         )),
         _ => {}
     }
+}
+
+/// Whether `ty` is one of Rust's numeric types, to suggest it as the amount.
+fn is_numeric(ty: &Type) -> bool {
+    const NUMERIC: &[&str] = &[
+        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+        "f32", "f64",
+    ];
+    matches!(ty, Type::Path(path) if path.qself.is_none() && NUMERIC.iter().any(|n| path.path.is_ident(n)))
 }

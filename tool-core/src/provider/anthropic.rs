@@ -119,7 +119,9 @@ impl WireFormat for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::test_support::{failure, garbage_turns, registry, success, weather_schema};
+    use crate::provider::test_support::{
+        failure, garbage_turns, registry, success, weather_schema,
+    };
     use crate::{CallResult, ToolError};
 
     #[test]
@@ -139,16 +141,20 @@ mod tests {
         let turn = json!({"role":"assistant","content":[{"type":"tool_use","id":"toolu_01A","name":"get_weather","input":{"city":"Paris"}}]});
         assert_eq!(
             Anthropic.parse_calls(&turn).unwrap(),
-            vec![ToolCall::new("toolu_01A", "get_weather", json!({"city": "Paris"}))]
+            vec![ToolCall::new(
+                "toolu_01A",
+                "get_weather",
+                json!({"city": "Paris"})
+            )]
         );
         let text_only = json!({"role": "assistant", "content": "Hi"});
         assert_eq!(Anthropic.parse_calls(&text_only).unwrap(), vec![]);
         let response = json!({"id": "msg_1", "type": "message", "role": "assistant",
-            "stop_reason": "tool_use", "content": [
-                {"type": "thinking", "thinking": "…", "signature": "s"},
-                {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}},
-                {"type": "tool_use", "id": "toolu_01B", "name": "get_weather", "input": {"city": "Oslo"}}
-            ]});
+        "stop_reason": "tool_use", "content": [
+            {"type": "thinking", "thinking": "…", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}},
+            {"type": "tool_use", "id": "toolu_01B", "name": "get_weather", "input": {"city": "Oslo"}}
+        ]});
         let calls = Anthropic.parse_calls(&response).unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[1].id, "toolu_01B");
@@ -182,7 +188,7 @@ mod tests {
         );
         assert_eq!(
             calls[0].arguments.clone().unwrap_err().why,
-            r#"`input` is a string: "\"{\\\"city\\\":\\\"Paris\\\"}\"""#
+            r#"`input` is a string: "{\"city\":\"Paris\"}""#
         );
     }
 
@@ -206,7 +212,8 @@ mod tests {
         };
         let unknown_text = unknown.result.to_json_string();
         assert!(unknown_text.starts_with(r#"{"status":"outcome_unknown""#));
-        let rendered = Anthropic.render_results(&[success("toolu_01A"), failure("toolu_01B"), unknown]);
+        let rendered =
+            Anthropic.render_results(&[success("toolu_01A"), failure("toolu_01B"), unknown]);
         assert_eq!(
             rendered,
             json!({"role":"user","content":[
@@ -215,6 +222,11 @@ mod tests {
                 {"type":"tool_result","tool_use_id":"toolu_01C","content": unknown_text,"is_error":true}
             ]})
         );
-        assert!(!rendered["content"][0].as_object().unwrap().contains_key("is_error"));
+        assert!(
+            !rendered["content"][0]
+                .as_object()
+                .unwrap()
+                .contains_key("is_error")
+        );
     }
 }

@@ -245,6 +245,8 @@ fn structural_keyword(keyword: &str) -> Option<(LoweringErrorKind, &'static str,
 pub fn openai_strict(schema: &Value) -> Result<Value, LoweringError> {
     let mut lowerer = Lowerer::new(schema, LoweringTarget::OpenAiStrict);
     let root = lowerer.root_map()?;
+    // The root is on the stack: a `$ref: "#"` with siblings stays a plain reference.
+    lowerer.stack.push("#".to_owned());
     let lowered = lowerer.strict(root, "", true)?;
     if lowered.get("type").and_then(Value::as_str) != Some("object") {
         return Err(lowerer.root_not_object());
@@ -264,8 +266,8 @@ pub fn openai_strict(schema: &Value) -> Result<Value, LoweringError> {
 /// `float`/`double`), `title`, `description`, `nullable`, `enum` (strings only), `maxItems`,
 /// `minItems`, `properties`, `required`, `minProperties`, `maxProperties`, `minLength`,
 /// `maxLength`, `pattern`, `example`, `anyOf`, `propertyOrdering`, `default`, `items`,
-/// `minimum`, `maximum`. An integer `exclusiveMinimum`/`exclusiveMaximum` becomes the inclusive
-/// bound; everything else that only loosens (`additionalProperties: false`, `uniqueItems`,
+/// `minimum`, `maximum`. `exclusiveMinimum`/`exclusiveMaximum` become inclusive bounds (one step
+/// in for integers); everything else that only loosens (`additionalProperties: false`, `uniqueItems`,
 /// `multipleOf`, other formats) is dropped, as the validator still enforces it. Maps,
 /// intersections, tuples, conditions and values of any type are errors: the Gemini format then
 /// declares the tool with `parametersJsonSchema`, which takes the canonical schema as it is.
@@ -295,13 +297,21 @@ pub fn gemini(schema: &Value) -> Result<Value, LoweringError> {
     let root = lowerer.root_map()?;
     // The root itself is on the stack: a `$ref: "#"` anywhere is recursion.
     lowerer.stack.push("#".to_owned());
-    let lowered = lowerer.gemini(root, "")?;
+    let lowered = lowerer.gemini(root, "", true)?;
     if lowered.get("type").and_then(Value::as_str) != Some("object")
         || lowered.contains_key("nullable")
     {
         return Err(lowerer.root_not_object());
     }
     Ok(Value::Object(lowered))
+}
+
+/// A schema after [`Lowerer::normalize`]: its keywords, the pointer they came from, and the
+/// references inlined to get them.
+struct Normalized<'s> {
+    schema: Cow<'s, Map<String, Value>>,
+    pointer: String,
+    inlined: Vec<String>,
 }
 
 /// The state of one lowering: the document that `$ref`s resolve in, the references inlined on
@@ -361,14 +371,13 @@ impl<'r> Lowerer<'r> {
     }
 
     /// `schema` with every one-entry `allOf` merged in and, where `inline_ref` says so, its
-    /// `$ref` replaced by the schema it points to (sibling annotations win). Returns the merged
-    /// schema, the pointer its keywords came from, and the references inlined.
+    /// `$ref` replaced by the schema it points to (sibling annotations win).
     fn normalize<'s>(
         &self,
         schema: &'s Map<String, Value>,
         pointer: &str,
         inline_ref: &dyn Fn(&Map<String, Value>) -> bool,
-    ) -> Result<(Cow<'s, Map<String, Value>>, String, Vec<String>), LoweringError> {
+    ) -> Result<Normalized<'s>, LoweringError> {
         let mut current = Cow::Borrowed(schema);
         let mut pointer = pointer.to_owned();
         let mut inlined: Vec<String> = Vec::new();
@@ -379,13 +388,26 @@ impl<'r> Lowerer<'r> {
                 continue;
             }
             let Some(reference) = current.get("$ref") else {
-                return Ok((current, pointer, inlined));
+                return Ok(Normalized {
+                    schema: current,
+                    pointer,
+                    inlined,
+                });
             };
             if !inline_ref(&current) {
-                return Ok((current, pointer, inlined));
+                return Ok(Normalized {
+                    schema: current,
+                    pointer,
+                    inlined,
+                });
             }
             let reference = self.reference_str(reference, &pointer)?;
-            if self.stack.iter().chain(&inlined).any(|seen| seen == reference) {
+            if self
+                .stack
+                .iter()
+                .chain(&inlined)
+                .any(|seen| seen == reference)
+            {
                 return Err(self.error(
                     LoweringErrorKind::Recursive,
                     &pointer,
@@ -449,7 +471,10 @@ impl<'r> Lowerer<'r> {
             Some(entries) => Err(self.error(
                 LoweringErrorKind::UnsupportedKeyword,
                 &at,
-                format!("`allOf` with {} entries (an intersection of schemas)", entries.len()),
+                format!(
+                    "`allOf` with {} entries (an intersection of schemas)",
+                    entries.len()
+                ),
                 "describe the arguments with one struct instead of an intersection \
                  (for example, no `#[serde(flatten)]` of types with custom schemas)",
             )),
@@ -462,7 +487,11 @@ impl<'r> Lowerer<'r> {
         }
     }
 
-    fn reference_str<'v>(&self, reference: &'v Value, pointer: &str) -> Result<&'v str, LoweringError> {
+    fn reference_str<'v>(
+        &self,
+        reference: &'v Value,
+        pointer: &str,
+    ) -> Result<&'v str, LoweringError> {
         reference.as_str().ok_or_else(|| {
             self.error(
                 LoweringErrorKind::UnresolvedRef,
@@ -489,7 +518,9 @@ impl<'r> Lowerer<'r> {
             )
         };
         let Some(fragment) = reference.strip_prefix('#') else {
-            return Err(unresolved(format!("`{reference}` points outside the schema")));
+            return Err(unresolved(format!(
+                "`{reference}` points outside the schema"
+            )));
         };
         if !fragment.is_empty() && !fragment.starts_with('/') {
             return Err(unresolved(format!("`{reference}` is not a JSON pointer")));
@@ -511,7 +542,11 @@ impl<'r> Lowerer<'r> {
         )
     }
 
-    fn subschema<'s>(&self, schema: &'s Value, pointer: &str) -> Result<&'s Map<String, Value>, LoweringError> {
+    fn subschema<'s>(
+        &self,
+        schema: &'s Value,
+        pointer: &str,
+    ) -> Result<&'s Map<String, Value>, LoweringError> {
         match schema {
             Value::Object(map) => Ok(map),
             Value::Bool(false) => Err(self.error(
@@ -594,7 +629,7 @@ impl<'r> Lowerer<'r> {
         let inline = |schema: &Map<String, Value>| {
             is_root || {
                 // Strict mode rejects keywords next to `$ref`: inline unless that would recurse,
-                // in which case the annotations are dropped instead.
+                // in which case the siblings are dropped instead (which only loosens).
                 let recursive = schema
                     .get("$ref")
                     .and_then(Value::as_str)
@@ -605,7 +640,11 @@ impl<'r> Lowerer<'r> {
                         .any(|key| key != "$ref" && key != "$defs" && strict_keeps(key))
             }
         };
-        let (schema, pointer, inlined) = self.normalize(schema, pointer, &inline)?;
+        let Normalized {
+            schema,
+            pointer,
+            inlined,
+        } = self.normalize(schema, pointer, &inline)?;
         let pointer = pointer.as_str();
         self.structural(&schema, pointer)?;
         if is_root && (schema.contains_key("anyOf") || schema.contains_key("oneOf")) {
@@ -637,13 +676,19 @@ impl<'r> Lowerer<'r> {
                     for (name, sub) in self.properties(value, &at)? {
                         let sub_at = child(&at, name);
                         let sub = self.subschema(sub, &sub_at)?;
-                        lowered.insert(name.clone(), Value::Object(self.strict(sub, &sub_at, false)?));
+                        lowered.insert(
+                            name.clone(),
+                            Value::Object(self.strict(sub, &sub_at, false)?),
+                        );
                     }
                     out.insert(keyword.clone(), Value::Object(lowered));
                 }
                 "items" => {
                     let sub = self.subschema(value, &at)?;
-                    out.insert(keyword.clone(), Value::Object(self.strict(sub, &at, false)?));
+                    out.insert(
+                        keyword.clone(),
+                        Value::Object(self.strict(sub, &at, false)?),
+                    );
                 }
                 "anyOf" | "oneOf" => {
                     let mut branches = Vec::new();
@@ -659,7 +704,10 @@ impl<'r> Lowerer<'r> {
                     for (name, sub) in self.properties(value, &at)? {
                         let sub_at = child(&at, name);
                         let sub = self.subschema(sub, &sub_at)?;
-                        lowered.insert(name.clone(), Value::Object(self.strict(sub, &sub_at, false)?));
+                        lowered.insert(
+                            name.clone(),
+                            Value::Object(self.strict(sub, &sub_at, false)?),
+                        );
                     }
                     out.insert(keyword.clone(), Value::Object(lowered));
                 }
@@ -668,21 +716,21 @@ impl<'r> Lowerer<'r> {
                     self.resolve(reference, pointer)?;
                     out.insert(keyword.clone(), value.clone());
                 }
-                "format" => {
-                    if value.as_str().is_some_and(|format| STRICT_FORMATS.contains(&format)) {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                "format"
+                    if value
+                        .as_str()
+                        .is_some_and(|format| STRICT_FORMATS.contains(&format)) =>
+                {
+                    out.insert(keyword.clone(), value.clone());
                 }
-                "description" | "title" | "pattern" => {
-                    if value.is_string() {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                "description" | "title" | "pattern" if value.is_string() => {
+                    out.insert(keyword.clone(), value.clone());
                 }
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf"
-                | "minItems" | "maxItems" => {
-                    if value.is_number() {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                | "minItems" | "maxItems"
+                    if value.is_number() =>
+                {
+                    out.insert(keyword.clone(), value.clone());
                 }
                 "enum" | "const" => {
                     out.insert(keyword.clone(), value.clone());
@@ -693,7 +741,7 @@ impl<'r> Lowerer<'r> {
                 _ => {}
             }
         }
-        // A `$ref` kept next to annotations that were not inlined (recursion): drop them.
+        // A `$ref` whose siblings were not inlined (recursion): keep the reference alone.
         if out.contains_key("$ref") {
             out.retain(|keyword, _| keyword == "$ref" || keyword == "$defs");
             return Ok(out);
@@ -755,15 +803,22 @@ impl<'r> Lowerer<'r> {
                 ));
             }
         }
-        let names: Vec<Value> = canonical_properties.keys().cloned().map(Value::from).collect();
-        out.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        let names: Vec<Value> = canonical_properties
+            .keys()
+            .cloned()
+            .map(Value::from)
+            .collect();
+        out.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
         out.insert("required".into(), Value::Array(names));
         out.insert("additionalProperties".into(), Value::Bool(false));
         Ok(())
     }
 
     fn check_types(&self, value: &Value, pointer: &str) -> Result<(), LoweringError> {
-        const TYPES: [&str; 7] = ["string", "number", "integer", "boolean", "object", "array", "null"];
+        const TYPES: [&str; 7] = [
+            "string", "number", "integer", "boolean", "object", "array", "null",
+        ];
         let valid = match value {
             Value::String(name) => TYPES.contains(&name.as_str()),
             Value::Array(names) => {
@@ -792,16 +847,50 @@ impl<'r> Lowerer<'r> {
         &mut self,
         schema: &Map<String, Value>,
         pointer: &str,
+        is_root: bool,
     ) -> Result<Map<String, Value>, LoweringError> {
         self.count_node(pointer)?;
-        let (schema, pointer, inlined) = self.normalize(schema, pointer, &|_| true)?;
+        let Normalized {
+            schema,
+            pointer,
+            inlined,
+        } = self.normalize(schema, pointer, &|_| true)?;
         let pointer = pointer.as_str();
         self.structural(&schema, pointer)?;
+        if is_root && (schema.contains_key("anyOf") || schema.contains_key("oneOf")) {
+            return Err(self.root_not_object());
+        }
         let depth = self.stack.len();
         self.stack.extend(inlined);
         let lowered = self.gemini_keywords(&schema, pointer);
         self.stack.truncate(depth);
-        lowered
+        let lowered = lowered?;
+        let no_properties = lowered
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty);
+        if !is_root
+            && lowered.get("type").and_then(Value::as_str) == Some("object")
+            && no_properties
+        {
+            let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+            return Err(if closed {
+                self.error(
+                    LoweringErrorKind::UnsupportedType,
+                    pointer,
+                    "an object without properties, which Gemini rejects",
+                    "remove the empty struct or give it a field",
+                )
+            } else {
+                self.error(
+                    LoweringErrorKind::OpenObject,
+                    pointer,
+                    "an object with arbitrary keys (a map or `serde_json::Map`)",
+                    "use a struct, or a Vec of structs with a key field instead of a map",
+                )
+            });
+        }
+        Ok(lowered)
     }
 
     fn gemini_keywords(
@@ -825,13 +914,19 @@ impl<'r> Lowerer<'r> {
                     for (name, sub) in self.properties(value, &at)? {
                         let sub_at = child(&at, name);
                         let sub = self.subschema(sub, &sub_at)?;
-                        lowered.insert(name.clone(), Value::Object(self.gemini(sub, &sub_at)?));
+                        lowered.insert(
+                            name.clone(),
+                            Value::Object(self.gemini(sub, &sub_at, false)?),
+                        );
                     }
                     out.insert(keyword.clone(), Value::Object(lowered));
                 }
                 "items" => {
                     let sub = self.subschema(value, &at)?;
-                    out.insert(keyword.clone(), Value::Object(self.gemini(sub, &at)?));
+                    out.insert(
+                        keyword.clone(),
+                        Value::Object(self.gemini(sub, &at, false)?),
+                    );
                 }
                 "anyOf" | "oneOf" => {
                     let mut branches = Vec::new();
@@ -842,7 +937,7 @@ impl<'r> Lowerer<'r> {
                         }
                         let branch_at = child(&at, &index.to_string());
                         let branch = self.subschema(branch, &branch_at)?;
-                        branches.push(self.gemini(branch, &branch_at)?);
+                        branches.push(self.gemini(branch, &branch_at, false)?);
                     }
                     match branches.len() {
                         0 => {
@@ -872,40 +967,36 @@ impl<'r> Lowerer<'r> {
                 }
                 "required" => {
                     if let Some(names) = value.as_array() {
-                        let names = names.iter().filter(|name| name.is_string()).cloned().collect();
+                        let names = names
+                            .iter()
+                            .filter(|name| name.is_string())
+                            .cloned()
+                            .collect();
                         out.insert(keyword.clone(), Value::Array(names));
                     }
                 }
-                "description" | "title" | "pattern" => {
-                    if value.is_string() {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                "description" | "title" | "pattern" if value.is_string() => {
+                    out.insert(keyword.clone(), value.clone());
                 }
-                "default" => {
-                    if !value.is_null() {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                "default" if !value.is_null() => {
+                    out.insert(keyword.clone(), value.clone());
                 }
                 "example" => {
                     out.insert(keyword.clone(), value.clone());
                 }
-                "examples" => {
+                "examples" if !schema.contains_key("example") => {
                     if let Some(first) = value.as_array().and_then(|values| values.first()) {
-                        if !schema.contains_key("example") {
-                            out.insert("example".into(), first.clone());
-                        }
+                        out.insert("example".into(), first.clone());
                     }
                 }
                 "minimum" | "maximum" | "minItems" | "maxItems" | "minLength" | "maxLength"
-                | "minProperties" | "maxProperties" => {
-                    if value.is_number() {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                | "minProperties" | "maxProperties"
+                    if value.is_number() =>
+                {
+                    out.insert(keyword.clone(), value.clone());
                 }
-                "propertyOrdering" => {
-                    if value.is_array() {
-                        out.insert(keyword.clone(), value.clone());
-                    }
+                "propertyOrdering" if value.is_array() => {
+                    out.insert(keyword.clone(), value.clone());
                 }
                 // Decided once the type is known.
                 "format" | "exclusiveMinimum" | "exclusiveMaximum" => {}
@@ -924,8 +1015,8 @@ impl<'r> Lowerer<'r> {
         let kind = out.get("type").and_then(Value::as_str).map(str::to_owned);
         if let Some(kind) = kind.as_deref() {
             gemini_format(schema, kind, &mut out);
-            if kind == "integer" {
-                exclusive_to_inclusive(schema, &mut out);
+            if kind == "integer" || kind == "number" {
+                exclusive_to_inclusive(schema, kind == "integer", &mut out);
             }
             if kind != "string" && out.contains_key("enum") {
                 return Err(self.error(
@@ -983,9 +1074,17 @@ impl<'r> Lowerer<'r> {
     }
 
     /// The string values of an enum and whether `null` was among them.
-    fn gemini_enum(&self, values: &[Value], pointer: &str) -> Result<(Vec<Value>, bool), LoweringError> {
+    fn gemini_enum(
+        &self,
+        values: &[Value],
+        pointer: &str,
+    ) -> Result<(Vec<Value>, bool), LoweringError> {
         let null = values.iter().any(Value::is_null);
-        let rest: Vec<Value> = values.iter().filter(|value| !value.is_null()).cloned().collect();
+        let rest: Vec<Value> = values
+            .iter()
+            .filter(|value| !value.is_null())
+            .cloned()
+            .collect();
         if rest.is_empty() || !rest.iter().all(Value::is_string) {
             return Err(self.error(
                 LoweringErrorKind::UnsupportedType,
@@ -1096,16 +1195,20 @@ fn accepts_null(schema: &Value, root: &Value, depth: usize) -> bool {
         Some(_) => false,
     };
     let const_ok = schema.get("const").is_none_or(Value::is_null);
-    let union_ok = ["anyOf", "oneOf"].iter().all(|keyword| match schema.get(*keyword) {
-        None => true,
-        Some(Value::Array(branches)) => {
-            branches.iter().any(|branch| accepts_null(branch, root, depth + 1))
-        }
-        Some(_) => false,
-    });
+    let union_ok = ["anyOf", "oneOf"]
+        .iter()
+        .all(|keyword| match schema.get(*keyword) {
+            None => true,
+            Some(Value::Array(branches)) => branches
+                .iter()
+                .any(|branch| accepts_null(branch, root, depth + 1)),
+            Some(_) => false,
+        });
     let all_ok = match schema.get("allOf") {
         None => true,
-        Some(Value::Array(entries)) => entries.iter().all(|entry| accepts_null(entry, root, depth + 1)),
+        Some(Value::Array(entries)) => entries
+            .iter()
+            .all(|entry| accepts_null(entry, root, depth + 1)),
         Some(_) => false,
     };
     let ref_ok = match schema.get("$ref") {
@@ -1135,26 +1238,52 @@ fn gemini_format(schema: &Map<String, Value>, kind: &str, out: &mut Map<String, 
     }
 }
 
-/// An integer's exclusive bounds as the inclusive ones Gemini has (the tighter bound wins).
-fn exclusive_to_inclusive(schema: &Map<String, Value>, out: &mut Map<String, Value>) {
+/// Exclusive bounds as the inclusive ones Gemini has: one step in for an integer bound on an
+/// integer, the bound itself otherwise (which only loosens by the bound's own value). The
+/// tighter of the two bounds wins.
+fn exclusive_to_inclusive(
+    schema: &Map<String, Value>,
+    integer: bool,
+    out: &mut Map<String, Value>,
+) {
     let shifted = |keyword: &str, up: bool| -> Option<Value> {
-        let value = schema.get(keyword)?;
-        if let Some(n) = value.as_i64() {
-            let n = if up { n.checked_add(1)? } else { n.checked_sub(1)? };
-            return Some(Value::from(n));
-        }
-        let n = value.as_u64()?;
-        Some(Value::from(if up { n.checked_add(1)? } else { n - 1 }))
+        let value = schema.get(keyword).filter(|value| value.is_number())?;
+        let stepped = if !integer {
+            None
+        } else if let Some(n) = value.as_i64() {
+            if up {
+                n.checked_add(1)
+            } else {
+                n.checked_sub(1)
+            }
+            .map(Value::from)
+        } else {
+            value
+                .as_u64()
+                .and_then(|n| {
+                    if up {
+                        n.checked_add(1)
+                    } else {
+                        n.checked_sub(1)
+                    }
+                })
+                .map(Value::from)
+        };
+        Some(stepped.unwrap_or_else(|| value.clone()))
     };
     let as_f64 = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
     if let Some(bound) = shifted("exclusiveMinimum", true) {
-        let tighter = out.get("minimum").is_none_or(|current| as_f64(&bound) > as_f64(current));
+        let tighter = out
+            .get("minimum")
+            .is_none_or(|current| as_f64(&bound) > as_f64(current));
         if tighter {
             out.insert("minimum".into(), bound);
         }
     }
     if let Some(bound) = shifted("exclusiveMaximum", false) {
-        let tighter = out.get("maximum").is_none_or(|current| as_f64(&bound) < as_f64(current));
+        let tighter = out
+            .get("maximum")
+            .is_none_or(|current| as_f64(&bound) < as_f64(current));
         if tighter {
             out.insert("maximum".into(), bound);
         }
@@ -1167,7 +1296,11 @@ fn child(pointer: &str, token: &str) -> String {
 }
 
 /// Calls `visit` on every schema of a lowered strict schema, with its pointer.
-fn for_each_schema(schema: &Value, pointer: &str, visit: &mut dyn FnMut(&Map<String, Value>, &str)) {
+fn for_each_schema(
+    schema: &Value,
+    pointer: &str,
+    visit: &mut dyn FnMut(&Map<String, Value>, &str),
+) {
     let Some(object) = schema.as_object() else {
         return;
     };
@@ -1300,12 +1433,793 @@ fn object_depth(
             }
             ("anyOf", Value::Array(list)) => {
                 for (index, sub) in list.iter().enumerate() {
-                    consider(object_depth(sub, &child(&at, &index.to_string()), root, memo));
+                    consider(object_depth(
+                        sub,
+                        &child(&at, &index.to_string()),
+                        root,
+                        memo,
+                    ));
                 }
             }
             ("items", sub) => consider(object_depth(sub, &at, root, memo)),
             _ => {}
         }
     }
-    (own + deepest.0, if deepest.0 == 0 { pointer.to_owned() } else { deepest.1 })
+    (
+        own + deepest.0,
+        if deepest.0 == 0 {
+            pointer.to_owned()
+        } else {
+            deepest.1
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashSet};
+
+    use schemars::JsonSchema;
+    use serde_json::json;
+
+    use super::*;
+    use crate::schema::canonical_schema_for;
+
+    // Field docs become descriptions; a documented struct field is a `$ref` with a sibling.
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Address {
+        street: String,
+        zip: Option<u32>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Unit {
+        Celsius,
+        Fahrenheit,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    enum Priority {
+        /// Whenever.
+        Low,
+        /// Now.
+        High,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    enum Shape {
+        Circle { radius: f64 },
+        Square(f64),
+        Empty,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(tag = "kind")]
+    enum Payment {
+        Card { last4: String },
+        Cash,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Line {
+        sku: String,
+        quantity: u16,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Order {
+        /// Where to ship.
+        ship_to: Address,
+        /// Where to bill, when it differs.
+        bill_to: Option<Address>,
+        unit: Unit,
+        maybe_unit: Option<Unit>,
+        priority: Option<Priority>,
+        shape: Shape,
+        payment: Payment,
+        lines: Vec<Line>,
+        tags: Option<Vec<String>>,
+        labels: HashSet<String>,
+        small: u8,
+        count: Option<i64>,
+        ratio: f32,
+        initial: char,
+        #[schemars(email)]
+        email: String,
+        #[schemars(url)]
+        homepage: Option<String>,
+        #[serde(default)]
+        note: Option<String>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Tree {
+        name: String,
+        children: Vec<Tree>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct WithDefault {
+        city: String,
+        #[serde(default)]
+        verbose: bool,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct WithMap {
+        scores: BTreeMap<String, u32>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct WithTuple {
+        point: (i32, i32),
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct WithValue {
+        extra: serde_json::Value,
+    }
+
+    const STRICT_KEYWORDS: [&str; 21] = [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "description",
+        "title",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    ];
+
+    const GEMINI_KEYWORDS: [&str; 22] = [
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    ];
+
+    /// Asserts every strict-mode rule of PROVIDERS.md on `schema` and each schema in it.
+    fn assert_strict(schema: &Value) {
+        assert_eq!(
+            schema["type"], "object",
+            "the root must be an object: {schema}"
+        );
+        assert!(schema.get("anyOf").is_none(), "the root must not be anyOf");
+        jsonschema::meta::validate(schema).expect("a valid JSON Schema 2020-12");
+        for_each_schema(schema, "", &mut |object, at| {
+            for keyword in object.keys() {
+                assert!(
+                    STRICT_KEYWORDS.contains(&keyword.as_str()),
+                    "{at}: `{keyword}` in {object:?}"
+                );
+            }
+            if let Some(format) = object.get("format") {
+                assert!(
+                    STRICT_FORMATS.contains(&format.as_str().unwrap()),
+                    "{at}: format {format}"
+                );
+            }
+            if object.contains_key("$ref") {
+                let siblings: Vec<_> = object
+                    .keys()
+                    .filter(|key| *key != "$ref" && *key != "$defs")
+                    .collect();
+                assert!(
+                    siblings.is_empty(),
+                    "{at}: keywords next to $ref: {siblings:?}"
+                );
+            }
+            assert!(
+                ["type", "anyOf", "$ref", "enum", "const"]
+                    .iter()
+                    .any(|key| object.contains_key(*key)),
+                "{at}: a schema with no type: {object:?}"
+            );
+            if is_object(object) {
+                assert_eq!(
+                    object.get("additionalProperties"),
+                    Some(&json!(false)),
+                    "{at}"
+                );
+                let properties: Vec<&String> =
+                    object["properties"].as_object().unwrap().keys().collect();
+                let required: Vec<&str> = object["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|name| name.as_str().unwrap())
+                    .collect();
+                assert_eq!(properties, required, "{at}: every property is required");
+            }
+        });
+    }
+
+    /// Asserts Gemini's rules: its keywords only, one type per schema, string enums, no `$ref`.
+    fn assert_gemini(schema: &Value) {
+        assert_eq!(schema["type"], "object");
+        jsonschema::meta::validate(schema).expect("a valid JSON Schema 2020-12");
+        assert!(!schema.to_string().contains("$ref"), "{schema}");
+        assert!(!schema.to_string().contains("$defs"), "{schema}");
+        for_each_schema(schema, "", &mut |object, at| {
+            for keyword in object.keys() {
+                assert!(
+                    GEMINI_KEYWORDS.contains(&keyword.as_str()),
+                    "{at}: `{keyword}`"
+                );
+            }
+            if let Some(kind) = object.get("type") {
+                let kind = kind
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{at}: one type: {kind}"));
+                assert_ne!(kind, "null", "{at}");
+                if let Some(format) = object.get("format") {
+                    let format = format.as_str().unwrap();
+                    let allowed: &[&str] = match kind {
+                        "string" => &["enum", "date-time"],
+                        "integer" => &["int32", "int64"],
+                        "number" => &["float", "double"],
+                        _ => &[],
+                    };
+                    assert!(allowed.contains(&format), "{at}: format {format} on {kind}");
+                }
+            } else {
+                assert!(object.contains_key("anyOf"), "{at}: no type: {object:?}");
+            }
+            if let Some(values) = object.get("enum") {
+                assert!(
+                    values.as_array().unwrap().iter().all(Value::is_string),
+                    "{at}"
+                );
+                assert_eq!(object["type"], "string", "{at}");
+            }
+        });
+    }
+
+    fn refused(result: Result<Value, LoweringError>) -> LoweringError {
+        match result {
+            Ok(value) => panic!("expected an error, got {value}"),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn strict_lowering_of_a_rich_struct_obeys_every_rule() {
+        let canonical = canonical_schema_for::<Order>();
+        let strict = openai_strict(&canonical).unwrap();
+        assert_strict(&strict);
+        let properties = &strict["properties"];
+        // A `$ref` with a description is inlined, its own nullable fields kept nullable.
+        assert_eq!(
+            properties["ship_to"],
+            json!({"type": "object", "description": "Where to ship.",
+                "properties": {"street": {"type": "string"},
+                    "zip": {"type": ["integer", "null"], "minimum": 0, "maximum": 4294967295u64}},
+                "required": ["street", "zip"], "additionalProperties": false})
+        );
+        // An optional struct stays a nullable reference.
+        assert_eq!(
+            properties["bill_to"],
+            json!({"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}],
+                "description": "Where to bill, when it differs."})
+        );
+        assert_eq!(
+            strict["$defs"]["Unit"],
+            json!({"type": "string", "enum": ["celsius", "fahrenheit"]})
+        );
+        // Integer bounds survive, unsupported formats and string lengths do not.
+        assert_eq!(
+            properties["small"],
+            json!({"type": "integer", "minimum": 0, "maximum": 255})
+        );
+        assert_eq!(properties["ratio"], json!({"type": "number"}));
+        assert_eq!(properties["initial"], json!({"type": "string"}));
+        assert_eq!(
+            properties["email"],
+            json!({"type": "string", "format": "email"})
+        );
+        assert_eq!(properties["homepage"], json!({"type": ["string", "null"]}));
+        assert_eq!(
+            properties["labels"],
+            json!({"type": "array", "items": {"type": "string"}})
+        );
+        assert_eq!(properties["note"], json!({"type": ["string", "null"]}));
+        // Serde enums: `oneOf` becomes `anyOf`.
+        let shape = &strict["$defs"]["Shape"];
+        assert_eq!(shape["anyOf"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            shape["anyOf"][0],
+            json!({"type": "string", "enum": ["Empty"]})
+        );
+        assert_eq!(
+            strict["$defs"]["Payment"]["anyOf"][1]["properties"]["kind"],
+            json!({"type": "string", "const": "Cash"})
+        );
+        let required: Vec<&str> = strict["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            required.contains(&"count") && required.contains(&"note") && required.contains(&"tags")
+        );
+    }
+
+    #[test]
+    fn the_strict_schema_accepts_what_the_model_sends_and_the_validator_agrees() {
+        let canonical = canonical_schema_for::<Order>();
+        let strict = openai_strict(&canonical).unwrap();
+        let canonical_validator = jsonschema::draft202012::new(&canonical).unwrap();
+        let strict_validator = jsonschema::draft202012::new(&strict).unwrap();
+        let order = json!({
+            "ship_to": {"street": "Main St", "zip": null},
+            "bill_to": null,
+            "unit": "celsius",
+            "maybe_unit": null,
+            "priority": "High",
+            "shape": {"Circle": {"radius": 1.5}},
+            "payment": {"kind": "Card", "last4": "4242"},
+            "lines": [{"sku": "A-1", "quantity": 2}],
+            "tags": null,
+            "labels": ["x"],
+            "small": 7,
+            "count": null,
+            "ratio": 0.5,
+            "initial": "Z",
+            "email": "a@example.com",
+            "homepage": null,
+            "note": null
+        });
+        assert!(
+            strict_validator.is_valid(&order),
+            "{:?}",
+            strict_validator
+                .iter_errors(&order)
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        );
+        assert!(canonical_validator.is_valid(&order));
+        let mut missing = order.clone();
+        missing.as_object_mut().unwrap().remove("note");
+        assert!(
+            !strict_validator.is_valid(&missing),
+            "strict mode requires every property"
+        );
+    }
+
+    #[test]
+    fn the_providers_md_example_lowers_exactly() {
+        let canonical = json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": ["string", "null"]}},
+            "required": ["city"],
+            "additionalProperties": false
+        });
+        assert_eq!(
+            openai_strict(&canonical).unwrap(),
+            json!({"type":"object","properties":{"city":{"type":"string"},"unit":{"type":["string","null"]}},
+                "required":["city","unit"],"additionalProperties":false})
+        );
+        assert_eq!(
+            gemini(&canonical).unwrap(),
+            json!({"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","nullable":true}},"required":["city"]})
+        );
+    }
+
+    #[test]
+    fn an_optional_field_that_rejects_null_cannot_be_strict() {
+        let err = refused(openai_strict(&canonical_schema_for::<WithDefault>()));
+        assert_eq!(err.kind, LoweringErrorKind::OptionalNotNullable);
+        assert_eq!(err.target, LoweringTarget::OpenAiStrict);
+        assert_eq!(err.pointer, "/properties/verbose");
+        assert_eq!(
+            err.to_string(),
+            "cannot lower the schema at #/properties/verbose to OpenAI strict mode: `verbose` is \
+             optional but rejects null, and strict mode makes the model send null for a value it \
+             leaves out; make the field `Option<T>` (instead of `#[serde(default)]`) to use strict mode"
+        );
+        // Gemini keeps optional properties optional.
+        assert_gemini(&gemini(&canonical_schema_for::<WithDefault>()).unwrap());
+    }
+
+    #[test]
+    fn maps_tuples_and_any_values_are_errors_with_their_pointer() {
+        for lower in [openai_strict, gemini] {
+            let err = refused(lower(&canonical_schema_for::<WithMap>()));
+            assert_eq!(
+                (err.kind, err.pointer.as_str()),
+                (
+                    LoweringErrorKind::OpenObject,
+                    "/properties/scores/additionalProperties"
+                )
+            );
+            assert!(err.fix.contains("Vec"), "{err}");
+            let err = refused(lower(&canonical_schema_for::<WithTuple>()));
+            assert_eq!(
+                (err.kind, err.pointer.as_str()),
+                (
+                    LoweringErrorKind::UnsupportedKeyword,
+                    "/properties/point/prefixItems"
+                )
+            );
+            let err = refused(lower(&canonical_schema_for::<WithValue>()));
+            assert_eq!(
+                (err.kind, err.pointer.as_str()),
+                (LoweringErrorKind::Unconstrained, "/properties/extra")
+            );
+            let open = json!({"type": "object", "properties": {"meta": {"type": "object"}}, "required": ["meta"]});
+            assert_eq!(refused(lower(&open)).kind, LoweringErrorKind::OpenObject);
+        }
+    }
+
+    #[test]
+    fn structural_keywords_are_errors_and_loosening_ones_are_dropped() {
+        let with = |keyword: &str, value: Value| {
+            let mut field = json!({"type": "string"});
+            field[keyword] = value;
+            json!({"type": "object", "properties": {"f": field}, "required": ["f"], "additionalProperties": false})
+        };
+        for (keyword, value) in [
+            ("not", json!({"const": "x"})),
+            ("if", json!({"const": "x"})),
+            ("then", json!({"minLength": 2})),
+            ("dependentRequired", json!({"a": ["b"]})),
+            ("dependentSchemas", json!({"a": {}})),
+            ("patternProperties", json!({"^x": {}})),
+            ("allOf", json!([{"minLength": 1}, {"maxLength": 3}])),
+        ] {
+            for lower in [openai_strict, gemini] {
+                let err = refused(lower(&with(keyword, value.clone())));
+                assert!(
+                    err.pointer.starts_with("/properties/f/"),
+                    "{keyword}: {err}"
+                );
+            }
+        }
+        for (keyword, value) in [
+            ("default", json!("x")),
+            ("examples", json!(["x"])),
+            ("minLength", json!(1)),
+            ("maxLength", json!(9)),
+            ("deprecated", json!(true)),
+            ("readOnly", json!(true)),
+            ("propertyNames", json!({"pattern": "x"})),
+            ("minProperties", json!(1)),
+            ("maxProperties", json!(1)),
+            ("format", json!("uri")),
+            ("$comment", json!("x")),
+        ] {
+            let strict = openai_strict(&with(keyword, value)).unwrap();
+            assert_eq!(
+                strict["properties"]["f"],
+                json!({"type": "string"}),
+                "{keyword}"
+            );
+        }
+        let unique = json!({"type": "object", "properties": {"f": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}, "required": ["f"]});
+        assert_eq!(
+            openai_strict(&unique).unwrap()["properties"]["f"],
+            json!({"type": "array", "items": {"type": "string"}})
+        );
+        assert_eq!(
+            gemini(&unique).unwrap()["properties"]["f"],
+            json!({"type": "array", "items": {"type": "string"}})
+        );
+    }
+
+    #[test]
+    fn a_one_entry_all_of_is_merged() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"allOf": [{"$ref": "#/$defs/A"}], "description": "The a."}},
+            "required": ["a"],
+            "$defs": {"A": {"type": "string", "enum": ["x", "y"], "description": "An A."}}
+        });
+        let strict = openai_strict(&schema).unwrap();
+        assert_strict(&strict);
+        assert_eq!(
+            strict["properties"]["a"],
+            json!({"type": "string", "enum": ["x", "y"], "description": "The a."})
+        );
+        assert_eq!(
+            gemini(&schema).unwrap()["properties"]["a"],
+            json!({"type": "string", "enum": ["x", "y"], "description": "The a."})
+        );
+    }
+
+    #[test]
+    fn the_root_must_be_an_object() {
+        for schema in [
+            json!({"type": "string"}),
+            json!(true),
+            json!(["type"]),
+            json!({"oneOf": [{"type": "object", "properties": {}}, {"type": "string"}]}),
+            json!({"type": ["object", "null"], "properties": {}}),
+            canonical_schema_for::<Shape>(),
+        ] {
+            assert_eq!(
+                refused(openai_strict(&schema)).kind,
+                LoweringErrorKind::RootNotObject,
+                "{schema}"
+            );
+            assert_eq!(
+                refused(gemini(&schema)).kind,
+                LoweringErrorKind::RootNotObject,
+                "{schema}"
+            );
+        }
+        // A root reference is inlined.
+        let referenced = json!({"$ref": "#/$defs/A", "$defs": {"A": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}});
+        assert_strict(&openai_strict(&referenced).unwrap());
+        assert_gemini(&gemini(&referenced).unwrap());
+        // A root that says nothing of its keys is a tool without arguments.
+        assert_eq!(
+            openai_strict(&json!({"type": "object"})).unwrap(),
+            json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn strict_nesting_stops_at_ten_levels() {
+        fn nested(levels: usize) -> Value {
+            let mut schema = json!({"type": "object", "properties": {"leaf": {"type": "string"}}, "required": ["leaf"]});
+            for _ in 1..levels {
+                schema =
+                    json!({"type": "object", "properties": {"next": schema}, "required": ["next"]});
+            }
+            schema
+        }
+        assert_strict(&openai_strict(&nested(STRICT_MAX_DEPTH)).unwrap());
+        let err = refused(openai_strict(&nested(STRICT_MAX_DEPTH + 1)));
+        assert_eq!(err.kind, LoweringErrorKind::TooLarge);
+        assert_eq!(
+            err.problem,
+            "objects nest 11 levels deep; strict mode allows 10"
+        );
+        // Through references too.
+        let chain = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "required": ["a"],
+            "$defs": {"A": nested(STRICT_MAX_DEPTH)}});
+        assert_eq!(err_kind(openai_strict(&chain)), LoweringErrorKind::TooLarge);
+    }
+
+    fn err_kind(result: Result<Value, LoweringError>) -> LoweringErrorKind {
+        refused(result).kind
+    }
+
+    #[test]
+    fn strict_properties_stop_at_five_thousand() {
+        let wide = |count: usize| {
+            let properties: Map<String, Value> = (0..count)
+                .map(|i| (format!("p{i}"), json!({"type": "boolean"})))
+                .collect();
+            let required: Vec<Value> = properties.keys().cloned().map(Value::from).collect();
+            json!({"type": "object", "properties": properties, "required": required})
+        };
+        assert!(openai_strict(&wide(STRICT_MAX_PROPERTIES)).is_ok());
+        assert_eq!(
+            err_kind(openai_strict(&wide(STRICT_MAX_PROPERTIES + 1))),
+            LoweringErrorKind::TooLarge
+        );
+    }
+
+    #[test]
+    fn recursion_is_strict_but_not_gemini() {
+        let canonical = canonical_schema_for::<Tree>();
+        let strict = openai_strict(&canonical).unwrap();
+        assert_strict(&strict);
+        assert_eq!(
+            strict["properties"]["children"]["items"],
+            json!({"$ref": "#"})
+        );
+        let err = refused(gemini(&canonical));
+        assert_eq!(err.kind, LoweringErrorKind::Recursive);
+        assert_eq!(err.pointer, "/properties/children/items");
+        let through_defs = json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}}, "required": ["n"],
+            "$defs": {"N": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]}}, "required": ["next"]}}});
+        assert_strict(&openai_strict(&through_defs).unwrap());
+        assert_eq!(
+            err_kind(gemini(&through_defs)),
+            LoweringErrorKind::Recursive
+        );
+        // A recursive `$ref` with a description is inlined once, then kept as a plain reference.
+        let described = json!({"type": "object", "properties": {
+                "first": {"$ref": "#/$defs/N", "description": "The first."},
+                "up": {"$ref": "#", "description": "The parent."}},
+            "required": ["first", "up"],
+            "$defs": {"N": {"type": "object", "properties": {
+                "next": {"$ref": "#/$defs/N", "description": "The next."}}, "required": ["next"]}}});
+        let strict = openai_strict(&described).unwrap();
+        assert_strict(&strict);
+        assert_eq!(strict["properties"]["first"]["description"], "The first.");
+        assert_eq!(
+            strict["properties"]["first"]["properties"]["next"],
+            json!({"$ref": "#/$defs/N"})
+        );
+        assert_eq!(strict["properties"]["up"], json!({"$ref": "#"}));
+    }
+
+    #[test]
+    fn gemini_lowering_of_a_rich_struct_inlines_everything() {
+        let lowered = gemini(&canonical_schema_for::<Order>()).unwrap();
+        assert_gemini(&lowered);
+        let properties = &lowered["properties"];
+        assert_eq!(
+            properties["bill_to"],
+            json!({"type": "object", "description": "Where to bill, when it differs.",
+                "properties": {"street": {"type": "string"},
+                    "zip": {"type": "integer", "minimum": 0, "maximum": 4294967295u64, "nullable": true}},
+                "required": ["street"], "nullable": true})
+        );
+        assert_eq!(
+            properties["maybe_unit"],
+            json!({"type": "string", "enum": ["celsius", "fahrenheit"], "nullable": true})
+        );
+        assert_eq!(
+            properties["priority"],
+            json!({"anyOf": [
+                {"type": "string", "enum": ["Low"], "description": "Whenever."},
+                {"type": "string", "enum": ["High"], "description": "Now."}
+            ], "nullable": true})
+        );
+        assert_eq!(properties["count"]["type"], "integer");
+        assert_eq!(properties["count"]["format"], "int64");
+        assert_eq!(properties["count"]["nullable"], true);
+        assert_eq!(
+            properties["ratio"],
+            json!({"type": "number", "format": "float"})
+        );
+        assert_eq!(
+            properties["small"],
+            json!({"type": "integer", "minimum": 0, "maximum": 255})
+        );
+        assert_eq!(
+            properties["initial"],
+            json!({"type": "string", "minLength": 1, "maxLength": 1})
+        );
+        assert_eq!(
+            properties["tags"],
+            json!({"type": "array", "items": {"type": "string"}, "nullable": true})
+        );
+        assert_eq!(
+            properties["payment"]["anyOf"][1]["properties"]["kind"],
+            json!({"type": "string", "enum": ["Cash"]})
+        );
+        assert_eq!(
+            properties["shape"]["anyOf"][0],
+            json!({"type": "string", "enum": ["Empty"]})
+        );
+        assert_eq!(
+            properties["note"],
+            json!({"type": "string", "nullable": true})
+        );
+    }
+
+    #[test]
+    fn gemini_rejects_what_openapi_cannot_say() {
+        let object =
+            |field: Value| json!({"type": "object", "properties": {"f": field}, "required": ["f"]});
+        for (field, kind) in [
+            (
+                json!({"type": ["string", "integer"]}),
+                LoweringErrorKind::UnsupportedType,
+            ),
+            (json!({"type": "null"}), LoweringErrorKind::UnsupportedType),
+            (
+                json!({"type": "integer", "enum": [1, 2]}),
+                LoweringErrorKind::UnsupportedType,
+            ),
+            (json!({"const": 3}), LoweringErrorKind::UnsupportedType),
+            (
+                json!({"$ref": "https://example.com/s.json"}),
+                LoweringErrorKind::UnresolvedRef,
+            ),
+            (
+                json!({"$ref": "#/$defs/Missing"}),
+                LoweringErrorKind::UnresolvedRef,
+            ),
+        ] {
+            assert_eq!(err_kind(gemini(&object(field.clone()))), kind, "{field}");
+        }
+        // Strict mode takes these, when the reference resolves.
+        assert!(openai_strict(&object(json!({"type": ["string", "integer"]}))).is_ok());
+        assert!(openai_strict(&object(json!({"const": 3}))).is_ok());
+        assert_eq!(
+            err_kind(openai_strict(&object(json!({"$ref": "#/$defs/Missing"})))),
+            LoweringErrorKind::UnresolvedRef
+        );
+    }
+
+    #[test]
+    fn gemini_makes_integer_exclusive_bounds_inclusive_and_keeps_examples() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10, "minimum": -5},
+            "x": {"type": "number", "exclusiveMinimum": 0},
+            "s": {"type": "string", "examples": ["Paris"], "format": "date-time", "default": "now"}
+        }, "required": ["n"]});
+        let lowered = gemini(&schema).unwrap();
+        assert_gemini(&lowered);
+        assert_eq!(
+            lowered["properties"]["n"],
+            json!({"type": "integer", "minimum": 1, "maximum": 9})
+        );
+        assert_eq!(
+            lowered["properties"]["x"],
+            json!({"type": "number", "minimum": 0})
+        );
+        assert_eq!(
+            lowered["properties"]["s"],
+            json!({"type": "string", "example": "Paris", "format": "date-time", "default": "now"})
+        );
+    }
+
+    #[test]
+    fn every_lowering_of_every_test_type_is_valid_json_schema() {
+        let schemas = [
+            canonical_schema_for::<Order>(),
+            canonical_schema_for::<Address>(),
+            canonical_schema_for::<Tree>(),
+            canonical_schema_for::<WithDefault>(),
+            canonical_schema_for::<Line>(),
+        ];
+        for schema in &schemas {
+            if let Ok(strict) = openai_strict(schema) {
+                assert_strict(&strict);
+            }
+            if let Ok(lowered) = gemini(schema) {
+                assert_gemini(&lowered);
+            }
+        }
+    }
+
+    #[test]
+    fn pointers_escape_their_tokens() {
+        assert_eq!(child("/properties", "a/b~c"), "/properties/a~1b~0c");
+        let schema =
+            json!({"type": "object", "properties": {"a/b": {"type": "boolean", "default": false}}});
+        assert_eq!(refused(openai_strict(&schema)).pointer, "/properties/a~1b");
+    }
 }

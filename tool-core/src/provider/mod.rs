@@ -1,18 +1,83 @@
 //! Provider wire formats: the tool catalog in each format, the calls of a model turn parsed from
 //! it, and results rendered back with each format's error flag.
 //!
-//! Every format lowers the one canonical schema of each tool ([`crate::schema`]); see
-//! `lower` for the OpenAI strict and Gemini rules.
+//! Every format starts from the one canonical schema of each tool ([`crate::schema`]); the
+//! dialects that cannot take it as it is get it lowered: [`openai_strict`] for OpenAI strict
+//! mode, [`gemini`] for Gemini's OpenAPI subset.
+//!
+//! | name | format |
+//! |---|---|
+//! | `openai` | [`OpenAiChat`] |
+//! | `openai-strict` | [`OpenAiChat`] with `strict` |
+//! | `openai-responses` | [`OpenAiResponses`] (strict where the schema allows, as the API defaults to) |
+//! | `anthropic` | [`Anthropic`] |
+//! | `gemini` | [`Gemini`] |
+//! | `mcp` | [`Mcp`] |
+//!
+//! ```
+//! use serde_json::json;
+//! use toolgate::provider::{FORMAT_NAMES, format_by_name};
+//!
+//! for name in FORMAT_NAMES {
+//!     assert_eq!(format_by_name(name).unwrap().name(), name);
+//! }
+//! let anthropic = format_by_name("anthropic").unwrap();
+//! let turn = json!({"role": "assistant", "content": [
+//!     {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}}
+//! ]});
+//! assert_eq!(anthropic.parse_calls(&turn)?[0].name, "get_weather");
+//! # Ok::<(), toolgate::provider::FormatError>(())
+//! ```
+
+mod anthropic;
+mod gemini;
+mod lower;
+mod mcp;
+mod openai_chat;
+mod openai_responses;
+mod parse;
+#[cfg(test)]
+mod test_support;
 
 use serde_json::Value;
 
 use crate::call::{CallReport, ToolCall};
 use crate::registry::Registry;
 
+pub use anthropic::Anthropic;
+pub use gemini::Gemini;
+pub use lower::{LoweringError, LoweringErrorKind, LoweringTarget, gemini, openai_strict};
+pub use mcp::Mcp;
+pub use openai_chat::OpenAiChat;
+pub use openai_responses::OpenAiResponses;
+
+/// The names [`format_by_name`] knows, as `--format` spells them.
+pub const FORMAT_NAMES: [&str; 6] = [
+    "openai",
+    "openai-strict",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "mcp",
+];
+
+/// The format called `name` (one of [`FORMAT_NAMES`]), or `None`.
+pub fn format_by_name(name: &str) -> Option<Box<dyn WireFormat>> {
+    Some(match name {
+        "openai" => Box::new(OpenAiChat { strict: false }),
+        "openai-strict" => Box::new(OpenAiChat { strict: true }),
+        "openai-responses" => Box::new(OpenAiResponses { strict: true }),
+        "anthropic" => Box::new(Anthropic),
+        "gemini" => Box::new(Gemini),
+        "mcp" => Box::new(Mcp),
+        _ => return None,
+    })
+}
+
 /// A model turn that is not a message of this format at all (as opposed to one malformed call
 /// inside a well-formed turn, which becomes a [`crate::MalformedCall`] and still gets a result).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a {format} turn: {reason}")]
+#[error("not a turn in the {format} format: {reason}")]
 pub struct FormatError {
     /// The format expected.
     pub format: &'static str,
@@ -34,4 +99,38 @@ pub trait WireFormat {
 
     /// The message (or messages) that answer a turn: one result per report, in order.
     fn render_results(&self, reports: &[CallReport]) -> Value;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_finds_its_format() {
+        for name in FORMAT_NAMES {
+            let format = format_by_name(name).unwrap();
+            assert_eq!(format.name(), name);
+        }
+        assert!(format_by_name("openai_strict").is_none());
+        assert!(format_by_name("").is_none());
+    }
+
+    #[test]
+    fn every_format_answers_every_garbage_turn_without_panicking() {
+        let registry = test_support::registry();
+        for name in FORMAT_NAMES {
+            let format = format_by_name(name).unwrap();
+            assert_eq!(format.catalog(&registry).len(), registry.len());
+            for turn in test_support::garbage_turns() {
+                if let Ok(calls) = format.parse_calls(&turn) {
+                    assert!(
+                        calls.iter().all(|call| !call.id.is_empty()),
+                        "{name}: {turn}"
+                    );
+                }
+            }
+            let rendered = format.render_results(&[test_support::success("1")]);
+            assert!(rendered.is_object() || rendered.is_array(), "{name}");
+        }
+    }
 }

@@ -39,7 +39,11 @@ pub struct OpenAiChat {
 
 impl WireFormat for OpenAiChat {
     fn name(&self) -> &'static str {
-        if self.strict { "openai-strict" } else { "openai" }
+        if self.strict {
+            "openai-strict"
+        } else {
+            "openai"
+        }
     }
 
     /// `{"type": "function", "function": {"name", "description", "parameters"}}`, plus
@@ -85,7 +89,9 @@ impl WireFormat for OpenAiChat {
                 .get(0)
                 .and_then(|choice| choice.get("message"))
                 .and_then(Value::as_object)
-                .ok_or_else(|| error("a completion whose `choices[0].message` is missing".into()))?,
+                .ok_or_else(|| {
+                    error("a completion whose `choices[0].message` is missing".into())
+                })?,
         };
         match message.get("tool_calls") {
             None | Some(Value::Null) => Ok(Vec::new()),
@@ -94,7 +100,10 @@ impl WireFormat for OpenAiChat {
                 .enumerate()
                 .map(|(index, call)| parse_call(index, call))
                 .collect()),
-            other => Err(error(format!("`tool_calls` is {}, not an array", describe(other)))),
+            other => Err(error(format!(
+                "`tool_calls` is {}, not an array",
+                describe(other)
+            ))),
         }
     }
 
@@ -127,10 +136,16 @@ fn parse_call(index: usize, call: &Value) -> ToolCall {
     if let Some(kind) = call.get("type")
         && kind != "function"
     {
-        let why = format!("`type` is {}, and only function tools are declared", describe(Some(kind)));
+        let why = format!(
+            "`type` is {}, and only function tools are declared",
+            describe(Some(kind))
+        );
         parts = parts.problem("the call is not a function call", why);
     }
-    parts.text_arguments("function.arguments", function.and_then(|f| f.get("arguments")))
+    parts.text_arguments(
+        "function.arguments",
+        function.and_then(|f| f.get("arguments")),
+    )
 }
 
 /// The parameters of `tool` in strict mode, and whether it can be declared strict: the lowered
@@ -175,7 +190,10 @@ mod tests {
         let tag = &catalog[3]["function"];
         assert_eq!(tag["name"], "tag_order");
         assert_eq!(tag["strict"], false);
-        assert_eq!(tag["parameters"]["properties"]["tags"]["additionalProperties"]["type"], "string");
+        assert_eq!(
+            tag["parameters"]["properties"]["tags"]["additionalProperties"]["type"],
+            "string"
+        );
         // No arguments: an empty closed object.
         assert_eq!(
             catalog[4]["function"]["parameters"],
@@ -204,11 +222,18 @@ mod tests {
         let calls = OpenAiChat::default().parse_calls(&turn).unwrap();
         assert_eq!(
             calls,
-            vec![ToolCall::new("call_abc", "get_weather", json!({"city": "Paris", "unit": null}))]
+            vec![ToolCall::new(
+                "call_abc",
+                "get_weather",
+                json!({"city": "Paris", "unit": null})
+            )]
         );
         // The same message inside a whole completion.
         let completion = json!({"choices": [{"message": turn, "finish_reason": "tool_calls"}]});
-        assert_eq!(OpenAiChat::default().parse_calls(&completion).unwrap(), calls);
+        assert_eq!(
+            OpenAiChat::default().parse_calls(&completion).unwrap(),
+            calls
+        );
     }
 
     #[test]
@@ -234,7 +259,19 @@ mod tests {
         ]});
         let calls = OpenAiChat { strict: true }.parse_calls(&turn).unwrap();
         let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
-        assert_eq!(ids, ["c0", "missing_id_1", "c2", "missing_id_3", "c4", "c5", "c6", "c7"]);
+        assert_eq!(
+            ids,
+            [
+                "c0",
+                "missing_id_1",
+                "c2",
+                "missing_id_3",
+                "c4",
+                "c5",
+                "c6",
+                "c7"
+            ]
+        );
         let problems: Vec<String> = calls
             .iter()
             .map(|call| call.arguments.clone().unwrap_err().what)
@@ -255,7 +292,7 @@ mod tests {
         let why = calls[0].arguments.clone().unwrap_err().why;
         assert_eq!(
             why,
-            r#"`function.arguments` must be a string holding a JSON object, but it is an object: "{\"city\":\"Paris\"}""#
+            r#"`function.arguments` must be a string holding a JSON object, but it is an object: {"city":"Paris"}"#
         );
         assert_eq!(calls[1].name, "get_weather");
     }
@@ -274,12 +311,13 @@ mod tests {
         assert_eq!(err.format, "openai");
         assert_eq!(err.reason, "the turn is an array, not an assistant message");
         let err = format.parse_calls(&json!({"tool_calls": {}})).unwrap_err();
-        assert_eq!(err.reason, "`tool_calls` is an object: \"{}\", not an array");
+        assert_eq!(err.reason, "`tool_calls` is an object: {}, not an array");
     }
 
     #[test]
     fn results_are_one_tool_message_per_call() {
-        let rendered = OpenAiChat::default().render_results(&[success("call_abc"), failure("call_def")]);
+        let rendered =
+            OpenAiChat::default().render_results(&[success("call_abc"), failure("call_def")]);
         assert_eq!(
             rendered,
             json!([

@@ -135,7 +135,9 @@ impl WireFormat for OpenAiResponses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::test_support::{failure, garbage_turns, registry, success, weather_schema};
+    use crate::provider::test_support::{
+        failure, garbage_turns, registry, success, weather_schema,
+    };
 
     const CALL: &str = r#"{"type":"function_call","id":"fc_123","call_id":"call_abc","name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":null}","status":"completed"}"#;
 
@@ -218,7 +220,8 @@ mod tests {
 
     #[test]
     fn results_are_function_call_output_items() {
-        let rendered = OpenAiResponses::default().render_results(&[success("call_abc"), failure("call_def")]);
+        let rendered =
+            OpenAiResponses::default().render_results(&[success("call_abc"), failure("call_def")]);
         assert_eq!(
             rendered,
             json!([

@@ -4,19 +4,27 @@
 
 use serde_json::{Map, Value};
 
-use crate::call::{MalformedCall, ToolCall, excerpt, json_kind};
+use crate::call::{MalformedCall, ToolCall, json_kind};
 
 /// The id given to call number `index` of a turn when it arrived without a usable one.
 pub(super) fn missing_id(index: usize) -> String {
     format!("missing_id_{index}")
 }
 
-/// A field's value for an error message: `missing`, or its kind and a short excerpt.
+/// A field's value for an error message: `missing`, or its kind and its JSON text (the first
+/// 200 characters).
 pub(super) fn describe(value: Option<&Value>) -> String {
+    const LIMIT: usize = 200;
     match value {
         None => "missing".into(),
         Some(Value::Null) => "null".into(),
-        Some(value) => format!("{}: {}", json_kind(value), excerpt(&value.to_string())),
+        Some(value) => {
+            let text = value.to_string();
+            match text.char_indices().nth(LIMIT) {
+                Some((cut, _)) => format!("{}: {}…", json_kind(value), &text[..cut]),
+                None => format!("{}: {text}", json_kind(value)),
+            }
+        }
     }
 }
 
@@ -69,7 +77,10 @@ impl CallParts {
             None | Some(Value::Null) | Some(Value::String(_)) => "the call has no id",
             Some(_) => "the call id is not usable",
         };
-        let why = format!("`{field}` is {}; the call was given the id {id}", describe(value));
+        let why = format!(
+            "`{field}` is {}; the call was given the id {id}",
+            describe(value)
+        );
         CallParts {
             id,
             name: String::new(),
@@ -84,7 +95,10 @@ impl CallParts {
     pub(super) fn name(mut self, field: &str, value: Option<&Value>) -> Self {
         match value {
             Some(Value::String(name)) if !name.is_empty() => self.name = name.clone(),
-            other => self.note("the call names no tool", format!("`{field}` is {}", describe(other))),
+            other => self.note(
+                "the call names no tool",
+                format!("`{field}` is {}", describe(other)),
+            ),
         }
         self
     }
@@ -185,7 +199,10 @@ mod tests {
         assert_eq!(call.name, "");
         let problem = call.arguments.unwrap_err();
         assert_eq!(problem.what, "the call has no id");
-        assert_eq!(problem.why, "`id` is missing; the call was given the id missing_id_3");
+        assert_eq!(
+            problem.why,
+            "`id` is missing; the call was given the id missing_id_3"
+        );
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl<A: JsonSchema + 'static> Tool for Fixed<A> {
     }
 }
 
-/// The arguments of PROVIDERS.md's example tool.
+// The arguments of PROVIDERS.md's example tool.
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 pub(super) struct WeatherArgs {
@@ -50,7 +50,7 @@ pub(super) struct WeatherArgs {
     pub(super) unit: Option<String>,
 }
 
-/// A write tool's arguments.
+// A write tool's arguments.
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 pub(super) struct RefundArgs {
@@ -58,14 +58,14 @@ pub(super) struct RefundArgs {
     pub(super) amount: u32,
 }
 
-/// Arguments strict mode and Gemini cannot take: a map.
+// Arguments strict mode and Gemini cannot take: a map.
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 pub(super) struct TagArgs {
     pub(super) tags: std::collections::BTreeMap<String, String>,
 }
 
-/// No arguments at all.
+// No arguments at all.
 #[derive(JsonSchema)]
 pub(super) struct NoArgs {}
 
@@ -73,9 +73,8 @@ pub(super) static WEATHER: ToolDescriptor =
     ToolDescriptor::new("get_weather", "Current weather for a city.");
 pub(super) static REFUND: ToolDescriptor =
     ToolDescriptor::new("issue_refund", "Refund an order.").with_side_effect(SideEffect::Write);
-pub(super) static DELETE: ToolDescriptor =
-    ToolDescriptor::new("delete_order", "Delete an order.")
-        .with_side_effect(SideEffect::Destructive);
+pub(super) static DELETE: ToolDescriptor = ToolDescriptor::new("delete_order", "Delete an order.")
+    .with_side_effect(SideEffect::Destructive);
 pub(super) static TAG: ToolDescriptor = ToolDescriptor::new("tag_order", "Tag an order.");
 pub(super) static PING: ToolDescriptor = ToolDescriptor::new("ping", "Check the service.");
 

@@ -1,0 +1,10 @@
+use toolgate::prelude::*;
+
+/// Look up an order by its id.
+#[tool(timeout = "2s")]
+#[tool(permission = "orders:read")]
+async fn get_order(order_id: String) -> Result<String, ToolError> {
+    Ok(order_id)
+}
+
+fn main() {}

@@ -1,0 +1,333 @@
+//! Google Gemini (generateContent): function declarations with `parameters` lowered to the
+//! OpenAPI subset, calls as `functionCall` parts whose `args` is an object, and one
+//! `functionResponse` part per call with the result under `output`, or under `error` when
+//! flagged.
+
+use serde_json::{Map, Value, json};
+
+use super::lower::gemini;
+use super::parse::{CallParts, describe, not_an_object};
+use super::{FormatError, WireFormat};
+use crate::call::{CallReport, ToolCall, json_kind};
+use crate::registry::{RegisteredTool, Registry};
+
+/// The prefix of the ids given to calls that arrived without one.
+const GENERATED_ID_PREFIX: &str = "gemini_call_";
+
+/// Google Gemini (`--format gemini`).
+///
+/// **Declarations.** [`WireFormat::catalog`] returns the function declarations, the array that
+/// goes in `tools[0].functionDeclarations`. `parameters` is the schema lowered by
+/// [`gemini`](super::gemini); a tool without arguments has none; a tool whose schema cannot be
+/// lowered (a recursive type, a map) is declared with `parametersJsonSchema`, the canonical
+/// schema, instead (the two are mutually exclusive), and a warning names it.
+///
+/// **Call ids.** Older models send calls without an `id`. Such a call is not malformed: it gets
+/// the id `gemini_call_N` (N its position among the turn's calls), and rendering leaves `id` out
+/// of the response for any id of exactly that form ([`Gemini::is_generated_id`]), so Gemini
+/// matches responses to calls by order and name, as it does for calls without ids.
+///
+/// **Replay.** Gemini 3 requires the model's parts to be sent back verbatim, `thoughtSignature`
+/// included: keep the model's content as received in the conversation; this format only reads it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::provider::{Gemini, WireFormat};
+///
+/// let turn = json!({"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]});
+/// let calls = Gemini.parse_calls(&turn)?;
+/// assert_eq!(calls[0].id, "gemini_call_0");
+/// assert!(Gemini::is_generated_id(&calls[0].id));
+/// # Ok::<(), toolgate::provider::FormatError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Gemini;
+
+impl Gemini {
+    /// The id given to call number `index` of a turn that arrived without one.
+    pub fn generated_id(index: usize) -> String {
+        format!("{GENERATED_ID_PREFIX}{index}")
+    }
+
+    /// Whether `id` has the form of [`Gemini::generated_id`]; rendering omits such ids.
+    pub fn is_generated_id(id: &str) -> bool {
+        id.strip_prefix(GENERATED_ID_PREFIX)
+            .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+    }
+}
+
+impl WireFormat for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    /// `{"name", "description", "parameters"}`, or `parametersJsonSchema` in place of
+    /// `parameters` when the schema cannot be lowered, or neither for a tool without arguments.
+    fn catalog(&self, registry: &Registry) -> Vec<Value> {
+        registry.iter().map(declaration).collect()
+    }
+
+    /// Reads a model content (`{"role": "model", "parts": […]}`) or a whole generateContent
+    /// response (its first candidate's content). Each part with a `functionCall` is a call; a
+    /// call whose `args` is absent has no arguments (`{}`), one whose `args` is not an object or
+    /// that names no tool is malformed.
+    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        let error = |reason: String| FormatError {
+            format: self.name(),
+            reason,
+        };
+        let Value::Object(object) = turn else {
+            return Err(error(format!(
+                "the turn is {}, not a model content",
+                json_kind(turn)
+            )));
+        };
+        let content = match object.get("candidates") {
+            None => object,
+            Some(Value::Array(candidates)) => match candidates.first().map(|c| c.get("content")) {
+                // No candidate, or one without content (blocked, say): no calls.
+                None | Some(None) | Some(Some(Value::Null)) => return Ok(Vec::new()),
+                Some(Some(Value::Object(content))) => content,
+                Some(other) => {
+                    return Err(error(format!(
+                        "`candidates[0].content` is {}, not an object",
+                        describe(other)
+                    )));
+                }
+            },
+            other => {
+                return Err(error(format!(
+                    "`candidates` is {}, not an array",
+                    describe(other)
+                )));
+            }
+        };
+        let parts = match content.get("parts") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(parts)) => parts,
+            other => {
+                return Err(error(format!(
+                    "`parts` is {}, not an array",
+                    describe(other)
+                )));
+            }
+        };
+        let mut calls = Vec::new();
+        for (position, part) in parts.iter().enumerate() {
+            let Value::Object(part) = part else {
+                return Err(error(format!(
+                    "part {position} is {}, not an object",
+                    json_kind(part)
+                )));
+            };
+            if let Some(call) = part.get("functionCall") {
+                calls.push(parse_call(calls.len(), call));
+            }
+        }
+        Ok(calls)
+    }
+
+    /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":
+    /// {"output": result}}}, …]}`, with `"error"` in place of `"output"` when the status is
+    /// flagged. `id` is left out for generated ids.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        let parts = reports
+            .iter()
+            .map(|report| {
+                let key = if report.result.status.is_flagged() {
+                    "error"
+                } else {
+                    "output"
+                };
+                let mut response = Map::new();
+                if !Gemini::is_generated_id(&report.call_id) {
+                    response.insert("id".into(), report.call_id.clone().into());
+                }
+                response.insert("name".into(), report.tool.clone().into());
+                response.insert("response".into(), json!({ key: report.result.to_json() }));
+                json!({"functionResponse": response})
+            })
+            .collect::<Vec<_>>();
+        json!({"role": "user", "parts": parts})
+    }
+}
+
+fn parse_call(index: usize, call: &Value) -> ToolCall {
+    let Value::Object(call) = call else {
+        let mut call = not_an_object(index, "`functionCall`", call);
+        call.id = Gemini::generated_id(index);
+        return call;
+    };
+    let parts = match call.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => CallParts::with_id(id.as_str()),
+        None | Some(Value::Null) | Some(Value::String(_)) => {
+            CallParts::with_id(Gemini::generated_id(index))
+        }
+        other => CallParts::unusable_id(Gemini::generated_id(index), "functionCall.id", other),
+    };
+    let args = call.get("args").filter(|args| !args.is_null());
+    parts
+        .name("functionCall.name", call.get("name"))
+        .object_arguments("functionCall.args", args, Some(json!({})))
+}
+
+fn declaration(tool: &RegisteredTool) -> Value {
+    let descriptor = tool.descriptor();
+    let schema = tool.schema();
+    let mut declaration = Map::new();
+    declaration.insert("name".into(), descriptor.name.into());
+    declaration.insert("description".into(), descriptor.model_description().into());
+    let has_properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| !properties.is_empty());
+    let open = schema
+        .get("additionalProperties")
+        .is_some_and(|additional| additional != &Value::Bool(false));
+    if has_properties || open {
+        match gemini(schema) {
+            Ok(parameters) => {
+                declaration.insert("parameters".into(), parameters);
+            }
+            Err(err) => {
+                tracing::warn!(
+                    tool = descriptor.name,
+                    error = %err,
+                    "the tool is declared with parametersJsonSchema"
+                );
+                declaration.insert("parametersJsonSchema".into(), schema.clone());
+            }
+        }
+    }
+    Value::Object(declaration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::test_support::{failure, garbage_turns, registry, success};
+
+    #[test]
+    fn declarations_match_providers_md() {
+        let catalog = Gemini.catalog(&registry());
+        assert_eq!(
+            catalog[0],
+            json!({"name":"get_weather",
+                "description":"Current weather for a city. Read-only: this tool changes nothing and is safe to call again.",
+                "parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","nullable":true}},"required":["city"]}})
+        );
+        // A map falls back to the canonical schema under parametersJsonSchema.
+        let tag = catalog[3].as_object().unwrap();
+        assert!(!tag.contains_key("parameters"));
+        assert_eq!(
+            tag["parametersJsonSchema"]["properties"]["tags"]["type"],
+            "object"
+        );
+        // No arguments: no parameters at all.
+        assert_eq!(
+            catalog[4],
+            json!({"name":"ping","description":"Check the service. Read-only: this tool changes nothing and is safe to call again."})
+        );
+        for parameters in catalog.iter().filter_map(|item| item.get("parameters")) {
+            assert!(!parameters.to_string().contains("$ref"), "{parameters}");
+        }
+    }
+
+    #[test]
+    fn parses_the_providers_md_call_and_a_whole_response() {
+        let turn = json!({"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"<opaque>"}]});
+        let expected = vec![ToolCall::new(
+            "fc_1",
+            "get_weather",
+            json!({"city": "Paris"}),
+        )];
+        assert_eq!(Gemini.parse_calls(&turn).unwrap(), expected);
+        let response = json!({"candidates": [{"content": turn, "finishReason": "STOP"}]});
+        assert_eq!(Gemini.parse_calls(&response).unwrap(), expected);
+        assert_eq!(
+            Gemini.parse_calls(&json!({"candidates": []})).unwrap(),
+            vec![]
+        );
+        let text = json!({"role": "model", "parts": [{"text": "Hi"}]});
+        assert_eq!(Gemini.parse_calls(&text).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn calls_without_ids_get_generated_ones_that_rendering_omits() {
+        let turn = json!({"role": "model", "parts": [
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
+            {"text": "and"},
+            {"functionCall": {"name": "ping"}}
+        ]});
+        let calls = Gemini.parse_calls(&turn).unwrap();
+        assert_eq!(
+            calls,
+            vec![
+                ToolCall::new("gemini_call_0", "get_weather", json!({"city": "Paris"})),
+                ToolCall::new("gemini_call_1", "ping", json!({})),
+            ]
+        );
+        let rendered = Gemini.render_results(&[success("gemini_call_0"), success("fc_9")]);
+        assert_eq!(rendered["parts"][0]["functionResponse"].get("id"), None);
+        assert_eq!(rendered["parts"][1]["functionResponse"]["id"], "fc_9");
+        assert!(Gemini::is_generated_id("gemini_call_12"));
+        assert!(!Gemini::is_generated_id("gemini_call_"));
+        assert!(!Gemini::is_generated_id("gemini_call_1a"));
+        assert!(!Gemini::is_generated_id("fc_1"));
+    }
+
+    #[test]
+    fn malformed_calls_still_yield_a_call_each() {
+        let turn = json!({"role": "model", "parts": [
+            {"functionCall": {"id": "a", "name": "get_weather", "args": "{\"city\":\"Paris\"}"}},
+            {"functionCall": {"id": "b", "args": {}}},
+            {"functionCall": 7},
+            {"functionCall": {"id": 3, "name": "get_weather", "args": {}}},
+        ]});
+        let calls = Gemini.parse_calls(&turn).unwrap();
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "gemini_call_2", "gemini_call_3"]);
+        let problems: Vec<String> = calls
+            .iter()
+            .map(|call| call.arguments.clone().unwrap_err().what)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "the arguments are not a JSON object",
+                "the call names no tool",
+                "`functionCall` is not a JSON object",
+                "the call id is not usable",
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_turns_are_errors_or_calls_never_panics() {
+        for turn in garbage_turns() {
+            if let Ok(calls) = Gemini.parse_calls(&turn) {
+                assert!(calls.iter().all(|call| !call.id.is_empty()));
+            }
+        }
+        assert!(Gemini.parse_calls(&json!({"parts": [1]})).is_err());
+        assert!(
+            Gemini
+                .parse_calls(&json!({"candidates": [{"content": 1}]}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn responses_put_the_result_under_output_or_error() {
+        let rendered = Gemini.render_results(&[success("fc_1"), failure("fc_2")]);
+        assert_eq!(
+            rendered,
+            json!({"role":"user","parts":[
+                {"functionResponse":{"id":"fc_1","name":"get_weather","response":{"output":
+                    {"status":"succeeded","replayed":false,"data":{"temp_c":21}}}}},
+                {"functionResponse":{"id":"fc_2","name":"get_weather","response":{"error":
+                    {"status":"error","error":{"kind":"not_found","what":"city not found","why":"no match for 'Pariss'","next":"check the spelling"}}}}}
+            ]})
+        );
+    }
+}

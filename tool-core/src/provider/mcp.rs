@@ -1,0 +1,349 @@
+//! MCP (protocol 2026-07-28): `tools/list` items with annotations derived from the side-effect
+//! class, `tools/call` JSON-RPC requests, and one JSON-RPC response per request, tool errors
+//! flagged with `isError` and an unknown tool answered as a protocol error.
+
+use serde_json::{Value, json};
+
+use super::parse::{CallParts, describe, missing_id};
+use super::{FormatError, WireFormat};
+use crate::call::{CallReport, ToolCall, json_kind};
+use crate::error::ErrorKind;
+use crate::registry::Registry;
+use crate::side_effect::SideEffect;
+
+/// JSON-RPC's code for invalid method parameters, which MCP uses for an unknown tool.
+const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC's code for a request that is not a valid request object.
+const INVALID_REQUEST: i64 = -32600;
+
+/// MCP tools (`--format mcp`).
+///
+/// **Declarations** carry the canonical schema as `inputSchema` (MCP takes JSON Schema 2020-12)
+/// and annotations from the side-effect class: a read is `readOnlyHint: true`; a write is not
+/// destructive and is idempotent (`idempotentHint: true`, since toolgate runs a repeated write
+/// once under its idempotency key); a destructive tool is `destructiveHint: true` and idempotent
+/// for the same reason; every tool is `openWorldHint: true`.
+///
+/// **Call ids.** A call's id is the JSON text of the request's JSON-RPC id (`2` → `"2"`,
+/// `"a"` → `"\"a\""`), so that rendering parses it back and echoes the id exactly, number or
+/// string. A request whose id is missing or neither a string nor a number gets `missing_id_N`,
+/// and its response is a JSON-RPC "Invalid Request" error with a `null` id.
+///
+/// **Results.** [`WireFormat::render_results`] answers one report with its response object
+/// ([`Mcp::render_response`]) and any other number of reports with an array of responses.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::provider::{Mcp, WireFormat};
+///
+/// let request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+///     "params": {"name": "get_weather", "arguments": {"city": "Paris"}}});
+/// let calls = Mcp.parse_calls(&request)?;
+/// assert_eq!(calls[0].id, "2");
+/// # Ok::<(), toolgate::provider::FormatError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Mcp;
+
+impl Mcp {
+    /// The JSON-RPC response to one call: a `tools/call` result, with `isError` set when the
+    /// status is flagged, or a protocol error for an unknown tool (and for a request whose id was
+    /// unusable).
+    pub fn render_response(report: &CallReport) -> Value {
+        let id = serde_json::from_str::<Value>(&report.call_id)
+            .ok()
+            .filter(|id| id.is_string() || id.is_number());
+        let Some(id) = id else {
+            return json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": "Invalid Request: the request id must be a string or a number",
+                },
+            });
+        };
+        let unknown_tool = report
+            .result
+            .error
+            .as_ref()
+            .is_some_and(|error| error.kind == ErrorKind::UnknownTool.wire_name());
+        if unknown_tool {
+            let message = if report.tool.is_empty() {
+                "Invalid params: the request names no tool".to_owned()
+            } else {
+                format!("Unknown tool: {}", report.tool)
+            };
+            return json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": INVALID_PARAMS, "message": message},
+            });
+        }
+        json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "result": {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": report.result.to_json_string()}],
+                "structuredContent": report.result.to_json(),
+                "isError": report.result.status.is_flagged(),
+            },
+        })
+    }
+}
+
+/// The MCP tool annotations of a side-effect class.
+fn annotations(side_effect: SideEffect) -> Value {
+    match side_effect {
+        SideEffect::Read => json!({"readOnlyHint": true, "openWorldHint": true}),
+        SideEffect::Write => json!({
+            "readOnlyHint": false,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": true,
+        }),
+        SideEffect::Destructive => json!({
+            "readOnlyHint": false,
+            "destructiveHint": true,
+            "idempotentHint": true,
+            "openWorldHint": true,
+        }),
+    }
+}
+
+impl WireFormat for Mcp {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
+    /// `{"name", "description", "inputSchema", "annotations"}`: the `tools` of a `tools/list`
+    /// result.
+    fn catalog(&self, registry: &Registry) -> Vec<Value> {
+        registry
+            .iter()
+            .map(|tool| {
+                let descriptor = tool.descriptor();
+                json!({
+                    "name": descriptor.name,
+                    "description": descriptor.model_description(),
+                    "inputSchema": tool.schema(),
+                    "annotations": annotations(descriptor.side_effect),
+                })
+            })
+            .collect()
+    }
+
+    /// Reads one `tools/call` request (or an array of them). Absent `arguments` are `{}`; a
+    /// request without `params.name`, or whose `arguments` is not an object, is a malformed
+    /// call. Anything that is not a `tools/call` request is a [`FormatError`].
+    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        let requests = match turn {
+            Value::Array(requests) => requests.as_slice(),
+            _ => std::slice::from_ref(turn),
+        };
+        requests
+            .iter()
+            .enumerate()
+            .map(|(index, request)| self.parse_request(index, request))
+            .collect()
+    }
+
+    /// One response object for one report ([`Mcp::render_response`]); an array of them for any
+    /// other number.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        match reports {
+            [report] => Mcp::render_response(report),
+            _ => reports.iter().map(Mcp::render_response).collect(),
+        }
+    }
+}
+
+impl Mcp {
+    fn parse_request(&self, index: usize, request: &Value) -> Result<ToolCall, FormatError> {
+        let error = |reason: String| FormatError {
+            format: self.name(),
+            reason,
+        };
+        let Value::Object(request) = request else {
+            return Err(error(format!(
+                "the request is {}, not a JSON-RPC request",
+                json_kind(request)
+            )));
+        };
+        match request.get("method") {
+            Some(Value::String(method)) if method == "tools/call" => {}
+            other => {
+                return Err(error(format!(
+                    "`method` is {}, not \"tools/call\"",
+                    describe(other)
+                )));
+            }
+        }
+        let parts = match request.get("id") {
+            Some(id @ (Value::String(_) | Value::Number(_))) => CallParts::with_id(id.to_string()),
+            other => CallParts::unusable_id(missing_id(index), "id", other),
+        };
+        let params = request.get("params").and_then(Value::as_object);
+        let parts = match params {
+            Some(_) => parts,
+            None => parts.problem(
+                "the request has no params",
+                format!("`params` is {}", describe(request.get("params"))),
+            ),
+        };
+        let arguments = params
+            .and_then(|params| params.get("arguments"))
+            .filter(|arguments| !arguments.is_null());
+        Ok(parts
+            .name("params.name", params.and_then(|params| params.get("name")))
+            .object_arguments("params.arguments", arguments, Some(json!({}))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::test_support::{
+        failure, garbage_turns, registry, success, unknown_tool, weather_schema,
+    };
+    use crate::{CallResult, ToolError};
+
+    #[test]
+    fn declarations_carry_annotations_from_the_side_effect() {
+        let catalog = Mcp.catalog(&registry());
+        assert_eq!(
+            catalog[0],
+            json!({"name":"get_weather",
+                "description":"Current weather for a city. Read-only: this tool changes nothing and is safe to call again.",
+                "inputSchema": weather_schema(),
+                "annotations":{"readOnlyHint":true,"openWorldHint":true}})
+        );
+        assert_eq!(
+            catalog[1]["annotations"],
+            json!({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":true,"openWorldHint":true})
+        );
+        assert_eq!(
+            catalog[2]["annotations"],
+            json!({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":true})
+        );
+        assert_eq!(catalog[4]["inputSchema"]["type"], "object");
+    }
+
+    #[test]
+    fn parses_the_providers_md_call_and_keeps_the_id_as_json_text() {
+        let request = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"}}});
+        assert_eq!(
+            Mcp.parse_calls(&request).unwrap(),
+            vec![ToolCall::new("2", "get_weather", json!({"city": "Paris"}))]
+        );
+        let request =
+            json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"ping"}});
+        assert_eq!(
+            Mcp.parse_calls(&request).unwrap(),
+            vec![ToolCall::new("\"a\"", "ping", json!({}))]
+        );
+    }
+
+    #[test]
+    fn ids_are_echoed_exactly() {
+        for id in [json!(2), json!("a"), json!("2"), json!(-7), json!(1.5)] {
+            let request = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"get_weather","arguments":{}}});
+            let call = Mcp.parse_calls(&request).unwrap().remove(0);
+            let response = Mcp::render_response(&success(&call.id));
+            assert_eq!(response["id"], id);
+        }
+    }
+
+    #[test]
+    fn malformed_requests_still_yield_a_call_each() {
+        let requests = json!([
+            {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}},
+            {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":"{}"}},
+            {"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_weather"}},
+            {"jsonrpc":"2.0","id":4,"method":"tools/call"},
+            {"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":{"name":"get_weather"}},
+        ]);
+        let calls = Mcp.parse_calls(&requests).unwrap();
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2", "missing_id_2", "4", "missing_id_4"]);
+        let problems: Vec<String> = calls
+            .iter()
+            .map(|call| call.arguments.clone().unwrap_err().what)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "the call names no tool",
+                "the arguments are not a JSON object",
+                "the call has no id",
+                "the request has no params",
+                "the call id is not usable",
+            ]
+        );
+        let response = Mcp::render_response(&failure(&calls[2].id));
+        assert_eq!(
+            response,
+            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the request id must be a string or a number"}})
+        );
+    }
+
+    #[test]
+    fn other_methods_and_garbage_are_format_errors_never_panics() {
+        for turn in garbage_turns() {
+            if let Ok(calls) = Mcp.parse_calls(&turn) {
+                assert!(calls.iter().all(|call| !call.id.is_empty()));
+            }
+        }
+        let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
+        assert_eq!(
+            Mcp.parse_calls(&list).unwrap_err().reason,
+            r#"`method` is a string: "tools/list", not "tools/call""#
+        );
+        assert!(Mcp.parse_calls(&json!(3)).is_err());
+    }
+
+    #[test]
+    fn responses_match_providers_md() {
+        let ok = Mcp::render_response(&success("2"));
+        assert_eq!(
+            ok,
+            json!({"jsonrpc":"2.0","id":2,"result":{"resultType":"complete",
+                "content":[{"type":"text","text":"{\"status\":\"succeeded\",\"replayed\":false,\"data\":{\"temp_c\":21}}"}],
+                "structuredContent":{"status":"succeeded","replayed":false,"data":{"temp_c":21}},
+                "isError":false}})
+        );
+        let err = Mcp::render_response(&failure("4"));
+        assert_eq!(err["id"], 4);
+        assert_eq!(err["result"]["isError"], true);
+        assert_eq!(
+            err["result"]["structuredContent"]["error"]["kind"],
+            "not_found"
+        );
+
+        let unknown = Mcp::render_response(&unknown_tool("3", "invalid_tool_name"));
+        assert_eq!(
+            unknown,
+            json!({"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool: invalid_tool_name"}})
+        );
+        let pending = CallReport {
+            call_id: "\"r\"".into(),
+            tool: "issue_refund".into(),
+            result: CallResult::from_error(&ToolError::outcome_unknown("timed out")),
+        };
+        assert_eq!(Mcp::render_response(&pending)["result"]["isError"], true);
+        assert_eq!(Mcp::render_response(&pending)["id"], "r");
+    }
+
+    #[test]
+    fn one_report_is_one_response_and_several_an_array() {
+        assert_eq!(
+            Mcp.render_results(&[success("1")]),
+            Mcp::render_response(&success("1"))
+        );
+        let both = Mcp.render_results(&[success("1"), failure("2")]);
+        assert_eq!(both.as_array().unwrap().len(), 2);
+        assert_eq!(both[1]["id"], 2);
+        assert_eq!(Mcp.render_results(&[]), json!([]));
+    }
+}
