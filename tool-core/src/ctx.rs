@@ -48,6 +48,10 @@ impl Ctx {
         }
     }
 
+    pub(crate) fn into_call_id(self) -> String {
+        self.call_id
+    }
+
     /// The authenticated caller.
     pub fn auth(&self) -> &AuthContext {
         &self.auth

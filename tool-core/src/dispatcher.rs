@@ -8,7 +8,9 @@ use futures_util::future::join_all;
 use tracing::Instrument;
 
 use crate::auth::Session;
-use crate::call::{CallReport, ToolCall};
+use serde_json::Value;
+
+use crate::call::{CallReport, MalformedCall, ToolCall};
 use crate::ctx::Ctx;
 use crate::error::{ErrorClass, RunAborted, ToolError};
 use crate::registry::{RegisteredTool, Registry};
@@ -114,6 +116,11 @@ impl Dispatcher {
         session: &Session,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<CallReport>, RunAborted> {
+        if calls.len() == 1 {
+            // The common turn: one call, no need to join.
+            let call = calls.into_iter().next().expect("one call");
+            return Ok(vec![self.dispatch(session, call).await?]);
+        }
         let reports = join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
         reports.into_iter().collect()
     }
@@ -128,16 +135,39 @@ impl Dispatcher {
         if let Some(aborted) = session.aborted() {
             return Err(aborted.clone());
         }
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
         let span = tracing::info_span!(
             "execute_tool",
-            otel.name = %format_args!("execute_tool {}", call.name),
+            otel.name = %format_args!("execute_tool {name}"),
             gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %call.name,
-            gen_ai.tool.call.id = %call.id,
+            gen_ai.tool.name = %name,
+            gen_ai.tool.call.id = %id,
             gen_ai.tool.type = "function",
             toolgate.status = tracing::field::Empty,
         );
-        let outcome = self.run(session, &call).instrument(span.clone()).await;
+        // The call id moves into the tool's context and back out, uncopied.
+        let (id, outcome) = async {
+            match self.prepare(session, &name, arguments) {
+                Ok((registered, args)) => {
+                    let ctx = Ctx::new(
+                        session.auth_arc().clone(),
+                        session.run_id_arc().clone(),
+                        id,
+                        registered.descriptor(),
+                        self.inner.state.clone(),
+                    );
+                    let outcome = self.execute(registered, &ctx, args).await;
+                    (ctx.into_call_id(), outcome)
+                }
+                Err(err) => (id, Err(err)),
+            }
+        }
+        .instrument(span.clone())
+        .await;
         let result = match outcome {
             Ok(result) => result,
             Err(err) if err.class() == ErrorClass::Abort => {
@@ -150,33 +180,38 @@ impl Dispatcher {
             span.record("toolgate.status", tracing::field::debug(result.status));
         }
         Ok(CallReport {
-            call_id: call.id,
-            tool: call.name,
+            call_id: id,
+            tool: name,
             result,
         })
     }
 
-    async fn run(&self, session: &Session, call: &ToolCall) -> Result<CallResult, ToolError> {
-        if let (true, Err(malformed)) = (call.name.is_empty(), &call.arguments) {
+    /// Steps 1 to 4: look-up, the arguments validated against the schema, and the permission.
+    fn prepare(
+        &self,
+        session: &Session,
+        name: &str,
+        arguments: Result<Value, MalformedCall>,
+    ) -> Result<(&RegisteredTool, Value), ToolError> {
+        if let (true, Err(malformed)) = (name.is_empty(), &arguments) {
             // A call the format could not read at all: say what was wrong with it.
             return Err(ToolError::invalid_arguments(malformed.what.clone())
                 .why(malformed.why.clone())
                 .next("call one tool by its name, with its arguments as one JSON object"));
         }
-        let registered = self.lookup(&call.name)?;
+        let registered = self.lookup(name)?;
         let descriptor = registered.descriptor();
-        let args = match &call.arguments {
+        let mut args = match arguments {
             Ok(args) => args,
             Err(malformed) => {
-                return Err(ToolError::invalid_arguments(malformed.what.clone())
-                    .why(malformed.why.clone())
+                return Err(ToolError::invalid_arguments(malformed.what)
+                    .why(malformed.why)
                     .next(format!(
                         "call {} again with its arguments as one JSON object",
                         descriptor.name
                     )));
             }
         };
-        let mut args = args.clone();
         normalize_numbers(&mut args);
         let violations = registered.validator().violations_if_invalid(&args);
         if !violations.is_empty() {
@@ -195,15 +230,19 @@ impl Dispatcher {
                 session.auth().tenant()
             )));
         }
-        let ctx = Ctx::new(
-            session.auth_arc().clone(),
-            session.run_id_arc().clone(),
-            call.id.clone(),
-            descriptor,
-            self.inner.state.clone(),
-        );
+        Ok((registered, args))
+    }
+
+    /// Step 8: the tool runs under its deadline.
+    async fn execute(
+        &self,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        args: Value,
+    ) -> Result<CallResult, ToolError> {
+        let descriptor = registered.descriptor();
         let deadline = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        match tokio::time::timeout(deadline, registered.tool().invoke(&ctx, &args)).await {
+        match tokio::time::timeout(deadline, registered.tool().invoke(ctx, args)).await {
             Ok(Ok(data)) => Ok(CallResult::succeeded(data)),
             Ok(Err(err)) => Err(err),
             Err(_elapsed) => Err(deadline_passed(

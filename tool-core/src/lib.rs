@@ -11,6 +11,7 @@ mod ctx;
 mod descriptor;
 mod dispatcher;
 mod error;
+mod json_text;
 mod probe;
 pub mod provider;
 mod rate_limit;
@@ -30,6 +31,7 @@ pub use ctx::Ctx;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatcher::{DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder};
 pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
+pub use json_text::JsonText;
 pub use rate_limit::RateLimit;
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
 pub use result::{CallResult, Explanation, Status};
@@ -56,9 +58,9 @@ pub mod __private {
     use serde_json::Value;
 
     /// Deserializes validated arguments. A failure here means the schema and the type disagree.
-    pub fn deserialize_args<'de, T: serde::Deserialize<'de>>(
+    pub fn deserialize_args<T: serde::de::DeserializeOwned>(
         tool: &str,
-        args: &'de Value,
+        args: Value,
     ) -> Result<T, ToolError> {
         T::deserialize(args).map_err(|err| {
             ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))

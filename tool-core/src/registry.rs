@@ -1,6 +1,5 @@
 //! The tools an agent may call, each with its canonical schema and compiled validator.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -85,7 +84,8 @@ impl std::fmt::Debug for RegisteredTool {
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: Vec<RegisteredTool>,
-    by_name: HashMap<&'static str, usize>,
+    /// `(name, index)` sorted by name: a binary search over a few short names beats hashing.
+    by_name: Vec<(&'static str, usize)>,
 }
 
 impl Registry {
@@ -105,16 +105,17 @@ impl Registry {
         if !is_valid_name(name) {
             return Err(RegistryError::InvalidName(name.to_owned()));
         }
-        if self.by_name.contains_key(name) {
-            return Err(RegistryError::DuplicateName(name.to_owned()));
-        }
+        let slot = match self.by_name.binary_search_by(|(known, _)| known.cmp(&name)) {
+            Ok(_) => return Err(RegistryError::DuplicateName(name.to_owned())),
+            Err(slot) => slot,
+        };
         let schema = tool.args_schema();
         let validator =
             ArgsValidator::new(&schema).map_err(|err| RegistryError::InvalidSchema {
                 tool: name.to_owned(),
                 reason: err.to_string(),
             })?;
-        self.by_name.insert(name, self.tools.len());
+        self.by_name.insert(slot, (name, self.tools.len()));
         self.tools.push(RegisteredTool {
             tool: Arc::new(tool),
             schema,
@@ -125,7 +126,10 @@ impl Registry {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.by_name.get(name).map(|&index| &self.tools[index])
+        self.by_name
+            .binary_search_by(|(known, _)| (*known).cmp(name))
+            .ok()
+            .map(|slot| &self.tools[self.by_name[slot].1])
     }
 
     /// Every tool, in registration order.

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ErrorClass, ErrorKind, ToolError};
+use crate::json_text::JsonText;
 
 /// The `status` of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -29,6 +30,20 @@ pub enum Status {
 }
 
 impl Status {
+    /// The wire name: `succeeded`, `outcome_unknown`, …
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+            Status::OutcomeUnknown => "outcome_unknown",
+            Status::InProgress => "in_progress",
+            Status::AwaitingApproval => "awaiting_approval",
+            Status::Rejected => "rejected",
+            Status::Partial => "partial",
+            Status::Error => "error",
+        }
+    }
+
     /// Whether provider formats with an error flag (Anthropic `is_error`, MCP `isError`, Gemini
     /// `response.error`) set it for this status. An unknown outcome is flagged so the model does
     /// not take it for a success; its text never calls it a failure.
@@ -73,7 +88,8 @@ impl From<&ToolError> for Explanation {
 /// ```
 /// use toolgate::{CallResult, ToolError};
 ///
-/// let ok = CallResult::succeeded(serde_json::json!({"refund_id": "re_1"}));
+/// let data = toolgate::JsonText::of(&serde_json::json!({"refund_id": "re_1"})).unwrap();
+/// let ok = CallResult::succeeded(data);
 /// assert_eq!(
 ///     ok.to_json_string(),
 ///     r#"{"status":"succeeded","replayed":false,"data":{"refund_id":"re_1"}}"#
@@ -87,8 +103,8 @@ pub struct CallResult {
     pub status: Status,
     /// Whether the outcome was stored earlier and returned without running the tool again.
     pub replayed: bool,
-    /// The tool's result, on success.
-    pub data: Option<Value>,
+    /// The tool's result on success, as the JSON text it serialized to.
+    pub data: Option<JsonText>,
     /// The explanation, for every status but a plain success.
     pub error: Option<Explanation>,
 }
@@ -112,8 +128,8 @@ impl Serialize for CallResult {
 }
 
 impl CallResult {
-    /// A success carrying `data`.
-    pub fn succeeded(data: Value) -> Self {
+    /// A success carrying `data`, the tool's output as JSON text.
+    pub fn succeeded(data: JsonText) -> Self {
         CallResult {
             status: Status::Succeeded,
             replayed: false,
@@ -148,7 +164,33 @@ impl CallResult {
 
     /// The result object as JSON text, the content a provider message carries.
     pub fn to_json_string(&self) -> String {
-        serde_json::to_string(self).expect("a result object always serializes")
+        let mut text = String::with_capacity(self.data.as_ref().map_or(160, JsonText::len) + 48);
+        self.write_json(&mut text)
+            .expect("writing to a String cannot fail");
+        text
+    }
+
+    /// Writes the result object as JSON text to `out`, the way
+    /// [`CallResult::to_json_string`] returns it; a provider format can stream it into its own
+    /// message without an intermediate string.
+    pub fn write_json(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        match (&self.data, &self.error) {
+            // A success, the hot path: the tool's text is copied in, not re-encoded.
+            (Some(data), None) => {
+                out.write_str("{\"status\":\"")?;
+                out.write_str(self.status.as_str())?;
+                out.write_str(if self.replayed {
+                    "\",\"replayed\":true,\"data\":"
+                } else {
+                    "\",\"replayed\":false,\"data\":"
+                })?;
+                out.write_str(data.as_str())?;
+                out.write_char('}')
+            }
+            _ => out.write_str(
+                &serde_json::to_string(self).expect("a result object always serializes"),
+            ),
+        }
     }
 }
 
@@ -166,6 +208,19 @@ mod tests {
             text,
             r#"{"status":"error","error":{"kind":"invalid_arguments","what":"amount must be greater than 0","why":"/amount is -5","next":"call issue_refund again with a positive amount"}}"#
         );
+    }
+
+    #[test]
+    fn the_fast_text_of_a_success_equals_the_serde_one() {
+        for replayed in [false, true] {
+            let mut result =
+                CallResult::succeeded(JsonText::of(&serde_json::json!({"a": [1, "b"]})).unwrap());
+            result.replayed = replayed;
+            assert_eq!(
+                result.to_json_string(),
+                serde_json::to_string(&result).unwrap()
+            );
+        }
     }
 
     #[test]

@@ -9,9 +9,10 @@ use serde_json::Value;
 use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
 use crate::error::ToolError;
+use crate::json_text::JsonText;
 
-/// The future a tool returns from [`Tool::invoke`].
-pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+/// The future a tool returns from [`Tool::invoke`]: its output as JSON text, or its error.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<JsonText, ToolError>> + Send + 'a>>;
 
 /// A callable tool. `#[tool]` implements it on a type named after the fn; implement it by hand
 /// only for tools whose schema is built at run time.
@@ -27,8 +28,9 @@ pub trait Tool: Send + Sync + 'static {
     /// The canonical JSON schema of the arguments (JSON Schema 2020-12), before lowering.
     fn args_schema(&self) -> Value;
 
-    /// Runs the tool on arguments that passed validation against [`Tool::args_schema`].
-    fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a>;
+    /// Runs the tool on arguments that passed validation against [`Tool::args_schema`]; they
+    /// are moved in, so strings are not copied on the way to the fn.
+    fn invoke<'a>(&'a self, ctx: &'a Ctx, args: Value) -> ToolFuture<'a>;
 }
 
 /// Takes the arguments as one struct instead of plain parameters:
@@ -60,8 +62,8 @@ pub struct Args<T>(pub T);
     note = "write `-> Result<YourOutput, ToolError>` where `YourOutput` derives `serde::Serialize`"
 )]
 pub trait IntoToolOutput {
-    /// The output as JSON, or the tool's error.
-    fn into_tool_output(self) -> Result<Value, ToolError>;
+    /// The output as JSON text, or the tool's error.
+    fn into_tool_output(self) -> Result<JsonText, ToolError>;
 }
 
 impl<T, E> IntoToolOutput for Result<T, E>
@@ -69,9 +71,9 @@ where
     T: Serialize,
     E: Into<ToolError>,
 {
-    fn into_tool_output(self) -> Result<Value, ToolError> {
+    fn into_tool_output(self) -> Result<JsonText, ToolError> {
         let output = self.map_err(Into::into)?;
-        serde_json::to_value(output).map_err(|err| {
+        JsonText::of(&output).map_err(|err| {
             ToolError::internal("the tool's result could not be encoded as JSON")
                 .why(err.to_string())
                 .next("do not repeat this call; tell the user something went wrong")

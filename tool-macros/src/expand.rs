@@ -75,7 +75,7 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                 fn invoke<'__a>(
                     &'__a self,
                     __ctx: &'__a __tg::Ctx,
-                    __json: &'__a __tg::serde_json::Value,
+                    __json: __tg::serde_json::Value,
                 ) -> __tg::ToolFuture<'__a> {
                     #invoke
                 }
@@ -456,7 +456,7 @@ pub(crate) fn fallback(tool: &ToolFn) -> TokenStream {
             fn invoke<'__a>(
                 &'__a self,
                 _: &'__a ::toolgate::__private::Ctx,
-                _: &'__a ::toolgate::__private::serde_json::Value,
+                _: ::toolgate::__private::serde_json::Value,
             ) -> ::toolgate::__private::ToolFuture<'__a> {
                 ::core::unreachable!()
             }

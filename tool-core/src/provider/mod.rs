@@ -97,8 +97,24 @@ pub trait WireFormat {
     /// contains yields a [`ToolCall`], malformed ones included.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError>;
 
+    /// The calls of one model turn given as JSON text, as it arrives from the provider: the
+    /// same calls as [`WireFormat::parse_calls`] on the parsed text. Formats may read well-formed
+    /// turns without building a JSON tree for the whole message.
+    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
+        let turn: Value = serde_json::from_str(turn).map_err(|err| FormatError {
+            format: self.name(),
+            reason: format!("the turn is not valid JSON: {err}"),
+        })?;
+        self.parse_calls(&turn)
+    }
+
     /// The message (or messages) that answer a turn: one result per report, in order.
     fn render_results(&self, reports: &[CallReport]) -> Value;
+
+    /// [`WireFormat::render_results`] as the JSON text that goes back to the provider.
+    fn render_results_text(&self, reports: &[CallReport]) -> String {
+        self.render_results(reports).to_string()
+    }
 }
 
 #[cfg(test)]

@@ -107,6 +107,42 @@ impl WireFormat for OpenAiChat {
         }
     }
 
+    /// Reads a well-formed assistant message straight into calls; anything unusual (a whole
+    /// completion, a call without an id, arguments that are not text) takes the path of
+    /// [`WireFormat::parse_calls`], so the answer is the same either way.
+    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
+        if let Ok(fast) = serde_json::from_str::<fast::Turn<'_>>(turn)
+            && let Some(calls) = fast.into_calls()
+        {
+            return Ok(calls);
+        }
+        let turn: Value = serde_json::from_str(turn).map_err(|err| FormatError {
+            format: self.name(),
+            reason: format!("the turn is not valid JSON: {err}"),
+        })?;
+        self.parse_calls(&turn)
+    }
+
+    /// The same messages as [`WireFormat::render_results`], written without a JSON tree.
+    fn render_results_text(&self, reports: &[CallReport]) -> String {
+        let messages: Vec<ToolMessage<'_>> = reports
+            .iter()
+            .map(|report| ToolMessage {
+                role: "tool",
+                tool_call_id: &report.call_id,
+                content: report.result.to_json_string(),
+            })
+            .collect();
+        // Escaping the content adds about one byte in four.
+        let size: usize = messages
+            .iter()
+            .map(|m| m.content.len() * 5 / 4 + m.tool_call_id.len() + 48)
+            .sum();
+        let mut text = Vec::with_capacity(size + 2);
+        serde_json::to_writer(&mut text, &messages).expect("tool messages always serialize");
+        String::from_utf8(text).expect("serde_json writes UTF-8")
+    }
+
     /// `[{"role": "tool", "tool_call_id", "content": "<result object as JSON text>"}, …]`.
     fn render_results(&self, reports: &[CallReport]) -> Value {
         reports
@@ -120,6 +156,14 @@ impl WireFormat for OpenAiChat {
             })
             .collect()
     }
+}
+
+/// One `role: "tool"` message, written straight to text.
+#[derive(serde::Serialize)]
+struct ToolMessage<'a> {
+    role: &'static str,
+    tool_call_id: &'a str,
+    content: String,
 }
 
 fn parse_call(index: usize, call: &Value) -> ToolCall {
@@ -146,6 +190,81 @@ fn parse_call(index: usize, call: &Value) -> ToolCall {
         "function.arguments",
         function.and_then(|f| f.get("arguments")),
     )
+}
+
+/// The typed reading of a well-formed assistant message.
+mod fast {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+
+    use crate::call::ToolCall;
+
+    /// Whether a field was present at all, whatever its value (`null` included).
+    #[derive(Default)]
+    struct Present(bool);
+
+    impl<'de> Deserialize<'de> for Present {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+        }
+    }
+
+    fn function() -> Cow<'static, str> {
+        Cow::Borrowed("function")
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Turn<'a> {
+        #[serde(default)]
+        choices: Present,
+        #[serde(borrow)]
+        tool_calls: Option<Vec<Call<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+        #[serde(rename = "type", borrow, default = "function")]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        function: Function<'a>,
+    }
+
+    #[derive(Deserialize)]
+    struct Function<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        #[serde(borrow)]
+        arguments: Cow<'a, str>,
+    }
+
+    impl Turn<'_> {
+        /// The calls, or `None` when the turn needs the general reading.
+        pub(super) fn into_calls(self) -> Option<Vec<ToolCall>> {
+            if self.choices.0 {
+                return None;
+            }
+            let calls = self.tool_calls.unwrap_or_default();
+            let usable = calls.iter().all(|call| {
+                !call.id.is_empty() && !call.function.name.is_empty() && call.kind == "function"
+            });
+            usable.then(|| {
+                calls
+                    .into_iter()
+                    .map(|call| {
+                        ToolCall::from_json_text(
+                            call.id,
+                            call.function.name,
+                            &call.function.arguments,
+                        )
+                    })
+                    .collect()
+            })
+        }
+    }
 }
 
 /// The parameters of `tool` in strict mode, and whether it can be declared strict: the lowered

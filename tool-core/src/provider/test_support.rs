@@ -37,8 +37,8 @@ impl<A: JsonSchema + 'static> Tool for Fixed<A> {
         canonical_schema_for::<A>()
     }
 
-    fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: &'a Value) -> ToolFuture<'a> {
-        Box::pin(async { Ok(Value::Null) })
+    fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: Value) -> ToolFuture<'a> {
+        Box::pin(async { Ok(crate::JsonText::of(&Value::Null).expect("null serializes")) })
     }
 }
 
@@ -111,7 +111,7 @@ pub(super) fn success(call_id: &str) -> CallReport {
     CallReport {
         call_id: call_id.into(),
         tool: "get_weather".into(),
-        result: CallResult::succeeded(json!({"temp_c": 21})),
+        result: CallResult::succeeded(crate::JsonText::of(&json!({"temp_c": 21})).unwrap()),
     }
 }
 
