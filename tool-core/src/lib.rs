@@ -21,6 +21,7 @@ mod retry;
 pub mod schema;
 mod side_effect;
 mod state;
+pub mod store;
 mod tool;
 mod validate;
 

@@ -1,0 +1,229 @@
+//! An operation store in memory. For unit tests only: it forgets everything when the process
+//! ends, so it cannot keep a write from running twice across a restart.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
+    Resolution, StoreError,
+};
+
+/// An [`OperationStore`] in a `HashMap`. **For unit tests only**: nothing survives the process,
+/// which is exactly what a durable store exists to survive. Use `tool-store-sqlite` or
+/// `tool-store-postgres` in programs.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    records: Mutex<HashMap<(String, String), OperationRecord>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<(String, String), OperationRecord>) -> T) -> T {
+        let mut records = self
+            .records
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        f(&mut records)
+    }
+
+    fn owned<T>(
+        &self,
+        owner: &Owner,
+        f: impl FnOnce(&mut OperationRecord) -> T,
+    ) -> Result<T, StoreError> {
+        self.with(
+            |records| match records.get_mut(&(owner.tenant.clone(), owner.key.clone())) {
+                Some(record)
+                    if record.state == OperationState::Processing
+                        && record.attempt == owner.attempt =>
+                {
+                    Ok(f(record))
+                }
+                _ => Err(StoreError::LostClaim {
+                    key: owner.key.clone(),
+                    attempt: owner.attempt,
+                }),
+            },
+        )
+    }
+}
+
+#[async_trait]
+impl OperationStore for MemoryStore {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        self.with(|records| {
+            let id = (request.tenant.to_owned(), request.key.to_owned());
+            let Some(record) = records.get_mut(&id) else {
+                records.insert(
+                    id,
+                    OperationRecord {
+                        tenant: request.tenant.to_owned(),
+                        key: request.key.to_owned(),
+                        tool: request.tool.to_owned(),
+                        request_hash: request.request_hash.to_owned(),
+                        arguments: request.arguments.to_owned(),
+                        state: OperationState::Processing,
+                        attempt: 1,
+                        lease_until_ms: request.lease_until_ms(),
+                        result: None,
+                        errors: Vec::new(),
+                        reconcile_tries: 0,
+                        created_ms: request.now_ms,
+                        updated_ms: request.now_ms,
+                    },
+                );
+                return Ok(Claim::Acquired { attempt: 1 });
+            };
+            if record.request_hash != request.request_hash {
+                return Ok(Claim::Conflict {
+                    tool: record.tool.clone(),
+                });
+            }
+            let expired = record.state == OperationState::Processing
+                && record.lease_until_ms <= request.now_ms;
+            if record.state == OperationState::Failed || (expired && request.takeover) {
+                record.state = OperationState::Processing;
+                record.attempt += 1;
+                record.lease_until_ms = request.lease_until_ms();
+                record.updated_ms = request.now_ms;
+                return Ok(Claim::Acquired {
+                    attempt: record.attempt,
+                });
+            }
+            if expired {
+                record.state = OperationState::OutcomeUnknown;
+                record.updated_ms = request.now_ms;
+            }
+            Ok(Claim::Existing(record.clone()))
+        })
+    }
+
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.state = OperationState::Succeeded;
+            record.result = Some(result.to_owned());
+            record.updated_ms = now_ms;
+        })
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.state = OperationState::Failed;
+            record.errors.push(error.clone());
+            record.updated_ms = now_ms;
+        })
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.state = OperationState::OutcomeUnknown;
+            record.errors.push(error.clone());
+            record.updated_ms = now_ms;
+        })
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.errors.push(error.clone());
+            record.lease_until_ms = lease_until_ms;
+        })
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        Ok(self.with(|records| records.get(&(tenant.to_owned(), key.to_owned())).cloned()))
+    }
+
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        Ok(self.with(|records| {
+            let mut count = 0;
+            for record in records.values_mut() {
+                if record.state == OperationState::Processing && record.lease_until_ms <= now_ms {
+                    record.state = OperationState::OutcomeUnknown;
+                    record.updated_ms = now_ms;
+                    count += 1;
+                }
+            }
+            count
+        }))
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        Ok(self.with(|records| {
+            let mut unknown: Vec<_> = records
+                .values()
+                .filter(|r| r.state == OperationState::OutcomeUnknown)
+                .cloned()
+                .collect();
+            unknown.sort_by(|a, b| {
+                (a.updated_ms, &a.tenant, &a.key).cmp(&(b.updated_ms, &b.tenant, &b.key))
+            });
+            unknown.truncate(limit as usize);
+            unknown
+        }))
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        Ok(self.with(|records| {
+            let record = records.get_mut(&(tenant.to_owned(), key.to_owned()))?;
+            if record.state != OperationState::OutcomeUnknown {
+                return None;
+            }
+            match resolution {
+                Resolution::Applied(result) => {
+                    record.state = OperationState::Succeeded;
+                    record.result = Some(result.to_owned());
+                }
+                Resolution::NotApplied => record.state = OperationState::Failed,
+                Resolution::StillUnknown => record.reconcile_tries += 1,
+            }
+            record.updated_ms = now_ms;
+            Some(record.clone())
+        }))
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(self.with(|records| {
+            let before = records.len();
+            records.retain(|_, r| !(r.state.is_terminal() && r.updated_ms < before_ms));
+            (before - records.len()) as u64
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_memory_store_passes_the_conformance_suite() {
+        crate::store::conformance::run_all(|| async { MemoryStore::new() }).await;
+    }
+}

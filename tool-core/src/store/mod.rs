@@ -1,0 +1,100 @@
+//! Durable records of write operations: the state machine of DESIGN §4 behind one small trait.
+//!
+//! A store keeps one record per `(tenant, key)`. The dispatcher claims a key before a write runs
+//! (one atomic insert-or-inspect, with a lease and an attempt counter), then records the outcome
+//! carrying the attempt it claimed, so a worker that lost its lease changes nothing. Stores:
+//! `tool-store-sqlite` (the embedded default), `tool-store-postgres` (many processes, one
+//! database) and [`MemoryStore`] (unit tests only). One conformance suite,
+//! [`conformance`], runs against all of them.
+
+mod memory;
+mod record;
+
+#[doc(hidden)]
+pub mod conformance;
+
+use async_trait::async_trait;
+
+pub use memory::MemoryStore;
+pub use record::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, Owner, Resolution,
+    StoreError,
+};
+
+/// Where write operations are recorded. Object safe: the dispatcher holds an
+/// `Arc<dyn OperationStore>`.
+///
+/// Times are milliseconds since the Unix epoch, given by the caller (the dispatcher's clock), so
+/// that every store agrees on what "expired" means and tests can move time by hand.
+#[async_trait]
+pub trait OperationStore: Send + Sync + 'static {
+    /// Claims `request.key` for `request.tenant`, atomically:
+    ///
+    /// - no record: inserts one in `processing` with attempt 1 and a lease until
+    ///   `now + lease`, and answers [`Claim::Acquired`];
+    /// - a record with another `request_hash`: [`Claim::Conflict`], and nothing is written;
+    /// - `failed` (definitely not applied): takes it again, attempt + 1, [`Claim::Acquired`];
+    /// - `processing` whose lease has expired: with `request.takeover` (the tool's downstream
+    ///   honours the key) takes it over, attempt + 1, [`Claim::Acquired`]; otherwise turns it
+    ///   into `outcome_unknown` and answers [`Claim::Existing`] with the updated record;
+    /// - any other record (`succeeded`, `outcome_unknown`, a live `processing`, …):
+    ///   [`Claim::Existing`] with the record as it is.
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError>;
+
+    /// `processing` → `succeeded` with the tool's result. [`StoreError::LostClaim`] when the
+    /// record is no longer `processing` under `owner.attempt`.
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError>;
+
+    /// `processing` → `failed` (definitely not applied), appending `error` to the record's
+    /// attempt errors. Same ownership rule as [`OperationStore::succeed`].
+    async fn fail(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// `processing` → `outcome_unknown` (sent, outcome not known), appending `error`. Same
+    /// ownership rule as [`OperationStore::succeed`].
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Appends the error of an attempt that will be retried; the record stays `processing` and
+    /// its lease is renewed until `lease_until_ms`. Same ownership rule.
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// The record of `key` for `tenant`. A tenant never sees another tenant's record.
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError>;
+
+    /// Every `processing` record whose lease expired before `now_ms` becomes `outcome_unknown`
+    /// (its worker crashed after it may have acted). Answers how many.
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError>;
+
+    /// Up to `limit` `outcome_unknown` records of every tenant, oldest first, for the
+    /// reconciler.
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError>;
+
+    /// Settles an `outcome_unknown` record: applied → `succeeded` with the result, not applied →
+    /// `failed`, still unknown → stays, with its reconcile count + 1. Answers the record after
+    /// the change, or `None` when it was not `outcome_unknown` any more (someone else settled it).
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError>;
+
+    /// Deletes `succeeded` and `failed` records last changed before `before_ms`. `processing`
+    /// and `outcome_unknown` records are never purged. Answers how many.
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError>;
+}

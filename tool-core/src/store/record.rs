@@ -1,0 +1,177 @@
+//! The records a store keeps and the words it answers with.
+
+use std::time::Duration;
+
+/// Where an operation stands. Every transition is persisted before the next step acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OperationState {
+    /// A worker holds the lease and may be calling the provider now.
+    Processing,
+    /// Applied; the result is stored.
+    Succeeded,
+    /// Definitely not applied; a new call may claim the key again.
+    Failed,
+    /// Sent, and nobody knows whether it was applied; only the reconciler settles it.
+    OutcomeUnknown,
+}
+
+impl OperationState {
+    /// The name stored in the database: `processing`, `succeeded`, `failed`, `outcome_unknown`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OperationState::Processing => "processing",
+            OperationState::Succeeded => "succeeded",
+            OperationState::Failed => "failed",
+            OperationState::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+
+    /// The state named `name`, as [`OperationState::as_str`] writes it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "processing" => OperationState::Processing,
+            "succeeded" => OperationState::Succeeded,
+            "failed" => OperationState::Failed,
+            "outcome_unknown" => OperationState::OutcomeUnknown,
+            _ => return None,
+        })
+    }
+
+    /// `succeeded` and `failed`: the states retention may purge.
+    pub const fn is_terminal(self) -> bool {
+        matches!(self, OperationState::Succeeded | OperationState::Failed)
+    }
+}
+
+/// The error of one attempt, kept in the record.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AttemptError {
+    /// Which attempt (1 for the first).
+    pub attempt: u32,
+    /// The error kind's wire name (`retry_budget_exhausted`, `outcome_unknown`, …).
+    pub kind: String,
+    /// What happened.
+    pub what: String,
+}
+
+/// One operation as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationRecord {
+    /// The tenant; records are scoped by it.
+    pub tenant: String,
+    /// The idempotency key (derived by the dispatcher, or given by the application).
+    pub key: String,
+    /// The tool's wire name.
+    pub tool: String,
+    /// The hash of the tool name and the canonical arguments.
+    pub request_hash: String,
+    /// The arguments as canonical JSON text, for the reconcile hook.
+    pub arguments: String,
+    /// Where the operation stands.
+    pub state: OperationState,
+    /// How many times it was claimed (1 for the first claim).
+    pub attempt: u32,
+    /// Until when the current worker's lease holds, for `processing`.
+    pub lease_until_ms: i64,
+    /// The tool's result as JSON text, for `succeeded`.
+    pub result: Option<String>,
+    /// Every attempt's error, in order.
+    pub errors: Vec<AttemptError>,
+    /// How many times the reconciler asked and still did not know.
+    pub reconcile_tries: u32,
+    /// When it was created.
+    pub created_ms: i64,
+    /// When it last changed.
+    pub updated_ms: i64,
+}
+
+/// A request to claim a key.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    /// The tenant.
+    pub tenant: &'a str,
+    /// The idempotency key.
+    pub key: &'a str,
+    /// The tool's wire name.
+    pub tool: &'a str,
+    /// The hash of the tool name and the canonical arguments.
+    pub request_hash: &'a str,
+    /// The canonical arguments, kept for the reconcile hook.
+    pub arguments: &'a str,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+    /// How long the lease of a new claim lasts.
+    pub lease: Duration,
+    /// Whether an expired lease may be taken over (the tool's downstream honours the key, so
+    /// running again with the same key is safe); otherwise it becomes `outcome_unknown`.
+    pub takeover: bool,
+}
+
+impl ClaimRequest<'_> {
+    /// `now_ms + lease`, saturating.
+    pub fn lease_until_ms(&self) -> i64 {
+        let lease = i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX);
+        self.now_ms.saturating_add(lease)
+    }
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This worker owns the operation now and must present `attempt` on every later write.
+    Acquired {
+        /// The attempt claimed (1 for a new operation).
+        attempt: u32,
+    },
+    /// The operation exists with the same request; the record as it stands.
+    Existing(OperationRecord),
+    /// The key exists with other arguments; nothing was written.
+    Conflict {
+        /// The tool of the existing record.
+        tool: String,
+    },
+}
+
+/// The claim a worker holds: it must present it to record an outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The tenant.
+    pub tenant: String,
+    /// The key.
+    pub key: String,
+    /// The attempt claimed.
+    pub attempt: u32,
+}
+
+/// What the reconcile hook found out about an `outcome_unknown` operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution<'a> {
+    /// It was applied; the provider's result as JSON text.
+    Applied(&'a str),
+    /// It was not applied: safe to claim again.
+    NotApplied,
+    /// Still unknown: ask again later.
+    StillUnknown,
+}
+
+/// A store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The record is no longer `processing` under the attempt presented: another worker took
+    /// it over, or it was settled. Nothing was changed.
+    #[error("the claim on {key} (attempt {attempt}) is no longer held; nothing was changed")]
+    LostClaim {
+        /// The key.
+        key: String,
+        /// The attempt presented.
+        attempt: u32,
+    },
+    /// The database failed or could not be reached.
+    #[error("the operation store failed: {0}")]
+    Backend(String),
+    /// A stored value could not be read back.
+    #[error("the operation store holds a record it cannot read: {0}")]
+    Corrupt(String),
+}
