@@ -77,7 +77,10 @@ fn dispatcher() -> (Dispatcher, Runs) {
         .unwrap();
     let runs = Runs::default();
     (
-        Dispatcher::builder(registry).state(runs.clone()).build(),
+        Dispatcher::builder(registry)
+            .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+            .state(runs.clone())
+            .build(),
         runs,
     )
 }

@@ -40,7 +40,15 @@ async fn issue_refund(
     Ok(json!({"order_id": order_id, "amount": amount, "note": note, "run": ctx.run_id()}))
 }
 
-async fn find_refund() {}
+async fn find_refund(
+    ctx: &Ctx,
+    order_id: String,
+    amount: f64,
+    note: Option<String>,
+) -> Result<Option<Value>, ToolError> {
+    let _ = (ctx, order_id, amount, note);
+    Ok(None)
+}
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct CloseRequest {
@@ -165,7 +173,9 @@ async fn every_form_dispatches() {
         .unwrap()
         .register::<hello>()
         .unwrap();
-    let dispatcher = Dispatcher::builder(registry).build();
+    let dispatcher = Dispatcher::builder(registry)
+        .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+        .build();
     let session = Session::new(
         AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
         "run-1",

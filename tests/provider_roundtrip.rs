@@ -12,6 +12,7 @@ use toolgate::provider::{Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses, Wi
 
 fn dispatcher() -> Dispatcher {
     Dispatcher::builder(shop::registry())
+        .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
         .state(shop::Shop::default())
         .build()
 }

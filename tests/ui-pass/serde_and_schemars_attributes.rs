@@ -47,7 +47,7 @@ async fn main() {
 
     let mut registry = Registry::new();
     registry.register::<search_orders>().unwrap();
-    let dispatcher = Dispatcher::builder(registry).build();
+    let dispatcher = Dispatcher::builder(registry).store(std::sync::Arc::new(toolgate::store::MemoryStore::new())).build();
     let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
     let calls = vec![
         ToolCall::new(
@@ -58,10 +58,10 @@ async fn main() {
         ToolCall::new(
             "2",
             "search_orders",
-            json!({"customerId": "C-7", "query": "hats", "page": 2}),
+            json!({"customerId": "C-8", "query": "hats", "page": 2}),
         ),
     ];
     let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
     assert_eq!(reports[0].result.to_json()["data"], "C-7 20 shoes None");
-    assert_eq!(reports[1].result.to_json()["data"], "C-7 20 hats Some(2)");
+    assert_eq!(reports[1].result.to_json()["data"], "C-8 20 hats Some(2)");
 }

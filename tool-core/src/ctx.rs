@@ -29,6 +29,7 @@ pub struct Ctx {
     call_id: String,
     tool: &'static ToolDescriptor,
     state: Arc<State>,
+    idempotency_key: Option<String>,
 }
 
 impl Ctx {
@@ -45,7 +46,21 @@ impl Ctx {
             call_id,
             tool,
             state,
+            idempotency_key: None,
         }
+    }
+
+    pub(crate) fn with_idempotency_key(mut self, key: String) -> Self {
+        self.idempotency_key = Some(key);
+        self
+    }
+
+    /// The operation's idempotency key, for a write or destructive tool: hand it to the
+    /// provider (an `Idempotency-Key` header, say). It is derived from the operation, not the
+    /// call, so it is the same on every retry, after a restart and for the reconcile hook.
+    /// `None` for reads, which are never stored.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
     }
 
     pub(crate) fn into_call_id(self) -> String {

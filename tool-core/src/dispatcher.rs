@@ -10,13 +10,24 @@ use tracing::Instrument;
 use crate::auth::Session;
 use serde_json::Value;
 
+use crate::backoff::Backoff;
 use crate::call::{CallReport, MalformedCall, ToolCall};
+use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
+use crate::descriptor::ToolDescriptor;
+use crate::error::ErrorKind;
 use crate::error::{ErrorClass, RunAborted, ToolError};
+use crate::idempotency::{canonical_json, operation_key, request_hash};
+use crate::json_text::JsonText;
 use crate::registry::{RegisteredTool, Registry};
 use crate::result::CallResult;
+use crate::retry::RetryPolicy;
 use crate::schema::normalize_numbers;
 use crate::state::State;
+use crate::store::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
+    StoreError,
+};
 use crate::validate::invalid_arguments;
 
 /// The deadline of one attempt when a tool declares no `timeout`.
@@ -24,9 +35,11 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs the calls a model emits against a [`Registry`].
 ///
-/// Release 0.1 runs DESIGN §3 steps 1–4 and 8–10: look-up, validation, authorisation from the
-/// session, execution under the tool's deadline, and the result object. Idempotency keys, retries,
-/// approvals and budgets come with the releases that the descriptor fields name.
+/// Runs DESIGN §3 steps 1–4 and 6–10: look-up, validation, authorisation from the session; for
+/// writes, the idempotency key claimed in the [`OperationStore`] (a duplicate answers the stored
+/// outcome as a replay); execution under the tool's deadline with retries below the model; the
+/// outcome recorded; the result object. Approvals (step 7), business-invariant hooks (step 5) and
+/// budgets come with the releases that the descriptor fields name.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -53,19 +66,45 @@ pub struct Dispatcher {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
     registry: Registry,
     state: Arc<State>,
     default_timeout: Duration,
+    store: Option<Arc<dyn OperationStore>>,
+    clock: Arc<dyn Clock>,
+    in_progress_wait: Duration,
+    seed: u64,
 }
 
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("registry", &self.registry)
+            .field("default_timeout", &self.default_timeout)
+            .field("store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a duplicate of a running write waits for its outcome before answering
+/// `in_progress`.
+pub const DEFAULT_IN_PROGRESS_WAIT: Duration = Duration::from_secs(2);
+
 /// Configures a [`Dispatcher`].
-#[derive(Debug)]
 pub struct DispatcherBuilder {
     registry: Registry,
     state: State,
     default_timeout: Duration,
+    store: Option<Arc<dyn OperationStore>>,
+    clock: Arc<dyn Clock>,
+    in_progress_wait: Duration,
+    seed: u64,
+}
+
+impl std::fmt::Debug for DispatcherBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatcherBuilder").finish_non_exhaustive()
+    }
 }
 
 impl DispatcherBuilder {
@@ -81,6 +120,32 @@ impl DispatcherBuilder {
         self
     }
 
+    /// The store that records write and destructive operations (required for them: a write
+    /// called without a store answers an `internal` error and does not run).
+    pub fn store(mut self, store: Arc<dyn OperationStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The clock for leases and stored times (default [`SystemClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// How long a duplicate of a running write waits for its outcome (default
+    /// [`DEFAULT_IN_PROGRESS_WAIT`]).
+    pub fn in_progress_wait(mut self, wait: Duration) -> Self {
+        self.in_progress_wait = wait;
+        self
+    }
+
+    /// The seed of the backoff jitter, for reproducible runs (default: drawn at start).
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
     /// The dispatcher.
     pub fn build(self) -> Dispatcher {
         Dispatcher {
@@ -88,6 +153,10 @@ impl DispatcherBuilder {
                 registry: self.registry,
                 state: Arc::new(self.state),
                 default_timeout: self.default_timeout,
+                store: self.store,
+                clock: self.clock,
+                in_progress_wait: self.in_progress_wait,
+                seed: self.seed,
             }),
         }
     }
@@ -100,12 +169,33 @@ impl Dispatcher {
             registry,
             state: State::default(),
             default_timeout: DEFAULT_TIMEOUT,
+            store: None,
+            clock: Arc::new(SystemClock),
+            in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
+            seed: SystemClock.now_ms().unsigned_abs(),
         }
     }
 
     /// The tools.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// The operation store, if one was given.
+    pub fn store(&self) -> Option<&dyn OperationStore> {
+        self.inner.store.as_deref()
+    }
+
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    pub(crate) fn state(&self) -> Arc<State> {
+        self.inner.state.clone()
+    }
+
+    pub(crate) fn default_timeout(&self) -> Duration {
+        self.inner.default_timeout
     }
 
     /// Runs every call of one model turn concurrently; one report per call, in the order given.
@@ -152,17 +242,16 @@ impl Dispatcher {
         // The call id moves into the tool's context and back out, uncopied.
         let (id, outcome) = async {
             match self.prepare(session, &name, arguments) {
-                Ok((registered, args)) => {
-                    let ctx = Ctx::new(
-                        session.auth_arc().clone(),
-                        session.run_id_arc().clone(),
-                        id,
-                        registered.descriptor(),
-                        self.inner.state.clone(),
-                    );
-                    let outcome = self.execute(registered, &ctx, args).await;
+                Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
+                    let ctx = self.ctx(session, id, registered);
+                    let outcome = self
+                        .attempts(registered, &ctx, &args, None)
+                        .await
+                        .map(CallResult::succeeded)
+                        .map_err(|(err, _)| err);
                     (ctx.into_call_id(), outcome)
                 }
+                Ok((registered, args)) => self.write(session, id, registered, args).await,
                 Err(err) => (id, Err(err)),
             }
         }
@@ -233,23 +322,249 @@ impl Dispatcher {
         Ok((registered, args))
     }
 
-    /// Step 8: the tool runs under its deadline.
-    async fn execute(
+    fn ctx(&self, session: &Session, call_id: String, registered: &RegisteredTool) -> Ctx {
+        Ctx::new(
+            session.auth_arc().clone(),
+            session.run_id_arc().clone(),
+            call_id,
+            registered.descriptor(),
+            self.inner.state.clone(),
+        )
+    }
+
+    /// Steps 6, 8 and 9 for a write: claim the operation's key, run it (with retries while the
+    /// fault proves nothing was applied), record the outcome. A duplicate answers the stored
+    /// outcome, marked as a replay.
+    async fn write(
+        &self,
+        session: &Session,
+        call_id: String,
+        registered: &RegisteredTool,
+        args: Value,
+    ) -> (String, Result<CallResult, ToolError>) {
+        let descriptor = registered.descriptor();
+        let Some(store) = self.inner.store.as_deref() else {
+            let err = ToolError::internal(format!("{} cannot run: no operation store is configured", descriptor.name))
+                .why("write and destructive tools run only under an idempotency key kept in a store (DispatcherBuilder::store)")
+                .next("do not repeat this call; tell the user the tool is unavailable");
+            return (call_id, Err(err));
+        };
+        let tenant = session.auth().tenant();
+        let canonical = canonical_json(&args);
+        let hash = request_hash(descriptor.name, &canonical);
+        let key = operation_key(descriptor, tenant, session.run_id(), &args);
+        let policy = RetryPolicy::of(descriptor);
+        let lease = self.lease(registered, policy);
+        let claim = store
+            .claim(ClaimRequest {
+                tenant,
+                key: &key,
+                tool: descriptor.name,
+                request_hash: &hash,
+                arguments: &canonical,
+                now_ms: self.inner.clock.now_ms(),
+                lease,
+                takeover: false,
+            })
+            .await;
+        let attempt = match claim {
+            Ok(Claim::Acquired { attempt }) => attempt,
+            Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
+            Ok(Claim::Existing(record)) => {
+                return (call_id, self.existing(store, record).await);
+            }
+            Err(err) => return (call_id, Err(store_failed(descriptor.name, &err))),
+        };
+        let owner = Owner {
+            tenant: tenant.to_owned(),
+            key: key.clone(),
+            attempt,
+        };
+        let ctx = self
+            .ctx(session, call_id, registered)
+            .with_idempotency_key(key);
+        let outcome = self
+            .attempts(registered, &ctx, &args, Some((store, &owner, lease)))
+            .await;
+        let now = self.inner.clock.now_ms();
+        let result = match outcome {
+            Ok(data) => match store.succeed(&owner, data.as_str(), now).await {
+                Ok(()) => Ok(CallResult::succeeded(data)),
+                // Applied, but the store does not hold it: never claim a success it does not hold.
+                Err(err) => Err(ToolError::outcome_unknown(format!(
+                    "{} ran, but its result could not be recorded",
+                    descriptor.name
+                ))
+                .why(err.to_string())
+                .next("do not repeat the call; tell the user the outcome is being checked")),
+            },
+            Err((err, tries)) => {
+                let record = AttemptError {
+                    attempt: tries,
+                    kind: err.kind().as_str().to_owned(),
+                    what: err.what().to_owned(),
+                };
+                let stored = if err.kind() == ErrorKind::OutcomeUnknown {
+                    store.mark_unknown(&owner, &record, now).await
+                } else {
+                    // Every other error proves the operation was not applied.
+                    store.fail(&owner, &record, now).await
+                };
+                match stored {
+                    Ok(()) => Err(err),
+                    Err(store_err) if err.kind() == ErrorKind::OutcomeUnknown => {
+                        Err(err.why(store_err.to_string()))
+                    }
+                    Err(store_err) => Err(store_failed(descriptor.name, &store_err)),
+                }
+            }
+        };
+        (ctx.into_call_id(), result)
+    }
+
+    /// How long a claim holds: every attempt's deadline and every backoff, plus a margin.
+    fn lease(&self, registered: &RegisteredTool, policy: RetryPolicy) -> Duration {
+        let timeout = registered
+            .descriptor()
+            .timeout
+            .unwrap_or(self.inner.default_timeout);
+        timeout
+            .saturating_mul(policy.max_attempts)
+            .saturating_add(policy.max.saturating_mul(policy.max_attempts - 1))
+            .saturating_add(LEASE_MARGIN)
+    }
+
+    /// The answer for a key that exists with the same request.
+    async fn existing(
+        &self,
+        store: &dyn OperationStore,
+        record: OperationRecord,
+    ) -> Result<CallResult, ToolError> {
+        let mut record = record;
+        let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
+        let mut poll = Duration::from_millis(20);
+        while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
+            tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
+            poll = (poll * 2).min(Duration::from_millis(500));
+            match store.get(&record.tenant, &record.key).await {
+                Ok(Some(latest)) => record = latest,
+                Ok(None) => break,
+                Err(err) => return Err(store_failed(&record.tool, &err)),
+            }
+        }
+        let mut result = match record.state {
+            OperationState::Succeeded => {
+                let data = record
+                    .result
+                    .as_deref()
+                    .map(JsonText::parse)
+                    .transpose()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        ToolError::internal(format!(
+                            "the stored result of {} cannot be read",
+                            record.tool
+                        ))
+                    })?;
+                CallResult::succeeded(data)
+            }
+            OperationState::OutcomeUnknown => CallResult::from_error(
+                &ToolError::outcome_unknown(format!(
+                    "an earlier {} call with these arguments may or may not have been applied",
+                    record.tool
+                ))
+                .why("its outcome is unknown and is being reconciled with the system of record")
+                .next("do not repeat the call; tell the user the outcome is being checked"),
+            ),
+            OperationState::Processing => CallResult::from_error(
+                &ToolError::new(
+                    ErrorKind::InProgress,
+                    format!("the same {} call is running now", record.tool),
+                )
+                .next("do not repeat the call; check its result in a moment"),
+            ),
+            // A failed record is claimed again, never answered; anything else is new to us.
+            _ => {
+                return Err(ToolError::internal(format!(
+                    "the operation of {} is in a state this release does not handle",
+                    record.tool
+                )));
+            }
+        };
+        result.replayed = record.state != OperationState::Processing;
+        Ok(result)
+    }
+
+    /// Step 8: the tool runs under its deadline, retried on transient faults: reads on any,
+    /// writes only on those that prove nothing was applied. The error carries how many
+    /// attempts were made.
+    async fn attempts(
         &self,
         registered: &RegisteredTool,
         ctx: &Ctx,
-        args: Value,
-    ) -> Result<CallResult, ToolError> {
+        args: &Value,
+        write: Option<(&dyn OperationStore, &Owner, Duration)>,
+    ) -> Result<JsonText, (ToolError, u32)> {
         let descriptor = registered.descriptor();
-        let deadline = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        match tokio::time::timeout(deadline, registered.tool().invoke(ctx, args)).await {
-            Ok(Ok(data)) => Ok(CallResult::succeeded(data)),
-            Ok(Err(err)) => Err(err),
-            Err(_elapsed) => Err(deadline_passed(
-                descriptor.name,
-                descriptor.side_effect.is_read(),
-                deadline,
-            )),
+        let policy = RetryPolicy::of(descriptor);
+        let timeout = descriptor.timeout.unwrap_or(self.inner.default_timeout);
+        let budget_end = tokio::time::Instant::now() + timeout.saturating_mul(policy.max_attempts);
+        let mut delays: Option<Backoff> = None;
+        let mut attempt = 1;
+        loop {
+            let err = match tokio::time::timeout(timeout, registered.tool().invoke(ctx, args)).await
+            {
+                Ok(Ok(data)) => return Ok(data),
+                Ok(Err(err)) => err,
+                Err(_elapsed) => {
+                    deadline_passed(descriptor.name, descriptor.side_effect.is_read(), timeout)
+                }
+            };
+            let transient = match err.kind() {
+                ErrorKind::Unavailable | ErrorKind::RateLimited => true,
+                ErrorKind::Timeout => descriptor.side_effect.is_read(),
+                _ => false,
+            };
+            if !transient {
+                return Err((err, attempt));
+            }
+            if attempt >= policy.max_attempts {
+                return Err((exhausted(descriptor.name, err, attempt), attempt));
+            }
+            let backoff = delays.get_or_insert_with(|| {
+                Backoff::new(
+                    policy.base,
+                    policy.max,
+                    policy.jitter,
+                    self.inner.seed ^ seed_of(ctx.call_id()),
+                )
+            });
+            let mut delay = backoff.next().unwrap_or(policy.max);
+            if let Some(after) = err.retry_after() {
+                delay = delay.max(after);
+            }
+            if tokio::time::Instant::now() + delay >= budget_end {
+                return Err((exhausted(descriptor.name, err, attempt), attempt));
+            }
+            if let Some((store, owner, lease)) = write {
+                let record = AttemptError {
+                    attempt,
+                    kind: err.kind().as_str().to_owned(),
+                    what: err.what().to_owned(),
+                };
+                let lease_until = self
+                    .inner
+                    .clock
+                    .now_ms()
+                    .saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+                if let Err(store_err) = store.record_retry(owner, &record, lease_until).await {
+                    // Nothing was applied, but the claim is gone: stop here.
+                    return Err((store_failed(descriptor.name, &store_err), attempt));
+                }
+            }
+            tokio::time::sleep(delay).await;
+            attempt += 1;
         }
     }
 
@@ -264,6 +579,56 @@ impl Dispatcher {
             .next(format!("call one of: {known}"))
         })
     }
+}
+
+/// Added to a claim's lease beyond its attempts and backoffs.
+const LEASE_MARGIN: Duration = Duration::from_secs(5);
+
+/// A seed for one call's jitter.
+fn seed_of(call_id: &str) -> u64 {
+    call_id.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The error after the last attempt of a transient fault.
+fn exhausted(tool: &str, err: ToolError, attempts: u32) -> ToolError {
+    if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
+        return err;
+    }
+    let why = match err.reason() {
+        Some(why) => format!("{}: {why}", err.what()),
+        None => err.what().to_owned(),
+    };
+    ToolError::new(
+        ErrorKind::RetryBudgetExhausted,
+        format!("{tool} failed {attempts} times in a row; nothing was applied"),
+    )
+    .why(why)
+    .next("try again later, or tell the user the service is unavailable")
+}
+
+/// The error when the store cannot be used: nothing ran, or nothing more will.
+fn store_failed(tool: &str, err: &StoreError) -> ToolError {
+    ToolError::internal(format!(
+        "{tool} could not be recorded safely, so it did not run"
+    ))
+    .why(err.to_string())
+    .next("try again in a moment, or tell the user the tool is unavailable")
+}
+
+/// The error for the same key under other arguments.
+fn conflict(descriptor: &ToolDescriptor) -> ToolError {
+    let fields = descriptor.key_fields().join(", ");
+    ToolError::conflict(format!(
+        "an earlier {} call for the same operation had other arguments",
+        descriptor.name
+    ))
+    .why(format!(
+        "the operation is identified by {}; one operation cannot be requested twice with different arguments",
+        if fields.is_empty() { "its arguments".to_owned() } else { fields }
+    ))
+    .next("do not repeat this call; look up the current state and tell the user what was done")
 }
 
 /// The error for a call that ran past its deadline: a read timed out; a write may have been

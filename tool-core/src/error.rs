@@ -39,6 +39,8 @@ pub enum ErrorKind {
     /// The request was sent but its outcome is unknown (a timeout or a dropped connection after
     /// sending). Never reported as a failure.
     OutcomeUnknown,
+    /// A duplicate of the call is running now.
+    InProgress,
     /// The session lacks a permission the tool requires. Aborts the run.
     PermissionDenied,
     /// The session's credentials were revoked. Aborts the run.
@@ -73,6 +75,15 @@ impl ErrorKind {
         }
     }
 
+    /// The precise name of the kind, as attempt errors are stored: like
+    /// [`ErrorKind::wire_name`], except that a transient fault is `unavailable`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Unavailable => "unavailable",
+            other => other.wire_name(),
+        }
+    }
+
     /// The `kind` string of the result object and of run aborts.
     pub const fn wire_name(self) -> &'static str {
         match self {
@@ -89,6 +100,7 @@ impl ErrorKind {
             ErrorKind::CallBudgetExhausted => "call_budget_exhausted",
             ErrorKind::Internal => "internal",
             ErrorKind::OutcomeUnknown => "outcome_unknown",
+            ErrorKind::InProgress => "in_progress",
             ErrorKind::PermissionDenied => "permission_denied",
             ErrorKind::CredentialsRevoked => "credentials_revoked",
             ErrorKind::RunBudgetExhausted => "run_budget_exhausted",
@@ -112,6 +124,9 @@ impl ErrorKind {
             ErrorKind::RepeatedCall => "that call already failed; change the approach",
             ErrorKind::CallBudgetExhausted => "stop calling tools and answer with what you have",
             ErrorKind::Internal => "do not repeat this call; tell the user something went wrong",
+            ErrorKind::InProgress => {
+                "do not repeat the call; it is running now, so check its result later"
+            }
             ErrorKind::OutcomeUnknown => {
                 "do not assume it failed; the outcome is being checked, so tell the user it is pending"
             }

@@ -6,15 +6,19 @@
 
 mod approval;
 mod auth;
+mod backoff;
 mod call;
+mod clock;
 mod ctx;
 mod descriptor;
 mod dispatcher;
 mod error;
+pub mod idempotency;
 mod json_text;
 mod probe;
 pub mod provider;
 mod rate_limit;
+mod reconciler;
 mod registry;
 mod result;
 mod retry;
@@ -27,19 +31,22 @@ mod validate;
 
 pub use approval::ApprovalAmount;
 pub use auth::{AuthContext, Session};
+pub use backoff::Backoff;
 pub use call::{CallReport, MalformedCall, ToolCall};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use ctx::Ctx;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
-pub use dispatcher::{DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder};
+pub use dispatcher::{DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder};
 pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
 pub use json_text::JsonText;
 pub use rate_limit::RateLimit;
+pub use reconciler::{DEFAULT_ESCALATE_AFTER, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
 pub use result::{CallResult, Explanation, Status};
-pub use retry::RetrySpec;
+pub use retry::{RetryPolicy, RetrySpec};
 pub use side_effect::SideEffect;
 pub use state::State;
-pub use tool::{Args, IntoToolOutput, Tool, ToolFuture};
+pub use tool::{Args, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool, ToolFuture};
 pub use validate::{ArgsValidator, SchemaError, Violation};
 
 /// What the code `#[tool]` generates refers to. Not a public API: it changes without notice.
@@ -52,16 +59,16 @@ pub mod __private {
     pub use crate::probe::{ArgumentFits, DoesNotFit, Fits, Probe, ProbeArgs, assert_argument};
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
-        Args, Ctx, IntoToolOutput, KeyScope, RateLimit, RetrySpec, SideEffect, Tool,
-        ToolDescriptor, ToolError, ToolFuture,
+        Args, Ctx, IntoReconciled, IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec,
+        SideEffect, Tool, ToolDescriptor, ToolError, ToolFuture,
     };
 
     use serde_json::Value;
 
     /// Deserializes validated arguments. A failure here means the schema and the type disagree.
-    pub fn deserialize_args<T: serde::de::DeserializeOwned>(
+    pub fn deserialize_args<'de, T: serde::Deserialize<'de>>(
         tool: &str,
-        args: Value,
+        args: &'de Value,
     ) -> Result<T, ToolError> {
         T::deserialize(args).map_err(|err| {
             ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))

@@ -45,7 +45,7 @@ pub trait ProbeArgs<T> {
     fn schema(&self) -> Value;
 
     /// `T` from arguments that passed validation.
-    fn parse(&self, tool: &str, args: Value) -> Result<T, ToolError>;
+    fn parse(&self, tool: &str, args: &Value) -> Result<T, ToolError>;
 }
 
 /// The verdict on a type that can be a tool argument.
@@ -65,7 +65,7 @@ impl<T: DeserializeOwned + JsonSchema> ProbeArgs<T> for Probe<T> {
         crate::schema::canonical_schema_for::<T>()
     }
 
-    fn parse(&self, tool: &str, args: Value) -> Result<T, ToolError> {
+    fn parse(&self, tool: &str, args: &Value) -> Result<T, ToolError> {
         crate::__private::deserialize_args(tool, args)
     }
 }
@@ -82,7 +82,7 @@ impl<T> ProbeArgs<T> for &Probe<T> {
         Value::Null
     }
 
-    fn parse(&self, _tool: &str, _args: Value) -> Result<T, ToolError> {
+    fn parse(&self, _tool: &str, _args: &Value) -> Result<T, ToolError> {
         let () = Unfit::<T>::NEVER;
         Err(ToolError::internal("unreachable"))
     }

@@ -143,6 +143,7 @@ impl CallResult {
     pub fn from_error(err: &ToolError) -> Self {
         let status = match err.kind() {
             ErrorKind::OutcomeUnknown => Status::OutcomeUnknown,
+            ErrorKind::InProgress => Status::InProgress,
             _ => Status::Error,
         };
         debug_assert!(

@@ -11,6 +11,11 @@ use crate::descriptor::ToolDescriptor;
 use crate::error::ToolError;
 use crate::json_text::JsonText;
 
+/// The future a reconcile hook returns: the output if the operation was applied, `None` if it
+/// was not, an error if nobody knows yet.
+pub type ReconcileFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<JsonText>, ToolError>> + Send + 'a>>;
+
 /// The future a tool returns from [`Tool::invoke`]: its output as JSON text, or its error.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<JsonText, ToolError>> + Send + 'a>>;
 
@@ -28,9 +33,17 @@ pub trait Tool: Send + Sync + 'static {
     /// The canonical JSON schema of the arguments (JSON Schema 2020-12), before lowering.
     fn args_schema(&self) -> Value;
 
-    /// Runs the tool on arguments that passed validation against [`Tool::args_schema`]; they
-    /// are moved in, so strings are not copied on the way to the fn.
-    fn invoke<'a>(&'a self, ctx: &'a Ctx, args: Value) -> ToolFuture<'a>;
+    /// Runs the tool on arguments that passed validation against [`Tool::args_schema`]. Called
+    /// once per attempt: a retried call gets the same arguments again.
+    fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a>;
+
+    /// Asks the authoritative system what became of an operation whose outcome is unknown, with
+    /// the arguments of the call: `Ok(Some(output))` it was applied, `Ok(None)` it was not,
+    /// `Err(_)` nobody knows yet. `None` when the tool declares no `reconcile` hook.
+    fn reconcile<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> Option<ReconcileFuture<'a>> {
+        let _ = (ctx, args);
+        None
+    }
 }
 
 /// Takes the arguments as one struct instead of plain parameters:
@@ -78,5 +91,33 @@ where
                 .why(err.to_string())
                 .next("do not repeat this call; tell the user something went wrong")
         })
+    }
+}
+
+/// What a `reconcile` hook may return: `Result<Option<T>, E>` with `T: Serialize` (the tool's
+/// output, when the operation was applied) and `E: Into<ToolError>`.
+#[diagnostic::on_unimplemented(
+    message = "a reconcile hook must return `Result<Option<T>, ToolError>` with `T: Serialize`, not `{Self}`",
+    label = "this hook cannot say whether the operation was applied",
+    note = "return `Ok(Some(output))` when it was applied, `Ok(None)` when it was not, `Err(_)` when nobody knows yet"
+)]
+pub trait IntoReconciled {
+    /// The output as JSON text if applied, `None` if not, or the error.
+    fn into_reconciled(self) -> Result<Option<JsonText>, ToolError>;
+}
+
+impl<T, E> IntoReconciled for Result<Option<T>, E>
+where
+    T: Serialize,
+    E: Into<ToolError>,
+{
+    fn into_reconciled(self) -> Result<Option<JsonText>, ToolError> {
+        match self.map_err(Into::into)? {
+            None => Ok(None),
+            Some(output) => JsonText::of(&output).map(Some).map_err(|err| {
+                ToolError::internal("the reconcile hook's result could not be encoded as JSON")
+                    .why(err.to_string())
+            }),
+        }
     }
 }

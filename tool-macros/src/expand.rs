@@ -31,6 +31,7 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let (args_struct, args_type) = args_struct(tool);
     let descriptor = descriptor(attr, tool, &wire_name);
     let invoke = invoke_body(tool, &wire_name, &args_type);
+    let reconcile = reconcile_fn(attr, tool, &wire_name, &args_type);
     let checks = checks(attr, tool);
 
     quote! {
@@ -75,10 +76,12 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                 fn invoke<'__a>(
                     &'__a self,
                     __ctx: &'__a __tg::Ctx,
-                    __json: __tg::serde_json::Value,
+                    __json: &'__a __tg::serde_json::Value,
                 ) -> __tg::ToolFuture<'__a> {
                     #invoke
                 }
+
+                #reconcile
             }
 
             #checks
@@ -232,6 +235,68 @@ fn wire(tool: &ToolFn, name: &str) -> String {
         .map_or_else(|| name.to_owned(), |p| p.wire.clone())
 }
 
+/// `reconcile` of the `Tool` impl: the hook called with the tool's own arguments.
+fn reconcile_fn(
+    attr: &ToolAttr,
+    tool: &ToolFn,
+    wire_name: &str,
+    args_type: &TokenStream,
+) -> TokenStream {
+    let Some(path) = &attr.reconcile else {
+        return TokenStream::new();
+    };
+    let path = &path.value;
+    let (destructure, call_args) = arguments(tool, wire_name, args_type);
+    let span = syn::spanned::Spanned::span(path);
+    let call = quote_spanned!(span=> __tg::assert_send(#path(#(#call_args),*)));
+    let convert = quote_spanned!(span=> __tg::IntoReconciled::into_reconciled(__output));
+    quote! {
+        fn reconcile<'__a>(
+            &'__a self,
+            __ctx: &'__a __tg::Ctx,
+            __json: &'__a __tg::serde_json::Value,
+        ) -> ::core::option::Option<__tg::ReconcileFuture<'__a>> {
+            ::core::option::Option::Some(::std::boxed::Box::pin(async move {
+                #destructure
+                let __output = #call.await;
+                #convert
+            }))
+        }
+    }
+}
+
+/// The statement that parses the arguments, and the expressions that pass each parameter.
+fn arguments(
+    tool: &ToolFn,
+    wire_name: &str,
+    args_type: &TokenStream,
+) -> (TokenStream, Vec<TokenStream>) {
+    let locals: Vec<_> = (0..tool.plain_params().count())
+        .map(|i| format_ident!("__arg{}", i))
+        .collect();
+    let destructure = if tool.struct_param().is_some() {
+        quote!(let __args: #args_type = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
+    } else {
+        let fields = tool.plain_params().map(|p| &p.ident);
+        quote!(let __ToolArgs { #(#fields: #locals,)* } = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
+    };
+    let mut locals = locals.iter();
+    let call_args = tool
+        .params
+        .iter()
+        .map(|param| match param {
+            Param::Ctx { .. } => quote!(__ctx),
+            Param::Auth { .. } => quote!(__ctx.auth()),
+            Param::Struct { .. } => quote!(__tg::Args(__args)),
+            Param::Plain(_) => {
+                let local = locals.next();
+                quote!(#local)
+            }
+        })
+        .collect();
+    (destructure, call_args)
+}
+
 fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
     let ident = &tool.item.sig.ident;
     // The arguments are bound to fresh names, so that no argument can shadow the fn, `__ctx` or
@@ -328,10 +393,6 @@ fn checks(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             |field| field.value.clone(),
         )
     });
-    if let Some(path) = &attr.reconcile {
-        let path = &path.value;
-        body.extend(spanned_over(path, quote!(let _ = #path;)));
-    }
     // The error is reported on the verdict, so it too is spanned over the whole type. Inside
     // `Option`, `Vec` and `Box` the type that fits or not is the one within, which is named.
     let fits = |ty: &syn::Type| {
@@ -456,7 +517,7 @@ pub(crate) fn fallback(tool: &ToolFn) -> TokenStream {
             fn invoke<'__a>(
                 &'__a self,
                 _: &'__a ::toolgate::__private::Ctx,
-                _: ::toolgate::__private::serde_json::Value,
+                _: &'__a ::toolgate::__private::serde_json::Value,
             ) -> ::toolgate::__private::ToolFuture<'__a> {
                 ::core::unreachable!()
             }

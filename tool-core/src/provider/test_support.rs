@@ -37,7 +37,7 @@ impl<A: JsonSchema + 'static> Tool for Fixed<A> {
         canonical_schema_for::<A>()
     }
 
-    fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: Value) -> ToolFuture<'a> {
+    fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: &'a Value) -> ToolFuture<'a> {
         Box::pin(async { Ok(crate::JsonText::of(&Value::Null).expect("null serializes")) })
     }
 }

@@ -1,7 +1,7 @@
 //! The conformance suite every [`OperationStore`] must pass: one async fn a rule, each on a
 //! fresh store from the caller's factory. Store crates run it from their tests:
 //!
-//! ```ignore
+//! ```text
 //! #[tokio::test]
 //! async fn conformance() {
 //!     tool_core::store::conformance::run_all(|| async { open_a_fresh_store().await }).await;

@@ -1,0 +1,197 @@
+//! Settles operations whose outcome is unknown by asking the system of record, through each
+//! tool's `reconcile` hook.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::AuthContext;
+use crate::ctx::Ctx;
+use crate::dispatcher::Dispatcher;
+use crate::store::{OperationRecord, Resolution, StoreError};
+
+/// After this many answers of "still unknown", an operation is reported as escalated.
+pub const DEFAULT_ESCALATE_AFTER: u32 = 5;
+
+/// What one pass of the reconciler did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// Leases that had expired on `processing` writes (crashed workers), now `outcome_unknown`.
+    pub expired_leases: u64,
+    /// Unknown outcomes found applied: now `succeeded` with the provider's result.
+    pub succeeded: u32,
+    /// Unknown outcomes found not applied: now `failed`, so a new call may run them.
+    pub failed: u32,
+    /// Still unknown (the hook could not tell, or the tool has no hook).
+    pub still_unknown: u32,
+    /// Of those, the ones asked about [`Reconciler::escalate_after`] times or more: a person
+    /// should look (each is logged at `warn`).
+    pub escalated: u32,
+}
+
+/// Resolves `outcome_unknown` operations: applied → `succeeded` with the provider's result, not
+/// applied → `failed` (claimable again), unknown → stays, counted, escalated after N tries. An
+/// expired lease on a write (a crashed worker) first becomes `outcome_unknown` and goes the same
+/// way.
+///
+/// ```no_run
+/// # async fn demo(dispatcher: toolgate::Dispatcher) -> Result<(), toolgate::store::StoreError> {
+/// use std::time::Duration;
+/// use toolgate::Reconciler;
+///
+/// let reconciler = Reconciler::new(&dispatcher);
+/// let report = reconciler.run_once().await?;
+/// println!("{} settled as applied, {} as not applied", report.succeeded, report.failed);
+/// // Or keep reconciling every 30 s until `shutdown` completes:
+/// let shutdown = std::future::pending::<()>();
+/// reconciler.run(Duration::from_secs(30), shutdown).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Reconciler {
+    dispatcher: Dispatcher,
+    escalate_after: u32,
+    batch: u32,
+}
+
+impl Reconciler {
+    /// A reconciler for the tools and store of `dispatcher`.
+    pub fn new(dispatcher: &Dispatcher) -> Self {
+        Reconciler {
+            dispatcher: dispatcher.clone(),
+            escalate_after: DEFAULT_ESCALATE_AFTER,
+            batch: 100,
+        }
+    }
+
+    /// After how many "still unknown" answers an operation is escalated (default
+    /// [`DEFAULT_ESCALATE_AFTER`]).
+    pub fn escalate_after(mut self, tries: u32) -> Self {
+        self.escalate_after = tries.max(1);
+        self
+    }
+
+    /// How many unknown operations one pass looks at, at most (default 100).
+    pub fn batch(mut self, batch: u32) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// One pass: expire dead leases, then ask about every unknown outcome (up to the batch).
+    /// A dispatcher without a store has nothing to reconcile.
+    pub async fn run_once(&self) -> Result<ReconcileReport, StoreError> {
+        let Some(store) = self.dispatcher.store() else {
+            return Ok(ReconcileReport::default());
+        };
+        let mut report = ReconcileReport {
+            expired_leases: store.expire_leases(self.dispatcher.now_ms()).await?,
+            ..ReconcileReport::default()
+        };
+        for record in store.list_unknown(self.batch).await? {
+            let resolution = self.ask(&record).await;
+            let settled = store
+                .resolve(
+                    &record.tenant,
+                    &record.key,
+                    resolution.as_resolution(),
+                    self.dispatcher.now_ms(),
+                )
+                .await?;
+            let Some(settled) = settled else {
+                continue; // settled meanwhile by another reconciler
+            };
+            match resolution {
+                Asked::Applied(_) => report.succeeded += 1,
+                Asked::NotApplied => report.failed += 1,
+                Asked::StillUnknown(why) => {
+                    report.still_unknown += 1;
+                    if settled.reconcile_tries >= self.escalate_after {
+                        report.escalated += 1;
+                        tracing::warn!(
+                            tenant = %settled.tenant,
+                            key = %settled.key,
+                            tool = %settled.tool,
+                            tries = settled.reconcile_tries,
+                            reason = %why,
+                            "an operation's outcome is still unknown; a person should check it"
+                        );
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Runs a pass every `interval` until `shutdown` completes; a pass that fails is logged and
+    /// the next one tried.
+    pub async fn run<F: Future>(&self, interval: Duration, shutdown: F) -> Result<(), StoreError> {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                _ = ticks.tick() => {
+                    if let Err(err) = self.run_once().await {
+                        tracing::warn!(error = %err, "a reconcile pass failed; trying again at the next tick");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks the tool's hook what became of `record`.
+    async fn ask(&self, record: &OperationRecord) -> Asked {
+        let Some(registered) = self.dispatcher.registry().get(&record.tool) else {
+            return Asked::StillUnknown(format!("no tool named {} is registered", record.tool));
+        };
+        let args = match serde_json::from_str(&record.arguments) {
+            Ok(args) => args,
+            Err(err) => {
+                return Asked::StillUnknown(format!("the stored arguments do not parse: {err}"));
+            }
+        };
+        let descriptor = registered.descriptor();
+        let ctx = Ctx::new(
+            Arc::new(AuthContext::new(
+                record.tenant.clone(),
+                "toolgate-reconciler",
+            )),
+            Arc::from("reconcile"),
+            format!("reconcile-{}", record.key),
+            descriptor,
+            self.dispatcher.state(),
+        )
+        .with_idempotency_key(record.key.clone());
+        let Some(hook) = registered.tool().reconcile(&ctx, &args) else {
+            return Asked::StillUnknown(format!("{} declares no reconcile hook", record.tool));
+        };
+        let deadline = descriptor
+            .timeout
+            .unwrap_or(self.dispatcher.default_timeout());
+        match tokio::time::timeout(deadline, hook).await {
+            Ok(Ok(Some(output))) => Asked::Applied(output.as_str().to_owned()),
+            Ok(Ok(None)) => Asked::NotApplied,
+            Ok(Err(err)) => Asked::StillUnknown(err.to_string()),
+            Err(_) => Asked::StillUnknown(format!(
+                "the reconcile hook did not answer within {deadline:?}"
+            )),
+        }
+    }
+}
+
+enum Asked {
+    Applied(String),
+    NotApplied,
+    StillUnknown(String),
+}
+
+impl Asked {
+    fn as_resolution(&self) -> Resolution<'_> {
+        match self {
+            Asked::Applied(output) => Resolution::Applied(output),
+            Asked::NotApplied => Resolution::NotApplied,
+            Asked::StillUnknown(_) => Resolution::StillUnknown,
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! The schema, embedded in the binary, and the migrator that applies it.
+//!
+//! Migrations are listed here by hand (one `include_str!` each) instead of with `sqlx::migrate!`,
+//! which would pull sqlx's proc-macro crates into every build for one file. Their bookkeeping
+//! lives in a table of its own, so an application that keeps its own sqlx migrations in the same
+//! database is not confused by ours, nor ours by its.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+/// Where the migrator records which of our migrations ran.
+pub(crate) const MIGRATIONS_TABLE: &str = "_toolgate_store_migrations";
+
+/// Every migration, in order. Never edit one that has shipped: add the next.
+static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
+    let mut migrator = Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("operations"),
+        MigrationType::Simple,
+        include_str!("../migrations/0001_operations.sql").into_sql_str(),
+        false,
+    )]);
+    // Set once, before any database saw the default name, so nothing is lost by it.
+    migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
+    migrator
+});
+
+/// The migrator. Its default locking stays on: it holds a PostgreSQL advisory lock on the
+/// database while it runs, so processes that start together apply each migration once.
+pub(crate) fn migrator() -> &'static Migrator {
+    &MIGRATOR
+}

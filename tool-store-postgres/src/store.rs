@@ -1,0 +1,379 @@
+//! [`PostgresStore`]: the [`OperationStore`] for many processes and machines on one database.
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgPool, PgPoolOptions, PgQueryResult};
+use tool_core::store::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
+    Resolution, StoreError,
+};
+
+use crate::migrate::migrator;
+use crate::row::{self, columns};
+
+/// How many times a claim inserts again when the record it collided with was purged before it
+/// could be read. Only retention deletes records, and only settled ones, so a second round
+/// finds either a record or room for one; the bound keeps a misbehaving database from looping.
+const CLAIM_ROUNDS: usize = 3;
+
+/// An [`OperationStore`] in a PostgreSQL database, shared safely by any number of processes
+/// and machines.
+///
+/// One row a `(tenant, key)` in the table `toolgate_operations`, whose primary key is that
+/// pair. A claim is one `INSERT`; when the key exists (a unique violation), the row is read
+/// `FOR UPDATE` and settled in the same transaction, so two claims never both acquire. Every
+/// write of a worker is one `UPDATE … WHERE state = 'processing' AND attempt = $n`: when no row
+/// matches, the claim was lost and the write changes nothing.
+///
+/// Cloning is cheap: clones share one connection pool.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tool_core::store::OperationStore;
+/// use tool_store_postgres::PostgresStore;
+///
+/// # async fn run() -> Result<(), tool_core::store::StoreError> {
+/// let store = PostgresStore::connect("postgres://toolgate:secret@db.internal/toolgate").await?;
+/// let store: Arc<dyn OperationStore> = Arc::new(store);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects a pool to the database at `url` (`postgres://user:password@host:port/database`)
+    /// and applies the store's migrations, which is safe while other processes do the same.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        let pool = PgPoolOptions::new()
+            .connect(url)
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot connect to PostgreSQL: {e}")))?;
+        let store = PostgresStore::from_pool(pool);
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// A store on a pool the application configured itself. Applies no migration: call
+    /// [`PostgresStore::migrate`] once at start-up (or use [`PostgresStore::connect`]).
+    pub fn from_pool(pool: PgPool) -> PostgresStore {
+        PostgresStore { pool }
+    }
+
+    /// Applies the migrations this version of the store needs and that the database lacks.
+    ///
+    /// Safe to call again and from many processes at once: it waits for a PostgreSQL advisory
+    /// lock on the database, and applies each migration once. Its bookkeeping is the table
+    /// `_toolgate_store_migrations`, apart from any migrations of the application's.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(backend)?;
+        let applied = migrator().run(&mut *conn).await;
+        if applied.is_err() {
+            // A failed run can leave the advisory lock held by this session: end the session
+            // rather than return it to the pool, so the lock dies with it.
+            conn.close_on_drop();
+        }
+        applied.map_err(|e| StoreError::Backend(format!("cannot migrate the store: {e}")))
+    }
+
+    /// The pool the store runs on.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Inserts a new record in `processing`, attempt 1. `Ok(false)` when the key exists.
+    async fn insert(&self, request: &ClaimRequest<'_>) -> Result<bool, StoreError> {
+        let inserted = sqlx::query(
+            "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+             arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
+             VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7)",
+        )
+        .bind(request.tenant)
+        .bind(request.key)
+        .bind(request.tool)
+        .bind(request.request_hash)
+        .bind(request.arguments)
+        .bind(request.lease_until_ms())
+        .bind(request.now_ms)
+        .execute(&self.pool)
+        .await;
+        match inserted {
+            Ok(_) => Ok(true),
+            Err(error) if is_unique_violation(&error) => Ok(false),
+            Err(error) => Err(backend(error)),
+        }
+    }
+
+    /// Settles a claim of a key that exists, under a row lock. `None` when the record vanished
+    /// (purged) since the insert collided with it.
+    async fn claim_existing(
+        &self,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Option<Claim>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 FOR UPDATE"
+        ))
+        .bind(request.tenant)
+        .bind(request.key)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let record = row::record(&row)?;
+        let expired =
+            record.state == OperationState::Processing && record.lease_until_ms <= request.now_ms;
+        let claim = if record.request_hash != request.request_hash {
+            // Another request under this key: answer, and write nothing.
+            Claim::Conflict { tool: record.tool }
+        } else if record.state == OperationState::Failed || (expired && request.takeover) {
+            let attempt: i64 = sqlx::query_scalar(
+                "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
+                 lease_until_ms = $3, updated_ms = $4 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
+            )
+            .bind(request.tenant)
+            .bind(request.key)
+            .bind(request.lease_until_ms())
+            .bind(request.now_ms)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+            let attempt = u32::try_from(attempt)
+                .map_err(|_| StoreError::Corrupt(format!("attempt {attempt} is out of range")))?;
+            Claim::Acquired { attempt }
+        } else if expired {
+            // The worker's lease ran out while it may have acted: from now on nobody knows.
+            let row = sqlx::query(concat!(
+                "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $3 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING ",
+                columns!()
+            ))
+            .bind(request.tenant)
+            .bind(request.key)
+            .bind(request.now_ms)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+            Claim::Existing(row::record(&row)?)
+        } else {
+            Claim::Existing(record)
+        };
+        tx.commit().await.map_err(backend)?;
+        Ok(Some(claim))
+    }
+
+    /// Turns the result of an owner-checked `UPDATE` into `LostClaim` when no row matched.
+    fn owned(owner: &Owner, done: PgQueryResult) -> Result<(), StoreError> {
+        if done.rows_affected() == 0 {
+            return Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            });
+        }
+        Ok(())
+    }
+
+    /// Moves an owned `processing` record to `state`, appending `error`.
+    async fn settle_with_error(
+        &self,
+        owner: &Owner,
+        state: OperationState,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE toolgate_operations SET state = $4, errors = errors || $5::jsonb, \
+             updated_ms = $6 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3",
+        )
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(state.as_str())
+        .bind(row::error_list(error)?)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::owned(owner, done)
+    }
+}
+
+#[async_trait]
+impl OperationStore for PostgresStore {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        for _ in 0..CLAIM_ROUNDS {
+            if self.insert(&request).await? {
+                return Ok(Claim::Acquired { attempt: 1 });
+            }
+            if let Some(claim) = self.claim_existing(&request).await? {
+                return Ok(claim);
+            }
+        }
+        Err(StoreError::Backend(format!(
+            "the record of {} was deleted under every claim of it ({CLAIM_ROUNDS} rounds)",
+            request.key
+        )))
+    }
+
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE toolgate_operations SET state = 'succeeded', result = $4, updated_ms = $5 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3",
+        )
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(result)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::owned(owner, done)
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(owner, OperationState::Failed, error, now_ms)
+            .await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(owner, OperationState::OutcomeUnknown, error, now_ms)
+            .await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE toolgate_operations SET errors = errors || $4::jsonb, lease_until_ms = $5 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3",
+        )
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(row::error_list(error)?)
+        .bind(lease_until_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::owned(owner, done)
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2"
+        ))
+        .bind(tenant)
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.as_ref().map(row::record).transpose()
+    }
+
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $1 \
+             WHERE state = 'processing' AND lease_until_ms <= $1",
+        )
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM toolgate_operations WHERE state = 'outcome_unknown' \
+             ORDER BY updated_ms, tenant_id, idempotency_key LIMIT $1"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(row::record).collect()
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        // $3 is the new state, $4 the result (kept when NULL), $5 what the reconcile count grows.
+        let (state, result, tries) = match resolution {
+            Resolution::Applied(result) => (OperationState::Succeeded, Some(result), 0_i64),
+            Resolution::NotApplied => (OperationState::Failed, None, 0),
+            Resolution::StillUnknown => (OperationState::OutcomeUnknown, None, 1),
+        };
+        let row = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET state = $3, result = COALESCE($4, result), \
+             reconcile_tries = reconcile_tries + $5, updated_ms = $6 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 AND state = 'outcome_unknown' \
+             RETURNING ",
+            columns!()
+        ))
+        .bind(tenant)
+        .bind(key)
+        .bind(state.as_str())
+        .bind(result)
+        .bind(tries)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.as_ref().map(row::record).transpose()
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM toolgate_operations \
+             WHERE state IN ('succeeded', 'failed') AND updated_ms < $1",
+        )
+        .bind(before_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+}
+
+/// Whether `error` is PostgreSQL's unique violation (SQLSTATE 23505), asked of sqlx, never
+/// read from the message.
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|error| error.is_unique_violation())
+}
+
+fn backend(error: sqlx::Error) -> StoreError {
+    StoreError::Backend(error.to_string())
+}

@@ -1,0 +1,67 @@
+//! The embedded migrations: harmless when run again, and when several processes connect to an
+//! empty database at once.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use tool_core::store::{Claim, ClaimRequest, OperationStore};
+use tool_store_postgres::PostgresStore;
+use tool_store_postgres::sqlx;
+use tool_store_postgres::testing::test_database;
+
+fn request(key: &str) -> ClaimRequest<'_> {
+    ClaimRequest {
+        tenant: "acme",
+        key,
+        tool: "issue_refund",
+        request_hash: "h1",
+        arguments: "{}",
+        now_ms: 1_700_000_000_000,
+        lease: Duration::from_secs(30),
+        takeover: false,
+    }
+}
+
+async fn applied_migrations(store: &PostgresStore) -> Vec<i64> {
+    sqlx::query_scalar("SELECT version FROM _toolgate_store_migrations ORDER BY version")
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn migrating_again_changes_nothing() {
+    let store = PostgresStore::connect(&test_database().await)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim(request("k1")).await.unwrap(),
+        Claim::Acquired { attempt: 1 }
+    );
+    store.migrate().await.unwrap();
+    store.migrate().await.unwrap();
+    assert_eq!(applied_migrations(&store).await, [1]);
+    let kept = store
+        .get("acme", "k1")
+        .await
+        .unwrap()
+        .expect("the record survives");
+    assert_eq!(kept.attempt, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_connecting_at_once_to_an_empty_database_all_start() {
+    let url = test_database().await;
+    let stores: Vec<PostgresStore> = join_all((0..6).map(|_| PostgresStore::connect(&url)))
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("every process connects and migrates");
+    assert_eq!(applied_migrations(&stores[0]).await, [1]);
+    let claims = join_all(stores.iter().map(|store| store.claim(request("k1")))).await;
+    let acquired = claims
+        .iter()
+        .filter(|claim| matches!(claim, Ok(Claim::Acquired { .. })))
+        .count();
+    assert_eq!(acquired, 1, "{claims:?}");
+}

@@ -1,0 +1,128 @@
+//! The schema, versioned by SQLite's `user_version` and migrated on open.
+//!
+//! `MIGRATIONS[i]` brings a file from version `i` to `i + 1`. A shipped migration is never
+//! edited: a change is a new one at the end.
+
+use sqlx::{AssertSqlSafe, SqlitePool};
+use tool_core::store::StoreError;
+
+use crate::error::backend;
+
+/// `PRAGMA application_id` of a toolgate operation store: "TGOP" in ASCII.
+const APPLICATION_ID: i64 = 0x5447_4F50;
+
+/// Version 1: one row an operation, keyed by tenant and key.
+const V1: &str = r#"
+CREATE TABLE operations (
+    tenant_id       TEXT    NOT NULL,
+    idempotency_key TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    request_hash    TEXT    NOT NULL,
+    arguments       TEXT    NOT NULL,
+    state           TEXT    NOT NULL
+        CHECK (state IN ('processing', 'succeeded', 'failed', 'outcome_unknown')),
+    attempt         INTEGER NOT NULL CHECK (attempt >= 1),
+    lease_until_ms  INTEGER NOT NULL,
+    result          TEXT,
+    -- Every attempt's error: a JSON array of tool_core's AttemptError.
+    errors          TEXT    NOT NULL DEFAULT '[]'
+        CHECK (json_valid(errors) AND json_type(errors) = 'array'),
+    reconcile_tries INTEGER NOT NULL DEFAULT 0 CHECK (reconcile_tries >= 0),
+    created_ms      INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, idempotency_key)
+) STRICT;
+
+-- list_unknown (oldest first, in this exact order) and purge (terminal records by age).
+-- expire_leases finds its rows through it too (state = 'processing'): only the calls in flight,
+-- and the claims of a crashed worker until they expire, are in that state.
+CREATE INDEX operations_by_state_age
+    ON operations (state, updated_ms, tenant_id, idempotency_key);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes.
+pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the file to [`LATEST`], in one immediate transaction, so two stores opening the same
+/// file at once migrate it once. Idempotent. Refuses a file of another program or a newer
+/// version without changing it.
+pub(crate) async fn migrate(writer: &SqlitePool) -> Result<(), StoreError> {
+    let mut tx = writer
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(backend("begin the schema migration"))?;
+    let application_id: i64 = sqlx::query_scalar("PRAGMA application_id")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend("read the application id"))?;
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend("read the schema version"))?;
+    let from = check(application_id, version)?;
+    if from == LATEST {
+        return Ok(());
+    }
+    if from == 0 {
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "PRAGMA application_id = {APPLICATION_ID}"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("mark the file as an operation store"))?;
+    }
+    for (done, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+        sqlx::raw_sql(*sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend("migrate the schema"))?;
+        let version = done + 1;
+        sqlx::raw_sql(AssertSqlSafe(format!("PRAGMA user_version = {version}")))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend("record the schema version"))?;
+    }
+    tx.commit()
+        .await
+        .map_err(backend("commit the schema migration"))
+}
+
+/// The version to migrate from, or why this file is not ours to migrate.
+fn check(application_id: i64, version: i64) -> Result<i64, StoreError> {
+    match (application_id, version) {
+        // A new (or empty) file.
+        (0, 0) => Ok(0),
+        (APPLICATION_ID, 0..=LATEST) => Ok(version),
+        (APPLICATION_ID, _) => Err(StoreError::Backend(format!(
+            "the operation store's schema is version {version}, newer than this build knows \
+             ({LATEST}): upgrade toolgate"
+        ))),
+        _ => Err(StoreError::Backend(format!(
+            "the file is not a toolgate operation store (application_id {application_id}, \
+             user_version {version})"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_migrates_from_zero_and_a_current_one_not_at_all() {
+        assert_eq!(check(0, 0).unwrap(), 0);
+        assert_eq!(check(APPLICATION_ID, LATEST).unwrap(), LATEST);
+    }
+
+    #[test]
+    fn a_newer_schema_or_another_programs_file_is_refused() {
+        let newer = check(APPLICATION_ID, LATEST + 1).unwrap_err().to_string();
+        assert!(newer.contains("newer than this build knows"), "{newer}");
+        for (application_id, version) in [(0, 3), (42, 0), (42, 1)] {
+            let other = check(application_id, version).unwrap_err().to_string();
+            assert!(other.contains("not a toolgate operation store"), "{other}");
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! [`SqliteStore`]: opening the file, and the trait's operations as SQL.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Sqlite, SqlitePool};
+use tool_core::store::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
+    StoreError,
+};
+
+use crate::error::backend;
+use crate::{claim, connect, migrate, row};
+
+/// An [`OperationStore`] in one SQLite file, for one process (see the [crate docs](crate) for its
+/// limits and durability).
+///
+/// Cheap to clone: clones share the file's connections. Writes go through one connection, in
+/// order; reads use their own connections beside it.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens the store in the file at `path`, creating the file if needed (but not its
+    /// directory), and migrates its schema to this version's.
+    ///
+    /// Fails with [`StoreError::Backend`] when the file cannot be opened or created (a missing
+    /// directory, no permission), or when it belongs to another program or a newer version.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), tool_core::store::StoreError> {
+    /// # let dir = tempfile::tempdir().expect("a temporary directory");
+    /// let store = tool_store_sqlite::SqliteStore::open(dir.path().join("operations.db")).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        let writer = connect::writer(path).await?;
+        migrate::migrate(&writer).await?;
+        let reader = connect::reader(path).await?;
+        Ok(SqliteStore { writer, reader })
+    }
+
+    /// Migrates the file's schema to this version's. [`SqliteStore::open`] already does; running
+    /// it again changes nothing.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        migrate::migrate(&self.writer).await
+    }
+
+    /// Closes every connection of this store and its clones, waiting for the writes in flight.
+    /// Dropping the last clone closes them too, in the background; every committed write is
+    /// on disk either way.
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    /// Runs an owner-checked write: `sql` ends with `tenant_id = ? AND idempotency_key = ? AND
+    /// state = 'processing' AND attempt = ?`, bound here; no row changed means the claim is lost.
+    async fn owned(
+        &self,
+        owner: &Owner,
+        query: sqlx::query::Query<'_, Sqlite, SqliteArguments>,
+        doing: &'static str,
+    ) -> Result<(), StoreError> {
+        let done = query
+            .bind(&owner.tenant)
+            .bind(&owner.key)
+            .bind(i64::from(owner.attempt))
+            .execute(&self.writer)
+            .await
+            .map_err(backend(doing))?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            })
+        }
+    }
+}
+
+/// An attempt's error as the JSON text appended to `errors`.
+fn error_json(error: &AttemptError) -> Result<String, StoreError> {
+    serde_json::to_string(error)
+        .map_err(|err| StoreError::Backend(format!("could not encode an attempt error: {err}")))
+}
+
+#[async_trait]
+impl OperationStore for SqliteStore {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        claim::claim(&self.writer, &request).await
+    }
+
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET state = 'succeeded', result = ?1, updated_ms = ?2 \
+             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+               AND state = 'processing' AND attempt = ?5",
+        )
+        .bind(result)
+        .bind(now_ms);
+        self.owned(owner, query, "record a success").await
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET state = 'failed', \
+                 errors = json_insert(errors, '$[#]', json(?1)), updated_ms = ?2 \
+             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+               AND state = 'processing' AND attempt = ?5",
+        )
+        .bind(error_json(error)?)
+        .bind(now_ms);
+        self.owned(owner, query, "record a failure").await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET state = 'outcome_unknown', \
+                 errors = json_insert(errors, '$[#]', json(?1)), updated_ms = ?2 \
+             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+               AND state = 'processing' AND attempt = ?5",
+        )
+        .bind(error_json(error)?)
+        .bind(now_ms);
+        self.owned(owner, query, "record an unknown outcome").await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET \
+                 errors = json_insert(errors, '$[#]', json(?1)), lease_until_ms = ?2 \
+             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+               AND state = 'processing' AND attempt = ?5",
+        )
+        .bind(error_json(error)?)
+        .bind(lease_until_ms);
+        self.owned(owner, query, "record a retry").await
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        sqlx::query("SELECT * FROM operations WHERE tenant_id = ?1 AND idempotency_key = ?2")
+            .bind(tenant)
+            .bind(key)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(backend("read a record"))?
+            .as_ref()
+            .map(row::record)
+            .transpose()
+    }
+
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE operations SET state = 'outcome_unknown', updated_ms = ?1 \
+             WHERE state = 'processing' AND lease_until_ms <= ?1",
+        )
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await
+        .map_err(backend("expire leases"))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        sqlx::query(
+            "SELECT * FROM operations WHERE state = 'outcome_unknown' \
+             ORDER BY updated_ms, tenant_id, idempotency_key LIMIT ?1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.reader)
+        .await
+        .map_err(backend("list unknown outcomes"))?
+        .iter()
+        .map(row::record)
+        .collect()
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        let query = match resolution {
+            Resolution::Applied(result) => sqlx::query(
+                "UPDATE operations SET state = 'succeeded', result = ?4, updated_ms = ?3 \
+                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'outcome_unknown' \
+                 RETURNING *",
+            )
+            .bind(tenant)
+            .bind(key)
+            .bind(now_ms)
+            .bind(result),
+            Resolution::NotApplied => sqlx::query(
+                "UPDATE operations SET state = 'failed', updated_ms = ?3 \
+                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'outcome_unknown' \
+                 RETURNING *",
+            )
+            .bind(tenant)
+            .bind(key)
+            .bind(now_ms),
+            Resolution::StillUnknown => sqlx::query(
+                "UPDATE operations SET reconcile_tries = reconcile_tries + 1, updated_ms = ?3 \
+                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'outcome_unknown' \
+                 RETURNING *",
+            )
+            .bind(tenant)
+            .bind(key)
+            .bind(now_ms),
+        };
+        query
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(backend("settle an unknown outcome"))?
+            .as_ref()
+            .map(row::record)
+            .transpose()
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM operations \
+             WHERE state IN ('succeeded', 'failed') AND updated_ms < ?1",
+        )
+        .bind(before_ms)
+        .execute(&self.writer)
+        .await
+        .map_err(backend("purge settled records"))?;
+        Ok(done.rows_affected())
+    }
+}
