@@ -83,6 +83,25 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
     Ok(json!({"order_id": order_id, "amount": amount}))
 }
 
+/// Refund an order at a provider that applies one idempotency key once.
+#[tool(side_effect = "write", key = [order_id], timeout = "2s", honours_key = true)]
+async fn refund_keyed(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    let provider = ctx.state::<Arc<Provider>>()?;
+    *provider.runs.lock().unwrap() += 1;
+    let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    {
+        let mut applied = provider.applied.lock().unwrap();
+        if !applied.iter().any(|(_, k)| *k == key) {
+            applied.push((order_id.clone(), key));
+        }
+    }
+    let fault = provider.faults.lock().unwrap().pop_front();
+    if let Some(Fault::Slow(wait)) = fault {
+        tokio::time::sleep(wait).await;
+    }
+    Ok(json!({"order_id": order_id, "amount": amount}))
+}
+
 /// Look up an order.
 #[tool(timeout = "1s", retry(max_attempts = 3, base = "50ms"))]
 async fn lookup(ctx: &Ctx, order_id: String) -> Result<Value, ToolError> {
@@ -109,6 +128,8 @@ fn desk_waiting(in_progress_wait: Duration) -> Desk {
     let mut registry = Registry::new();
     registry
         .register::<refund>()
+        .unwrap()
+        .register::<refund_keyed>()
         .unwrap()
         .register::<lookup>()
         .unwrap();
@@ -421,4 +442,32 @@ async fn a_write_without_a_store_does_not_run() {
             .contains("no operation store")
     );
     assert_eq!(provider.runs(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unknown_outcome_is_retried_only_under_a_key_the_provider_honours() {
+    let desk = desk();
+    let s = session("acme", "run-1");
+    desk.provider.script([Fault::Slow(Duration::from_secs(5))]);
+    let call = ToolCall::from_json_text("c1", "refund_keyed", ARGS);
+    let result = desk
+        .dispatcher
+        .dispatch(&s, call)
+        .await
+        .unwrap()
+        .result
+        .to_json();
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(
+        desk.provider.runs(),
+        2,
+        "the timed-out attempt was sent again"
+    );
+    assert_eq!(
+        desk.provider.applied().len(),
+        1,
+        "under one key, applied once"
+    );
+    assert!(refund_keyed::descriptor().honours_key);
+    assert!(!refund::descriptor().honours_key);
 }

@@ -60,6 +60,11 @@ pub struct ToolDescriptor {
     pub reconcile: Option<&'static str>,
     /// The argument whose value serialises writes within a batch (used from the batches release).
     pub resource: Option<&'static str>,
+    /// Whether the tool's provider honours the idempotency key (`honours_key = true`): then a
+    /// write whose outcome is unknown (a timeout, a dropped connection) is retried with the same
+    /// key, and a lease left by a crashed worker is taken over, because the provider applies one
+    /// key once. Without it, an unknown outcome is never run again; the reconciler settles it.
+    pub honours_key: bool,
     /// The names of the arguments, in order, as the model sends them.
     pub params: &'static [&'static str],
     /// Arguments that traces and audit records redact.
@@ -82,6 +87,7 @@ impl ToolDescriptor {
             rate_limit: None,
             reconcile: None,
             resource: None,
+            honours_key: false,
             params: &[],
             sensitive: &[],
         }
@@ -144,6 +150,12 @@ impl ToolDescriptor {
     /// Sets the resource argument.
     pub const fn with_resource(mut self, field: &'static str) -> Self {
         self.resource = Some(field);
+        self
+    }
+
+    /// Declares that the tool's provider honours the idempotency key.
+    pub const fn with_honours_key(mut self, honours: bool) -> Self {
+        self.honours_key = honours;
         self
     }
 

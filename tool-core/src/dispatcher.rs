@@ -17,6 +17,7 @@ use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
 use crate::error::ErrorKind;
 use crate::error::{ErrorClass, RunAborted, ToolError};
+use crate::failpoint::{Failpoint, Failpoints};
 use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::json_text::JsonText;
 use crate::registry::{RegisteredTool, Registry};
@@ -74,6 +75,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
     seed: u64,
+    failpoints: Option<Arc<dyn Failpoints>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -99,6 +101,7 @@ pub struct DispatcherBuilder {
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
     seed: u64,
+    failpoints: Option<Arc<dyn Failpoints>>,
 }
 
 impl std::fmt::Debug for DispatcherBuilder {
@@ -146,6 +149,12 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Hooks called at each step of a write, for crash tests (see [`Failpoints`]).
+    pub fn failpoints(mut self, failpoints: Arc<dyn Failpoints>) -> Self {
+        self.failpoints = Some(failpoints);
+        self
+    }
+
     /// The dispatcher.
     pub fn build(self) -> Dispatcher {
         Dispatcher {
@@ -157,6 +166,7 @@ impl DispatcherBuilder {
                 clock: self.clock,
                 in_progress_wait: self.in_progress_wait,
                 seed: self.seed,
+                failpoints: self.failpoints,
             }),
         }
     }
@@ -173,6 +183,7 @@ impl Dispatcher {
             clock: Arc::new(SystemClock),
             in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
             seed: SystemClock.now_ms().unsigned_abs(),
+            failpoints: None,
         }
     }
 
@@ -364,7 +375,7 @@ impl Dispatcher {
                 arguments: &canonical,
                 now_ms: self.inner.clock.now_ms(),
                 lease,
-                takeover: false,
+                takeover: descriptor.honours_key,
             })
             .await;
         let attempt = match claim {
@@ -383,9 +394,11 @@ impl Dispatcher {
         let ctx = self
             .ctx(session, call_id, registered)
             .with_idempotency_key(key);
+        self.hit(Failpoint::Claimed);
         let outcome = self
             .attempts(registered, &ctx, &args, Some((store, &owner, lease)))
             .await;
+        self.hit(Failpoint::Executed);
         let now = self.inner.clock.now_ms();
         let result = match outcome {
             Ok(data) => match store.succeed(&owner, data.as_str(), now).await {
@@ -419,7 +432,14 @@ impl Dispatcher {
                 }
             }
         };
+        self.hit(Failpoint::Recorded);
         (ctx.into_call_id(), result)
+    }
+
+    fn hit(&self, point: Failpoint) {
+        if let Some(failpoints) = &self.inner.failpoints {
+            failpoints.hit(point);
+        }
     }
 
     /// How long a claim holds: every attempt's deadline and every backoff, plus a margin.
@@ -524,6 +544,8 @@ impl Dispatcher {
             let transient = match err.kind() {
                 ErrorKind::Unavailable | ErrorKind::RateLimited => true,
                 ErrorKind::Timeout => descriptor.side_effect.is_read(),
+                // Sent, maybe applied: safe to send again only under a key the provider honours.
+                ErrorKind::OutcomeUnknown => descriptor.honours_key,
                 _ => false,
             };
             if !transient {

@@ -27,6 +27,7 @@ pub(crate) const KEYS: &[&str] = &[
     "rate_limit",
     "reconcile",
     "resource",
+    "honours_key",
 ];
 
 /// The keys of `retry(...)`.
@@ -53,6 +54,7 @@ fn example(key: &str) -> &'static str {
         "rate_limit" => "rate_limit = \"20/min\"",
         "reconcile" => "reconcile = find_refund",
         "resource" => "resource = order_id",
+        "honours_key" => "honours_key = true",
         "max_attempts" => "max_attempts = 4",
         "base" => "base = \"100ms\"",
         "max" => "max = \"5s\"",
@@ -107,6 +109,7 @@ pub(crate) struct ToolAttr {
     pub(crate) rate_limit: Option<At<(u32, u64)>>,
     pub(crate) reconcile: Option<At<Path>>,
     pub(crate) resource: Option<At<Ident>>,
+    pub(crate) honours_key: Option<At<bool>>,
     /// Keys that were given with a value already reported as an error. Checks between keys skip
     /// them: a rejected `side_effect` is not the default `"read"`, a rejected `approval_field`
     /// is not a missing one.
@@ -212,6 +215,7 @@ impl ToolAttr {
             "rate_limit" => set!(rate_limit, rate(meta, errors)?),
             "reconcile" => set!(reconcile, Some(reconcile(meta)?)),
             "resource" => set!(resource, Some(argument_name(meta, "resource")?)),
+            "honours_key" => set!(honours_key, boolean(meta, "honours_key", errors)?),
             // Unknown keys were reported above.
             _ => {}
         }
@@ -809,6 +813,26 @@ fn retry_key(
         _ => {}
     }
     Ok(())
+}
+
+/// A `key = true | false` value.
+fn boolean(
+    meta: &ParseNestedMeta<'_>,
+    key: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<At<bool>>> {
+    let value = meta.value()?;
+    let tokens = tokens_to_comma(value)?;
+    match syn::parse2::<syn::LitBool>(tokens.clone()) {
+        Ok(lit) => Ok(Some(at(lit.value, lit.span()))),
+        Err(_) => {
+            errors.push(syn::Error::new_spanned(
+                tokens,
+                format!("{key} is a bool: write `{key} = true` or `{key} = false`"),
+            ));
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -208,6 +208,9 @@ fn descriptor(attr: &ToolAttr, tool: &ToolFn, wire_name: &str) -> TokenStream {
         let text = quote!(#path).to_string().replace(' ', "");
         chain.extend(quote!(.with_reconcile(#text)));
     }
+    if attr.honours_key.as_ref().is_some_and(|h| h.value) {
+        chain.extend(quote!(.with_honours_key(true)));
+    }
     if let Some(resource) = &attr.resource {
         let resource = wire(tool, &resource.value.to_string());
         chain.extend(quote!(.with_resource(#resource)));

@@ -168,6 +168,14 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
                 errors,
             );
         }
+        if let Some(honours) = &attr.honours_key {
+            only_writes(
+                honours.key,
+                "honours_key",
+                "reads have no idempotency key to hand on",
+                errors,
+            );
+        }
     }
 
     // Names of arguments must exist; for an `Args<T>` struct the expansion checks the fields.
