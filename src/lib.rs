@@ -38,10 +38,11 @@ pub use tool_core::*;
 /// | `timeout` | `"500ms"`, `"10s"`, `"2min"`, `"1h"` | yes: a read times out; a write becomes `outcome_unknown` |
 /// | `approval_over` | a number above zero, on a write or destructive tool | recorded and stated in the description; the approval workflow acts on it from the approval release |
 /// | `approval_field` | the numeric argument `approval_over` compares; default `amount` | checked at compile time |
-/// | `key` | `[arg, …]`: the arguments that identify the operation; default all | recorded; used from the durable-execution release |
-/// | `key_scope` | `"run"` (default) or `"tenant"` | recorded; used from the durable-execution release |
-/// | `retry(...)` | `max_attempts`, `base`, `max`, `jitter` | recorded; retries run from the durable-execution release |
-/// | `reconcile` | a path to an async fn | checked to exist; called from the durable-execution release |
+/// | `key` | `[arg, …]`: the arguments that identify the operation; default all | yes: the idempotency key is derived from them |
+/// | `key_scope` | `"run"` (default) or `"tenant"` | yes |
+/// | `retry(...)` | `max_attempts`, `base`, `max`, `jitter` | yes: transient faults are retried below the model (writes only while nothing was applied) |
+/// | `reconcile` | a path to an async fn taking the tool's own parameters, returning `Result<Option<T>, ToolError>` | yes: the [`Reconciler`] calls it for unknown outcomes |
+/// | `honours_key` | `true` when the provider applies one idempotency key once | yes: unknown outcomes are retried and dead leases taken over under the same key |
 /// | `rate_limit` | `"N/s"`, `"N/min"`, `"N/h"` | recorded; enforced from the budgets release |
 /// | `resource` | an argument name | recorded; batches serialise on it from the batches release |
 ///

@@ -226,3 +226,25 @@ async fn run_stops_at_shutdown() {
         .await
         .unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pass_purges_only_settled_records_past_the_retention() {
+    let setup = setup();
+    refund_call(&setup, "c1").await;
+    *setup.provider.hang_after_apply.lock().unwrap() = true;
+    let other = ToolCall::new("c2", "refund", json!({"order_id": "ORD-1002", "amount": 5}));
+    setup.dispatcher.dispatch(&session(), other).await.unwrap();
+    *setup.provider.lookup_down.lock().unwrap() = true;
+    let reconciler = Reconciler::new(&setup.dispatcher).retention(Duration::from_secs(3600));
+    assert_eq!(reconciler.run_once().await.unwrap().purged, 0);
+    setup.clock.advance_ms(3_600_001);
+    let report = reconciler.run_once().await.unwrap();
+    assert_eq!(
+        (report.purged, report.still_unknown),
+        (1, 1),
+        "the unknown outcome is kept"
+    );
+    // The purged key may run again: its record is gone after the retention.
+    *setup.provider.hang_after_apply.lock().unwrap() = false;
+    assert_eq!(refund_call(&setup, "c3").await["replayed"], false);
+}

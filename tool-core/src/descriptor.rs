@@ -45,18 +45,17 @@ pub struct ToolDescriptor {
     pub permission: Option<&'static str>,
     /// The approval threshold, on write and destructive tools (enforced from the approval release).
     pub approval: Option<ApprovalPolicy>,
-    /// The arguments that identify the business operation; empty means all of them (used from the
-    /// durable-execution release).
+    /// The arguments that identify the business operation; empty means all of them.
     pub key: &'static [&'static str],
-    /// The scope of idempotency keys (used from the durable-execution release).
+    /// The scope of idempotency keys.
     pub key_scope: KeyScope,
     /// The deadline of one attempt; the dispatcher's default applies when unset.
     pub timeout: Option<Duration>,
-    /// The retry policy (enforced from the durable-execution release).
+    /// The retry policy over the defaults of the side-effect class ([`crate::RetryPolicy`]).
     pub retry: RetrySpec,
     /// The per-tenant rate (enforced from the budgets release).
     pub rate_limit: Option<RateLimit>,
-    /// The path of the reconcile hook, as written (called from the durable-execution release).
+    /// The path of the reconcile hook, as written (the [`crate::Reconciler`] calls it).
     pub reconcile: Option<&'static str>,
     /// The argument whose value serialises writes within a batch (used from the batches release).
     pub resource: Option<&'static str>,

@@ -42,7 +42,7 @@ pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
 pub use failpoint::{Failpoint, Failpoints};
 pub use json_text::JsonText;
 pub use rate_limit::RateLimit;
-pub use reconciler::{DEFAULT_ESCALATE_AFTER, ReconcileReport, Reconciler};
+pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
 pub use result::{CallResult, Explanation, Status};
 pub use retry::{RetryPolicy, RetrySpec};

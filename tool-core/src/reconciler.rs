@@ -13,11 +13,16 @@ use crate::store::{OperationRecord, Resolution, StoreError};
 /// After this many answers of "still unknown", an operation is reported as escalated.
 pub const DEFAULT_ESCALATE_AFTER: u32 = 5;
 
+/// How long `succeeded` and `failed` records are kept before a pass purges them.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// What one pass of the reconciler did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReconcileReport {
     /// Leases that had expired on `processing` writes (crashed workers), now `outcome_unknown`.
     pub expired_leases: u64,
+    /// Terminal records older than the retention, deleted.
+    pub purged: u64,
     /// Unknown outcomes found applied: now `succeeded` with the provider's result.
     pub succeeded: u32,
     /// Unknown outcomes found not applied: now `failed`, so a new call may run them.
@@ -52,6 +57,7 @@ pub struct Reconciler {
     dispatcher: Dispatcher,
     escalate_after: u32,
     batch: u32,
+    retention: Duration,
 }
 
 impl Reconciler {
@@ -61,6 +67,7 @@ impl Reconciler {
             dispatcher: dispatcher.clone(),
             escalate_after: DEFAULT_ESCALATE_AFTER,
             batch: 100,
+            retention: DEFAULT_RETENTION,
         }
     }
 
@@ -71,13 +78,21 @@ impl Reconciler {
         self
     }
 
+    /// How long `succeeded` and `failed` records are kept (default [`DEFAULT_RETENTION`]).
+    /// `processing` and `outcome_unknown` records are never purged.
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
     /// How many unknown operations one pass looks at, at most (default 100).
     pub fn batch(mut self, batch: u32) -> Self {
         self.batch = batch.max(1);
         self
     }
 
-    /// One pass: expire dead leases, then ask about every unknown outcome (up to the batch).
+    /// One pass: expire dead leases, ask about every unknown outcome (up to the batch), purge
+    /// terminal records past the retention.
     /// A dispatcher without a store has nothing to reconcile.
     pub async fn run_once(&self) -> Result<ReconcileReport, StoreError> {
         let Some(store) = self.dispatcher.store() else {
@@ -119,6 +134,10 @@ impl Reconciler {
                 }
             }
         }
+        let retention = i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX);
+        report.purged = store
+            .purge(self.dispatcher.now_ms().saturating_sub(retention))
+            .await?;
         Ok(report)
     }
 
