@@ -47,7 +47,7 @@ pub(crate) fn attempt(attempt: u32) -> i64 {
     i64::from(attempt)
 }
 
-fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T, StoreError>
+pub(crate) fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T, StoreError>
 where
     T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
 {

@@ -19,10 +19,12 @@ const CLAIM_ROUNDS: usize = 3;
 /// and machines.
 ///
 /// One row a `(tenant, key)` in the table `toolgate_operations`, whose primary key is that
-/// pair. A claim is one `INSERT`; when the key exists (a unique violation), the row is read
-/// `FOR UPDATE` and settled in the same transaction, so two claims never both acquire. Every
-/// write of a worker is one `UPDATE … WHERE state = 'processing' AND attempt = $n`: when no row
-/// matches, the claim was lost and the write changes nothing.
+/// pair. A claim is one statement, one round trip: an `INSERT … ON CONFLICT DO NOTHING` that
+/// also reads the record already under the key, so a new key is acquired and a replay answered
+/// at once. Only a record the claim must change (`failed`, or an expired lease) is read again
+/// `FOR UPDATE` and settled in a transaction, so two claims never both acquire. Every write of a
+/// worker is one `UPDATE … WHERE state = 'processing' AND attempt = $n`: when no row matches,
+/// the claim was lost and the write changes nothing.
 ///
 /// Cloning is cheap: clones share one connection pool.
 ///
@@ -81,13 +83,22 @@ impl PostgresStore {
         &self.pool
     }
 
-    /// Inserts a new record in `processing`, attempt 1. `Ok(false)` when the key exists.
-    async fn insert(&self, request: &ClaimRequest<'_>) -> Result<bool, StoreError> {
-        let inserted = sqlx::query(
+    /// Inserts a new record in `processing`, attempt 1, or reads the record under the key, in
+    /// one statement. The insert skips a key that exists (no error, no dead row), and the
+    /// statement's snapshot, taken before it, cannot see its own insert: the record read is
+    /// always one that was there before.
+    async fn insert_or_read(&self, request: &ClaimRequest<'_>) -> Result<Inserted, StoreError> {
+        let row = sqlx::query(concat!(
+            "WITH inserted AS (",
             "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
              arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
-             VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7)",
-        )
+             VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7) \
+             ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
+             SELECT EXISTS (SELECT FROM inserted) AS acquired, ",
+            columns!(),
+            " FROM (VALUES (1)) AS one LEFT JOIN toolgate_operations \
+             ON tenant_id = $1 AND idempotency_key = $2"
+        ))
         .bind(request.tenant)
         .bind(request.key)
         .bind(request.tool)
@@ -95,12 +106,15 @@ impl PostgresStore {
         .bind(request.arguments)
         .bind(request.lease_until_ms())
         .bind(request.now_ms)
-        .execute(&self.pool)
-        .await;
-        match inserted {
-            Ok(_) => Ok(true),
-            Err(error) if is_unique_violation(&error) => Ok(false),
-            Err(error) => Err(backend(error)),
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend)?;
+        if row::get(&row, "acquired")? {
+            return Ok(Inserted::Acquired);
+        }
+        match row::get::<Option<String>>(&row, "tenant_id")? {
+            Some(_) => Ok(Inserted::Existing(row::record(&row)?)),
+            None => Ok(Inserted::Unseen),
         }
     }
 
@@ -124,44 +138,41 @@ impl PostgresStore {
         let Some(row) = row else {
             return Ok(None);
         };
-        let record = row::record(&row)?;
-        let expired =
-            record.state == OperationState::Processing && record.lease_until_ms <= request.now_ms;
-        let claim = if record.request_hash != request.request_hash {
-            // Another request under this key: answer, and write nothing.
-            Claim::Conflict { tool: record.tool }
-        } else if record.state == OperationState::Failed || (expired && request.takeover) {
-            let attempt: i64 = sqlx::query_scalar(
-                "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
-                 lease_until_ms = $3, updated_ms = $4 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
-            )
-            .bind(request.tenant)
-            .bind(request.key)
-            .bind(request.lease_until_ms())
-            .bind(request.now_ms)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
-            let attempt = u32::try_from(attempt)
-                .map_err(|_| StoreError::Corrupt(format!("attempt {attempt} is out of range")))?;
-            Claim::Acquired { attempt }
-        } else if expired {
-            // The worker's lease ran out while it may have acted: from now on nobody knows.
-            let row = sqlx::query(concat!(
-                "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $3 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING ",
-                columns!()
-            ))
-            .bind(request.tenant)
-            .bind(request.key)
-            .bind(request.now_ms)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
-            Claim::Existing(row::record(&row)?)
-        } else {
-            Claim::Existing(record)
+        let claim = match Next::after(request, row::record(&row)?) {
+            Next::Answer(claim) => claim,
+            Next::Reclaim => {
+                let attempt: i64 = sqlx::query_scalar(
+                    "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
+                     lease_until_ms = $3, updated_ms = $4 \
+                     WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
+                )
+                .bind(request.tenant)
+                .bind(request.key)
+                .bind(request.lease_until_ms())
+                .bind(request.now_ms)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(backend)?;
+                let attempt = u32::try_from(attempt).map_err(|_| {
+                    StoreError::Corrupt(format!("attempt {attempt} is out of range"))
+                })?;
+                Claim::Acquired { attempt }
+            }
+            Next::Unknown => {
+                // The worker's lease ran out while it may have acted: from now on nobody knows.
+                let row = sqlx::query(concat!(
+                    "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $3 \
+                     WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING ",
+                    columns!()
+                ))
+                .bind(request.tenant)
+                .bind(request.key)
+                .bind(request.now_ms)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(backend)?;
+                Claim::Existing(row::record(&row)?)
+            }
         };
         tx.commit().await.map_err(backend)?;
         Ok(Some(claim))
@@ -209,8 +220,15 @@ impl PostgresStore {
 impl OperationStore for PostgresStore {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
         for _ in 0..CLAIM_ROUNDS {
-            if self.insert(&request).await? {
-                return Ok(Claim::Acquired { attempt: 1 });
+            match self.insert_or_read(&request).await? {
+                Inserted::Acquired => return Ok(Claim::Acquired { attempt: 1 }),
+                Inserted::Existing(record) => match Next::after(&request, record) {
+                    Next::Answer(claim) => return Ok(claim),
+                    // The record must change: under a row lock, from its latest version.
+                    Next::Reclaim | Next::Unknown => {}
+                },
+                // Claimed by a worker that committed while this claim waited on it, or purged.
+                Inserted::Unseen => {}
             }
             if let Some(claim) = self.claim_existing(&request).await? {
                 return Ok(claim);
@@ -366,12 +384,50 @@ impl OperationStore for PostgresStore {
     }
 }
 
-/// Whether `error` is PostgreSQL's unique violation (SQLSTATE 23505), asked of sqlx, never
-/// read from the message.
-fn is_unique_violation(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .is_some_and(|error| error.is_unique_violation())
+/// What the claim's insert found.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "matched once, right where it is made: boxing would allocate on every claim"
+)]
+enum Inserted {
+    /// No record: this claim inserted it.
+    Acquired,
+    /// The record under the key, as the statement's snapshot saw it.
+    Existing(OperationRecord),
+    /// A record exists that the statement's snapshot does not show.
+    Unseen,
+}
+
+/// What a claim does with the record under its key.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "matched once, right where it is made: boxing would allocate on every claim"
+)]
+enum Next {
+    /// Answers, and writes nothing.
+    Answer(Claim),
+    /// Takes the operation again, attempt + 1: it failed, or its expired lease may be taken over.
+    Reclaim,
+    /// Turns an expired lease into `outcome_unknown` and answers the record.
+    Unknown,
+}
+
+impl Next {
+    /// What a claim of `request` does with `record`, as of the version it read.
+    fn after(request: &ClaimRequest<'_>, record: OperationRecord) -> Next {
+        let expired =
+            record.state == OperationState::Processing && record.lease_until_ms <= request.now_ms;
+        if record.request_hash != request.request_hash {
+            // Another request under this key: answer, and write nothing.
+            Next::Answer(Claim::Conflict { tool: record.tool })
+        } else if record.state == OperationState::Failed || (expired && request.takeover) {
+            Next::Reclaim
+        } else if expired {
+            Next::Unknown
+        } else {
+            Next::Answer(Claim::Existing(record))
+        }
+    }
 }
 
 fn backend(error: sqlx::Error) -> StoreError {

@@ -194,3 +194,52 @@ async fn two_processes_racing_for_200_keys_acquire_each_once() {
     .unwrap();
     assert_eq!((rows, attempts), (KEYS as i64, KEYS as i64));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_waited_on_another_uncommitted_claim_answers_its_record() {
+    let store = process_store(&test_database().await).await;
+    // Another process's claim of the key: inserted, not committed yet.
+    let mut other = store.pool().begin().await.unwrap();
+    tool_store_postgres::sqlx::query(
+        "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+         arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
+         VALUES ('acme', 'raced', 'issue_refund', 'h1', '{}', 'processing', 1, $1, $2, $2)",
+    )
+    .bind(T0 + 30_000)
+    .bind(T0)
+    .execute(&mut *other)
+    .await
+    .unwrap();
+    let claim = tokio::spawn({
+        let store = store.clone();
+        async move { store.claim(request("raced")).await }
+    });
+    // Once the claim waits on the other's row, its statement began before the row was
+    // committed, so the statement cannot see the row it collided with.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: bool = tool_store_postgres::sqlx::query_scalar(
+            "SELECT EXISTS (SELECT FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock')",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        if waiting {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the claim never waited on the uncommitted row"
+        );
+        tokio::task::yield_now().await;
+    }
+    other.commit().await.unwrap();
+    match claim.await.unwrap().expect("claim") {
+        Claim::Existing(record) => assert_eq!(
+            (record.state, record.attempt, record.key.as_str()),
+            (OperationState::Processing, 1, "raced")
+        ),
+        other => panic!("expected the other's claim in progress, got {other:?}"),
+    }
+}

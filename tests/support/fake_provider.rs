@@ -1,0 +1,453 @@
+//! A fake payment provider: it refunds orders under an idempotency key, keeps a durable ledger of
+//! every refund it applied, and misbehaves when told to. No HTTP here: the crash and retry tests
+//! call it in process, and an HTTP server can wrap the same core.
+//!
+//! Include it with `#[path = "support/fake_provider.rs"] mod fake_provider;` from a test, or
+//! `#[path = "../tests/support/fake_provider.rs"] mod fake_provider;` from an example (add
+//! `#[allow(dead_code)]` on that line if the example uses only part of it).
+//!
+//! # The ledger
+//!
+//! One JSON object a line, one line a refund, appended to a file. The ledger must survive a
+//! `SIGKILL` of the process that calls the provider, since the crash tests count its lines after
+//! the kill. Each refund is one `write(2)` on a file opened with `O_APPEND`: once it returns, the
+//! line is in the kernel's page cache, which a killed process cannot take back (a power loss
+//! could, which this fake does not model, so it never fsyncs). Every request reads the ledger
+//! again under an advisory lock on the file (`File::lock`), so two processes, or a process and
+//! its restarted successor, agree on it. JSON Lines rather than SQLite: no dependency the tests
+//! and examples do not already have, and a failing test's ledger can be read with `cat`. The
+//! ledger is small (a test applies tens of refunds), so reading it whole per request is cheap.
+//!
+//! # Faults
+//!
+//! [`FakeProvider::inject`] scripts the next requests of an operation, first in, first out:
+//! see [`Fault`]. Requests with no fault left behave. The script and the request counts live in
+//! memory: they are instructions to this process, not provider state.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toolgate::ToolError;
+
+/// Whether the provider applies one idempotency key once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyMode {
+    /// A second refund under a key answers the first refund and applies nothing.
+    Honours,
+    /// Every refund is a new one, whatever its key (the key is kept, so lookups still work).
+    Ignores,
+}
+
+/// The requests the provider serves; faults are scripted per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// [`FakeProvider::refund`].
+    Refund,
+    /// [`FakeProvider::lookup`].
+    Lookup,
+}
+
+/// How one request misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Answers 503 ([`ToolError::unavailable`]); nothing is applied.
+    UnavailableBeforeApply,
+    /// Applies the request, then never answers: the caller's deadline passes.
+    TimeoutAfterApply,
+    /// Applies the request, then drops the connection
+    /// ([`ToolError::outcome_unknown`]`("connection reset")`).
+    ResetAfterApply,
+    /// Waits this long, then serves the request as usual. A caller that gives up first (drops
+    /// the future) sent a request that was never applied.
+    Slow(Duration),
+}
+
+/// One refund the provider applied: a line of the ledger, and what a refund request answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Refund {
+    /// The provider's id, `re_000001` for the first line of the ledger.
+    pub(crate) refund_id: String,
+    /// The idempotency key the refund was requested under.
+    pub(crate) key: String,
+    /// The refunded order.
+    pub(crate) order_id: String,
+    /// The amount, in cents.
+    pub(crate) amount_cents: i64,
+}
+
+/// Called with each new refund once it is in the ledger, before the provider answers.
+type AppliedHook = Box<dyn Fn(&Refund) + Send + Sync>;
+
+/// The provider: a ledger file, a key mode, a fault script per operation.
+pub(crate) struct FakeProvider {
+    ledger: PathBuf,
+    mode: KeyMode,
+    faults: Mutex<[VecDeque<Fault>; 2]>,
+    requests: [AtomicU32; 2],
+    on_applied: Option<AppliedHook>,
+}
+
+impl std::fmt::Debug for FakeProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeProvider")
+            .field("ledger", &self.ledger)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeProvider {
+    /// A provider whose ledger is the file at `ledger`: created empty if missing, or read as a
+    /// restarted provider would, refunds and ids continuing where they stopped.
+    pub(crate) fn open(ledger: impl Into<PathBuf>, mode: KeyMode) -> io::Result<Self> {
+        let ledger = ledger.into();
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&ledger)?;
+        file.lock_shared()?;
+        read_ledger(&file, &ledger)?;
+        Ok(FakeProvider {
+            ledger,
+            mode,
+            faults: Mutex::default(),
+            requests: Default::default(),
+            on_applied: None,
+        })
+    }
+
+    /// Calls `hook` with each new refund once it is in the ledger and before the provider
+    /// answers (not for a refund answered again under a honoured key). A crash test stops the
+    /// process there: applied, never answered.
+    pub(crate) fn on_applied(mut self, hook: impl Fn(&Refund) + Send + Sync + 'static) -> Self {
+        self.on_applied = Some(Box::new(hook));
+        self
+    }
+
+    /// The next `times` requests of `operation` (after those already scripted) misbehave as
+    /// `fault` says.
+    pub(crate) fn inject(&self, operation: Operation, fault: Fault, times: u32) {
+        let mut faults = self
+            .faults
+            .lock()
+            .expect("the fault script lock is never poisoned");
+        faults[operation as usize].extend((0..times).map(|_| fault));
+    }
+
+    /// Forgets every scripted fault.
+    pub(crate) fn clear_faults(&self) {
+        let mut faults = self
+            .faults
+            .lock()
+            .expect("the fault script lock is never poisoned");
+        faults.iter_mut().for_each(VecDeque::clear);
+    }
+
+    /// How many requests of `operation` this provider received, misbehaving ones included.
+    pub(crate) fn requests(&self, operation: Operation) -> u32 {
+        self.requests[operation as usize].load(Ordering::SeqCst)
+    }
+
+    /// Every refund applied so far, oldest first.
+    pub(crate) fn ledger(&self) -> io::Result<Vec<Refund>> {
+        let file = File::open(&self.ledger)?;
+        file.lock_shared()?;
+        read_ledger(&file, &self.ledger)
+    }
+
+    /// Refunds `amount_cents` on `order_id` under the idempotency `key`, and answers the refund.
+    /// With [`KeyMode::Honours`], a key already in the ledger answers its refund and applies
+    /// nothing.
+    pub(crate) async fn refund(
+        &self,
+        key: &str,
+        order_id: &str,
+        amount_cents: i64,
+    ) -> Result<Refund, ToolError> {
+        let fault = self.arrive(Operation::Refund).await?;
+        let (refund, applied) = self
+            .apply(key, order_id, amount_cents)
+            .map_err(|err| self.ledger_failed(&err))?;
+        if let (true, Some(hook)) = (applied, &self.on_applied) {
+            hook(&refund);
+        }
+        answer(fault, refund).await
+    }
+
+    /// The first refund applied under `key`, if any: what a reconcile hook asks.
+    pub(crate) async fn lookup(&self, key: &str) -> Result<Option<Refund>, ToolError> {
+        let fault = self.arrive(Operation::Lookup).await?;
+        let found = self
+            .ledger()
+            .map_err(|err| self.ledger_failed(&err))?
+            .into_iter()
+            .find(|refund| refund.key == key);
+        answer(fault, found).await
+    }
+
+    /// Counts a request and plays the part of its fault that comes before applying it.
+    async fn arrive(&self, operation: Operation) -> Result<Option<Fault>, ToolError> {
+        self.requests[operation as usize].fetch_add(1, Ordering::SeqCst);
+        let fault = self
+            .faults
+            .lock()
+            .expect("the fault script lock is never poisoned")[operation as usize]
+            .pop_front();
+        match fault {
+            Some(Fault::UnavailableBeforeApply) => Err(ToolError::unavailable(
+                "the payment provider answered 503 Service Unavailable",
+            )
+            .why("the fake provider was told to fail this request before applying it")),
+            Some(Fault::Slow(wait)) => {
+                tokio::time::sleep(wait).await;
+                Ok(fault)
+            }
+            _ => Ok(fault),
+        }
+    }
+
+    /// Appends the refund to the ledger, unless the key is honoured and already there. Answers
+    /// the refund and whether it is new.
+    fn apply(&self, key: &str, order_id: &str, amount_cents: i64) -> io::Result<(Refund, bool)> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.ledger)?;
+        // Held until `file` is dropped, or the process dies.
+        file.lock()?;
+        let refunds = read_ledger(&file, &self.ledger)?;
+        if self.mode == KeyMode::Honours
+            && let Some(first) = refunds.iter().find(|refund| refund.key == key)
+        {
+            return Ok((first.clone(), false));
+        }
+        let refund = Refund {
+            refund_id: format!("re_{:06}", refunds.len() + 1),
+            key: key.to_owned(),
+            order_id: order_id.to_owned(),
+            amount_cents,
+        };
+        let mut line = serde_json::to_vec(&refund)?;
+        line.push(b'\n');
+        // One write(2) of one short line, appended: in the page cache when it returns.
+        file.write_all(&line)?;
+        file.flush()?;
+        Ok((refund, true))
+    }
+
+    fn ledger_failed(&self, err: &io::Error) -> ToolError {
+        ToolError::internal(format!(
+            "the fake provider's ledger {} failed",
+            self.ledger.display()
+        ))
+        .why(err.to_string())
+    }
+}
+
+/// The part of a request's fault that comes after it was applied.
+async fn answer<T>(fault: Option<Fault>, value: T) -> Result<T, ToolError> {
+    match fault {
+        Some(Fault::TimeoutAfterApply) => std::future::pending().await,
+        Some(Fault::ResetAfterApply) => Err(ToolError::outcome_unknown("connection reset")
+            .why("the fake provider applied the request, then dropped the connection")),
+        _ => Ok(value),
+    }
+}
+
+/// Every refund in the ledger `file`, which the caller holds locked. A last line without its
+/// newline (a write torn by a power loss or a full disk) is an error, never skipped.
+fn read_ledger(mut file: &File, path: &Path) -> io::Result<Vec<Refund>> {
+    file.seek(io::SeekFrom::Start(0))?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the ledger {} ends in a torn line", path.display()),
+        ));
+    }
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| {
+            serde_json::from_str(line).map_err(|err| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("line {} of the ledger {}: {err}", n + 1, path.display()),
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(dir: &tempfile::TempDir, mode: KeyMode) -> FakeProvider {
+        FakeProvider::open(dir.path().join("ledger.jsonl"), mode).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_honoured_key_is_applied_once_and_answered_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        let first = provider.refund("k1", "ORD-1", 500).await.unwrap();
+        let again = provider.refund("k1", "ORD-1", 500).await.unwrap();
+        assert_eq!(again, first);
+        assert_eq!(first.refund_id, "re_000001");
+        assert_eq!(provider.ledger().unwrap(), [first]);
+        assert_eq!(provider.requests(Operation::Refund), 2);
+    }
+
+    #[tokio::test]
+    async fn an_ignored_key_is_applied_every_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Ignores);
+        let first = provider.refund("k1", "ORD-1", 500).await.unwrap();
+        let second = provider.refund("k1", "ORD-1", 500).await.unwrap();
+        assert_ne!(first.refund_id, second.refund_id);
+        assert_eq!(provider.ledger().unwrap(), [first.clone(), second]);
+        assert_eq!(
+            provider.lookup("k1").await.unwrap(),
+            Some(first),
+            "a lookup answers the first refund under the key"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_ledger_outlives_the_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = provider(&dir, KeyMode::Honours)
+            .refund("k1", "ORD-1", 500)
+            .await
+            .unwrap();
+        let restarted = provider(&dir, KeyMode::Honours);
+        assert_eq!(restarted.lookup("k1").await.unwrap(), Some(first.clone()));
+        assert_eq!(
+            restarted.refund("k1", "ORD-1", 500).await.unwrap(),
+            first,
+            "the key is still honoured"
+        );
+        let second = restarted.refund("k2", "ORD-2", 700).await.unwrap();
+        assert_eq!(second.refund_id, "re_000002", "ids continue");
+        let text = std::fs::read_to_string(dir.path().join("ledger.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    #[tokio::test]
+    async fn unavailable_before_apply_applies_nothing_for_the_times_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        provider.inject(Operation::Refund, Fault::UnavailableBeforeApply, 2);
+        for _ in 0..2 {
+            let err = provider.refund("k1", "ORD-1", 500).await.unwrap_err();
+            assert_eq!(err.kind(), toolgate::ErrorKind::Unavailable);
+        }
+        assert!(provider.ledger().unwrap().is_empty());
+        provider.refund("k1", "ORD-1", 500).await.unwrap();
+        assert_eq!(provider.ledger().unwrap().len(), 1);
+        assert_eq!(provider.requests(Operation::Refund), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeout_after_apply_applies_and_never_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        provider.inject(Operation::Refund, Fault::TimeoutAfterApply, 1);
+        let answer = tokio::time::timeout(
+            Duration::from_secs(3600),
+            provider.refund("k1", "ORD-1", 500),
+        )
+        .await;
+        assert!(answer.is_err(), "no answer within the hour: {answer:?}");
+        assert_eq!(provider.ledger().unwrap().len(), 1, "applied");
+    }
+
+    #[tokio::test]
+    async fn reset_after_apply_applies_then_the_outcome_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Ignores);
+        provider.inject(Operation::Refund, Fault::ResetAfterApply, 1);
+        let err = provider.refund("k1", "ORD-1", 500).await.unwrap_err();
+        assert_eq!(err.kind(), toolgate::ErrorKind::OutcomeUnknown);
+        assert_eq!(err.what(), "connection reset");
+        assert_eq!(provider.ledger().unwrap().len(), 1, "applied");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_waits_then_serves() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        provider.inject(
+            Operation::Refund,
+            Fault::Slow(Duration::from_millis(750)),
+            1,
+        );
+        let started = tokio::time::Instant::now();
+        provider.refund("k1", "ORD-1", 500).await.unwrap();
+        assert_eq!(started.elapsed(), Duration::from_millis(750));
+        // A caller that gives up first sent a request that was never applied.
+        provider.inject(
+            Operation::Refund,
+            Fault::Slow(Duration::from_millis(750)),
+            1,
+        );
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(100),
+            provider.refund("k2", "ORD-2", 500),
+        )
+        .await;
+        assert!(gave_up.is_err());
+        assert_eq!(provider.ledger().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_lookup_finds_a_key_and_has_faults_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        let refund = provider.refund("k1", "ORD-1", 500).await.unwrap();
+        assert_eq!(provider.lookup("k1").await.unwrap(), Some(refund));
+        assert_eq!(provider.lookup("k2").await.unwrap(), None);
+        provider.inject(Operation::Lookup, Fault::UnavailableBeforeApply, 1);
+        assert!(provider.lookup("k1").await.is_err());
+        assert_eq!(provider.requests(Operation::Lookup), 3);
+        assert_eq!(
+            provider.requests(Operation::Refund),
+            1,
+            "refund faults are scripted apart"
+        );
+        provider.inject(Operation::Lookup, Fault::ResetAfterApply, 1);
+        provider.clear_faults();
+        assert!(provider.lookup("k1").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn the_applied_hook_sees_each_new_refund_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let provider = provider(&dir, KeyMode::Honours).on_applied({
+            let seen = seen.clone();
+            move |refund| seen.lock().unwrap().push(refund.refund_id.clone())
+        });
+        provider.refund("k1", "ORD-1", 500).await.unwrap();
+        provider.refund("k1", "ORD-1", 500).await.unwrap();
+        provider.refund("k2", "ORD-2", 900).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["re_000001", "re_000002"]);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        std::fs::write(&path, "{\"refund_id\":\"re_000001\",\"key\":\"k1\"").unwrap();
+        let err = FakeProvider::open(&path, KeyMode::Honours).unwrap_err();
+        assert!(err.to_string().contains("torn line"), "{err}");
+    }
+}
