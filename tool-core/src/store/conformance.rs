@@ -68,6 +68,7 @@ where
 {
     first_claim_acquires_attempt_one(&make().await).await;
     a_replay_returns_the_stored_result(&make().await).await;
+    reordered_arguments_are_the_same_request(&make().await).await;
     another_request_under_the_same_key_is_a_conflict_and_stores_nothing(&make().await).await;
     tenants_never_share_records(&make().await).await;
     a_stale_attempt_cannot_overwrite(&make().await).await;
@@ -118,6 +119,40 @@ pub async fn a_replay_returns_the_stored_result(store: &dyn OperationStore) {
             }
             other => panic!("expected the stored result, got {other:?}"),
         }
+    }
+}
+
+/// Arguments whose keys come in another order, with other spacing, are the same request: the
+/// runtime's canonical hash makes them one, and the store answers the stored outcome.
+pub async fn reordered_arguments_are_the_same_request(store: &dyn OperationStore) {
+    use crate::idempotency::{canonical_json, request_hash};
+    let first: serde_json::Value = serde_json::from_str(
+        r#"{"order_id": "ORD-1001", "amount": 500, "note": {"b": 1, "a": 2}}"#,
+    )
+    .expect("JSON");
+    let second: serde_json::Value =
+        serde_json::from_str(r#"{ "note":{"a":2,"b":1},"amount":500,"order_id":"ORD-1001" }"#)
+            .expect("JSON");
+    let (text_1, text_2) = (canonical_json(&first), canonical_json(&second));
+    let (hash_1, hash_2) = (
+        request_hash("issue_refund", &text_1),
+        request_hash("issue_refund", &text_2),
+    );
+    let mut claim = request("acme", "k1", &hash_1, T0);
+    claim.arguments = &text_1;
+    let attempt = acquire(store, claim).await;
+    store
+        .succeed(&owner("acme", "k1", attempt), r#""done""#, T0 + 1)
+        .await
+        .unwrap();
+    let mut again = request("acme", "k1", &hash_2, T0 + 2);
+    again.arguments = &text_2;
+    match store.claim(again).await.unwrap() {
+        Claim::Existing(record) => {
+            assert_eq!(record.result.as_deref(), Some(r#""done""#));
+            assert_eq!(record.arguments, text_1);
+        }
+        other => panic!("reordered arguments were not the same request: {other:?}"),
     }
 }
 
