@@ -529,7 +529,9 @@ impl Dispatcher {
         let descriptor = registered.descriptor();
         let policy = RetryPolicy::of(descriptor);
         let timeout = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        let budget_end = tokio::time::Instant::now() + timeout.saturating_mul(policy.max_attempts);
+        // The total deadline: every remaining attempt's, counted from the first failure (read
+        // lazily, so a call that succeeds at once reads the clock only for its deadline).
+        let mut budget_end: Option<tokio::time::Instant> = None;
         let mut delays: Option<Backoff> = None;
         let mut attempt = 1;
         loop {
@@ -566,7 +568,10 @@ impl Dispatcher {
             if let Some(after) = err.retry_after() {
                 delay = delay.max(after);
             }
-            if tokio::time::Instant::now() + delay >= budget_end {
+            let now = tokio::time::Instant::now();
+            let budget_end = *budget_end
+                .get_or_insert_with(|| now + timeout.saturating_mul(policy.max_attempts - attempt));
+            if now + delay >= budget_end {
                 return Err((exhausted(descriptor.name, err, attempt), attempt));
             }
             if let Some((store, owner, lease)) = write {
