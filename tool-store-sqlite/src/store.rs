@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqlitePool};
 use tool_core::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
-    StoreError,
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
+    Resolution, StoreError,
 };
 
 use crate::error::backend;
@@ -63,6 +63,27 @@ impl SqliteStore {
 
     /// Runs an owner-checked write: `sql` ends with `tenant_id = ? AND idempotency_key = ? AND
     /// state = 'processing' AND attempt = ?`, bound here; no row changed means the claim is lost.
+    /// Moves an owned `processing` record to `state`, appending `error`.
+    async fn settle_with_error(
+        &self,
+        owner: &Owner,
+        state: OperationState,
+        error: &AttemptError,
+        now_ms: i64,
+        doing: &'static str,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET state = ?1, \
+                 errors = json_insert(errors, '$[#]', json(?2)), updated_ms = ?3 \
+             WHERE tenant_id = ?4 AND idempotency_key = ?5 \
+               AND state = 'processing' AND attempt = ?6",
+        )
+        .bind(state.as_str())
+        .bind(error_json(error)?)
+        .bind(now_ms);
+        self.owned(owner, query, doing).await
+    }
+
     async fn owned(
         &self,
         owner: &Owner,
@@ -116,15 +137,14 @@ impl OperationStore for SqliteStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let query = sqlx::query(
-            "UPDATE operations SET state = 'failed', \
-                 errors = json_insert(errors, '$[#]', json(?1)), updated_ms = ?2 \
-             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
-               AND state = 'processing' AND attempt = ?5",
+        self.settle_with_error(
+            owner,
+            OperationState::Failed,
+            error,
+            now_ms,
+            "record a failure",
         )
-        .bind(error_json(error)?)
-        .bind(now_ms);
-        self.owned(owner, query, "record a failure").await
+        .await
     }
 
     async fn mark_unknown(
@@ -133,15 +153,14 @@ impl OperationStore for SqliteStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let query = sqlx::query(
-            "UPDATE operations SET state = 'outcome_unknown', \
-                 errors = json_insert(errors, '$[#]', json(?1)), updated_ms = ?2 \
-             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
-               AND state = 'processing' AND attempt = ?5",
+        self.settle_with_error(
+            owner,
+            OperationState::OutcomeUnknown,
+            error,
+            now_ms,
+            "record an unknown outcome",
         )
-        .bind(error_json(error)?)
-        .bind(now_ms);
-        self.owned(owner, query, "record an unknown outcome").await
+        .await
     }
 
     async fn record_retry(

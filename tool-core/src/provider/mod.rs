@@ -101,11 +101,7 @@ pub trait WireFormat {
     /// same calls as [`WireFormat::parse_calls`] on the parsed text. Formats may read well-formed
     /// turns without building a JSON tree for the whole message.
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        let turn: Value = serde_json::from_str(turn).map_err(|err| FormatError {
-            format: self.name(),
-            reason: format!("the turn is not valid JSON: {err}"),
-        })?;
-        self.parse_calls(&turn)
+        self.parse_calls(&turn_json(self.name(), turn)?)
     }
 
     /// The message (or messages) that answer a turn: one result per report, in order.
@@ -115,6 +111,14 @@ pub trait WireFormat {
     fn render_results_text(&self, reports: &[CallReport]) -> String {
         self.render_results(reports).to_string()
     }
+}
+
+/// A turn's JSON text parsed, or the error saying it is not JSON.
+pub(crate) fn turn_json(format: &'static str, turn: &str) -> Result<Value, FormatError> {
+    serde_json::from_str(turn).map_err(|err| FormatError {
+        format,
+        reason: format!("the turn is not valid JSON: {err}"),
+    })
 }
 
 #[cfg(test)]

@@ -116,11 +116,7 @@ impl WireFormat for OpenAiChat {
         {
             return Ok(calls);
         }
-        let turn: Value = serde_json::from_str(turn).map_err(|err| FormatError {
-            format: self.name(),
-            reason: format!("the turn is not valid JSON: {err}"),
-        })?;
-        self.parse_calls(&turn)
+        self.parse_calls(&super::turn_json(self.name(), turn)?)
     }
 
     /// The same messages as [`WireFormat::render_results`], written without a JSON tree.

@@ -33,6 +33,21 @@ impl MemoryStore {
         f(&mut records)
     }
 
+    /// Moves an owned `processing` record to `state`, appending `error`.
+    fn settle_with_error(
+        &self,
+        owner: &Owner,
+        state: OperationState,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.state = state;
+            record.errors.push(error.clone());
+            record.updated_ms = now_ms;
+        })
+    }
+
     fn owned<T>(
         &self,
         owner: &Owner,
@@ -119,11 +134,7 @@ impl OperationStore for MemoryStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.owned(owner, |record| {
-            record.state = OperationState::Failed;
-            record.errors.push(error.clone());
-            record.updated_ms = now_ms;
-        })
+        self.settle_with_error(owner, OperationState::Failed, error, now_ms)
     }
 
     async fn mark_unknown(
@@ -132,11 +143,7 @@ impl OperationStore for MemoryStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.owned(owner, |record| {
-            record.state = OperationState::OutcomeUnknown;
-            record.errors.push(error.clone());
-            record.updated_ms = now_ms;
-        })
+        self.settle_with_error(owner, OperationState::OutcomeUnknown, error, now_ms)
     }
 
     async fn record_retry(
