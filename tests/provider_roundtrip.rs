@@ -13,7 +13,7 @@ use toolgate::provider::{Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses, Wi
 fn dispatcher() -> Dispatcher {
     Dispatcher::builder(shop::registry())
         .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
-        .state(shop::Shop::default())
+        .state(shop::Provider::new(shop::Shop::default()))
         .build()
 }
 

@@ -1,92 +1,187 @@
-//! The demo shop of the refund desk: four orders and the two tools the model may call.
+//! The demo shop of the refund desk: four orders, the payment provider the tools talk to, and the
+//! two tools the model may call.
+//!
+//! The tools reach the provider through a [`Provider`] in the dispatcher's state. The refund desk
+//! gives them an HTTP client of the fake payment provider (`examples/payments/`); the catalog and
+//! the tests that need no network give them [`Shop`], the same provider in memory.
 //!
 //! Shared by the examples with `#[path = "shop/mod.rs"] mod shop;`.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use toolgate::prelude::*;
 
-/// One order of the shop, amounts in cents.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Order {
-    /// What the customer paid.
-    pub(crate) paid_cents: u64,
-    /// What has been refunded so far.
-    pub(crate) refunded_cents: u64,
-}
-
-/// The shop's orders: the system of record the tools read and change.
-#[derive(Debug)]
-pub(crate) struct Shop {
-    orders: Mutex<BTreeMap<&'static str, Order>>,
-}
-
-impl Default for Shop {
-    fn default() -> Self {
-        let orders = [
-            ("ORD-1001", 50_000, 0),
-            ("ORD-1002", 800_000, 0),
-            ("ORD-1003", 12_000, 2_000),
-            ("ORD-1004", 7_550, 0),
-        ]
-        .into_iter()
-        .map(|(id, paid_cents, refunded_cents)| {
-            (
-                id,
-                Order {
-                    paid_cents,
-                    refunded_cents,
-                },
-            )
-        })
-        .collect();
-        Shop {
-            orders: Mutex::new(orders),
-        }
-    }
-}
+/// The shop's orders: id, paid and already refunded, in cents.
+pub(crate) const ORDERS: [(&str, u64, u64); 4] = [
+    ("ORD-1001", 50_000, 0),
+    ("ORD-1002", 800_000, 0),
+    ("ORD-1003", 12_000, 2_000),
+    ("ORD-1004", 7_550, 0),
+];
 
 /// "500.00" from 50000.
 pub(crate) fn money(cents: u64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
 }
 
-impl Shop {
-    fn order(&self, order_id: &str) -> Result<Order, ToolError> {
-        let orders = self.orders.lock().expect("the shop lock is never poisoned");
-        orders.get(order_id).copied().ok_or_else(|| {
-            let known = orders.keys().copied().collect::<Vec<_>>().join(", ");
-            ToolError::not_found(format!("there is no order {order_id}"))
-                .why(format!("the known orders are {known}"))
-                .next(format!(
-                    "ask the customer for the order id; it is one of {known}"
-                ))
-        })
+/// An order as the payment provider knows it, amounts in cents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct OrderState {
+    /// The order's id.
+    pub(crate) order_id: String,
+    /// What the customer paid.
+    pub(crate) paid_cents: u64,
+    /// What has been refunded so far.
+    pub(crate) refunded_cents: u64,
+}
+
+impl OrderState {
+    /// What can still be refunded.
+    pub(crate) fn refundable_cents(&self) -> u64 {
+        self.paid_cents.saturating_sub(self.refunded_cents)
+    }
+}
+
+/// A refund the payment provider applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Receipt {
+    /// The provider's id for the refund.
+    pub(crate) refund_id: String,
+    /// The refunded order.
+    pub(crate) order_id: String,
+    /// The amount, in cents.
+    pub(crate) amount_cents: u64,
+}
+
+/// What the tools ask of the payment provider.
+#[async_trait::async_trait]
+pub(crate) trait Payments: Send + Sync + 'static {
+    /// The order `order_id`, or `None` when the provider has no such order.
+    async fn order(&self, order_id: &str) -> Result<Option<OrderState>, ToolError>;
+
+    /// Refunds `amount_cents` on `order_id` under the idempotency `key`: a key the provider has
+    /// seen answers its first refund and applies nothing.
+    async fn refund(
+        &self,
+        key: &str,
+        order_id: &str,
+        amount_cents: u64,
+    ) -> Result<Receipt, ToolError>;
+
+    /// The refund applied under `key`, if any.
+    async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError>;
+}
+
+/// The payment provider the tools use: put one in the dispatcher's state.
+#[derive(Clone)]
+pub(crate) struct Provider(pub(crate) Arc<dyn Payments>);
+
+impl Provider {
+    pub(crate) fn new(payments: impl Payments) -> Self {
+        Provider(Arc::new(payments))
+    }
+}
+
+/// The error for an order id the shop does not have; lists the ones it has.
+pub(crate) fn unknown_order(order_id: &str) -> ToolError {
+    let known = ORDERS.map(|(id, _, _)| id).join(", ");
+    ToolError::not_found(format!("there is no order {order_id}"))
+        .why(format!("the known orders are {known}"))
+        .next(format!(
+            "ask the customer for the order id; it is one of {known}"
+        ))
+}
+
+/// The error for a refund larger than what `order` can still refund.
+pub(crate) fn over_balance(order: &OrderState, amount_cents: u64) -> ToolError {
+    let refundable = money(order.refundable_cents());
+    ToolError::refused(format!(
+        "a refund of {} exceeds what {} can refund",
+        money(amount_cents),
+        order.order_id
+    ))
+    .why(format!(
+        "paid {}, already refunded {}, so at most {refundable} is refundable",
+        money(order.paid_cents),
+        money(order.refunded_cents),
+    ))
+    .next(format!("offer a refund of at most {refundable}"))
+}
+
+/// The payment provider in memory, honouring idempotency keys: for unit tests and the catalog.
+#[derive(Debug)]
+pub(crate) struct Shop {
+    inner: Mutex<ShopState>,
+}
+
+#[derive(Debug)]
+struct ShopState {
+    orders: BTreeMap<&'static str, OrderState>,
+    receipts: BTreeMap<String, Receipt>,
+}
+
+impl Default for Shop {
+    fn default() -> Self {
+        let orders = ORDERS
+            .into_iter()
+            .map(|(id, paid_cents, refunded_cents)| {
+                let order = OrderState {
+                    order_id: id.to_owned(),
+                    paid_cents,
+                    refunded_cents,
+                };
+                (id, order)
+            })
+            .collect();
+        Shop {
+            inner: Mutex::new(ShopState {
+                orders,
+                receipts: BTreeMap::new(),
+            }),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Payments for Shop {
+    async fn order(&self, order_id: &str) -> Result<Option<OrderState>, ToolError> {
+        let shop = self.inner.lock().expect("the shop lock is never poisoned");
+        Ok(shop.orders.get(order_id).cloned())
     }
 
-    fn refund(&self, order_id: &str, cents: u64) -> Result<Order, ToolError> {
-        let mut orders = self.orders.lock().expect("the shop lock is never poisoned");
-        let order = orders
-            .get_mut(order_id)
-            .ok_or_else(|| ToolError::not_found(format!("there is no order {order_id}")))?;
-        let refundable = order.paid_cents - order.refunded_cents;
-        if cents > refundable {
-            return Err(ToolError::refused(format!(
-                "a refund of {} exceeds what {order_id} can refund",
-                money(cents)
-            ))
-            .why(format!(
-                "paid {}, already refunded {}, so at most {} is refundable",
-                money(order.paid_cents),
-                money(order.refunded_cents),
-                money(refundable)
-            ))
-            .next(format!("offer a refund of at most {}", money(refundable))));
+    async fn refund(
+        &self,
+        key: &str,
+        order_id: &str,
+        amount_cents: u64,
+    ) -> Result<Receipt, ToolError> {
+        let mut shop = self.inner.lock().expect("the shop lock is never poisoned");
+        if let Some(receipt) = shop.receipts.get(key) {
+            return Ok(receipt.clone());
         }
-        order.refunded_cents += cents;
-        Ok(*order)
+        let refund_id = format!("re_{:06}", shop.receipts.len() + 1);
+        let order = shop
+            .orders
+            .get_mut(order_id)
+            .ok_or_else(|| unknown_order(order_id))?;
+        if amount_cents > order.refundable_cents() {
+            return Err(over_balance(order, amount_cents));
+        }
+        order.refunded_cents += amount_cents;
+        let receipt = Receipt {
+            refund_id,
+            order_id: order_id.to_owned(),
+            amount_cents,
+        };
+        shop.receipts.insert(key.to_owned(), receipt.clone());
+        Ok(receipt)
+    }
+
+    async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError> {
+        let shop = self.inner.lock().expect("the shop lock is never poisoned");
+        Ok(shop.receipts.get(key).cloned())
     }
 }
 
@@ -102,9 +197,23 @@ pub(crate) struct OrderView {
 /// A refund as the model sees it.
 #[derive(Debug, Serialize)]
 pub(crate) struct RefundView {
+    refund_id: String,
     order_id: String,
     amount: String,
-    refunded_total: String,
+}
+
+impl From<Receipt> for RefundView {
+    fn from(receipt: Receipt) -> Self {
+        RefundView {
+            refund_id: receipt.refund_id,
+            order_id: receipt.order_id,
+            amount: money(receipt.amount_cents),
+        }
+    }
+}
+
+fn payments(ctx: &Ctx) -> Result<&dyn Payments, ToolError> {
+    Ok(&*ctx.state::<Provider>()?.0)
 }
 
 /// Look up an order: what was paid, what was refunded already, and what can still be refunded.
@@ -114,12 +223,15 @@ pub(crate) async fn get_order(
     /// The order id, such as `ORD-1001`.
     order_id: String,
 ) -> Result<OrderView, ToolError> {
-    let order = ctx.state::<Shop>()?.order(&order_id)?;
+    let order = payments(ctx)?
+        .order(&order_id)
+        .await?
+        .ok_or_else(|| unknown_order(&order_id))?;
     Ok(OrderView {
-        order_id,
         paid: money(order.paid_cents),
         refunded: money(order.refunded_cents),
-        refundable: money(order.paid_cents - order.refunded_cents),
+        refundable: money(order.refundable_cents()),
+        order_id,
     })
 }
 
@@ -142,28 +254,38 @@ pub(crate) async fn issue_refund(
     amount: f64,
 ) -> Result<RefundView, ToolError> {
     let cents = to_cents(amount)?;
-    let order = ctx.state::<Shop>()?.refund(&order_id, cents)?;
-    Ok(RefundView {
-        order_id,
-        amount: money(cents),
-        refunded_total: money(order.refunded_cents),
-    })
+    let payments = payments(ctx)?;
+    // The business rule, checked before anything is sent; the provider checks it again.
+    let order = payments
+        .order(&order_id)
+        .await?
+        .ok_or_else(|| unknown_order(&order_id))?;
+    if cents > order.refundable_cents() {
+        return Err(over_balance(&order, cents));
+    }
+    let key = operation_key(ctx)?;
+    Ok(payments.refund(key, &order_id, cents).await?.into())
 }
 
-/// Asks the system of record what became of a refund whose outcome is unknown; called with the
-/// refund's own arguments.
+/// Asks the payment provider for the refund under the operation's key, for a refund whose outcome
+/// is unknown; called with the refund's own arguments.
 pub(crate) async fn find_refund(
     ctx: &Ctx,
     order_id: String,
     amount: f64,
 ) -> Result<Option<RefundView>, ToolError> {
-    let _ = amount;
-    let order = ctx.state::<Shop>()?.order(&order_id)?;
-    Ok((order.refunded_cents > 0).then(|| RefundView {
-        order_id,
-        amount: money(order.refunded_cents),
-        refunded_total: money(order.refunded_cents),
-    }))
+    let _ = (order_id, amount);
+    let receipt = payments(ctx)?.lookup(operation_key(ctx)?).await?;
+    Ok(receipt.map(RefundView::from))
+}
+
+/// The key the dispatcher derived for this refund: the provider's idempotency key.
+fn operation_key(ctx: &Ctx) -> Result<&str, ToolError> {
+    ctx.idempotency_key().ok_or_else(|| {
+        ToolError::internal("a refund needs an idempotency key")
+            .why("the dispatcher has no operation store, so it derived none")
+            .next("give the dispatcher a store")
+    })
 }
 
 fn to_cents(amount: f64) -> Result<u64, ToolError> {

@@ -171,10 +171,24 @@ impl FakeProvider {
         order_id: &str,
         amount_cents: i64,
     ) -> Result<Refund, ToolError> {
+        self.refund_checked(key, order_id, amount_cents, |_| Ok(()))
+            .await
+    }
+
+    /// [`FakeProvider::refund`], first asking `check` about the refund given every refund in the
+    /// ledger, under the ledger's lock: an error from `check` is the answer, and nothing is
+    /// applied. A honoured key answers its refund without asking.
+    pub(crate) async fn refund_checked(
+        &self,
+        key: &str,
+        order_id: &str,
+        amount_cents: i64,
+        check: impl FnOnce(&[Refund]) -> Result<(), ToolError>,
+    ) -> Result<Refund, ToolError> {
         let fault = self.arrive(Operation::Refund).await?;
         let (refund, applied) = self
-            .apply(key, order_id, amount_cents)
-            .map_err(|err| self.ledger_failed(&err))?;
+            .apply(key, order_id, amount_cents, check)
+            .map_err(|err| self.ledger_failed(&err))??;
         if let (true, Some(hook)) = (applied, &self.on_applied) {
             hook(&refund);
         }
@@ -213,9 +227,15 @@ impl FakeProvider {
         }
     }
 
-    /// Appends the refund to the ledger, unless the key is honoured and already there. Answers
-    /// the refund and whether it is new.
-    fn apply(&self, key: &str, order_id: &str, amount_cents: i64) -> io::Result<(Refund, bool)> {
+    /// Appends the refund to the ledger, unless the key is honoured and already there, or `check`
+    /// refuses it. Answers the refund and whether it is new.
+    fn apply(
+        &self,
+        key: &str,
+        order_id: &str,
+        amount_cents: i64,
+        check: impl FnOnce(&[Refund]) -> Result<(), ToolError>,
+    ) -> io::Result<Result<(Refund, bool), ToolError>> {
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -226,7 +246,10 @@ impl FakeProvider {
         if self.mode == KeyMode::Honours
             && let Some(first) = refunds.iter().find(|refund| refund.key == key)
         {
-            return Ok((first.clone(), false));
+            return Ok(Ok((first.clone(), false)));
+        }
+        if let Err(refused) = check(&refunds) {
+            return Ok(Err(refused));
         }
         let refund = Refund {
             refund_id: format!("re_{:06}", refunds.len() + 1),
@@ -239,7 +262,7 @@ impl FakeProvider {
         // One write(2) of one short line, appended: in the page cache when it returns.
         file.write_all(&line)?;
         file.flush()?;
-        Ok((refund, true))
+        Ok(Ok((refund, true)))
     }
 
     fn ledger_failed(&self, err: &io::Error) -> ToolError {

@@ -1,0 +1,309 @@
+//! The demo tools' HTTP client of the fake payment provider: [`Payments`] over the routes of the
+//! table in `mod.rs`, with the provider's faults told apart the way a real client must.
+//!
+//! | what happened | a refund (a write) | a read |
+//! |---|---|---|
+//! | no connection, nothing sent | `unavailable` | `unavailable` |
+//! | `503` | `unavailable`: nothing applied | `unavailable` |
+//! | no answer within the timeout | `outcome_unknown`: it may have been applied | `timeout` |
+//! | the connection dropped after sending | `outcome_unknown` | `unavailable` |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use toolgate::ToolError;
+
+use crate::shop::{OrderState, Payments, Receipt, money};
+
+/// Told what the client sends and what comes back, one line each, for the desk's narration.
+pub(crate) type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The fake payment provider at one address.
+#[derive(Clone)]
+pub(crate) struct HttpPayments {
+    /// `host:port`.
+    authority: String,
+    timeout: Duration,
+    log: Option<Log>,
+}
+
+/// Why an exchange got no answer.
+enum Failure {
+    /// The request never left: no connection.
+    NotSent(String),
+    /// Sent, and no answer within the timeout.
+    Timeout,
+    /// Sent, and the connection dropped before the answer.
+    Dropped(String),
+}
+
+/// An error answer's body.
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: String,
+    why: Option<String>,
+}
+
+impl HttpPayments {
+    /// A client of the provider at `url` (`http://host:port`, or `host:port`) that waits
+    /// `timeout` for each answer.
+    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, String> {
+        let authority = url
+            .strip_prefix("http://")
+            .unwrap_or(url)
+            .trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') || !authority.contains(':') {
+            return Err(format!(
+                "`{url}` is not a provider URL: write http://HOST:PORT"
+            ));
+        }
+        Ok(HttpPayments {
+            authority: authority.to_owned(),
+            timeout,
+            log: None,
+        })
+    }
+
+    /// Tells `log` about every request and answer.
+    pub(crate) fn with_log(mut self, log: Log) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// Arms a fault: `spec` is a refund desk script's `fault` object.
+    pub(crate) async fn arm_fault(&self, spec: &Value) -> Result<(), String> {
+        let body = serde_json::to_vec(spec).expect("a JSON value serializes");
+        match self.send(Method::POST, "/faults", None, Some(body)).await {
+            Ok((StatusCode::NO_CONTENT, _)) => Ok(()),
+            Ok((status, body)) => Err(message(status, &body)),
+            Err(failure) => Err(self.detail(&failure)),
+        }
+    }
+
+    /// The provider's ledger and request counts: `{"ledger": …, "provider_requests": …}`.
+    pub(crate) async fn ledger(&self) -> Result<Value, String> {
+        match self.send(Method::GET, "/ledger", None, None).await {
+            Ok((StatusCode::OK, body)) => {
+                serde_json::from_slice(&body).map_err(|err| format!("a bad ledger: {err}"))
+            }
+            Ok((status, body)) => Err(message(status, &body)),
+            Err(failure) => Err(self.detail(&failure)),
+        }
+    }
+
+    fn say(&self, line: &str) {
+        if let Some(log) = &self.log {
+            log(line);
+        }
+    }
+
+    /// One request on a fresh connection: a fault on one exchange never touches another.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> Result<(StatusCode, Bytes), Failure> {
+        let connect = async {
+            let stream = TcpStream::connect(&self.authority)
+                .await
+                .map_err(|err| Failure::NotSent(err.to_string()))?;
+            hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .map_err(|err| Failure::NotSent(err.to_string()))
+        };
+        let (mut sender, connection) = tokio::time::timeout(self.timeout, connect)
+            .await
+            .map_err(|_| Failure::NotSent("no connection within the timeout".to_owned()))??;
+        // Drives the connection; it ends when the exchange does, or with the fault that ended it,
+        // which the exchange reports.
+        tokio::spawn(connection);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, &self.authority)
+            .header(CONTENT_TYPE, "application/json");
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .expect("the request is well formed");
+        let exchange = async {
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|err| Failure::Dropped(err.to_string()))?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|err| Failure::Dropped(err.to_string()))?;
+            Ok((status, body.to_bytes()))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| Failure::Timeout)?
+    }
+
+    /// What the model is told of a failure: no address, port or OS wording, so that the same
+    /// story gives the same words on any machine.
+    fn describe(&self, failure: &Failure) -> String {
+        match failure {
+            Failure::NotSent(_) => "could not reach the payment provider".to_owned(),
+            Failure::Timeout => format!(
+                "the payment provider did not answer within {} ms",
+                self.timeout.as_millis()
+            ),
+            Failure::Dropped(_) => {
+                "the connection to the payment provider dropped before the answer".to_owned()
+            }
+        }
+    }
+
+    /// [`HttpPayments::describe`] with the detail, for the narration and the operator.
+    fn detail(&self, failure: &Failure) -> String {
+        match failure {
+            Failure::NotSent(why) => format!(
+                "could not reach the payment provider at {}: {why}",
+                self.authority
+            ),
+            Failure::Dropped(why) => format!("{} ({why})", self.describe(failure)),
+            Failure::Timeout => self.describe(failure),
+        }
+    }
+
+    /// A read's answer: the body of a `200`, `None` for a `404`, or the error.
+    async fn read<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>, ToolError> {
+        self.say(&format!("GET {path}"));
+        let answer = self.send(Method::GET, path, None, None).await;
+        self.say_answer(&answer);
+        match answer {
+            Ok((StatusCode::OK, body)) => parse(&body).map(Some),
+            Ok((StatusCode::NOT_FOUND, _)) => Ok(None),
+            Ok((status, body)) => Err(status_error(status, &body)),
+            Err(Failure::Timeout) => Err(ToolError::timeout(self.describe(&Failure::Timeout))
+                .why("a read changes nothing, so nothing is unknown")
+                .next("try again in a moment")),
+            Err(failure) => Err(ToolError::unavailable(self.describe(&failure))
+                .why("a read changes nothing, so it is safe to ask again")),
+        }
+    }
+
+    fn say_answer(&self, answer: &Result<(StatusCode, Bytes), Failure>) {
+        if self.log.is_none() {
+            return;
+        }
+        let line = match answer {
+            Ok((status, body)) if status.is_success() => format!("  ← {status} {}", brief(body))
+                .trim_end()
+                .to_owned(),
+            Ok((status, body)) => format!("  ← {status} {}", message(*status, body)),
+            Err(failure) => format!("  ← {}", self.detail(failure)),
+        };
+        self.say(&line);
+    }
+}
+
+#[async_trait::async_trait]
+impl Payments for HttpPayments {
+    async fn order(&self, order_id: &str) -> Result<Option<OrderState>, ToolError> {
+        self.read(&format!("/orders/{order_id}")).await
+    }
+
+    async fn refund(
+        &self,
+        key: &str,
+        order_id: &str,
+        amount_cents: u64,
+    ) -> Result<Receipt, ToolError> {
+        self.say(&format!(
+            "POST /refunds {order_id} {} (Idempotency-Key {}…)",
+            money(amount_cents),
+            key.get(..10).unwrap_or(key)
+        ));
+        let body = json!({"order_id": order_id, "amount_cents": amount_cents});
+        let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+        let answer = self
+            .send(Method::POST, "/refunds", Some(key), Some(body))
+            .await;
+        self.say_answer(&answer);
+        match answer {
+            Ok((StatusCode::OK, body)) => parse(&body),
+            Ok((status, body)) => Err(status_error(status, &body)),
+            Err(failure @ Failure::NotSent(_)) => {
+                Err(ToolError::unavailable(self.describe(&failure))
+                    .why("the refund was never sent, so nothing was applied"))
+            }
+            Err(failure) => Err(ToolError::outcome_unknown(self.describe(&failure))
+                .why("the refund was sent, so the provider may have applied it")
+                .next(
+                    "do not issue another refund for this order; tell the customer the refund \
+                     is being checked",
+                )),
+        }
+    }
+
+    async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError> {
+        self.read(&format!("/refunds/{key}")).await
+    }
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ToolError> {
+    serde_json::from_slice(body).map_err(|err| {
+        ToolError::internal("the payment provider sent an answer the client cannot read")
+            .why(err.to_string())
+    })
+}
+
+/// The error for a status other than the expected ones.
+fn status_error(status: StatusCode, body: &[u8]) -> ToolError {
+    let (what, why) = match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(ErrorBody { error, why }) => (error, why),
+        Err(_) => (format!("the payment provider answered {status}"), None),
+    };
+    let err = match status {
+        StatusCode::SERVICE_UNAVAILABLE => {
+            ToolError::unavailable(format!("the payment provider answered {status}"))
+                .why("it applied nothing")
+        }
+        StatusCode::UNPROCESSABLE_ENTITY => {
+            ToolError::refused(what).next("look the order up again with get_order")
+        }
+        StatusCode::NOT_FOUND => ToolError::not_found(what),
+        _ => ToolError::internal(format!("the payment provider answered {status}: {what}")),
+    };
+    match why {
+        Some(why) if status != StatusCode::SERVICE_UNAVAILABLE => err.why(why),
+        _ => err,
+    }
+}
+
+fn message(status: StatusCode, body: &[u8]) -> String {
+    match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(body) => body.error,
+        Err(_) => format!("{status}"),
+    }
+}
+
+/// A success body for the narration: the refund id when there is one.
+fn brief(body: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => match map.get("refund_id").and_then(Value::as_str) {
+            Some(id) => id.to_owned(),
+            None => String::new(),
+        },
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,22 @@
+//! The fake payment provider over HTTP: the server the refund desk starts (or `fake_payments` runs
+//! as its own process) and the client the demo tools call it with.
+//!
+//! The provider itself, its durable ledger and its faults, is `tests/support/fake_provider.rs`,
+//! the one the crash tests drive in process; this module puts it on loopback HTTP:
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /orders/{id}` | `200` an order (`order_id`, `paid_cents`, `refunded_cents`), `404` |
+//! | `POST /refunds` with `Idempotency-Key` and `{"order_id", "amount_cents"}` | `200` the refund (`refund_id`, `order_id`, `amount_cents`); `422` over the refundable balance; `404`; `503` when told to |
+//! | `GET /refunds/{key}` | `200` the refund under that key, `404` |
+//! | `POST /faults` with a script's `fault` object | `204`; `400` when it is not one |
+//! | `GET /ledger` | `200` the ledger and request counts, as the refund desk prints them |
+//!
+//! Errors are `{"error": "…"}`. Only `/refunds` counts as provider requests (`refund` and
+//! `lookup`) and only those take faults; orders are read from the shop's table and the ledger.
+//!
+//! Shared by the examples with `#[path = "payments/mod.rs"] mod payments;`, next to
+//! `#[path = "shop/mod.rs"] mod shop;`.
+
+pub(crate) mod client;
+pub(crate) mod server;

@@ -1,0 +1,407 @@
+//! The desk: the demo tools behind a dispatcher on a durable store, driven one script line at a
+//! time, each line answered as SCENARIOS.md says and told to the narrator.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_store_postgres::PostgresStore;
+use tool_store_sqlite::SqliteStore;
+use toolgate::prelude::*;
+use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
+use toolgate::store::OperationStore;
+use toolgate::{Clock, Reconciler, SystemClock, ToolCall};
+
+use crate::narrate::{Narrator, Voice};
+use crate::payments::client::HttpPayments;
+use crate::script::{Dialect, Line};
+use crate::shop::{self, Provider};
+
+/// What `approve` and `reject` lines answer in this release.
+const NO_APPROVALS: &str = "approvals arrive with a later release: this one records each tool's \
+     `approval_over` threshold but runs every call without waiting for a decision, so nothing \
+     is waiting to be approved or rejected";
+
+/// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
+#[derive(Debug, Clone)]
+pub(crate) enum StoreSpec {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database, by URL.
+    Postgres(String),
+}
+
+impl StoreSpec {
+    /// The `--store` value `text`, or what is wrong with it.
+    pub(crate) fn parse(text: &str) -> Result<StoreSpec, String> {
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err("`sqlite:` needs a path: --store sqlite:PATH".to_owned());
+            }
+            return Ok(StoreSpec::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(StoreSpec::Postgres(text.to_owned()));
+        }
+        Err(format!(
+            "`{text}` is not a store: write sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+        ))
+    }
+}
+
+/// An open store, kept typed so that a restart can close it.
+enum OpenStore {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
+}
+
+impl OpenStore {
+    async fn open(spec: &StoreSpec) -> Result<OpenStore, String> {
+        match spec {
+            StoreSpec::Sqlite(path) => SqliteStore::open(path)
+                .await
+                .map(OpenStore::Sqlite)
+                .map_err(|err| format!("cannot open the SQLite store {}: {err}", path.display())),
+            StoreSpec::Postgres(url) => PostgresStore::connect(url)
+                .await
+                .map(OpenStore::Postgres)
+                .map_err(|err| format!("cannot open the PostgreSQL store: {err}")),
+        }
+    }
+
+    fn shared(&self) -> Arc<dyn OperationStore> {
+        match self {
+            OpenStore::Sqlite(store) => Arc::new(store.clone()),
+            OpenStore::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            OpenStore::Sqlite(store) => store.close().await,
+            OpenStore::Postgres(store) => store.pool().close().await,
+        }
+    }
+}
+
+/// The system clock set ahead: a desk restarted after a crash with `--clock-ahead-secs` sees the
+/// leases of the killed process as expired, as a desk restarted that much later would.
+#[derive(Debug)]
+struct AheadClock {
+    ahead_ms: i64,
+}
+
+impl Clock for AheadClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms().saturating_add(self.ahead_ms)
+    }
+}
+
+/// How the desk is set up.
+pub(crate) struct Options {
+    /// Where the operations are kept.
+    pub(crate) store: StoreSpec,
+    /// The payment provider's client.
+    pub(crate) payments: HttpPayments,
+    /// How far ahead of the system clock the desk's clock runs.
+    pub(crate) clock_ahead: Duration,
+    /// Who hears the story.
+    pub(crate) narrator: Narrator,
+    /// Explain each outcome, for a person watching (the narrated story).
+    pub(crate) explain: bool,
+}
+
+/// The desk between two lines of a script.
+pub(crate) struct Desk {
+    spec: StoreSpec,
+    store: OpenStore,
+    dispatcher: Dispatcher,
+    payments: HttpPayments,
+    clock: Arc<dyn Clock>,
+    auth: AuthContext,
+    run_id: String,
+    session: Session,
+    narrator: Narrator,
+    explain: bool,
+}
+
+impl Desk {
+    /// Opens the store and builds the dispatcher, with the default session and run of
+    /// SCENARIOS.md.
+    pub(crate) async fn open(options: Options) -> Result<Desk, String> {
+        let store = OpenStore::open(&options.store).await?;
+        let clock: Arc<dyn Clock> = Arc::new(AheadClock {
+            ahead_ms: i64::try_from(options.clock_ahead.as_millis()).unwrap_or(i64::MAX),
+        });
+        let auth =
+            AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
+        let run_id = "run-1".to_owned();
+        let dispatcher = dispatcher(&store, &options.payments, &clock);
+        Ok(Desk {
+            spec: options.store,
+            store,
+            dispatcher,
+            payments: options.payments,
+            clock,
+            session: Session::new(auth.clone(), run_id.clone()),
+            auth,
+            run_id,
+            narrator: options.narrator,
+            explain: options.explain,
+        })
+    }
+
+    /// The payment provider's client.
+    pub(crate) fn payments(&self) -> &HttpPayments {
+        &self.payments
+    }
+
+    /// Plays one line: its answer, if the line has one, or what is wrong with the line.
+    pub(crate) async fn play(&mut self, text: &str) -> Result<Option<Value>, String> {
+        match Line::parse(text)? {
+            Line::Session(auth) => {
+                let permissions = auth.permissions().collect::<Vec<_>>().join(", ");
+                self.say(
+                    Voice::Title,
+                    &format!(
+                        "session: tenant {}, user {}, permissions [{permissions}]",
+                        auth.tenant(),
+                        auth.user()
+                    ),
+                );
+                self.auth = auth;
+                self.session = Session::new(self.auth.clone(), self.run_id.clone());
+                Ok(None)
+            }
+            Line::Run(run_id) => {
+                self.say(Voice::Title, &format!("── run {run_id} ──"));
+                self.run_id = run_id;
+                self.session = Session::new(self.auth.clone(), self.run_id.clone());
+                Ok(None)
+            }
+            Line::Turn(dialect, message) => Ok(Some(self.turn(dialect, &message).await?)),
+            Line::Fault(spec) => {
+                self.payments.arm_fault(&spec).await?;
+                self.say(Voice::Trouble, &fault_story(&spec));
+                Ok(None)
+            }
+            Line::Reconcile => Ok(Some(self.reconcile().await?)),
+            Line::Restart => {
+                self.restart().await?;
+                Ok(None)
+            }
+            Line::Decide(decision) => {
+                self.say(Voice::Bad, &format!("{decision}: {NO_APPROVALS}"));
+                Ok(Some(json!({"error": NO_APPROVALS})))
+            }
+        }
+    }
+
+    async fn turn(&mut self, dialect: Dialect, message: &Value) -> Result<Value, String> {
+        let format: Box<dyn WireFormat + Send + Sync> = match dialect {
+            Dialect::OpenAi => Box::new(OpenAiChat { strict: false }),
+            Dialect::Anthropic => Box::new(Anthropic),
+        };
+        let calls = format.parse_calls(message).map_err(|err| err.to_string())?;
+        for call in &calls {
+            self.say(Voice::Model, &call_story(call));
+        }
+        match self.dispatcher.dispatch_turn(&self.session, calls).await {
+            Ok(reports) => {
+                for report in &reports {
+                    self.tell_result(report);
+                }
+                Ok(json!({ dialect.key(): format.render_results(&reports) }))
+            }
+            Err(aborted) => {
+                let kind = aborted.kind.wire_name();
+                self.say(
+                    Voice::Bad,
+                    &format!("the run is aborted ({kind}): {}", aborted.reason),
+                );
+                self.aside(
+                    "A run that lacks a permission stops: the model does not get to try around it.",
+                );
+                Ok(json!({"run_aborted": {"kind": kind, "reason": aborted.reason}}))
+            }
+        }
+    }
+
+    fn tell_result(&self, report: &CallReport) {
+        let result = report.result.to_json();
+        let status = result["status"].as_str().unwrap_or("?");
+        let replayed = result["replayed"].as_bool() == Some(true);
+        let head = format!(
+            "toolgate → {} {}: {status}{}",
+            report.call_id,
+            report.tool,
+            if replayed { " (replayed)" } else { "" }
+        );
+        match (&result["data"], &result["error"]) {
+            (Value::Null, Value::Null) => self.say(Voice::Good, &head),
+            (data, Value::Null) => self.say(Voice::Good, &format!("{head} {data}")),
+            (_, error) => {
+                let kind = error["kind"].as_str().unwrap_or("?");
+                let mut text = if kind == status {
+                    format!("{head} {}", text_of(&error["what"]))
+                } else {
+                    format!("{head} ({kind}) {}", text_of(&error["what"]))
+                };
+                for (label, field) in [("why", "why"), ("next", "next")] {
+                    if let Some(part) = error[field].as_str() {
+                        text.push_str(&format!("\n      {label}: {part}"));
+                    }
+                }
+                let voice = if status == "succeeded" {
+                    Voice::Good
+                } else {
+                    Voice::Bad
+                };
+                self.say(voice, &text);
+                if replayed && kind == "outcome_unknown" {
+                    self.aside(
+                        "Asked again under the same key while the first refund's outcome is \
+                         unknown: toolgate says so instead of sending a second refund.",
+                    );
+                    return;
+                }
+                self.explain_kind(kind);
+            }
+        }
+        if replayed {
+            self.aside(
+                "Replayed from the store: the same request under the same key, answered with the \
+                 recorded outcome; the payment provider was not called again.",
+            );
+        }
+    }
+
+    fn explain_kind(&self, kind: &str) {
+        let why = match kind {
+            "outcome_unknown" => {
+                "The refund was sent and no answer came: the provider may have applied it. \
+                 toolgate records outcome_unknown, never failed, and will not send this refund \
+                 again on its own; the reconciler asks the provider what happened."
+            }
+            "invalid_arguments" => {
+                "Rejected before anything ran: the model is told every violation, with its JSON \
+                 pointer, and can correct the call."
+            }
+            "conflict" => {
+                "Same order, same run, another amount: the key is the same and the request is \
+                 not, so nothing runs and nothing is stored for it."
+            }
+            "refused" => "The business rule said no before anything was sent to the provider.",
+            _ => return,
+        };
+        self.aside(why);
+    }
+
+    async fn reconcile(&self) -> Result<Value, String> {
+        let report = Reconciler::new(&self.dispatcher)
+            .run_once()
+            .await
+            .map_err(|err| format!("the reconciler failed: {err}"))?;
+        self.say(
+            Voice::Title,
+            &format!(
+                "reconciler: {} settled as applied, {} as not applied, {} still unknown",
+                report.succeeded, report.failed, report.still_unknown
+            ),
+        );
+        if report.expired_leases > 0 {
+            self.say(
+                Voice::Trouble,
+                &format!(
+                    "  {} operation(s) held by a process that died were marked outcome_unknown first",
+                    report.expired_leases
+                ),
+            );
+        }
+        if report.succeeded > 0 {
+            self.aside(
+                "The reconciler asked the provider for the refund under the operation's key: it \
+                 was applied, so the operation is now succeeded with the provider's answer.",
+            );
+        }
+        Ok(json!({"reconciled": {
+            "succeeded": report.succeeded,
+            "failed": report.failed,
+            "still_unknown": report.still_unknown,
+        }}))
+    }
+
+    async fn restart(&mut self) -> Result<(), String> {
+        self.say(
+            Voice::Trouble,
+            "restart: the dispatcher is dropped and the store reopened",
+        );
+        self.store.close().await;
+        self.store = OpenStore::open(&self.spec).await?;
+        self.dispatcher = dispatcher(&self.store, &self.payments, &self.clock);
+        Ok(())
+    }
+
+    fn say(&self, voice: Voice, text: &str) {
+        self.narrator.say(voice, text);
+    }
+
+    fn aside(&self, text: &str) {
+        if self.explain {
+            self.narrator.say(Voice::Aside, &format!("  · {text}"));
+        }
+    }
+}
+
+fn dispatcher(store: &OpenStore, payments: &HttpPayments, clock: &Arc<dyn Clock>) -> Dispatcher {
+    Dispatcher::builder(shop::registry())
+        .store(store.shared())
+        .state(Provider::new(payments.clone()))
+        .clock(clock.clone())
+        // Retries below the model wait a jittered backoff; a fixed seed makes a script's waits
+        // the same on every run (its output never depends on them).
+        .jitter_seed(0x7e57)
+        .build()
+}
+
+/// "model → issue_refund {"order_id":"ORD-1001","amount":500}  [call_2]"
+fn call_story(call: &ToolCall) -> String {
+    match &call.arguments {
+        Ok(arguments) => format!("model → {} {arguments}  [{}]", call.name, call.id),
+        Err(malformed) => format!(
+            "model → {} with malformed arguments ({})  [{}]",
+            if call.name.is_empty() {
+                "?"
+            } else {
+                &call.name
+            },
+            malformed.what,
+            call.id
+        ),
+    }
+}
+
+/// What an armed fault will do, in words.
+fn fault_story(spec: &Value) -> String {
+    let operation = spec["operation"].as_str().unwrap_or("?");
+    let requests = match spec["times"].as_u64().unwrap_or(1) {
+        1 => format!("next {operation} request"),
+        times => format!("next {times} {operation} requests"),
+    };
+    let what = match spec["kind"].as_str().unwrap_or("?") {
+        "unavailable_before_apply" => "answer 503 and apply nothing".to_owned(),
+        "timeout_after_apply" => "be applied, and the answer will not come in time".to_owned(),
+        "reset_after_apply" => "be applied, then the connection drops".to_owned(),
+        "slow" => format!("wait {} ms before being served", spec["ms"]),
+        other => other.to_owned(),
+    };
+    format!("provider, told: the {requests} will {what}")
+}
+
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}

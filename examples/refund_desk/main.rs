@@ -1,0 +1,286 @@
+//! The refund desk: an agent's tool calls against a payment provider that misbehaves, made safe.
+//!
+//! ```sh
+//! cargo run --example refund_desk
+//! ```
+//!
+//! With no flags the desk tells its seed story (`examples/scenarios/timeout-after-apply.jsonl`)
+//! on stdout: a model asks for a refund of 500.00 on ORD-1001, the payment provider applies it and
+//! its answer times out, the model asks again, the reconciler settles the refund, and the
+//! provider's ledger at the end shows the customer refunded exactly once. It runs on a fresh
+//! SQLite file and a fake payment provider started in process on a free loopback port.
+//!
+//! ```sh
+//! cargo run --example refund_desk -- --script examples/scenarios/bad-arguments.jsonl
+//! ```
+//!
+//! `--script FILE` (`-` for stdin) replays any story written as JSON Lines
+//! (`../shared/SCENARIOS.md`): the desk answers the lines that have an answer, one JSON line each
+//! on stdout, and ends with the provider's ledger; the narration goes to stderr. The answers carry
+//! no clock or random value: the same script gives the same output.
+//!
+//! Flags:
+//! - `--store sqlite:PATH` (default: a fresh file) or `--store postgres://USER:PASSWORD@HOST/DB`;
+//! - `--provider-url http://HOST:PORT`: a provider already running (`cargo run --example
+//!   fake_payments`) instead of one in process;
+//! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider;
+//! - `--clock-ahead-secs N` (default 0): run the desk's clock ahead, as a desk restarted that long
+//!   after a crash would, so that the leases the dead process held have expired.
+//!
+//! The exit status is 0 when every line was understood, 1 when a line was not (its answer is
+//! `{"error": …}`), 2 on bad flags or when the store or provider cannot be reached.
+
+#[path = "../payments/mod.rs"]
+mod payments;
+// The desk uses the shop's tools over HTTP, not its in-memory provider.
+#[allow(dead_code)]
+#[path = "../shop/mod.rs"]
+mod shop;
+
+mod desk;
+mod narrate;
+mod script;
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use desk::{Desk, Options, StoreSpec};
+use narrate::{Narrator, Voice};
+use payments::client::HttpPayments;
+use payments::server::PaymentsServer;
+
+/// The story the desk tells when given no script.
+const SEED_STORY: &str = include_str!("../scenarios/timeout-after-apply.jsonl");
+
+const USAGE: &str = "usage: refund_desk [--script FILE|-] [--store sqlite:PATH|postgres://…] \
+     [--provider-url URL] [--provider-timeout-ms N] [--clock-ahead-secs N]";
+
+/// The flags.
+#[derive(Debug, Default)]
+struct Flags {
+    script: Option<String>,
+    store: Option<StoreSpec>,
+    provider_url: Option<String>,
+    provider_timeout: Option<Duration>,
+    clock_ahead: Duration,
+}
+
+fn main() -> ExitCode {
+    let flags = match parse_flags(std::env::args().skip(1)) {
+        Ok(Some(flags)) => flags,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(problem) => {
+            eprintln!("refund_desk: {problem}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts");
+    match runtime.block_on(run(flags)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(problem) => {
+            eprintln!("refund_desk: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
+    let mut flags = Flags::default();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--help" || arg == "-h" {
+            return Ok(None);
+        }
+        let (name, value) = match arg.split_once('=') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => {
+                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+                (arg, value)
+            }
+        };
+        let number = |value: &str| {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("{name} takes a whole number, not `{value}`"))
+        };
+        match name.as_str() {
+            "--script" => flags.script = Some(value),
+            "--store" => flags.store = Some(StoreSpec::parse(&value)?),
+            "--provider-url" => flags.provider_url = Some(value),
+            "--provider-timeout-ms" => match number(&value)? {
+                0 => return Err("--provider-timeout-ms must be above 0".to_owned()),
+                ms => flags.provider_timeout = Some(Duration::from_millis(ms)),
+            },
+            "--clock-ahead-secs" => flags.clock_ahead = Duration::from_secs(number(&value)?),
+            other => return Err(format!("unknown flag `{other}`")),
+        }
+    }
+    Ok(Some(flags))
+}
+
+/// Plays the script; `Ok(false)` when a line was not understood.
+async fn run(flags: Flags) -> Result<bool, String> {
+    let story = flags.script.is_none();
+    let narrator = Narrator::new(story);
+    let script = match flags.script.as_deref() {
+        None => SEED_STORY.to_owned(),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|err| format!("cannot read the script from stdin: {err}"))?;
+            text
+        }
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|err| format!("cannot read the script {path}: {err}"))?,
+    };
+    // Holds the default store and ledger until the desk is done.
+    let scratch = tempfile::tempdir().map_err(|err| format!("no temporary directory: {err}"))?;
+    let store = flags
+        .store
+        .unwrap_or_else(|| StoreSpec::Sqlite(scratch.path().join("operations.db")));
+    let url = match flags.provider_url {
+        Some(url) => url,
+        None => {
+            let server = PaymentsServer::open(scratch.path().join("ledger.jsonl"), None)
+                .map_err(|err| format!("cannot start the payment provider: {err}"))?;
+            let addr = server
+                .spawn()
+                .await
+                .map_err(|err| format!("cannot start the payment provider: {err}"))?;
+            format!("http://{addr}")
+        }
+    };
+    let timeout = flags
+        .provider_timeout
+        .unwrap_or(Duration::from_millis(2000));
+    let payments = HttpPayments::new(&url, timeout)?.with_log(Arc::new(move |line: &str| {
+        narrator.say(Voice::Provider, &format!("    provider: {line}"));
+    }));
+    let mut desk = Desk::open(Options {
+        store,
+        payments,
+        clock_ahead: flags.clock_ahead,
+        narrator,
+        explain: story,
+    })
+    .await?;
+    if story {
+        introduce(&narrator, timeout);
+    }
+    let mut understood = true;
+    for (number, line) in script.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match desk.play(line).await {
+            Ok(answer) => answer,
+            Err(problem) => {
+                understood = false;
+                let problem = format!("line {}: {problem}", number + 1);
+                narrator.say(Voice::Bad, &problem);
+                Some(json!({"error": problem}))
+            }
+        };
+        if let (Some(answer), false) = (answer, story) {
+            println!("{answer}");
+        }
+    }
+    let ledger = desk.payments().ledger().await?;
+    if story {
+        tell_ledger(&narrator, &ledger);
+    } else {
+        println!("{ledger}");
+    }
+    Ok(understood)
+}
+
+fn introduce(narrator: &Narrator, timeout: Duration) {
+    narrator.say(Voice::Title, "toolgate refund desk");
+    narrator.say(
+        Voice::Aside,
+        &format!(
+            "A scripted model calls get_order and issue_refund through toolgate's dispatcher, on a \
+             SQLite store, against a fake payment provider that applies the first refund and then \
+             lets its answer time out ({} ms). Lines marked · explain what toolgate did.",
+            timeout.as_millis()
+        ),
+    );
+}
+
+fn tell_ledger(narrator: &Narrator, ledger: &Value) {
+    narrator.say(Voice::Title, "── the payment provider's ledger ──");
+    if let Some(orders) = ledger["ledger"].as_object() {
+        for (order, entry) in orders {
+            narrator.say(
+                Voice::Title,
+                &format!(
+                    "  {order}  refunded {:>8}  in {} refund(s)",
+                    entry["refunded"].as_str().unwrap_or("?"),
+                    entry["refunds"]
+                ),
+            );
+        }
+    }
+    narrator.say(
+        Voice::Aside,
+        &format!(
+            "  provider requests: {} refund, {} lookup",
+            ledger["provider_requests"]["refund"], ledger["provider_requests"]["lookup"]
+        ),
+    );
+    if ledger["ledger"]["ORD-1001"]["refunds"] == 1 {
+        narrator.say(
+            Voice::Good,
+            "ORD-1001 was refunded 500.00 exactly once, though the model asked three times and \
+             the first answer never came.",
+        );
+    }
+    narrator.say(Voice::Aside, &format!("{ledger}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(args: &[&str]) -> Result<Option<Flags>, String> {
+        parse_flags(args.iter().map(|arg| (*arg).to_owned()))
+    }
+
+    #[test]
+    fn flags_take_a_value_after_a_space_or_an_equals_sign() {
+        let parsed = flags(&["--script", "a.jsonl", "--provider-timeout-ms=250"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(parsed.script.as_deref(), Some("a.jsonl"));
+        assert_eq!(parsed.provider_timeout, Some(Duration::from_millis(250)));
+        assert!(flags(&["--help"]).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_flags_say_what_is_wrong() {
+        for (args, needle) in [
+            (&["--store", "mysql://x"][..], "not a store"),
+            (&["--store", "sqlite:"][..], "needs a path"),
+            (&["--provider-timeout-ms", "soon"][..], "whole number"),
+            (&["--provider-timeout-ms", "0"][..], "above 0"),
+            (&["--script"][..], "needs a value"),
+            (&["--verbose", "1"][..], "unknown flag"),
+        ] {
+            let err = flags(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+}
