@@ -1,5 +1,5 @@
 //! The desk: the demo tools behind a dispatcher on a durable store, driven one script line at a
-//! time, each line answered as SCENARIOS.md says and told to the narrator.
+//! time, each line answered as `examples/scenarios/README.md` says and told to the narrator.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -128,7 +128,7 @@ pub(crate) struct Desk {
 
 impl Desk {
     /// Opens the store and builds the dispatcher, with the default session and run of
-    /// SCENARIOS.md.
+    /// `examples/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
         let clock: Arc<dyn Clock> = Arc::new(AheadClock {

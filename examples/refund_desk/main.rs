@@ -15,7 +15,7 @@
 //! ```
 //!
 //! `--script FILE` (`-` for stdin) replays any story written as JSON Lines
-//! (`../shared/SCENARIOS.md`): the desk answers the lines that have an answer, one JSON line each
+//! (`examples/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
 //! on stdout, and ends with the provider's ledger; the narration goes to stderr. The answers carry
 //! no clock or random value: the same script gives the same output.
 //!

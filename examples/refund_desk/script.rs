@@ -1,4 +1,4 @@
-//! The lines of a refund desk script (`../shared/SCENARIOS.md`): JSON Lines, one object a line
+//! The lines of a refund desk script (`examples/scenarios/README.md`): JSON Lines, one object a line
 //! with exactly one key.
 
 use serde::Deserialize;

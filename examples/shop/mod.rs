@@ -291,8 +291,14 @@ fn operation_key(ctx: &Ctx) -> Result<&str, ToolError> {
 fn to_cents(amount: f64) -> Result<u64, ToolError> {
     let cents = (amount * 100.0).round();
     if !(1.0..=1e15).contains(&cents) {
+        // Huge amounts in exponent form, not three hundred digits.
+        let shown = if amount.abs() < 1e15 {
+            amount.to_string()
+        } else {
+            format!("{amount:e}")
+        };
         return Err(
-            ToolError::invalid_arguments(format!("{amount} is not a refundable amount"))
+            ToolError::invalid_arguments(format!("{shown} is not a refundable amount"))
                 .next("give an amount above zero with at most two decimals"),
         );
     }

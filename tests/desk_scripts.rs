@@ -1,0 +1,402 @@
+//! The refund desk run as a process on scripts, on its default SQLite store with the provider in
+//! process: each story's answers and the provider's ledger, exact.
+
+#[allow(dead_code)]
+#[path = "support/desk.rs"]
+mod desk;
+
+use desk::{call, desk, json_lines, only_result, openai_results, play, play_output};
+use serde_json::{Value, json};
+
+/// The ledger the desk prints last, with every order untouched but those in `refunded`.
+fn ledger(refunded: &[(&str, &str, u64)], refund_requests: u64, lookups: u64) -> Value {
+    let mut ledger = json!({
+        "ORD-1001": {"refunded": "0.00", "refunds": 0},
+        "ORD-1002": {"refunded": "0.00", "refunds": 0},
+        "ORD-1003": {"refunded": "20.00", "refunds": 0},
+        "ORD-1004": {"refunded": "0.00", "refunds": 0},
+    });
+    for (order, amount, refunds) in refunded {
+        ledger[order] = json!({"refunded": amount, "refunds": refunds});
+    }
+    json!({"ledger": ledger, "provider_requests": {"refund": refund_requests, "lookup": lookups}})
+}
+
+fn script(lines: &[String]) -> String {
+    lines.join("\n") + "\n"
+}
+
+fn fault(kind: &str, times: u32) -> String {
+    json!({"fault": {"operation": "refund", "kind": kind, "times": times}}).to_string()
+}
+
+fn refund(id: &str, order: &str, amount: Value) -> String {
+    call(
+        id,
+        "issue_refund",
+        json!({"order_id": order, "amount": amount}),
+    )
+}
+
+const RECONCILE: &str = r#"{"reconcile": {}}"#;
+const FAST: [&str; 2] = ["--provider-timeout-ms", "300"];
+
+#[test]
+fn the_narrated_story_shows_the_timeout_and_one_refund() {
+    let output = desk().output().expect("the desk runs");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("the payment provider did not answer within 2000 ms"),
+        "the run shows the timeout:\n{text}"
+    );
+    assert!(
+        text.contains("ORD-1001  refunded   500.00  in 1 refund(s)"),
+        "{text}"
+    );
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last, ledger(&[("ORD-1001", "500.00", 1)], 1, 1));
+}
+
+#[test]
+fn every_example_script_gives_the_same_output_twice() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios");
+    let mut scripts: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    scripts.sort();
+    assert_eq!(scripts.len(), 2, "{scripts:?}");
+    for script in scripts {
+        let path = script.to_str().unwrap();
+        let run = || {
+            let output = desk()
+                .args(["--script", path, "--provider-timeout-ms", "300"])
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{path}: {output:?}");
+            output.stdout
+        };
+        let first = run();
+        assert_eq!(first, run(), "{path} is not deterministic");
+        let lines = json_lines(&std::process::Output {
+            status: std::process::ExitStatus::default(),
+            stdout: first,
+            stderr: Vec::new(),
+        });
+        let expected = if path.ends_with("timeout-after-apply.jsonl") {
+            ledger(&[("ORD-1001", "500.00", 1)], 1, 1)
+        } else {
+            ledger(&[], 0, 0)
+        };
+        assert_eq!(lines.last().unwrap(), &expected, "{path}");
+    }
+}
+
+#[test]
+fn a_timed_out_refund_asked_again_is_reconciled_and_applied_once() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/scenarios/timeout-after-apply.jsonl"
+    ))
+    .unwrap();
+    let answers = play(&text, &FAST);
+    assert_eq!(answers.len(), 6, "{answers:?}");
+    assert_eq!(only_result(&answers[0])["status"], "succeeded");
+    let timed_out = only_result(&answers[1]);
+    assert_eq!(timed_out["status"], "outcome_unknown", "never `failed`");
+    assert_eq!(
+        timed_out["error"]["what"],
+        "the payment provider did not answer within 300 ms"
+    );
+    let again = only_result(&answers[2]);
+    assert_eq!(again["status"], "outcome_unknown");
+    assert_eq!(again["replayed"], true, "not sent a second time");
+    assert_eq!(
+        answers[3],
+        json!({"reconciled": {"succeeded": 1, "failed": 0, "still_unknown": 0}})
+    );
+    assert_eq!(
+        only_result(&answers[4]),
+        json!({"status": "succeeded", "replayed": true, "data":
+            {"refund_id": "re_000001", "order_id": "ORD-1001", "amount": "500.00"}})
+    );
+    assert_eq!(answers[5], ledger(&[("ORD-1001", "500.00", 1)], 1, 1));
+}
+
+#[test]
+fn a_reset_after_apply_is_unknown_until_reconciled() {
+    let answers = play(
+        &script(&[
+            fault("reset_after_apply", 1),
+            refund("call_1", "ORD-1004", json!(75.5)),
+            refund("call_2", "ORD-1004", json!(75.5)),
+            RECONCILE.to_owned(),
+            refund("call_3", "ORD-1004", json!(75.50)),
+        ]),
+        &FAST,
+    );
+    let reset = only_result(&answers[0]);
+    assert_eq!(reset["status"], "outcome_unknown");
+    assert_eq!(
+        reset["error"]["what"],
+        "the connection to the payment provider dropped before the answer"
+    );
+    assert_eq!(only_result(&answers[1])["replayed"], true);
+    assert_eq!(answers[2]["reconciled"]["succeeded"], 1);
+    let settled = only_result(&answers[3]);
+    assert_eq!(settled["status"], "succeeded");
+    assert_eq!(settled["replayed"], true);
+    assert_eq!(settled["data"]["amount"], "75.50");
+    assert_eq!(answers[4], ledger(&[("ORD-1004", "75.50", 1)], 1, 1));
+}
+
+#[test]
+fn a_503_before_apply_is_retried_below_the_model() {
+    let answers = play(
+        &script(&[
+            fault("unavailable_before_apply", 2),
+            refund("call_1", "ORD-1001", json!(120)),
+        ]),
+        &FAST,
+    );
+    let result = only_result(&answers[0]);
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(result["replayed"], false);
+    assert_eq!(
+        answers[1],
+        ledger(&[("ORD-1001", "120.00", 1)], 3, 0),
+        "two 503s and the third request applied"
+    );
+}
+
+#[test]
+fn another_amount_under_the_same_key_is_a_conflict() {
+    let answers = play(
+        &script(&[
+            refund("call_1", "ORD-1002", json!(100)),
+            refund("call_2", "ORD-1002", json!(200)),
+            refund("call_3", "ORD-1002", json!(100)),
+        ]),
+        &FAST,
+    );
+    assert_eq!(only_result(&answers[0])["status"], "succeeded");
+    let conflict = only_result(&answers[1]);
+    assert_eq!(conflict["error"]["kind"], "conflict", "{conflict}");
+    let replay = only_result(&answers[2]);
+    assert_eq!(replay["replayed"], true);
+    assert_eq!(answers[3], ledger(&[("ORD-1002", "100.00", 1)], 1, 0));
+}
+
+#[test]
+fn a_refund_over_the_refundable_balance_is_refused_and_never_sent() {
+    let answers = play(
+        &script(&[
+            refund("call_1", "ORD-1004", json!(75.51)),
+            refund("call_2", "ORD-1003", json!(100)),
+            call("call_3", "get_order", json!({"order_id": "ORD-1003"})),
+        ]),
+        &FAST,
+    );
+    let refused = only_result(&answers[0]);
+    assert_eq!(refused["error"]["kind"], "refused");
+    assert_eq!(
+        refused["error"]["why"],
+        "paid 75.50, already refunded 0.00, so at most 75.50 is refundable"
+    );
+    assert_eq!(
+        only_result(&answers[1])["status"],
+        "succeeded",
+        "exactly the balance"
+    );
+    assert_eq!(only_result(&answers[2])["data"]["refundable"], "0.00");
+    assert_eq!(answers[3], ledger(&[("ORD-1003", "120.00", 1)], 1, 0));
+}
+
+#[test]
+fn every_bad_argument_gets_an_error_the_model_can_act_on() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/scenarios/bad-arguments.jsonl"
+    ))
+    .unwrap();
+    let answers = play(&text, &FAST);
+    let results: Vec<Value> = answers[..6].iter().map(only_result).collect();
+    let expect = [
+        (
+            "invalid_arguments",
+            "/amount: -5 is less than or equal to the minimum of 0",
+        ),
+        ("invalid_arguments", "\"amount\" is a required property"),
+        ("invalid_arguments", "'note' was unexpected"),
+        ("unknown_tool", "the tools are: get_order, issue_refund"),
+        ("not_found", "the known orders are ORD-1001"),
+        ("refused", "at most 100.00 is refundable"),
+    ];
+    for (result, (kind, needle)) in results.iter().zip(expect) {
+        assert_eq!(result["status"], "error", "{result}");
+        assert_eq!(result["error"]["kind"], kind, "{result}");
+        let why = result["error"]["why"].as_str().unwrap();
+        assert!(why.contains(needle), "{needle:?} not in {result}");
+        assert!(result["error"]["next"].as_str().is_some(), "{result}");
+    }
+    assert_eq!(answers[6], ledger(&[], 0, 0), "nothing was sent");
+}
+
+#[test]
+fn malformed_calls_each_get_a_result_and_nothing_is_sent() {
+    let turn = |tool_calls: Value| {
+        json!({"openai": {"role": "assistant", "content": null, "tool_calls": tool_calls}})
+            .to_string()
+    };
+    let output = play_output(
+        &script(&[
+            turn(json!([
+                {"id": "c1", "type": "function", "function": {"name": "issue_refund", "arguments": "{\"order_id\": \"ORD-1001\", \"amount\": "}},
+                {"id": "c2", "type": "function", "function": {"name": "issue_refund", "arguments": {"order_id": "ORD-1001", "amount": 5}}},
+                {"id": "c3", "type": "function", "function": {"name": "issue_refund", "arguments": "[1, 2]"}},
+                {"id": "c4", "type": "function", "function": {"name": "issue_refund", "arguments": "{\"order_id\": \"ORD-1001\", \"amount\": \"5\"}"}},
+                {"id": "c5", "type": "function", "function": {"name": "issue_refund", "arguments": "{\"order_id\": \"ORD-1001\", \"amount\": 1e300}"}},
+                {"id": "c6", "type": "function", "function": {"name": "issue_refund", "arguments": "{\"order_id\": \"ORD-1001\", \"amount\": 0.001}"}},
+                {"id": "c7", "type": "function", "function": {"name": "get_order", "arguments": "{\"order_id\": 1001}"}},
+            ])),
+            r#"{"openai": "not a message"}"#.to_owned(),
+            "{\"openai\": {\"tool_calls\": [".to_owned(),
+        ]),
+        &FAST,
+    );
+    assert_eq!(output.status.code(), Some(1), "two lines are not turns");
+    let answers = json_lines(&output);
+    let results = openai_results(&answers[0]);
+    let ids: Vec<&str> = answers[0]["openai"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c1", "c2", "c3", "c4", "c5", "c6", "c7"]);
+    for result in &results {
+        assert_eq!(result["status"], "error", "{result}");
+        assert_eq!(result["error"]["kind"], "invalid_arguments", "{result}");
+    }
+    assert_eq!(
+        results[4]["error"]["what"],
+        "1e300 is not a refundable amount"
+    );
+    assert!(
+        answers[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2: ")
+    );
+    assert!(
+        answers[2]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 3: ")
+    );
+    assert_eq!(answers[3], ledger(&[], 0, 0));
+}
+
+#[test]
+fn a_script_with_a_bad_line_still_ends_with_the_ledger_and_exits_1() {
+    let output = play_output(
+        &script(&[
+            r#"{"rerun": "r2"}"#.to_owned(),
+            refund("call_1", "ORD-1001", json!(10)),
+        ]),
+        &FAST,
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let answers = json_lines(&output);
+    assert!(
+        answers[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown line `rerun`"),
+        "{answers:?}"
+    );
+    assert_eq!(only_result(&answers[1])["status"], "succeeded");
+    assert_eq!(answers[2], ledger(&[("ORD-1001", "10.00", 1)], 1, 0));
+}
+
+#[test]
+fn a_restart_between_two_turns_keeps_every_outcome() {
+    let answers = play(
+        &script(&[
+            refund("call_1", "ORD-1001", json!(50)),
+            fault("timeout_after_apply", 1),
+            refund("call_2", "ORD-1004", json!(5)),
+            r#"{"restart": {}}"#.to_owned(),
+            refund("call_3", "ORD-1001", json!(50)),
+            refund("call_4", "ORD-1004", json!(5)),
+            RECONCILE.to_owned(),
+            refund("call_5", "ORD-1004", json!(5)),
+        ]),
+        &FAST,
+    );
+    assert_eq!(only_result(&answers[0])["status"], "succeeded");
+    assert_eq!(only_result(&answers[1])["status"], "outcome_unknown");
+    let after_restart = only_result(&answers[2]);
+    assert_eq!(after_restart["status"], "succeeded");
+    assert_eq!(after_restart["replayed"], true, "the store kept it");
+    assert_eq!(only_result(&answers[3])["status"], "outcome_unknown");
+    assert_eq!(answers[4]["reconciled"]["succeeded"], 1);
+    assert_eq!(only_result(&answers[5])["data"]["refund_id"], "re_000002");
+    assert_eq!(
+        answers[6],
+        ledger(&[("ORD-1001", "50.00", 1), ("ORD-1004", "5.00", 1)], 2, 1)
+    );
+}
+
+#[test]
+fn runs_sessions_anthropic_turns_and_approvals() {
+    let anthropic = json!({"anthropic": {"role": "assistant", "content": [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"order_id": "ORD-1002"}},
+        {"type": "tool_use", "id": "toolu_2", "name": "issue_refund", "input": {"order_id": "ORD-1002", "amount": 30}},
+    ]}});
+    let answers = play(
+        &script(&[
+            anthropic.to_string(),
+            // The same refund in a new run is a new operation.
+            r#"{"run": "r2"}"#.to_owned(),
+            refund("call_1", "ORD-1002", json!(30)),
+            r#"{"session": {"tenant": "acme", "user": "viewer", "permissions": ["orders:read"]}}"#
+                .to_owned(),
+            refund("call_2", "ORD-1002", json!(30)),
+            call("call_3", "get_order", json!({"order_id": "ORD-1002"})),
+            r#"{"approve": {"approver": {"tenant": "acme", "user": "lead"}, "reason": "ok"}}"#
+                .to_owned(),
+        ]),
+        &FAST,
+    );
+    let message = &answers[0]["anthropic"];
+    assert_eq!(message["role"], "user");
+    let blocks = message["content"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0]["tool_use_id"], "toolu_1");
+    assert_eq!(blocks[1]["tool_use_id"], "toolu_2");
+    assert!(
+        blocks.iter().all(|block| block["is_error"] != true),
+        "{message}"
+    );
+    assert_eq!(only_result(&answers[1])["replayed"], false);
+    assert_eq!(
+        answers[2]["run_aborted"]["kind"], "permission_denied",
+        "{}",
+        answers[2]
+    );
+    assert!(
+        answers[3]["run_aborted"].is_object(),
+        "an aborted run stays aborted"
+    );
+    assert!(
+        answers[4]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("approvals arrive with a later release")
+    );
+    assert_eq!(answers[5], ledger(&[("ORD-1002", "60.00", 2)], 2, 0));
+}

@@ -1,0 +1,185 @@
+//! Runs the refund desk and the fake payment provider as processes, as a user would.
+//!
+//! Include it with `#[path = "support/desk.rs"] mod desk;`. The first use builds both examples
+//! with the cargo that runs the tests (a no-op when `cargo test` built them already), so a test
+//! never runs a stale binary.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How long a test waits for a process to say something before failing.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The directory holding the example binaries, built once per test process.
+fn examples_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary knows its path");
+        // target/<profile>/deps/<test binary>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary is in target/<profile>/deps");
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["build", "--quiet", "--example", "refund_desk"])
+            .args(["--example", "fake_payments"]);
+        if profile_dir.ends_with("release") {
+            cargo.arg("--release");
+        }
+        let status = cargo.status().expect("cargo runs");
+        assert!(status.success(), "building the examples failed: {status}");
+        profile_dir.join("examples")
+    })
+}
+
+/// The refund desk binary, ready to take flags.
+pub(crate) fn desk() -> Command {
+    let mut command = Command::new(examples_dir().join("refund_desk"));
+    command.env("NO_COLOR", "1");
+    command
+}
+
+/// The lines of `output`'s stdout, each parsed as JSON.
+pub(crate) fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: not JSON: {line}"))
+        })
+        .collect()
+}
+
+/// Plays `script` on a desk with `args`; panics unless it exits 0. Answers stdout, each line
+/// parsed.
+pub(crate) fn play(script: &str, args: &[&str]) -> Vec<Value> {
+    let output = play_output(script, args);
+    assert!(
+        output.status.success(),
+        "the desk failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json_lines(&output)
+}
+
+/// Plays `script` (given on stdin) on a desk with `args`; answers the whole output.
+pub(crate) fn play_output(script: &str, args: &[&str]) -> Output {
+    let mut child = desk()
+        .args(["--script", "-"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the desk starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(script.as_bytes())
+        .expect("the desk reads its script");
+    child.wait_with_output().expect("the desk runs")
+}
+
+/// The contents of a result's `content` (OpenAI) string, parsed: the result object.
+pub(crate) fn openai_results(answer: &Value) -> Vec<Value> {
+    answer["openai"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not an openai answer: {answer}"))
+        .iter()
+        .map(|message| {
+            let content = message["content"].as_str().expect("content is a string");
+            serde_json::from_str(content).expect("content is a result object")
+        })
+        .collect()
+}
+
+/// The one result of a one-call OpenAI answer.
+pub(crate) fn only_result(answer: &Value) -> Value {
+    let mut results = openai_results(answer);
+    assert_eq!(results.len(), 1, "{answer}");
+    results.remove(0)
+}
+
+/// One OpenAI turn line calling `tool` with `arguments` (a JSON object) as call `id`.
+pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> String {
+    let turn = serde_json::json!({"openai": {
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{"id": id, "type": "function", "function": {
+            "name": tool,
+            "arguments": arguments.to_string(),
+        }}],
+    }});
+    turn.to_string()
+}
+
+/// A fake payment provider running as its own process; killed when dropped.
+pub(crate) struct FakePayments {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+    lines: Receiver<String>,
+}
+
+impl FakePayments {
+    /// Starts `fake_payments` on a free port and waits until it listens.
+    pub(crate) fn start() -> Self {
+        let mut child = Command::new(examples_dir().join("fake_payments"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("fake_payments starts");
+        let lines = read_lines(child.stdout.take().expect("stdout is piped"));
+        let first = lines
+            .recv_timeout(PATIENCE)
+            .expect("fake_payments says where it listens");
+        let url = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("not an address: {first}"))
+            .to_owned();
+        FakePayments { child, url, lines }
+    }
+
+    /// Waits for the provider to print a line starting with `prefix` (such as `applied
+    /// re_000003`), skipping the others; answers it.
+    pub(crate) fn wait_for(&self, prefix: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(PATIENCE)
+                .unwrap_or_else(|err| panic!("fake_payments never printed {prefix:?}: {err}"));
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+}
+
+impl Drop for FakePayments {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every line `stdout` prints, as it prints it.
+pub(crate) fn read_lines(stdout: ChildStdout) -> Receiver<String> {
+    let (send, receive) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
