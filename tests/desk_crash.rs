@@ -9,23 +9,45 @@ mod desk;
 use std::process::Stdio;
 
 use desk::{FakePayments, call, desk, only_result, play, read_lines};
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// The refunds of the script: call id, order, amount.
-const REFUNDS: [(&str, &str, u64); 4] = [
-    ("call_1", "ORD-1001", 100),
-    ("call_2", "ORD-1002", 200),
-    ("call_3", "ORD-1003", 30),
-    ("call_4", "ORD-1004", 40),
+/// Each run refunds each order once: order, amount.
+const REFUNDS: [(&str, u64); 4] = [
+    ("ORD-1001", 100),
+    ("ORD-1002", 200),
+    ("ORD-1003", 30),
+    ("ORD-1004", 20),
 ];
+const RUNS: usize = 3;
+/// The refund (counting from 1 across runs) the desk is killed in: run 2's third.
+const KILLED_IN: usize = 7;
 
-fn refund(index: usize) -> String {
-    let (id, order, amount) = REFUNDS[index];
-    call(
-        id,
-        "issue_refund",
-        json!({"order_id": order, "amount": amount}),
-    )
+/// The script's lines: per run a `run` line, then per order a look-up and a refund; with
+/// `fault`, a timeout-after-apply armed before refund number [`KILLED_IN`].
+fn script(fault: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut number = 0;
+    for run in 1..=RUNS {
+        lines.push(json!({ "run": format!("r{run}") }).to_string());
+        for (order, amount) in REFUNDS {
+            number += 1;
+            let look = format!("look_{number}");
+            lines.push(call(&look, "get_order", json!({"order_id": order})));
+            if fault && number == KILLED_IN {
+                lines.push(
+                    json!({"fault": {"operation": "refund", "kind": "timeout_after_apply"}})
+                        .to_string(),
+                );
+            }
+            let id = format!("refund_{number}");
+            lines.push(call(
+                &id,
+                "issue_refund",
+                json!({"order_id": order, "amount": amount}),
+            ));
+        }
+    }
+    lines
 }
 
 #[test]
@@ -33,27 +55,11 @@ fn a_killed_desk_is_reconciled_and_refunds_each_order_once() {
     let provider = FakePayments::start();
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("operations.db").display());
-    let script = dir.path().join("long.jsonl");
-    let mut lines = vec![r#"{"run": "crash"}"#.to_owned()];
-    for (index, (_, order, _)) in REFUNDS.iter().enumerate() {
-        lines.push(call(
-            &format!("look_{index}"),
-            "get_order",
-            json!({"order_id": order}),
-        ));
-        if index == 2 {
-            // The third refund is applied and its answer never comes in time: the desk waits.
-            lines.push(
-                json!({"fault": {"operation": "refund", "kind": "timeout_after_apply"}})
-                    .to_string(),
-            );
-        }
-        lines.push(refund(index));
-    }
-    std::fs::write(&script, lines.join("\n")).unwrap();
+    let long = dir.path().join("long.jsonl");
+    std::fs::write(&long, script(true).join("\n")).unwrap();
 
     let mut first = desk()
-        .args(["--script", script.to_str().unwrap(), "--store", &store])
+        .args(["--script", long.to_str().unwrap(), "--store", &store])
         .args(["--provider-url", &provider.url])
         .args(["--provider-timeout-ms", "600000"])
         .stdout(Stdio::piped())
@@ -61,25 +67,22 @@ fn a_killed_desk_is_reconciled_and_refunds_each_order_once() {
         .spawn()
         .unwrap();
     let answers = read_lines(first.stdout.take().unwrap());
-    provider.wait_for("applied re_000003 ORD-1003");
+    // Applied, and the answer held back: the desk is inside the call when it dies.
+    provider.wait_for(&format!("applied re_{KILLED_IN:06} ORD-1003"));
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
-    let before_kill: Vec<String> = answers.try_iter().collect();
-    assert!(
-        before_kill.len() >= 4,
-        "two lookups and two refunds were answered before the kill: {before_kill:?}"
-    );
-    assert!(
-        before_kill.len() < 6,
-        "the third refund was never answered: {before_kill:?}"
+    // Everything the desk printed, up to the end of its stdout.
+    let before_kill: Vec<String> = answers.iter().collect();
+    assert_eq!(
+        before_kill.len(),
+        2 * KILLED_IN - 1,
+        "every look-up and refund before the killed one was answered, and no more: \
+         {before_kill:?}"
     );
 
-    // The same desk an hour later: the dead desk's lease has expired.
-    let mut again = vec![
-        r#"{"run": "crash"}"#.to_owned(),
-        r#"{"reconcile": {}}"#.to_owned(),
-    ];
-    again.extend((0..REFUNDS.len()).map(refund));
+    // The same desk an hour later, on the same file: the dead desk's lease has expired.
+    let mut again = vec![r#"{"reconcile": {}}"#.to_owned()];
+    again.extend(script(false));
     let answers = play(
         &(again.join("\n") + "\n"),
         &[
@@ -96,38 +99,46 @@ fn a_killed_desk_is_reconciled_and_refunds_each_order_once() {
         json!({"reconciled": {"succeeded": 1, "failed": 0, "still_unknown": 0}}),
         "the refund the dead desk left unanswered was found applied"
     );
-    for (index, answer) in answers[1..5].iter().enumerate() {
-        let result = only_result(answer);
-        assert_eq!(result["status"], "succeeded", "{result}");
+    let refunds: Vec<_> = answers
+        .iter()
+        .filter(|answer| {
+            answer["openai"][0]["tool_call_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("refund_"))
+        })
+        .map(only_result)
+        .collect();
+    assert_eq!(refunds.len(), RUNS * REFUNDS.len());
+    for (index, result) in refunds.iter().enumerate() {
+        let number = index + 1;
+        assert_eq!(result["status"], "succeeded", "refund {number}: {result}");
         assert_eq!(
             result["replayed"],
-            index < 3,
-            "the first three were settled before: {result}"
+            number <= KILLED_IN,
+            "refund {number} was settled before the restart: {result}"
         );
         assert_eq!(
             result["data"]["refund_id"],
-            format!("re_{:06}", index + 1),
-            "{result}"
+            format!("re_{number:06}"),
+            "refund {number}: {result}"
         );
     }
-    let ledger = &answers[5];
-    let refunded = [
-        ("ORD-1001", "100.00"),
-        ("ORD-1002", "200.00"),
-        ("ORD-1003", "50.00"),
-        ("ORD-1004", "40.00"),
-    ];
-    for (order, total) in refunded {
-        let entry: &Value = &ledger["ledger"][order];
+    let ledger = answers.last().unwrap();
+    for (order, total) in [
+        ("ORD-1001", "300.00"),
+        ("ORD-1002", "600.00"),
+        ("ORD-1003", "110.00"),
+        ("ORD-1004", "60.00"),
+    ] {
         assert_eq!(
-            entry,
-            &json!({"refunded": total, "refunds": 1}),
+            ledger["ledger"][order],
+            json!({"refunded": total, "refunds": RUNS}),
             "{order}: {ledger}"
         );
     }
     assert_eq!(
         ledger["provider_requests"],
-        json!({"refund": 4, "lookup": 1}),
+        json!({"refund": RUNS * REFUNDS.len(), "lookup": 1}),
         "no refund was sent twice"
     );
 }

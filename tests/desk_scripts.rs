@@ -400,3 +400,66 @@ fn runs_sessions_anthropic_turns_and_approvals() {
     );
     assert_eq!(answers[5], ledger(&[("ORD-1002", "60.00", 2)], 2, 0));
 }
+
+#[test]
+fn a_slow_answer_within_the_timeout_is_a_success() {
+    let answers = play(
+        &script(&[
+            json!({"fault": {"operation": "refund", "kind": "slow", "times": 1, "ms": 50}})
+                .to_string(),
+            refund("call_1", "ORD-1001", json!(1)),
+        ]),
+        &["--provider-timeout-ms", "5000"],
+    );
+    assert_eq!(only_result(&answers[0])["status"], "succeeded");
+    assert_eq!(answers[1], ledger(&[("ORD-1001", "1.00", 1)], 1, 0));
+}
+
+#[test]
+fn an_unreachable_provider_leaves_the_outcome_unknown_until_a_later_pass() {
+    let lookup_fault =
+        json!({"fault": {"operation": "lookup", "kind": "unavailable_before_apply", "times": 1}});
+    let answers = play(
+        &script(&[
+            fault("timeout_after_apply", 1),
+            refund("call_1", "ORD-1002", json!(99.99)),
+            lookup_fault.to_string(),
+            RECONCILE.to_owned(),
+            RECONCILE.to_owned(),
+        ]),
+        &FAST,
+    );
+    assert_eq!(only_result(&answers[0])["status"], "outcome_unknown");
+    assert_eq!(
+        answers[1],
+        json!({"reconciled": {"succeeded": 0, "failed": 0, "still_unknown": 1}})
+    );
+    assert_eq!(
+        answers[2],
+        json!({"reconciled": {"succeeded": 1, "failed": 0, "still_unknown": 0}})
+    );
+    assert_eq!(answers[3], ledger(&[("ORD-1002", "99.99", 1)], 1, 2));
+}
+
+#[test]
+fn a_bad_fault_line_is_an_error() {
+    let output = play_output(
+        &script(&[
+            json!({"fault": {"operation": "refund", "kind": "explode"}}).to_string(),
+            json!({"fault": {"operation": "refund", "kind": "slow"}}).to_string(),
+            json!({"fault": {"operation": "orders", "kind": "slow", "ms": 5}}).to_string(),
+        ]),
+        &FAST,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let answers = json_lines(&output);
+    for (answer, needle) in answers.iter().zip([
+        "unknown fault kind `explode`",
+        "needs `ms`",
+        "unknown operation `orders`",
+    ]) {
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(needle), "{needle:?} not in {error}");
+    }
+    assert_eq!(answers[3], ledger(&[], 0, 0));
+}
