@@ -274,8 +274,12 @@ fn arguments(
     wire_name: &str,
     args_type: &TokenStream,
 ) -> (TokenStream, Vec<TokenStream>) {
-    let locals: Vec<_> = (0..tool.plain_params().count())
-        .map(|i| format_ident!("__arg{}", i))
+    // Each local carries its parameter's span: a hook whose parameter types differ from the
+    // tool's gets "expected …, found …" on the tool's parameter, not on the whole attribute.
+    let locals: Vec<_> = tool
+        .plain_params()
+        .enumerate()
+        .map(|(i, p)| format_ident!("__arg{}", i, span = syn::spanned::Spanned::span(&p.ty)))
         .collect();
     let destructure = if tool.struct_param().is_some() {
         quote!(let __args: #args_type = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
@@ -304,8 +308,12 @@ fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> Token
     let ident = &tool.item.sig.ident;
     // The arguments are bound to fresh names, so that no argument can shadow the fn, `__ctx` or
     // another argument.
-    let locals: Vec<_> = (0..tool.plain_params().count())
-        .map(|i| format_ident!("__arg{}", i))
+    // Each local carries its parameter's span: a hook whose parameter types differ from the
+    // tool's gets "expected …, found …" on the tool's parameter, not on the whole attribute.
+    let locals: Vec<_> = tool
+        .plain_params()
+        .enumerate()
+        .map(|(i, p)| format_ident!("__arg{}", i, span = syn::spanned::Spanned::span(&p.ty)))
         .collect();
     let destructure = if tool.struct_param().is_some() {
         quote!(let __args: #args_type = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
