@@ -250,24 +250,30 @@ impl Dispatcher {
             gen_ai.tool.type = "function",
             toolgate.status = tracing::field::Empty,
         );
+        // Steps 1 to 4 are synchronous: only what awaits is instrumented, so the future every
+        // call awaits holds the tool's attempts and no more.
+        let prepared = span.in_scope(|| self.prepare(session, &name, arguments));
         // The call id moves into the tool's context and back out, uncopied.
-        let (id, outcome) = async {
-            match self.prepare(session, &name, arguments) {
-                Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
-                    let ctx = self.ctx(session, id, registered);
-                    let outcome = self
-                        .attempts(registered, &ctx, &args, None)
-                        .await
-                        .map(CallResult::succeeded)
-                        .map_err(|(err, _)| err);
-                    (ctx.into_call_id(), outcome)
-                }
-                Ok((registered, args)) => self.write(session, id, registered, args).await,
-                Err(err) => (id, Err(err)),
+        let (id, outcome) = match prepared {
+            Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
+                let ctx = self.ctx(session, id, registered);
+                let outcome = self
+                    .attempts(registered, &ctx, &args, None)
+                    .instrument(span.clone())
+                    .await
+                    .map(CallResult::succeeded)
+                    .map_err(|(err, _)| err);
+                (ctx.into_call_id(), outcome)
             }
-        }
-        .instrument(span.clone())
-        .await;
+            // Boxed: the write path (store round trips, replays, retries) would otherwise set
+            // the size of every call's future, reads included.
+            Ok((registered, args)) => {
+                Box::pin(self.write(session, id, registered, args))
+                    .instrument(span.clone())
+                    .await
+            }
+            Err(err) => (id, Err(err)),
+        };
         let result = match outcome {
             Ok(result) => result,
             Err(err) if err.class() == ErrorClass::Abort => {
@@ -526,23 +532,55 @@ impl Dispatcher {
         args: &Value,
         write: Option<(&dyn OperationStore, &Owner, Duration)>,
     ) -> Result<JsonText, (ToolError, u32)> {
+        let timeout = registered
+            .descriptor()
+            .timeout
+            .unwrap_or(self.inner.default_timeout);
+        match self.attempt(registered, ctx, args, timeout).await {
+            Ok(data) => Ok(data),
+            // Retries are rare and wait a backoff: their state lives on the heap, so that the
+            // future of a call that succeeds at once stays small.
+            Err(err) => Box::pin(self.retries(registered, ctx, args, write, timeout, err)).await,
+        }
+    }
+
+    /// One attempt under the deadline.
+    async fn attempt(
+        &self,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        args: &Value,
+        timeout: Duration,
+    ) -> Result<JsonText, ToolError> {
+        let descriptor = registered.descriptor();
+        match tokio::time::timeout(timeout, registered.tool().invoke(ctx, args)).await {
+            Ok(outcome) => outcome,
+            Err(_elapsed) => Err(deadline_passed(
+                descriptor.name,
+                descriptor.side_effect.is_read(),
+                timeout,
+            )),
+        }
+    }
+
+    /// The attempts after the first failed with `err`, while the fault is transient and the
+    /// policy and the total deadline allow.
+    async fn retries(
+        &self,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        args: &Value,
+        write: Option<(&dyn OperationStore, &Owner, Duration)>,
+        timeout: Duration,
+        mut err: ToolError,
+    ) -> Result<JsonText, (ToolError, u32)> {
         let descriptor = registered.descriptor();
         let policy = RetryPolicy::of(descriptor);
-        let timeout = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        // The total deadline: every remaining attempt's, counted from the first failure (read
-        // lazily, so a call that succeeds at once reads the clock only for its deadline).
+        // The total deadline: every remaining attempt's, counted from the first failure.
         let mut budget_end: Option<tokio::time::Instant> = None;
         let mut delays: Option<Backoff> = None;
         let mut attempt = 1;
         loop {
-            let err = match tokio::time::timeout(timeout, registered.tool().invoke(ctx, args)).await
-            {
-                Ok(Ok(data)) => return Ok(data),
-                Ok(Err(err)) => err,
-                Err(_elapsed) => {
-                    deadline_passed(descriptor.name, descriptor.side_effect.is_read(), timeout)
-                }
-            };
             let transient = match err.kind() {
                 ErrorKind::Unavailable | ErrorKind::RateLimited => true,
                 ErrorKind::Timeout => descriptor.side_effect.is_read(),
@@ -592,6 +630,10 @@ impl Dispatcher {
             }
             tokio::time::sleep(delay).await;
             attempt += 1;
+            err = match self.attempt(registered, ctx, args, timeout).await {
+                Ok(data) => return Ok(data),
+                Err(err) => err,
+            };
         }
     }
 
