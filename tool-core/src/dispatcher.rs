@@ -250,29 +250,13 @@ impl Dispatcher {
             gen_ai.tool.type = "function",
             toolgate.status = tracing::field::Empty,
         );
-        // Steps 1 to 4 are synchronous: only what awaits is instrumented, so the future every
-        // call awaits holds the tool's attempts and no more.
-        let prepared = span.in_scope(|| self.prepare(session, &name, arguments));
-        // The call id moves into the tool's context and back out, uncopied.
-        let (id, outcome) = match prepared {
-            Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
-                let ctx = self.ctx(session, id, registered);
-                let outcome = self
-                    .attempts(registered, &ctx, &args, None)
-                    .instrument(span.clone())
-                    .await
-                    .map(CallResult::succeeded)
-                    .map_err(|(err, _)| err);
-                (ctx.into_call_id(), outcome)
-            }
-            // Boxed: the write path (store round trips, replays, retries) would otherwise set
-            // the size of every call's future, reads included.
-            Ok((registered, args)) => {
-                Box::pin(self.write(session, id, registered, args))
-                    .instrument(span.clone())
-                    .await
-            }
-            Err(err) => (id, Err(err)),
+        let run = self.run(session, id, &name, arguments);
+        // Entering a span on each poll is work for nothing when no one can see it: no
+        // subscriber wants it, and `log` (which tracing may forward spans to) is off.
+        let (id, outcome) = if span.is_disabled() && log::max_level() < log::LevelFilter::Info {
+            run.await
+        } else {
+            run.instrument(span.clone()).await
         };
         let result = match outcome {
             Ok(result) => result,
@@ -290,6 +274,32 @@ impl Dispatcher {
             tool: name,
             result,
         })
+    }
+
+    /// The call, inside its span: steps 1 to 4, then the attempts of a read or the write path.
+    /// The call id moves into the tool's context and back out, uncopied.
+    async fn run(
+        &self,
+        session: &Session,
+        id: String,
+        name: &str,
+        arguments: Result<Value, MalformedCall>,
+    ) -> (String, Result<CallResult, ToolError>) {
+        match self.prepare(session, name, arguments) {
+            Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
+                let ctx = self.ctx(session, id, registered);
+                let outcome = self
+                    .attempts(registered, &ctx, &args, None)
+                    .await
+                    .map(CallResult::succeeded)
+                    .map_err(|(err, _)| err);
+                (ctx.into_call_id(), outcome)
+            }
+            // Boxed: the write path (store round trips, replays, retries) would otherwise set
+            // the size of every call's future, reads included.
+            Ok((registered, args)) => Box::pin(self.write(session, id, registered, args)).await,
+            Err(err) => (id, Err(err)),
+        }
     }
 
     /// Steps 1 to 4: look-up, the arguments validated against the schema, and the permission.
