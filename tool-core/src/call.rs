@@ -39,21 +39,10 @@ impl ToolCall {
     /// A call whose arguments arrived as JSON text (OpenAI's formats): the text is parsed here,
     /// and text that is not a JSON object becomes a [`MalformedCall`].
     pub fn from_json_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> Self {
-        let arguments = match serde_json::from_str::<Value>(text) {
-            Ok(value) if value.is_object() => Ok(value),
-            Ok(value) => Err(MalformedCall {
-                what: "the arguments are not a JSON object".into(),
-                why: format!("they are {} in {}", json_kind(&value), excerpt(text)),
-            }),
-            Err(err) => Err(MalformedCall {
-                what: "the arguments are not valid JSON".into(),
-                why: format!("{err} in {}", excerpt(text)),
-            }),
-        };
         ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments,
+            arguments: arguments_from_json_text(text),
         }
     }
 
@@ -72,6 +61,21 @@ impl ToolCall {
                 why: why.into(),
             }),
         }
+    }
+}
+
+/// Arguments sent as JSON text: the object, or what is wrong with the text.
+pub(crate) fn arguments_from_json_text(text: &str) -> Result<Value, MalformedCall> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) if value.is_object() => Ok(value),
+        Ok(value) => Err(MalformedCall {
+            what: "the arguments are not a JSON object".into(),
+            why: format!("they are {} in {}", json_kind(&value), excerpt(text)),
+        }),
+        Err(err) => Err(MalformedCall {
+            what: "the arguments are not valid JSON".into(),
+            why: format!("{err} in {}", excerpt(text)),
+        }),
     }
 }
 

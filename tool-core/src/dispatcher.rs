@@ -250,24 +250,14 @@ impl Dispatcher {
             gen_ai.tool.type = "function",
             toolgate.status = tracing::field::Empty,
         );
-        // The call id moves into the tool's context and back out, uncopied.
-        let (id, outcome) = async {
-            match self.prepare(session, &name, arguments) {
-                Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
-                    let ctx = self.ctx(session, id, registered);
-                    let outcome = self
-                        .attempts(registered, &ctx, &args, None)
-                        .await
-                        .map(CallResult::succeeded)
-                        .map_err(|(err, _)| err);
-                    (ctx.into_call_id(), outcome)
-                }
-                Ok((registered, args)) => self.write(session, id, registered, args).await,
-                Err(err) => (id, Err(err)),
-            }
-        }
-        .instrument(span.clone())
-        .await;
+        let run = self.run(session, id, &name, arguments);
+        // Entering a span on each poll is work for nothing when no one can see it: no
+        // subscriber wants it, and `log` (which tracing may forward spans to) is off.
+        let (id, outcome) = if span.is_disabled() && log::max_level() < log::LevelFilter::Info {
+            run.await
+        } else {
+            run.instrument(span.clone()).await
+        };
         let result = match outcome {
             Ok(result) => result,
             Err(err) if err.class() == ErrorClass::Abort => {
@@ -284,6 +274,32 @@ impl Dispatcher {
             tool: name,
             result,
         })
+    }
+
+    /// The call, inside its span: steps 1 to 4, then the attempts of a read or the write path.
+    /// The call id moves into the tool's context and back out, uncopied.
+    async fn run(
+        &self,
+        session: &Session,
+        id: String,
+        name: &str,
+        arguments: Result<Value, MalformedCall>,
+    ) -> (String, Result<CallResult, ToolError>) {
+        match self.prepare(session, name, arguments) {
+            Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
+                let ctx = self.ctx(session, id, registered);
+                let outcome = self
+                    .attempts(registered, &ctx, &args, None)
+                    .await
+                    .map(CallResult::succeeded)
+                    .map_err(|(err, _)| err);
+                (ctx.into_call_id(), outcome)
+            }
+            // Boxed: the write path (store round trips, replays, retries) would otherwise set
+            // the size of every call's future, reads included.
+            Ok((registered, args)) => Box::pin(self.write(session, id, registered, args)).await,
+            Err(err) => (id, Err(err)),
+        }
     }
 
     /// Steps 1 to 4: look-up, the arguments validated against the schema, and the permission.
@@ -526,23 +542,55 @@ impl Dispatcher {
         args: &Value,
         write: Option<(&dyn OperationStore, &Owner, Duration)>,
     ) -> Result<JsonText, (ToolError, u32)> {
+        let timeout = registered
+            .descriptor()
+            .timeout
+            .unwrap_or(self.inner.default_timeout);
+        match self.attempt(registered, ctx, args, timeout).await {
+            Ok(data) => Ok(data),
+            // Retries are rare and wait a backoff: their state lives on the heap, so that the
+            // future of a call that succeeds at once stays small.
+            Err(err) => Box::pin(self.retries(registered, ctx, args, write, timeout, err)).await,
+        }
+    }
+
+    /// One attempt under the deadline.
+    async fn attempt(
+        &self,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        args: &Value,
+        timeout: Duration,
+    ) -> Result<JsonText, ToolError> {
+        let descriptor = registered.descriptor();
+        match tokio::time::timeout(timeout, registered.tool().invoke(ctx, args)).await {
+            Ok(outcome) => outcome,
+            Err(_elapsed) => Err(deadline_passed(
+                descriptor.name,
+                descriptor.side_effect.is_read(),
+                timeout,
+            )),
+        }
+    }
+
+    /// The attempts after the first failed with `err`, while the fault is transient and the
+    /// policy and the total deadline allow.
+    async fn retries(
+        &self,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        args: &Value,
+        write: Option<(&dyn OperationStore, &Owner, Duration)>,
+        timeout: Duration,
+        mut err: ToolError,
+    ) -> Result<JsonText, (ToolError, u32)> {
         let descriptor = registered.descriptor();
         let policy = RetryPolicy::of(descriptor);
-        let timeout = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        // The total deadline: every remaining attempt's, counted from the first failure (read
-        // lazily, so a call that succeeds at once reads the clock only for its deadline).
+        // The total deadline: every remaining attempt's, counted from the first failure.
         let mut budget_end: Option<tokio::time::Instant> = None;
         let mut delays: Option<Backoff> = None;
         let mut attempt = 1;
         loop {
-            let err = match tokio::time::timeout(timeout, registered.tool().invoke(ctx, args)).await
-            {
-                Ok(Ok(data)) => return Ok(data),
-                Ok(Err(err)) => err,
-                Err(_elapsed) => {
-                    deadline_passed(descriptor.name, descriptor.side_effect.is_read(), timeout)
-                }
-            };
             let transient = match err.kind() {
                 ErrorKind::Unavailable | ErrorKind::RateLimited => true,
                 ErrorKind::Timeout => descriptor.side_effect.is_read(),
@@ -592,6 +640,10 @@ impl Dispatcher {
             }
             tokio::time::sleep(delay).await;
             attempt += 1;
+            err = match self.attempt(registered, ctx, args, timeout).await {
+                Ok(data) => return Ok(data),
+                Err(err) => err,
+            };
         }
     }
 

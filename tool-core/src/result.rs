@@ -165,10 +165,24 @@ impl CallResult {
 
     /// The result object as JSON text, the content a provider message carries.
     pub fn to_json_string(&self) -> String {
-        let mut text = String::with_capacity(self.data.as_ref().map_or(160, JsonText::len) + 48);
+        let mut text = String::with_capacity(self.json_len_hint());
         self.write_json(&mut text)
             .expect("writing to a String cannot fail");
         text
+    }
+
+    /// The result object as a JSON string value (its text, escaped), written without an
+    /// intermediate string: what formats whose content is text put in their messages.
+    pub(crate) fn json_string(&self) -> JsonString<'_> {
+        JsonString(self)
+    }
+
+    /// About how many bytes of JSON text the result object takes (exact for a success).
+    pub(crate) fn json_len_hint(&self) -> usize {
+        match &self.data {
+            Some(data) if self.error.is_none() => data.len() + 48,
+            _ => 160,
+        }
     }
 
     /// Writes the result object as JSON text to `out`, the way
@@ -192,6 +206,23 @@ impl CallResult {
                 &serde_json::to_string(self).expect("a result object always serializes"),
             ),
         }
+    }
+}
+
+/// A result object serialized as a JSON string holding its text (see
+/// [`CallResult::json_string`]).
+pub(crate) struct JsonString<'a>(&'a CallResult);
+
+impl Serialize for JsonString<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // `collect_str` lets serde_json escape the text as it is written.
+        serializer.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for JsonString<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.write_json(f)
     }
 }
 

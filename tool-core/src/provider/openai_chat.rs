@@ -9,6 +9,7 @@ use super::parse::{CallParts, describe, not_an_object};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
+use crate::result::JsonString;
 
 /// OpenAI Chat Completions (`--format openai`, or `openai-strict` with [`OpenAiChat::strict`]).
 ///
@@ -111,7 +112,7 @@ impl WireFormat for OpenAiChat {
     /// completion, a call without an id, arguments that are not text) takes the path of
     /// [`WireFormat::parse_calls`], so the answer is the same either way.
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        if let Ok(fast) = serde_json::from_str::<fast::Turn<'_>>(turn)
+        if let Ok(fast) = serde_json::from_str::<fast::Turn>(turn)
             && let Some(calls) = fast.into_calls()
         {
             return Ok(calls);
@@ -119,23 +120,17 @@ impl WireFormat for OpenAiChat {
         self.parse_calls(&super::turn_json(self.name(), turn)?)
     }
 
-    /// The same messages as [`WireFormat::render_results`], written without a JSON tree.
+    /// The same messages as [`WireFormat::render_results`], written without a JSON tree: each
+    /// result object is escaped straight into its message, with no string of its own.
     fn render_results_text(&self, reports: &[CallReport]) -> String {
-        let messages: Vec<ToolMessage<'_>> = reports
-            .iter()
-            .map(|report| ToolMessage {
-                role: "tool",
-                tool_call_id: &report.call_id,
-                content: report.result.to_json_string(),
-            })
-            .collect();
         // Escaping the content adds about one byte in four.
-        let size: usize = messages
+        let size: usize = reports
             .iter()
-            .map(|m| m.content.len() * 5 / 4 + m.tool_call_id.len() + 48)
+            .map(|report| report.result.json_len_hint() * 5 / 4 + report.call_id.len() + 48)
             .sum();
         let mut text = Vec::with_capacity(size + 2);
-        serde_json::to_writer(&mut text, &messages).expect("tool messages always serialize");
+        serde_json::to_writer(&mut text, &ToolMessages(reports))
+            .expect("tool messages always serialize");
         String::from_utf8(text).expect("serde_json writes UTF-8")
     }
 
@@ -154,12 +149,25 @@ impl WireFormat for OpenAiChat {
     }
 }
 
-/// One `role: "tool"` message, written straight to text.
+/// The `role: "tool"` messages of a turn, written straight to text.
+struct ToolMessages<'a>(&'a [CallReport]);
+
+impl serde::Serialize for ToolMessages<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|report| ToolMessage {
+            role: "tool",
+            tool_call_id: &report.call_id,
+            content: report.result.json_string(),
+        }))
+    }
+}
+
+/// One `role: "tool"` message.
 #[derive(serde::Serialize)]
 struct ToolMessage<'a> {
     role: &'static str,
     tool_call_id: &'a str,
-    content: String,
+    content: JsonString<'a>,
 }
 
 fn parse_call(index: usize, call: &Value) -> ToolCall {
@@ -188,21 +196,24 @@ fn parse_call(index: usize, call: &Value) -> ToolCall {
     )
 }
 
-/// The typed reading of a well-formed assistant message.
+/// The typed reading of a well-formed assistant message, straight into [`ToolCall`]s: the
+/// arguments are parsed from the message's text as it is read, with no string of their own.
 mod fast {
     use std::borrow::Cow;
+    use std::fmt;
 
-    use serde::Deserialize;
-    use serde::de::IgnoredAny;
+    use serde::de::{self, IgnoredAny, Visitor};
+    use serde::{Deserialize, Deserializer};
+    use serde_json::Value;
 
-    use crate::call::ToolCall;
+    use crate::call::{MalformedCall, ToolCall, arguments_from_json_text};
 
     /// Whether a field was present at all, whatever its value (`null` included).
     #[derive(Default)]
     struct Present(bool);
 
     impl<'de> Deserialize<'de> for Present {
-        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
             IgnoredAny::deserialize(deserializer).map(|_| Present(true))
         }
     }
@@ -212,53 +223,77 @@ mod fast {
     }
 
     #[derive(Deserialize)]
-    pub(super) struct Turn<'a> {
+    pub(super) struct Turn {
         #[serde(default)]
         choices: Present,
-        #[serde(borrow)]
-        tool_calls: Option<Vec<Call<'a>>>,
+        tool_calls: Option<Vec<Call>>,
     }
 
-    #[derive(Deserialize)]
-    struct Call<'a> {
-        #[serde(borrow)]
-        id: Cow<'a, str>,
-        #[serde(rename = "type", borrow, default = "function")]
-        kind: Cow<'a, str>,
-        #[serde(borrow)]
-        function: Function<'a>,
+    /// A call the typed reading can take as it is: an id, a name, `type: "function"` (or no
+    /// type) and arguments as text. Any other call fails the typed reading, so that the whole
+    /// turn takes the general one. Transparent, so that the calls are unwrapped in place.
+    #[repr(transparent)]
+    struct Call(ToolCall);
+
+    impl<'de> Deserialize<'de> for Call {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            #[derive(Deserialize)]
+            struct Fields<'a> {
+                id: String,
+                #[serde(rename = "type", borrow, default = "function")]
+                kind: Cow<'a, str>,
+                function: Function,
+            }
+
+            #[derive(Deserialize)]
+            struct Function {
+                name: String,
+                arguments: Arguments,
+            }
+
+            let call = Fields::deserialize(deserializer)?;
+            if call.id.is_empty() || call.function.name.is_empty() || call.kind != "function" {
+                return Err(de::Error::custom("a call for the general reading"));
+            }
+            Ok(Call(ToolCall {
+                id: call.id,
+                name: call.function.name,
+                arguments: call.function.arguments.0,
+            }))
+        }
     }
 
-    #[derive(Deserialize)]
-    struct Function<'a> {
-        #[serde(borrow)]
-        name: Cow<'a, str>,
-        #[serde(borrow)]
-        arguments: Cow<'a, str>,
+    /// `function.arguments`: JSON text, parsed as [`ToolCall::from_json_text`] does.
+    struct Arguments(Result<Value, MalformedCall>);
+
+    impl<'de> Deserialize<'de> for Arguments {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Text;
+
+            impl Visitor<'_> for Text {
+                type Value = Arguments;
+
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("the arguments as JSON text")
+                }
+
+                fn visit_str<E: de::Error>(self, text: &str) -> Result<Arguments, E> {
+                    Ok(Arguments(arguments_from_json_text(text)))
+                }
+            }
+
+            deserializer.deserialize_str(Text)
+        }
     }
 
-    impl Turn<'_> {
+    impl Turn {
         /// The calls, or `None` when the turn needs the general reading.
         pub(super) fn into_calls(self) -> Option<Vec<ToolCall>> {
             if self.choices.0 {
                 return None;
             }
             let calls = self.tool_calls.unwrap_or_default();
-            let usable = calls.iter().all(|call| {
-                !call.id.is_empty() && !call.function.name.is_empty() && call.kind == "function"
-            });
-            usable.then(|| {
-                calls
-                    .into_iter()
-                    .map(|call| {
-                        ToolCall::from_json_text(
-                            call.id,
-                            call.function.name,
-                            &call.function.arguments,
-                        )
-                    })
-                    .collect()
-            })
+            Some(calls.into_iter().map(|call| call.0).collect())
         }
     }
 }
@@ -283,6 +318,7 @@ pub(super) fn strict_parameters(tool: &RegisteredTool, format: &'static str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CallResult;
     use crate::provider::test_support::{
         failure, garbage_turns, registry, success, weather_schema,
     };
@@ -413,6 +449,70 @@ mod tests {
     }
 
     #[test]
+    fn the_text_reading_is_the_tree_reading() {
+        let call = |id: Value, kind: Value, name: Value, arguments: Value| {
+            let mut call = json!({"id": id, "type": kind,
+                "function": {"name": name, "arguments": arguments}});
+            for key in ["id", "type"] {
+                if call[key].is_null() {
+                    call.as_object_mut().unwrap().remove(key);
+                }
+            }
+            call
+        };
+        let good = call(
+            json!("call_\"1\""),
+            json!("function"),
+            json!("get_weather"),
+            json!("{\"city\": \"Paris \\\"Nord\\\" ☃\", \"unit\": null}"),
+        );
+        let mut turns = garbage_turns();
+        turns.extend([
+            json!({"role": "assistant", "content": null, "tool_calls": [good.clone()]}),
+            json!({"role": "assistant", "content": "no calls"}),
+            json!({"role": "assistant", "tool_calls": []}),
+            json!({"role": "assistant", "tool_calls": null}),
+            json!({"tool_calls": [good.clone(), call(json!("c2"), Value::Null, json!("t"), json!("{}"))]}),
+            json!({"choices": [{"message": {"tool_calls": [good.clone()]}}]}),
+            json!({"choices": null, "tool_calls": [good.clone()]}),
+        ]);
+        // Each way a call can be unusable for the typed reading, next to a good one.
+        for bad in [
+            call(json!(""), json!("function"), json!("t"), json!("{}")),
+            call(Value::Null, json!("function"), json!("t"), json!("{}")),
+            call(json!(7), json!("function"), json!("t"), json!("{}")),
+            call(json!("c"), json!("custom"), json!("t"), json!("{}")),
+            call(json!("c"), json!("function"), json!(""), json!("{}")),
+            call(json!("c"), json!("function"), Value::Null, json!("{}")),
+            call(json!("c"), json!("function"), json!("t"), json!({"a": 1})),
+            call(json!("c"), json!("function"), json!("t"), Value::Null),
+            call(json!("c"), json!("function"), json!("t"), json!("[1]")),
+            call(json!("c"), json!("function"), json!("t"), json!("{\"a\":")),
+            call(json!("c"), json!("function"), json!("t"), json!("")),
+            json!({"id": "c", "function": 3}),
+        ] {
+            turns.push(json!({"tool_calls": [good.clone(), bad]}));
+        }
+        for strict in [false, true] {
+            let format = OpenAiChat { strict };
+            for turn in &turns {
+                assert_eq!(
+                    format.parse_calls_text(&turn.to_string()),
+                    format.parse_calls(turn),
+                    "{turn}"
+                );
+            }
+            // Text that is not JSON, and a field given twice.
+            assert!(format.parse_calls_text("{\"tool_calls\": [").is_err());
+            let twice = r#"{"tool_calls": [{"id": "a", "id": "b", "function": {"name": "t", "arguments": "{}"}}]}"#;
+            assert_eq!(
+                format.parse_calls_text(twice),
+                format.parse_calls(&serde_json::from_str(twice).unwrap())
+            );
+        }
+    }
+
+    #[test]
     fn garbage_turns_are_errors_or_calls_never_panics() {
         let format = OpenAiChat::default();
         for turn in garbage_turns() {
@@ -427,6 +527,35 @@ mod tests {
         assert_eq!(err.reason, "the turn is an array, not an assistant message");
         let err = format.parse_calls(&json!({"tool_calls": {}})).unwrap_err();
         assert_eq!(err.reason, "`tool_calls` is an object: {}, not an array");
+    }
+
+    #[test]
+    fn the_text_rendering_is_the_tree_rendering_byte_for_byte() {
+        let format = OpenAiChat::default();
+        // Text that needs escaping, in the data, the error and the call id.
+        let data = json!({"note": "a \"quoted\" back\\slash\n\t\u{1}\u{7f} é ☃ 😀"});
+        let mut replayed = CallReport {
+            call_id: "call_\"x\"".into(),
+            tool: "get_weather".into(),
+            result: CallResult::succeeded(crate::JsonText::of(&data).unwrap()),
+        };
+        replayed.result.replayed = true;
+        let err = crate::ToolError::not_found("no \"Pariss\"\n").why("tab\there");
+        let error = CallReport {
+            call_id: "call_err".into(),
+            tool: "get_weather".into(),
+            result: CallResult::from_error(&err),
+        };
+        for reports in [
+            vec![],
+            vec![success("call_abc")],
+            vec![success("call_abc"), failure("call_def"), replayed, error],
+        ] {
+            assert_eq!(
+                format.render_results_text(&reports),
+                format.render_results(&reports).to_string()
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,137 @@
+//! The trace span of a call: `execute_tool`, with the call's fields, entered while the tool runs
+//! (so what the tool records lands in it) and closed with the call's status.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use toolgate::prelude::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+/// Look up an order.
+#[tool(permission = "orders:read", timeout = "1s")]
+async fn get_order(order_id: String) -> Result<String, ToolError> {
+    tracing::info!(order_id, "looking up the order");
+    Ok(format!("{order_id}: paid"))
+}
+
+/// What the subscriber saw, one line per thing, in order.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<String>>>);
+
+impl Seen {
+    fn push(&self, line: String) {
+        self.0.lock().unwrap().push(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Writes each field as `name=value`.
+struct Fields<'a>(&'a mut Vec<String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push(format!("{}={value:?}", field.name()));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push(format!("{}={value}", field.name()));
+    }
+}
+
+/// A subscriber that wants every span and event and notes them, with the spans entered at the
+/// time of each event.
+struct Recorder {
+    seen: Seen,
+    next_id: AtomicU64,
+    entered: Mutex<Vec<u64>>,
+}
+
+impl Subscriber for Recorder {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut fields = Vec::new();
+        span.record(&mut Fields(&mut fields));
+        self.seen.push(format!(
+            "new {} #{id} {}",
+            span.metadata().name(),
+            fields.join(" ")
+        ));
+        Id::from_u64(id)
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut fields = Vec::new();
+        values.record(&mut Fields(&mut fields));
+        self.seen
+            .push(format!("record #{} {}", span.into_u64(), fields.join(" ")));
+    }
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        let entered = self.entered.lock().unwrap().clone();
+        let mut fields = Vec::new();
+        event.record(&mut Fields(&mut fields));
+        self.seen
+            .push(format!("event in {entered:?} {}", fields.join(" ")));
+    }
+
+    fn enter(&self, span: &Id) {
+        self.entered.lock().unwrap().push(span.into_u64());
+    }
+
+    fn exit(&self, span: &Id) {
+        let mut entered = self.entered.lock().unwrap();
+        if let Some(at) = entered.iter().rposition(|id| *id == span.into_u64()) {
+            entered.remove(at);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
+    let seen = Seen::default();
+    let _default = tracing::subscriber::set_default(Recorder {
+        seen: seen.clone(),
+        next_id: AtomicU64::new(0),
+        entered: Mutex::new(Vec::new()),
+    });
+    let mut registry = Registry::new();
+    registry.register::<get_order>().unwrap();
+    let dispatcher = Dispatcher::builder(registry).build();
+    let session = Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
+        "run-1",
+    );
+
+    let call = ToolCall::new(
+        "call_1",
+        "get_order",
+        serde_json::json!({"order_id": "ORD-1"}),
+    );
+    let report = dispatcher.dispatch(&session, call).await.unwrap();
+
+    assert_eq!(
+        report.result.to_json_string(),
+        r#"{"status":"succeeded","replayed":false,"data":"ORD-1: paid"}"#
+    );
+    assert_eq!(
+        seen.lines(),
+        [
+            "new execute_tool #1 otel.name=execute_tool get_order \
+             gen_ai.operation.name=execute_tool gen_ai.tool.name=get_order \
+             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function",
+            "event in [1] message=looking up the order order_id=ORD-1",
+            "record #1 toolgate.status=Succeeded",
+        ]
+    );
+}
