@@ -2,6 +2,7 @@
 //! and one result per call id.
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -555,6 +556,10 @@ impl Dispatcher {
     }
 
     /// One attempt under the deadline.
+    ///
+    /// The deadline counts from the tool's first wait: a tool that answers on its first poll
+    /// never waits, so it cannot overrun, and no timer is armed (nor the clock read) for it. A
+    /// poll that blocks cannot be interrupted by any timer anyway.
     async fn attempt(
         &self,
         registered: &RegisteredTool,
@@ -563,7 +568,13 @@ impl Dispatcher {
         timeout: Duration,
     ) -> Result<JsonText, ToolError> {
         let descriptor = registered.descriptor();
-        match tokio::time::timeout(timeout, registered.tool().invoke(ctx, args)).await {
+        let mut call = registered.tool().invoke(ctx, args);
+        if let Poll::Ready(outcome) =
+            std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await
+        {
+            return outcome;
+        }
+        match tokio::time::timeout(timeout, call).await {
             Ok(outcome) => outcome,
             Err(_elapsed) => Err(deadline_passed(
                 descriptor.name,

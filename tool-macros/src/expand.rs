@@ -306,31 +306,7 @@ fn arguments(
 
 fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
     let ident = &tool.item.sig.ident;
-    // The arguments are bound to fresh names, so that no argument can shadow the fn, `__ctx` or
-    // another argument.
-    // Each local carries its parameter's span: a hook whose parameter types differ from the
-    // tool's gets "expected …, found …" on the tool's parameter, not on the whole attribute.
-    let locals: Vec<_> = tool
-        .plain_params()
-        .enumerate()
-        .map(|(i, p)| format_ident!("__arg{}", i, span = syn::spanned::Spanned::span(&p.ty)))
-        .collect();
-    let destructure = if tool.struct_param().is_some() {
-        quote!(let __args: #args_type = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
-    } else {
-        let fields = tool.plain_params().map(|p| &p.ident);
-        quote!(let __ToolArgs { #(#fields: #locals,)* } = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
-    };
-    let mut locals = locals.iter();
-    let call_args = tool.params.iter().map(|param| match param {
-        Param::Ctx { .. } => quote!(__ctx),
-        Param::Auth { .. } => quote!(__ctx.auth()),
-        Param::Struct { .. } => quote!(__tg::Args(__args)),
-        Param::Plain(_) => {
-            let local = locals.next();
-            quote!(#local)
-        }
-    });
+    let (destructure, call_args) = arguments(tool, wire_name, args_type);
     let call = quote_spanned!(ident.span()=> __tg::assert_send(#ident(#(#call_args),*)));
     let convert = match &tool.item.sig.output {
         // The bound is reported on the argument, so it spans the whole return type too.
