@@ -110,7 +110,7 @@ async fn two_desks_on_one_database_refund_each_order_once() {
     let mut fresh = Vec::new();
     for output in &outputs {
         assert!(output.status.success(), "{output:?}");
-        for answer in json_lines(output) {
+        for answer in json_lines(&output.stdout) {
             let Some(messages) = answer["openai"].as_array() else {
                 continue;
             };

@@ -80,11 +80,7 @@ fn every_example_script_gives_the_same_output_twice() {
         };
         let first = run();
         assert_eq!(first, run(), "{path} is not deterministic");
-        let lines = json_lines(&std::process::Output {
-            status: std::process::ExitStatus::default(),
-            stdout: first,
-            stderr: Vec::new(),
-        });
+        let lines = json_lines(&first);
         let expected = if path.ends_with("timeout-after-apply.jsonl") {
             ledger(&[("ORD-1001", "500.00", 1)], 1, 1)
         } else {
@@ -267,7 +263,7 @@ fn malformed_calls_each_get_a_result_and_nothing_is_sent() {
         &FAST,
     );
     assert_eq!(output.status.code(), Some(1), "two lines are not turns");
-    let answers = json_lines(&output);
+    let answers = json_lines(&output.stdout);
     let results = openai_results(&answers[0]);
     let ids: Vec<&str> = answers[0]["openai"]
         .as_array()
@@ -309,7 +305,7 @@ fn a_script_with_a_bad_line_still_ends_with_the_ledger_and_exits_1() {
         &FAST,
     );
     assert_eq!(output.status.code(), Some(1), "{output:?}");
-    let answers = json_lines(&output);
+    let answers = json_lines(&output.stdout);
     assert!(
         answers[0]["error"]
             .as_str()
@@ -452,7 +448,7 @@ fn a_bad_fault_line_is_an_error() {
         &FAST,
     );
     assert_eq!(output.status.code(), Some(1));
-    let answers = json_lines(&output);
+    let answers = json_lines(&output.stdout);
     for (answer, needle) in answers.iter().zip([
         "unknown fault kind `explode`",
         "needs `ms`",

@@ -62,22 +62,27 @@ impl FaultSpec {
                 ));
             }
         };
-        let fault = match (self.kind.as_str(), self.ms) {
-            ("unavailable_before_apply", None) => Fault::UnavailableBeforeApply,
-            ("timeout_after_apply", None) => Fault::TimeoutAfterApply,
-            ("reset_after_apply", None) => Fault::ResetAfterApply,
-            ("slow", Some(ms)) => Fault::Slow(Duration::from_millis(ms)),
-            ("slow", None) => return Err("a `slow` fault needs `ms`".to_owned()),
-            (kind, Some(_)) if kind != "slow" => {
-                return Err(format!("only a `slow` fault takes `ms`, not `{kind}`"));
-            }
-            (other, _) => {
+        let fault = match self.kind.as_str() {
+            "unavailable_before_apply" => Fault::UnavailableBeforeApply,
+            "timeout_after_apply" => Fault::TimeoutAfterApply,
+            "reset_after_apply" => Fault::ResetAfterApply,
+            "slow" => match self.ms {
+                Some(ms) => Fault::Slow(Duration::from_millis(ms)),
+                None => return Err("a `slow` fault needs `ms`".to_owned()),
+            },
+            other => {
                 return Err(format!(
                     "unknown fault kind `{other}`: use unavailable_before_apply, \
                      timeout_after_apply, reset_after_apply or slow"
                 ));
             }
         };
+        if self.ms.is_some() && !matches!(fault, Fault::Slow(_)) {
+            return Err(format!(
+                "only a `slow` fault takes `ms`, not `{}`",
+                self.kind
+            ));
+        }
         Ok((operation, fault, self.times))
     }
 }

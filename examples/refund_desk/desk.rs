@@ -119,8 +119,7 @@ pub(crate) struct Desk {
     dispatcher: Dispatcher,
     payments: HttpPayments,
     clock: Arc<dyn Clock>,
-    auth: AuthContext,
-    run_id: String,
+    /// Who calls and in which run; a `session` or `run` line replaces it.
     session: Session,
     narrator: Narrator,
     explain: bool,
@@ -136,7 +135,6 @@ impl Desk {
         });
         let auth =
             AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
-        let run_id = "run-1".to_owned();
         let dispatcher = dispatcher(&store, &options.payments, &clock);
         Ok(Desk {
             spec: options.store,
@@ -144,9 +142,7 @@ impl Desk {
             dispatcher,
             payments: options.payments,
             clock,
-            session: Session::new(auth.clone(), run_id.clone()),
-            auth,
-            run_id,
+            session: Session::new(auth, "run-1"),
             narrator: options.narrator,
             explain: options.explain,
         })
@@ -170,14 +166,12 @@ impl Desk {
                         auth.user()
                     ),
                 );
-                self.auth = auth;
-                self.session = Session::new(self.auth.clone(), self.run_id.clone());
+                self.session = Session::new(auth, self.session.run_id());
                 Ok(None)
             }
             Line::Run(run_id) => {
                 self.say(Voice::Title, &format!("── run {run_id} ──"));
-                self.run_id = run_id;
-                self.session = Session::new(self.auth.clone(), self.run_id.clone());
+                self.session = Session::new(self.session.auth().clone(), run_id);
                 Ok(None)
             }
             Line::Turn(dialect, message) => Ok(Some(self.turn(dialect, &message).await?)),

@@ -96,9 +96,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_flags(args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
+fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
     let mut flags = Flags::default();
-    let mut args = args.peekable();
     while let Some(arg) = args.next() {
         if arg == "--help" || arg == "-h" {
             return Ok(None);

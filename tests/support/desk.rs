@@ -47,9 +47,9 @@ pub(crate) fn desk() -> Command {
     command
 }
 
-/// The lines of `output`'s stdout, each parsed as JSON.
-pub(crate) fn json_lines(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
+/// The lines of a desk's stdout, each parsed as JSON.
+pub(crate) fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
         .lines()
         .map(|line| {
             serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: not JSON: {line}"))
@@ -67,7 +67,7 @@ pub(crate) fn play(script: &str, args: &[&str]) -> Vec<Value> {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    json_lines(&output)
+    json_lines(&output.stdout)
 }
 
 /// Plays `script` (given on stdin) on a desk with `args`; answers the whole output.

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::parse::{CallParts, describe, str_field};
+use super::parse::{CallParts, calls_among, describe, str_field};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::Registry;
@@ -77,23 +77,13 @@ impl WireFormat for Anthropic {
                 )));
             }
         };
-        let mut calls = Vec::new();
-        for (position, block) in blocks.iter().enumerate() {
-            let Value::Object(block) = block else {
-                return Err(error(format!(
-                    "content block {position} is {}, not an object",
-                    json_kind(block)
-                )));
-            };
-            if str_field(block, "type") != Some("tool_use") {
-                continue;
-            }
-            let call = CallParts::read_id(calls.len(), "id", block.get("id"))
-                .name("name", block.get("name"))
-                .object_arguments("input", block.get("input"), None);
-            calls.push(call);
-        }
-        Ok(calls)
+        calls_among(self.name(), "content block", blocks, |index, block| {
+            (str_field(block, "type") == Some("tool_use")).then(|| {
+                CallParts::read_id(index, "id", block.get("id"))
+                    .name("name", block.get("name"))
+                    .object_arguments("input", block.get("input"), None)
+            })
+        })
     }
 
     /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::lower::gemini;
-use super::parse::{CallParts, describe, not_an_object};
+use super::parse::{CallParts, calls_among, describe, not_an_object};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
@@ -112,19 +112,9 @@ impl WireFormat for Gemini {
                 )));
             }
         };
-        let mut calls = Vec::new();
-        for (position, part) in parts.iter().enumerate() {
-            let Value::Object(part) = part else {
-                return Err(error(format!(
-                    "part {position} is {}, not an object",
-                    json_kind(part)
-                )));
-            };
-            if let Some(call) = part.get("functionCall") {
-                calls.push(parse_call(calls.len(), call));
-            }
-        }
-        Ok(calls)
+        calls_among(self.name(), "part", parts, |index, part| {
+            part.get("functionCall").map(|call| parse_call(index, call))
+        })
     }
 
     /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::openai_chat::strict_parameters;
-use super::parse::{CallParts, describe, str_field};
+use super::parse::{CallParts, calls_among, describe, str_field};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::Registry;
@@ -98,23 +98,13 @@ impl WireFormat for OpenAiResponses {
                 )));
             }
         };
-        let mut calls = Vec::new();
-        for (position, item) in items.iter().enumerate() {
-            let Value::Object(item) = item else {
-                return Err(error(format!(
-                    "output item {position} is {}, not an object",
-                    json_kind(item)
-                )));
-            };
-            if str_field(item, "type") != Some("function_call") {
-                continue;
-            }
-            let call = CallParts::read_id(calls.len(), "call_id", item.get("call_id"))
-                .name("name", item.get("name"))
-                .text_arguments("arguments", item.get("arguments"));
-            calls.push(call);
-        }
-        Ok(calls)
+        calls_among(self.name(), "output item", items, |index, item| {
+            (str_field(item, "type") == Some("function_call")).then(|| {
+                CallParts::read_id(index, "call_id", item.get("call_id"))
+                    .name("name", item.get("name"))
+                    .text_arguments("arguments", item.get("arguments"))
+            })
+        })
     }
 
     /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`.

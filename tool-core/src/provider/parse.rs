@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::FormatError;
 use crate::call::{MalformedCall, ToolCall, json_kind};
 
 /// The id given to call number `index` of a turn when it arrived without a usable one.
@@ -26,6 +27,31 @@ pub(super) fn describe(value: Option<&Value>) -> String {
             }
         }
     }
+}
+
+/// The calls among a turn's `items` (content blocks, parts, output items), in order. Every item
+/// must be a JSON object, or the turn is not one of `format` (the error names the item as
+/// `"{item} {position}"`). `read` makes an item a call, given how many calls came before it, or
+/// skips it with `None`.
+pub(super) fn calls_among<'a>(
+    format: &'static str,
+    item: &str,
+    items: &'a [Value],
+    mut read: impl FnMut(usize, &'a Map<String, Value>) -> Option<ToolCall>,
+) -> Result<Vec<ToolCall>, FormatError> {
+    let mut calls = Vec::new();
+    for (position, value) in items.iter().enumerate() {
+        let Value::Object(object) = value else {
+            return Err(FormatError {
+                format,
+                reason: format!("{item} {position} is {}, not an object", json_kind(value)),
+            });
+        };
+        if let Some(call) = read(calls.len(), object) {
+            calls.push(call);
+        }
+    }
+    Ok(calls)
 }
 
 /// A call that is not a JSON object at all.
