@@ -156,14 +156,38 @@ impl std::fmt::Display for ErrorKind {
 /// assert_eq!(err.kind(), toolgate::ErrorKind::NotFound);
 /// assert_eq!(err.to_string(), "order ORD-9 does not exist");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what}")]
-pub struct ToolError {
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.what)]
+pub struct ToolError(Box<Parts>);
+
+/// What a [`ToolError`] holds, on the heap: an error is the rare path, and a small error keeps
+/// every `Result` that may carry one small, on the path where none does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Parts {
     kind: ErrorKind,
     what: Cow<'static, str>,
     why: Option<Cow<'static, str>>,
     next: Option<Cow<'static, str>>,
     retry_after: Option<Duration>,
+}
+
+impl std::fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Parts {
+            kind,
+            what,
+            why,
+            next,
+            retry_after,
+        } = &*self.0;
+        f.debug_struct("ToolError")
+            .field("kind", kind)
+            .field("what", what)
+            .field("why", why)
+            .field("next", next)
+            .field("retry_after", retry_after)
+            .finish()
+    }
 }
 
 macro_rules! constructors {
@@ -180,13 +204,13 @@ macro_rules! constructors {
 impl ToolError {
     /// An error of `kind` saying `what` happened.
     pub fn new(kind: ErrorKind, what: impl Into<Cow<'static, str>>) -> Self {
-        ToolError {
+        ToolError(Box::new(Parts {
             kind,
             what: what.into(),
             why: None,
             next: None,
             retry_after: None,
-        }
+        }))
     }
 
     constructors! {
@@ -218,50 +242,50 @@ impl ToolError {
 
     /// Adds why it happened.
     pub fn why(mut self, why: impl Into<Cow<'static, str>>) -> Self {
-        self.why = Some(why.into());
+        self.0.why = Some(why.into());
         self
     }
 
     /// Adds what the model should try next.
     pub fn next(mut self, next: impl Into<Cow<'static, str>>) -> Self {
-        self.next = Some(next.into());
+        self.0.next = Some(next.into());
         self
     }
 
     /// Adds how long to wait before trying again.
     pub fn with_retry_after(mut self, after: Duration) -> Self {
-        self.retry_after = Some(after);
+        self.0.retry_after = Some(after);
         self
     }
 
     /// The kind of error.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// Who handles it.
     pub fn class(&self) -> ErrorClass {
-        self.kind.class()
+        self.0.kind.class()
     }
 
     /// What happened.
     pub fn what(&self) -> &str {
-        &self.what
+        &self.0.what
     }
 
     /// Why it happened, when known.
     pub fn reason(&self) -> Option<&str> {
-        self.why.as_deref()
+        self.0.why.as_deref()
     }
 
     /// What to try next: the error's own advice, or the default for its kind.
     pub fn next_step(&self) -> &str {
-        self.next.as_deref().unwrap_or(self.kind.default_next())
+        self.0.next.as_deref().unwrap_or(self.0.kind.default_next())
     }
 
     /// How long to wait before trying again, when the source said.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.0.retry_after
     }
 }
 
