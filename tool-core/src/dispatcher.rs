@@ -12,7 +12,7 @@ use crate::auth::Session;
 use serde_json::Value;
 
 use crate::backoff::Backoff;
-use crate::call::{CallReport, MalformedCall, ToolCall};
+use crate::call::{Arguments, CallReport, MalformedCall, ToolCall};
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
@@ -30,6 +30,7 @@ use crate::store::{
     AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
     StoreError,
 };
+use crate::tool::ToolFuture;
 use crate::validate::invalid_arguments;
 
 /// The deadline of one attempt when a tool declares no `timeout`.
@@ -251,13 +252,15 @@ impl Dispatcher {
             gen_ai.tool.type = "function",
             toolgate.status = tracing::field::Empty,
         );
-        let run = self.run(session, id, &name, arguments);
         // Entering a span on each poll is work for nothing when no one can see it: no
-        // subscriber wants it, and `log` (which tracing may forward spans to) is off.
+        // subscriber wants it, and `log` (which tracing may forward spans to) is off. The call's
+        // future is made in each branch, so that this one holds one of them, not both.
         let (id, outcome) = if span.is_disabled() && log::max_level() < log::LevelFilter::Info {
-            run.await
+            self.run(session, id, &name, arguments).await
         } else {
-            run.instrument(span.clone()).await
+            self.run(session, id, &name, arguments)
+                .instrument(span.clone())
+                .await
         };
         let result = match outcome {
             Ok(result) => result,
@@ -282,15 +285,39 @@ impl Dispatcher {
     async fn run(
         &self,
         session: &Session,
-        id: String,
+        mut id: String,
         name: &str,
-        arguments: Result<Value, MalformedCall>,
+        arguments: Result<Arguments, MalformedCall>,
     ) -> (String, Result<CallResult, ToolError>) {
+        // A read whose arguments arrived as text: the tool's types may validate them as they
+        // deserialize, exactly as the schema would (Tool::invoke_text), with no tree.
+        if let Ok(args) = &arguments
+            && let Some(text) = args.as_text()
+            && let Some(registered) = self.inner.registry.get(name)
+            && registered.descriptor().side_effect.is_read()
+        {
+            let ctx = self.ctx(session, id, registered);
+            let outcome = match registered.tool().invoke_text(&ctx, text) {
+                Some(call) => Some(match permitted(session, registered.descriptor()) {
+                    Ok(()) => self
+                        .attempts(registered, &ctx, Input::Text(text), Some(call), None)
+                        .await
+                        .map(CallResult::succeeded)
+                        .map_err(|(err, _)| err),
+                    Err(err) => Err(err),
+                }),
+                None => None,
+            };
+            if let Some(outcome) = outcome {
+                return (ctx.into_call_id(), outcome);
+            }
+            id = ctx.into_call_id();
+        }
         match self.prepare(session, name, arguments) {
             Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
                 let ctx = self.ctx(session, id, registered);
                 let outcome = self
-                    .attempts(registered, &ctx, &args, None)
+                    .attempts(registered, &ctx, Input::Tree(&args), None, None)
                     .await
                     .map(CallResult::succeeded)
                     .map_err(|(err, _)| err);
@@ -308,7 +335,7 @@ impl Dispatcher {
         &self,
         session: &Session,
         name: &str,
-        arguments: Result<Value, MalformedCall>,
+        arguments: Result<Arguments, MalformedCall>,
     ) -> Result<(&RegisteredTool, Value), ToolError> {
         if let (true, Err(malformed)) = (name.is_empty(), &arguments) {
             // A call the format could not read at all: say what was wrong with it.
@@ -319,7 +346,7 @@ impl Dispatcher {
         let registered = self.lookup(name)?;
         let descriptor = registered.descriptor();
         let mut args = match arguments {
-            Ok(args) => args,
+            Ok(args) => args.into_value(),
             Err(malformed) => {
                 return Err(ToolError::invalid_arguments(malformed.what)
                     .why(malformed.why)
@@ -334,19 +361,7 @@ impl Dispatcher {
         if !violations.is_empty() {
             return Err(invalid_arguments(descriptor.name, &violations));
         }
-        if let Some(permission) = descriptor.permission
-            && !session.auth().has_permission(permission)
-        {
-            return Err(ToolError::permission_denied(format!(
-                "the session may not call {}",
-                descriptor.name
-            ))
-            .why(format!(
-                "user `{}` of tenant `{}` lacks the permission `{permission}`",
-                session.auth().user(),
-                session.auth().tenant()
-            )));
-        }
+        permitted(session, descriptor)?;
         Ok((registered, args))
     }
 
@@ -413,7 +428,13 @@ impl Dispatcher {
             .with_idempotency_key(key);
         self.hit(Failpoint::Claimed);
         let outcome = self
-            .attempts(registered, &ctx, &args, Some((store, &owner, lease)))
+            .attempts(
+                registered,
+                &ctx,
+                Input::Tree(&args),
+                None,
+                Some((store, &owner, lease)),
+            )
             .await;
         self.hit(Failpoint::Executed);
         let now = self.inner.clock.now_ms();
@@ -534,25 +555,51 @@ impl Dispatcher {
     }
 
     /// Step 8: the tool runs under its deadline, retried on transient faults: reads on any,
-    /// writes only on those that prove nothing was applied. The error carries how many
-    /// attempts were made.
-    async fn attempts(
+    /// writes only on those that prove nothing was applied. `first` is the first attempt's
+    /// call, if the arguments were already read into it. The error carries how many attempts
+    /// were made.
+    async fn attempts<'a>(
         &self,
-        registered: &RegisteredTool,
-        ctx: &Ctx,
-        args: &Value,
+        registered: &'a RegisteredTool,
+        ctx: &'a Ctx,
+        args: Input<'a>,
+        first: Option<ToolFuture<'a>>,
         write: Option<(&dyn OperationStore, &Owner, Duration)>,
+    ) -> Result<JsonText, (ToolError, u32)> {
+        let mut call = first.unwrap_or_else(|| args.invoke(registered, ctx));
+        let first = match poll_once(&mut call).await {
+            Poll::Ready(Ok(data)) => return Ok(data),
+            Poll::Ready(Err(err)) => Err(err),
+            Poll::Pending => Ok(call),
+        };
+        // A tool that waits, and retries, which wait a backoff: their state lives on the heap,
+        // so that the future of a call answered at once stays small.
+        Box::pin(self.after_first_poll(registered, ctx, args, write, first)).await
+    }
+
+    /// The rest of the attempts, after the first poll of the first one: `first` is that call,
+    /// still pending, or its error.
+    async fn after_first_poll<'a>(
+        &self,
+        registered: &'a RegisteredTool,
+        ctx: &'a Ctx,
+        args: Input<'a>,
+        write: Option<(&dyn OperationStore, &Owner, Duration)>,
+        first: Result<ToolFuture<'a>, ToolError>,
     ) -> Result<JsonText, (ToolError, u32)> {
         let timeout = registered
             .descriptor()
             .timeout
             .unwrap_or(self.inner.default_timeout);
-        match self.attempt(registered, ctx, args, timeout).await {
-            Ok(data) => Ok(data),
-            // Retries are rare and wait a backoff: their state lives on the heap, so that the
-            // future of a call that succeeds at once stays small.
-            Err(err) => Box::pin(self.retries(registered, ctx, args, write, timeout, err)).await,
-        }
+        let err = match first {
+            Ok(pending) => match self.within_deadline(registered, pending, timeout).await {
+                Ok(data) => return Ok(data),
+                Err(err) => err,
+            },
+            Err(err) => err,
+        };
+        self.retries(registered, ctx, args, write, timeout, err)
+            .await
     }
 
     /// One attempt under the deadline.
@@ -563,17 +610,23 @@ impl Dispatcher {
     async fn attempt(
         &self,
         registered: &RegisteredTool,
-        ctx: &Ctx,
-        args: &Value,
+        mut call: ToolFuture<'_>,
+        timeout: Duration,
+    ) -> Result<JsonText, ToolError> {
+        match poll_once(&mut call).await {
+            Poll::Ready(outcome) => outcome,
+            Poll::Pending => self.within_deadline(registered, call, timeout).await,
+        }
+    }
+
+    /// A call that waited on its first poll, given `timeout` from now to answer.
+    async fn within_deadline(
+        &self,
+        registered: &RegisteredTool,
+        call: ToolFuture<'_>,
         timeout: Duration,
     ) -> Result<JsonText, ToolError> {
         let descriptor = registered.descriptor();
-        let mut call = registered.tool().invoke(ctx, args);
-        if let Poll::Ready(outcome) =
-            std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await
-        {
-            return outcome;
-        }
         match tokio::time::timeout(timeout, call).await {
             Ok(outcome) => outcome,
             Err(_elapsed) => Err(deadline_passed(
@@ -590,7 +643,7 @@ impl Dispatcher {
         &self,
         registered: &RegisteredTool,
         ctx: &Ctx,
-        args: &Value,
+        args: Input<'_>,
         write: Option<(&dyn OperationStore, &Owner, Duration)>,
         timeout: Duration,
         mut err: ToolError,
@@ -651,7 +704,10 @@ impl Dispatcher {
             }
             tokio::time::sleep(delay).await;
             attempt += 1;
-            err = match self.attempt(registered, ctx, args, timeout).await {
+            err = match self
+                .attempt(registered, args.invoke(registered, ctx), timeout)
+                .await
+            {
                 Ok(data) => return Ok(data),
                 Err(err) => err,
             };
@@ -668,6 +724,53 @@ impl Dispatcher {
             .why(format!("the tools are: {known}"))
             .next(format!("call one of: {known}"))
         })
+    }
+}
+
+/// Polls `call` once, whatever it answers.
+async fn poll_once(call: &mut ToolFuture<'_>) -> Poll<Result<JsonText, ToolError>> {
+    std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await
+}
+
+/// The arguments an attempt reads: the validated tree, or the text that the tool's types
+/// validated (see [`Tool::invoke_text`](crate::Tool::invoke_text)).
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    Tree(&'a Value),
+    Text(&'a str),
+}
+
+impl<'a> Input<'a> {
+    /// The call of one attempt.
+    fn invoke(self, registered: &'a RegisteredTool, ctx: &'a Ctx) -> ToolFuture<'a> {
+        let tool = registered.tool();
+        match self {
+            Input::Tree(args) => tool.invoke(ctx, args),
+            // Deserializing the same text gives the same answer as before the first attempt.
+            Input::Text(text) => tool.invoke_text(ctx, text).unwrap_or_else(|| {
+                let name = registered.descriptor().name;
+                Box::pin(async move {
+                    Err(ToolError::internal(format!(
+                        "{name} refused arguments it had accepted on an earlier attempt"
+                    )))
+                })
+            }),
+        }
+    }
+}
+
+/// Step 4: the session holds the tool's permission, if it needs one.
+fn permitted(session: &Session, descriptor: &ToolDescriptor) -> Result<(), ToolError> {
+    match descriptor.permission {
+        Some(permission) if !session.auth().has_permission(permission) => Err(
+            ToolError::permission_denied(format!("the session may not call {}", descriptor.name))
+                .why(format!(
+                    "user `{}` of tenant `{}` lacks the permission `{permission}`",
+                    session.auth().user(),
+                    session.auth().tenant()
+                )),
+        ),
+        _ => Ok(()),
     }
 }
 

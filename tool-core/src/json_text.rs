@@ -59,8 +59,69 @@ impl Serialize for JsonText {
     }
 }
 
+/// How `serde_json` escapes each byte inside a JSON string: `0` for not at all, `u` for
+/// `\u00XX` (lower-case hex), and otherwise the letter after the backslash.
+static ESCAPE: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+/// Appends `text` to `out` as the inside of a JSON string, escaped byte for byte as
+/// `serde_json` escapes it.
+pub(crate) fn escape_into(out: &mut String, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut start = 0;
+    for (at, &byte) in text.as_bytes().iter().enumerate() {
+        let escape = ESCAPE[usize::from(byte)];
+        if escape == 0 {
+            continue;
+        }
+        // `at` holds an ASCII byte, so the slice ends on a character boundary.
+        out.push_str(&text[start..at]);
+        out.push('\\');
+        if escape == b'u' {
+            out.push_str("u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push(char::from(escape));
+        }
+        start = at + 1;
+    }
+    out.push_str(&text[start..]);
+}
+
 impl std::fmt::Display for JsonText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_matches_serde_json_on_every_ascii_byte_and_beyond() {
+        let mut all: String = (0u8..=0x7f).map(char::from).collect();
+        all.push_str("é€😀\u{2028}\u{2029}\"\\ end");
+        for text in [all.as_str(), "", "plain", "\"", "a\u{0}b", "\\\\"] {
+            let mut ours = String::new();
+            escape_into(&mut ours, text);
+            let theirs = serde_json::to_string(text).unwrap();
+            assert_eq!(format!("\"{ours}\""), theirs, "{text:?}");
+        }
     }
 }

@@ -33,7 +33,7 @@ mod validate;
 pub use approval::ApprovalAmount;
 pub use auth::{AuthContext, Session};
 pub use backoff::Backoff;
-pub use call::{CallReport, MalformedCall, ToolCall};
+pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use ctx::Ctx;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
@@ -58,7 +58,10 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    pub use crate::probe::{ArgumentFits, DoesNotFit, Fits, Probe, ProbeArgs, assert_argument};
+    pub use crate::probe::{
+        ArgumentFits, DoesNotFit, ExactArg, ExactScalar, Fits, Probe, ProbeArgs, ProbeExact,
+        assert_argument,
+    };
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
         Args, Ctx, IntoReconciled, IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec,

@@ -46,6 +46,9 @@ pub trait ProbeArgs<T> {
 
     /// `T` from arguments that passed validation.
     fn parse(&self, tool: &str, args: &Value) -> Result<T, ToolError>;
+
+    /// `T` straight from JSON text, or `None` if serde refuses it.
+    fn parse_text(&self, text: &str) -> Option<T>;
 }
 
 /// The verdict on a type that can be a tool argument.
@@ -68,6 +71,10 @@ impl<T: DeserializeOwned + JsonSchema> ProbeArgs<T> for Probe<T> {
     fn parse(&self, tool: &str, args: &Value) -> Result<T, ToolError> {
         crate::__private::deserialize_args(tool, args)
     }
+
+    fn parse_text(&self, text: &str) -> Option<T> {
+        serde_json::from_str(text).ok()
+    }
 }
 
 impl<T> ProbeArgs<T> for &Probe<T> {
@@ -85,6 +92,11 @@ impl<T> ProbeArgs<T> for &Probe<T> {
     fn parse(&self, _tool: &str, _args: &Value) -> Result<T, ToolError> {
         let () = Unfit::<T>::NEVER;
         Err(ToolError::internal("unreachable"))
+    }
+
+    fn parse_text(&self, _text: &str) -> Option<T> {
+        let () = Unfit::<T>::NEVER;
+        None
     }
 }
 
@@ -113,3 +125,58 @@ impl<A> ArgumentFits<A> for Fits {}
 /// Compile-time check, spanned on an argument's type, that it fits: pass it
 /// `(&Probe::<A>::new()).verdict()`.
 pub fn assert_argument<A, V: ArgumentFits<A>>(_verdict: V) {}
+
+/// Whether an argument's type is one for which serde accepts exactly the JSON values its
+/// canonical schema accepts, so that text serde reads needs no schema validation (see
+/// [`Tool::invoke_text`](crate::Tool::invoke_text)). Implemented on `Probe<T>` for `T:`
+/// [`ExactArg`], and on `&Probe<T>` for every `T`, answering `false`.
+pub trait ProbeExact {
+    /// The answer.
+    fn exact(&self) -> bool;
+}
+
+impl<T: ExactArg> ProbeExact for Probe<T> {
+    fn exact(&self) -> bool {
+        true
+    }
+}
+
+impl<T> ProbeExact for &Probe<T> {
+    fn exact(&self) -> bool {
+        false
+    }
+}
+
+/// A type whose `Deserialize`, fed JSON, accepts exactly the values its canonical schema
+/// accepts, and which it refuses only where the validated path also fails or reads a different
+/// JSON value (such as `3.0` for an integer, which the validated path reads as `3`).
+///
+/// The schemas, after [`canonical_schema_for`](crate::schema::canonical_schema_for):
+/// - `String`: `{"type": "string"}`, and serde takes every JSON string and nothing else.
+/// - `bool`: `{"type": "boolean"}`, likewise.
+/// - each integer type: `{"type": "integer"}` with the type's own `minimum` and `maximum`, and
+///   serde takes exactly the JSON integers in that range (never a float such as `3.0`).
+/// - `f64`: `{"type": "number"}`, and serde takes every JSON number.
+///
+/// [`ExactArg`] adds `Option<T>` (the schema allows `null` and leaves the property out of
+/// `required`; serde reads `null` or a missing field as `None`) and `Vec<T>` (an array of `T`),
+/// for `T: ExactScalar`.
+pub trait ExactScalar {}
+
+/// An argument type that [`ProbeExact`] answers `true` for: an [`ExactScalar`], or an `Option`
+/// or `Vec` of one.
+pub trait ExactArg {}
+
+macro_rules! exact_scalars {
+    ($($ty:ty),*) => {
+        $(impl ExactScalar for $ty {})*
+    };
+}
+
+exact_scalars!(
+    String, bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f64
+);
+
+impl<T: ExactScalar> ExactArg for T {}
+impl<T: ExactScalar> ExactArg for Option<T> {}
+impl<T: ExactScalar> ExactArg for Vec<T> {}

@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ErrorClass, ErrorKind, ToolError};
-use crate::json_text::JsonText;
+use crate::json_text::{JsonText, escape_into};
 
 /// The `status` of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -171,12 +171,6 @@ impl CallResult {
         text
     }
 
-    /// The result object as a JSON string value (its text, escaped), written without an
-    /// intermediate string: what formats whose content is text put in their messages.
-    pub(crate) fn json_string(&self) -> JsonString<'_> {
-        JsonString(self)
-    }
-
     /// About how many bytes of JSON text the result object takes (exact for a success).
     pub(crate) fn json_len_hint(&self) -> usize {
         match &self.data {
@@ -207,28 +201,49 @@ impl CallResult {
             ),
         }
     }
-}
 
-/// A result object serialized as a JSON string holding its text (see
-/// [`CallResult::json_string`]).
-pub(crate) struct JsonString<'a>(&'a CallResult);
-
-impl Serialize for JsonString<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // `collect_str` lets serde_json escape the text as it is written.
-        serializer.collect_str(self)
-    }
-}
-
-impl std::fmt::Display for JsonString<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.write_json(f)
+    /// Appends the result object's text to `out`, escaped as the inside of a JSON string: the
+    /// content of formats whose content is text. Of a success, only the tool's data is escaped
+    /// as it is written; the rest is written escaped already.
+    pub(crate) fn write_json_escaped(&self, out: &mut String) {
+        match (&self.data, &self.error) {
+            (Some(data), None) => {
+                out.push_str(r#"{\"status\":\""#);
+                escape_into(out, self.status.as_str());
+                out.push_str(if self.replayed {
+                    r#"\",\"replayed\":true,\"data\":"#
+                } else {
+                    r#"\",\"replayed\":false,\"data\":"#
+                });
+                escape_into(out, data.as_str());
+                out.push('}');
+            }
+            _ => escape_into(out, &self.to_json_string()),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_escaped_text_is_the_text_escaped() {
+        let err = ToolError::invalid_arguments("a \"quoted\" line\nand a tab\t");
+        let mut results = vec![CallResult::from_error(&err)];
+        for replayed in [false, true] {
+            let mut result =
+                CallResult::succeeded(JsonText::parse(r#"{"note":"a \"b\"\n"}"#).unwrap());
+            result.replayed = replayed;
+            results.push(result);
+        }
+        for result in results {
+            let mut ours = String::new();
+            result.write_json_escaped(&mut ours);
+            let theirs = serde_json::to_string(&result.to_json_string()).unwrap();
+            assert_eq!(format!("\"{ours}\""), theirs);
+        }
+    }
 
     #[test]
     fn error_results_carry_the_three_parts_and_no_replayed_flag() {

@@ -37,6 +37,25 @@ pub trait Tool: Send + Sync + 'static {
     /// once per attempt: a retried call gets the same arguments again.
     fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a>;
 
+    /// Runs the tool on arguments as the JSON text the model sent, without a tree and without
+    /// the schema validator, when that is known to decide exactly as the validator would: the
+    /// tool's argument types are such that serde accepts exactly the objects its schema accepts,
+    /// and `text` deserializes into them. `None` otherwise; the dispatcher then parses the
+    /// text, validates the tree against the schema and calls [`Tool::invoke`].
+    ///
+    /// `text` is one JSON object ([`Arguments::from_text`](crate::Arguments::from_text) checked
+    /// it). `#[tool]` implements this for tools whose plain parameters are all of the types
+    /// `String`, `bool`, the integers, `f64`, and `Option` or `Vec` of one of these, with no
+    /// `#[serde]` or `#[schemars]` attribute: for those, a text serde accepts is a value the
+    /// schema accepts, and serde refuses the rest (such as `3.0` for an integer, which the schema
+    /// accepts and the validated path reads as `3`), which then take the validated path. The
+    /// one difference that remains is the sign of a zero: `-0.0` for an `f64` arrives as `-0.0`
+    /// here and as `0.0` on the validated path. The default is `None`, which is always correct.
+    fn invoke_text<'a>(&'a self, ctx: &'a Ctx, text: &'a str) -> Option<ToolFuture<'a>> {
+        let _ = (ctx, text);
+        None
+    }
+
     /// Asks the authoritative system what became of an operation whose outcome is unknown, with
     /// the arguments of the call: `Ok(Some(output))` it was applied, `Ok(None)` it was not,
     /// `Err(_)` nobody knows yet. `None` when the tool declares no `reconcile` hook.

@@ -31,6 +31,7 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let (args_struct, args_type) = args_struct(tool);
     let descriptor = descriptor(attr, tool, &wire_name);
     let invoke = invoke_body(tool, &wire_name, &args_type);
+    let invoke_text = invoke_text_fn(tool, &args_type);
     let reconcile = reconcile_fn(attr, tool, &wire_name, &args_type);
     let checks = checks(attr, tool);
 
@@ -80,6 +81,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                 ) -> __tg::ToolFuture<'__a> {
                     #invoke
                 }
+
+                #invoke_text
 
                 #reconcile
             }
@@ -249,7 +252,8 @@ fn reconcile_fn(
         return TokenStream::new();
     };
     let path = &path.value;
-    let (destructure, call_args) = arguments(tool, wire_name, args_type);
+    let parse = quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?);
+    let (destructure, call_args) = arguments(tool, args_type, parse);
     let span = syn::spanned::Spanned::span(path);
     let call = quote_spanned!(span=> __tg::assert_send(#path(#(#call_args),*)));
     let convert = quote_spanned!(span=> __tg::IntoReconciled::into_reconciled(__output));
@@ -268,11 +272,12 @@ fn reconcile_fn(
     }
 }
 
-/// The statement that parses the arguments, and the expressions that pass each parameter.
+/// The statement that binds the arguments `parse` gives, and the expressions that pass each
+/// parameter.
 fn arguments(
     tool: &ToolFn,
-    wire_name: &str,
     args_type: &TokenStream,
+    parse: TokenStream,
 ) -> (TokenStream, Vec<TokenStream>) {
     // Each local carries its parameter's span: a hook whose parameter types differ from the
     // tool's gets "expected …, found …" on the tool's parameter, not on the whole attribute.
@@ -282,10 +287,10 @@ fn arguments(
         .map(|(i, p)| format_ident!("__arg{}", i, span = syn::spanned::Spanned::span(&p.ty)))
         .collect();
     let destructure = if tool.struct_param().is_some() {
-        quote!(let __args: #args_type = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
+        quote!(let __args: #args_type = #parse;)
     } else {
         let fields = tool.plain_params().map(|p| &p.ident);
-        quote!(let __ToolArgs { #(#fields: #locals,)* } = (&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?;)
+        quote!(let __ToolArgs { #(#fields: #locals,)* } = #parse;)
     };
     let mut locals = locals.iter();
     let call_args = tool
@@ -305,8 +310,49 @@ fn arguments(
 }
 
 fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
+    let parse = quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?);
+    let (destructure, call_args) = arguments(tool, args_type, parse);
+    let run = run_tool(tool, &destructure, &call_args);
+    quote!(::std::boxed::Box::pin(async move { #run }))
+}
+
+/// `Tool::invoke_text`, for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
+/// setting: it reads the text straight into the parameters when their types prove that serde
+/// accepts exactly what the schema does (`__private::ExactArg`), and declines otherwise.
+fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
+    let plain_only_docs = tool.struct_param().is_none()
+        && tool.plain_params().all(|param| {
+            param
+                .field_attrs
+                .iter()
+                .all(|attr| attr.path().is_ident("doc"))
+        });
+    if !plain_only_docs {
+        return TokenStream::new();
+    }
+    let types = tool.plain_params().map(|param| &param.ty);
+    let parse = quote!((&__tg::Probe::<#args_type>::new()).parse_text(__text)?);
+    let (destructure, call_args) = arguments(tool, args_type, parse);
+    let run = run_tool(tool, &TokenStream::new(), &call_args);
+    quote! {
+        fn invoke_text<'__a>(
+            &'__a self,
+            __ctx: &'__a __tg::Ctx,
+            __text: &'__a str,
+        ) -> ::core::option::Option<__tg::ToolFuture<'__a>> {
+            use __tg::ProbeExact as _;
+            if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
+                return ::core::option::Option::None;
+            }
+            #destructure
+            ::core::option::Option::Some(::std::boxed::Box::pin(async move { #run }))
+        }
+    }
+}
+
+/// The body of the tool's future: the arguments bound, the fn called, its output converted.
+fn run_tool(tool: &ToolFn, destructure: &TokenStream, call_args: &[TokenStream]) -> TokenStream {
     let ident = &tool.item.sig.ident;
-    let (destructure, call_args) = arguments(tool, wire_name, args_type);
     let call = quote_spanned!(ident.span()=> __tg::assert_send(#ident(#(#call_args),*)));
     let convert = match &tool.item.sig.output {
         // The bound is reported on the argument, so it spans the whole return type too.
@@ -318,11 +364,9 @@ fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> Token
         ReturnType::Default => quote!(__tg::IntoToolOutput::into_tool_output(__output)),
     };
     quote! {
-        ::std::boxed::Box::pin(async move {
-            #destructure
-            let __output = #call.await;
-            #convert
-        })
+        #destructure
+        let __output = #call.await;
+        #convert
     }
 }
 

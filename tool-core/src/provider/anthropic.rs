@@ -26,7 +26,7 @@ use crate::registry::Registry;
 /// ]});
 /// let calls = Anthropic.parse_calls(&turn)?;
 /// assert_eq!(calls[0].id, "toolu_01A");
-/// assert_eq!(calls[0].arguments, Ok(json!({"city": "Paris"})));
+/// assert_eq!(calls[0].arguments.as_ref().unwrap(), &json!({"city": "Paris"}));
 /// # Ok::<(), toolgate::provider::FormatError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -8,8 +8,8 @@ use super::lower::openai_strict;
 use super::parse::{CallParts, describe, not_an_object};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
+use crate::json_text::escape_into;
 use crate::registry::{RegisteredTool, Registry};
-use crate::result::JsonString;
 
 /// OpenAI Chat Completions (`--format openai`, or `openai-strict` with [`OpenAiChat::strict`]).
 ///
@@ -29,7 +29,7 @@ use crate::result::JsonString;
 /// }]});
 /// let calls = OpenAiChat { strict: true }.parse_calls(&turn)?;
 /// assert_eq!(calls[0].id, "call_abc");
-/// assert_eq!(calls[0].arguments, Ok(json!({"city": "Paris", "unit": null})));
+/// assert_eq!(calls[0].arguments.as_ref().unwrap(), &json!({"city": "Paris", "unit": null}));
 /// # Ok::<(), toolgate::provider::FormatError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,10 +128,20 @@ impl WireFormat for OpenAiChat {
             .iter()
             .map(|report| report.result.json_len_hint() * 5 / 4 + report.call_id.len() + 48)
             .sum();
-        let mut text = Vec::with_capacity(size + 2);
-        serde_json::to_writer(&mut text, &ToolMessages(reports))
-            .expect("tool messages always serialize");
-        String::from_utf8(text).expect("serde_json writes UTF-8")
+        let mut text = String::with_capacity(size + 2);
+        text.push('[');
+        for (index, report) in reports.iter().enumerate() {
+            if index > 0 {
+                text.push(',');
+            }
+            text.push_str(r#"{"role":"tool","tool_call_id":""#);
+            escape_into(&mut text, &report.call_id);
+            text.push_str(r#"","content":""#);
+            report.result.write_json_escaped(&mut text);
+            text.push_str("\"}");
+        }
+        text.push(']');
+        text
     }
 
     /// `[{"role": "tool", "tool_call_id", "content": "<result object as JSON text>"}, …]`.
@@ -147,27 +157,6 @@ impl WireFormat for OpenAiChat {
             })
             .collect()
     }
-}
-
-/// The `role: "tool"` messages of a turn, written straight to text.
-struct ToolMessages<'a>(&'a [CallReport]);
-
-impl serde::Serialize for ToolMessages<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|report| ToolMessage {
-            role: "tool",
-            tool_call_id: &report.call_id,
-            content: report.result.json_string(),
-        }))
-    }
-}
-
-/// One `role: "tool"` message.
-#[derive(serde::Serialize)]
-struct ToolMessage<'a> {
-    role: &'static str,
-    tool_call_id: &'a str,
-    content: JsonString<'a>,
 }
 
 fn parse_call(index: usize, call: &Value) -> ToolCall {
@@ -196,17 +185,16 @@ fn parse_call(index: usize, call: &Value) -> ToolCall {
     )
 }
 
-/// The typed reading of a well-formed assistant message, straight into [`ToolCall`]s: the
-/// arguments are parsed from the message's text as it is read, with no string of their own.
+/// The typed reading of a well-formed assistant message, straight into [`ToolCall`]s: each
+/// call's arguments are checked as they are read and kept as text, with no tree.
 mod fast {
     use std::borrow::Cow;
     use std::fmt;
 
     use serde::de::{self, IgnoredAny, Visitor};
     use serde::{Deserialize, Deserializer};
-    use serde_json::Value;
 
-    use crate::call::{MalformedCall, ToolCall, arguments_from_json_text};
+    use crate::call::{Arguments, MalformedCall, ToolCall};
 
     /// Whether a field was present at all, whatever its value (`null` included).
     #[derive(Default)]
@@ -248,7 +236,7 @@ mod fast {
             #[derive(Deserialize)]
             struct Function {
                 name: String,
-                arguments: Arguments,
+                arguments: TextArguments,
             }
 
             let call = Fields::deserialize(deserializer)?;
@@ -263,22 +251,26 @@ mod fast {
         }
     }
 
-    /// `function.arguments`: JSON text, parsed as [`ToolCall::from_json_text`] does.
-    struct Arguments(Result<Value, MalformedCall>);
+    /// `function.arguments`: JSON text, read as [`ToolCall::from_json_text`] does.
+    struct TextArguments(Result<Arguments, MalformedCall>);
 
-    impl<'de> Deserialize<'de> for Arguments {
+    impl<'de> Deserialize<'de> for TextArguments {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
             struct Text;
 
             impl Visitor<'_> for Text {
-                type Value = Arguments;
+                type Value = TextArguments;
 
                 fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                     f.write_str("the arguments as JSON text")
                 }
 
-                fn visit_str<E: de::Error>(self, text: &str) -> Result<Arguments, E> {
-                    Ok(Arguments(arguments_from_json_text(text)))
+                fn visit_str<E: de::Error>(self, text: &str) -> Result<TextArguments, E> {
+                    Ok(TextArguments(Arguments::from_text(text)))
+                }
+
+                fn visit_string<E: de::Error>(self, text: String) -> Result<TextArguments, E> {
+                    Ok(TextArguments(Arguments::from_text(text)))
                 }
             }
 

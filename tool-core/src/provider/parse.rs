@@ -195,7 +195,7 @@ impl CallParts {
         ToolCall {
             id: self.id,
             name: self.name,
-            arguments: self.problem.map_or(Ok(arguments), Err),
+            arguments: self.problem.map_or(Ok(arguments.into()), Err),
         }
     }
 
