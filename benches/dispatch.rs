@@ -3,16 +3,24 @@
 //! - `hand_written`: serde alone: parse the assistant message into structs, deserialize the
 //!   arguments, call the fn, serialize the `role: "tool"` message with the same result object
 //!   (`{"status":"succeeded","replayed":false,"data":…}`) toolgate sends;
-//! - `toolgate`: parse the message, dispatch (look-up, schema validation, authorisation from the
-//!   session, the deadline, the trace span), render the tool message.
+//! - `toolgate`: parse the message, dispatch (look-up, validation, authorisation from the
+//!   session, the deadline, the trace span), render the tool message. The tool's one argument is
+//!   a `String`, a type whose serde reading accepts exactly what its schema accepts, so the
+//!   arguments' text is validated as it is read into the parameters (`Tool::invoke_text`);
+//! - `toolgate_schema_validated`: the same, with the tool made to decline that reading, so that
+//!   the arguments are parsed into a tree, validated against the schema by `jsonschema` and
+//!   deserialized: the path of a tool with any other argument type.
 //!
-//! Both send the same bytes (checked before measuring). The figure that matters is the ratio. Run with `cargo bench --bench dispatch`.
+//! All three send the same bytes (checked before measuring). The figures that matter are the
+//! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::hint::black_box;
 use toolgate::prelude::*;
 use toolgate::provider::{OpenAiChat, WireFormat};
+use toolgate::{Tool, ToolDescriptor, ToolFuture};
 
 const TURN: &str = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"get_order","arguments":"{\"order_id\":\"ORD-1001\"}"}}]}"#;
 
@@ -36,6 +44,25 @@ async fn get_order(
     order_id: String,
 ) -> Result<Order, ToolError> {
     lookup(order_id).await
+}
+
+/// `get_order`, declining to read its arguments' text itself: every call takes the path that
+/// validates a tree against the schema.
+#[derive(Default)]
+struct SchemaValidated(get_order);
+
+impl Tool for SchemaValidated {
+    fn descriptor(&self) -> &'static ToolDescriptor {
+        self.0.descriptor()
+    }
+
+    fn args_schema(&self) -> Value {
+        self.0.args_schema()
+    }
+
+    fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a> {
+        self.0.invoke(ctx, args)
+    }
 }
 
 mod by_hand {
@@ -115,15 +142,20 @@ fn dispatch(c: &mut Criterion) {
     let mut registry = Registry::new();
     registry.register::<get_order>().unwrap();
     let dispatcher = Dispatcher::builder(registry).build();
+    let mut registry = Registry::new();
+    registry.register::<SchemaValidated>().unwrap();
+    let validating = Dispatcher::builder(registry).build();
     let session = Session::new(
         AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
         "run-1",
     );
-    // Both paths answer the same turn with the same bytes: the ratio measures the pipeline
+    // Every path answers the same turn with the same bytes: the ratios measure the pipeline
     // (validation, authorisation, deadline, span), not a difference in what is sent.
     let by_hand = runtime.block_on(hand_written(TURN));
     let ours = runtime.block_on(with_toolgate(&dispatcher, &session, TURN));
     assert_eq!(by_hand, ours, "both paths must send the same bytes");
+    let validated = runtime.block_on(with_toolgate(&validating, &session, TURN));
+    assert_eq!(by_hand, validated, "both paths must send the same bytes");
 
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("hand_written", |b| {
@@ -131,6 +163,9 @@ fn dispatch(c: &mut Criterion) {
     });
     group.bench_function("toolgate", |b| {
         b.iter(|| runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))))
+    });
+    group.bench_function("toolgate_schema_validated", |b| {
+        b.iter(|| runtime.block_on(with_toolgate(&validating, &session, black_box(TURN))))
     });
     group.finish();
 }
