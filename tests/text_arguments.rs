@@ -10,9 +10,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::{Tool, ToolDescriptor, ToolFuture};
+
+#[path = "support/json_args.rs"]
+mod json_args;
+use json_args::any_number;
 
 /// Takes one argument of each type whose serde reading is exact, and echoes them.
 #[tool(permission = "echo")]
@@ -159,28 +163,6 @@ impl Desk {
     }
 }
 
-fn any_number() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (-300i32..300).prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("JSON numbers are finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        Just(json!(1e300)),
-        Just(json!(18446744073709551615u64)),
-        Just(json!(-9223372036854775808i64)),
-        Just(json!(1.8446744073709552e19)),
-        Just(json!(3.0)),
-        Just(json!(-0.0)),
-        Just(json!(128)),
-        Just(json!(-129)),
-        Just(json!(65536)),
-        Just(json!(4294967296u64)),
-        Just(json!(0.5)),
-    ]
-}
-
 fn any_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -240,29 +222,15 @@ fn field_value(field: &'static str) -> BoxedStrategy<Value> {
 /// Objects that are mostly right: optional fields left out now and then, a wrong value or a
 /// stray field sometimes.
 fn near_valid_args() -> impl Strategy<Value = Value> {
-    let fields: Vec<_> = FIELDS
-        .iter()
-        .map(|&field| {
-            let odds = if matches!(field, "note" | "limit") {
-                0.7
-            } else {
-                0.998
-            };
-            prop::option::weighted(odds, field_value(field)).prop_map(move |v| (field, v))
-        })
-        .collect();
-    (fields, (key(), any_json()), 0u8..20).prop_map(|(fields, stray, stray_odds)| {
-        let mut map = Map::new();
-        for (field, value) in fields.into_iter() {
-            if let Some(value) = value {
-                map.insert(field.to_owned(), value);
-            }
+    let present = |field: &str| {
+        if matches!(field, "note" | "limit") {
+            0.7
+        } else {
+            0.998
         }
-        if stray_odds == 0 {
-            map.insert(stray.0, stray.1);
-        }
-        Value::Object(map)
-    })
+    };
+    let stray = (key(), any_json()).prop_map(|stray| vec![stray]);
+    json_args::near_valid(&FIELDS, present, field_value, stray, 20)
 }
 
 /// The text of `args`, written one of a few ways a model writes it.

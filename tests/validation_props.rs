@@ -8,8 +8,12 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolgate::prelude::*;
+
+#[path = "support/json_args.rs"]
+mod json_args;
+use json_args::any_number;
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 enum Mode {
@@ -59,25 +63,6 @@ const FIELDS: [&str; 13] = [
     "name", "count", "total", "big", "small", "ratio", "flag", "letter", "mode", "shape",
     "address", "items", "scores",
 ];
-
-fn any_number() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (-300i32..300).prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("JSON numbers are finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        Just(json!(1e300)),
-        Just(json!(-1e300)),
-        Just(json!(18446744073709551615u64)),
-        Just(json!(1.8446744073709552e19)),
-        Just(json!(255.0)),
-        Just(json!(256)),
-        Just(json!(-32769)),
-        Just(json!(0.5)),
-    ]
-}
 
 fn any_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -160,31 +145,8 @@ fn field_value(field: &'static str) -> BoxedStrategy<Value> {
 
 /// Objects that are mostly right: each field present or not, good or bad, plus stray fields.
 fn near_valid_args() -> impl Strategy<Value = Value> {
-    let fields: Vec<_> = FIELDS
-        .iter()
-        .map(|&field| {
-            prop::option::weighted(0.99, field_value(field)).prop_map(move |v| (field, v))
-        })
-        .collect();
-    (
-        fields,
-        prop::collection::vec((key(), any_json()), 0..2),
-        0u8..10,
-    )
-        .prop_map(|(fields, extra, extra_odds)| {
-            let mut map = Map::new();
-            for (field, value) in fields {
-                if let Some(value) = value {
-                    map.insert(field.to_owned(), value);
-                }
-            }
-            if extra_odds == 0 {
-                for (k, v) in extra {
-                    map.insert(k, v);
-                }
-            }
-            Value::Object(map)
-        })
+    let stray = prop::collection::vec((key(), any_json()), 0..2);
+    json_args::near_valid(&FIELDS, |_| 0.99, field_value, stray, 10)
 }
 
 fn deep(levels: usize) -> Value {

@@ -73,26 +73,22 @@ mod tests {
 
     #[test]
     fn full_jitter_stays_under_the_cap_and_is_seeded() {
-        let delays: Vec<_> = Backoff::new(
-            Duration::from_millis(100),
-            Duration::from_millis(800),
-            true,
-            42,
-        )
-        .take(200)
-        .collect();
+        let draw = || -> Vec<_> {
+            Backoff::new(
+                Duration::from_millis(100),
+                Duration::from_millis(800),
+                true,
+                42,
+            )
+            .take(200)
+            .collect()
+        };
+        let delays = draw();
         for (n, delay) in delays.iter().enumerate() {
             let cap = Duration::from_millis(100 * (1 << n.min(3)));
             assert!(*delay <= cap, "attempt {n}: {delay:?} over {cap:?}");
         }
-        let again: Vec<_> = Backoff::new(
-            Duration::from_millis(100),
-            Duration::from_millis(800),
-            true,
-            42,
-        )
-        .take(200)
-        .collect();
+        let again = draw();
         assert_eq!(delays, again, "the same seed draws the same delays");
         assert!(
             delays.iter().any(|d| *d < Duration::from_millis(400))

@@ -138,10 +138,18 @@ impl Arguments {
             Held::Text(text) => parse_checked(&text),
         }
     }
+
+    /// The text, if the arguments arrived as text; the tree otherwise.
+    pub(crate) fn into_text(self) -> Result<String, Value> {
+        match self.0 {
+            Held::Text(text) => Ok(text),
+            Held::Tree(value) => Err(value),
+        }
+    }
 }
 
 /// Text that [`Arguments::from_text`] accepted, parsed.
-fn parse_checked(text: &str) -> Value {
+pub(crate) fn parse_checked(text: &str) -> Value {
     serde_json::from_str(text).expect("the text of Arguments was checked to parse")
 }
 

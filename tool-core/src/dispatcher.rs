@@ -12,7 +12,7 @@ use crate::auth::Session;
 use serde_json::Value;
 
 use crate::backoff::Backoff;
-use crate::call::{Arguments, CallReport, MalformedCall, ToolCall};
+use crate::call::{Arguments, CallReport, MalformedCall, ToolCall, parse_checked};
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
@@ -285,58 +285,36 @@ impl Dispatcher {
     async fn run(
         &self,
         session: &Session,
-        mut id: String,
+        id: String,
         name: &str,
         arguments: Result<Arguments, MalformedCall>,
     ) -> (String, Result<CallResult, ToolError>) {
-        // A read whose arguments arrived as text: the tool's types may validate them as they
-        // deserialize, exactly as the schema would (Tool::invoke_text), with no tree.
-        if let Ok(args) = &arguments
-            && let Some(text) = args.as_text()
-            && let Some(registered) = self.inner.registry.get(name)
-            && registered.descriptor().side_effect.is_read()
-        {
+        let (registered, arguments) = match self.admit(name, arguments) {
+            Ok(admitted) => admitted,
+            Err(err) => return (id, Err(err)),
+        };
+        if registered.descriptor().side_effect.is_read() {
             let ctx = self.ctx(session, id, registered);
-            let outcome = match registered.tool().invoke_text(&ctx, text) {
-                Some(call) => Some(match permitted(session, registered.descriptor()) {
-                    Ok(()) => self
-                        .attempts(registered, &ctx, Input::Text(text), Some(call), None)
-                        .await
-                        .map(CallResult::succeeded)
-                        .map_err(|(err, _)| err),
-                    Err(err) => Err(err),
-                }),
-                None => None,
-            };
-            if let Some(outcome) = outcome {
-                return (ctx.into_call_id(), outcome);
-            }
-            id = ctx.into_call_id();
+            let outcome = self.read(session, registered, &ctx, arguments).await;
+            return (ctx.into_call_id(), outcome);
         }
-        match self.prepare(session, name, arguments) {
-            Ok((registered, args)) if registered.descriptor().side_effect.is_read() => {
-                let ctx = self.ctx(session, id, registered);
-                let outcome = self
-                    .attempts(registered, &ctx, Input::Tree(&args), None, None)
-                    .await
-                    .map(CallResult::succeeded)
-                    .map_err(|(err, _)| err);
-                (ctx.into_call_id(), outcome)
-            }
+        let args = self
+            .validated(registered, arguments.into_value())
+            .and_then(|args| permitted(session, registered.descriptor()).map(|()| args));
+        match args {
             // Boxed: the write path (store round trips, replays, retries) would otherwise set
             // the size of every call's future, reads included.
-            Ok((registered, args)) => Box::pin(self.write(session, id, registered, args)).await,
+            Ok(args) => Box::pin(self.write(session, id, registered, args)).await,
             Err(err) => (id, Err(err)),
         }
     }
 
-    /// Steps 1 to 4: look-up, the arguments validated against the schema, and the permission.
-    fn prepare(
+    /// Step 1, and the arguments readable: the tool looked up, or what the model must fix.
+    fn admit(
         &self,
-        session: &Session,
         name: &str,
         arguments: Result<Arguments, MalformedCall>,
-    ) -> Result<(&RegisteredTool, Value), ToolError> {
+    ) -> Result<(&RegisteredTool, Arguments), ToolError> {
         if let (true, Err(malformed)) = (name.is_empty(), &arguments) {
             // A call the format could not read at all: say what was wrong with it.
             return Err(ToolError::invalid_arguments(malformed.what.clone())
@@ -344,25 +322,62 @@ impl Dispatcher {
                 .next("call one tool by its name, with its arguments as one JSON object"));
         }
         let registered = self.lookup(name)?;
-        let descriptor = registered.descriptor();
-        let mut args = match arguments {
-            Ok(args) => args.into_value(),
-            Err(malformed) => {
-                return Err(ToolError::invalid_arguments(malformed.what)
-                    .why(malformed.why)
-                    .next(format!(
-                        "call {} again with its arguments as one JSON object",
-                        descriptor.name
-                    )));
-            }
-        };
+        match arguments {
+            Ok(arguments) => Ok((registered, arguments)),
+            Err(malformed) => Err(ToolError::invalid_arguments(malformed.what)
+                .why(malformed.why)
+                .next(format!(
+                    "call {} again with its arguments as one JSON object",
+                    registered.descriptor().name
+                ))),
+        }
+    }
+
+    /// Step 2 on a tree: the arguments validated against the schema.
+    fn validated(&self, registered: &RegisteredTool, mut args: Value) -> Result<Value, ToolError> {
         normalize_numbers(&mut args);
         let violations = registered.validator().violations_if_invalid(&args);
-        if !violations.is_empty() {
-            return Err(invalid_arguments(descriptor.name, &violations));
+        if violations.is_empty() {
+            Ok(args)
+        } else {
+            Err(invalid_arguments(registered.descriptor().name, &violations))
         }
-        permitted(session, descriptor)?;
-        Ok((registered, args))
+    }
+
+    /// Steps 2 to 4 and 8 for a read. Arguments that arrived as text are validated as the tool's
+    /// types read them, when those decide exactly as the schema would (Tool::invoke_text), with
+    /// no tree; any others as a tree, against the schema.
+    async fn read(
+        &self,
+        session: &Session,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        arguments: Arguments,
+    ) -> Result<CallResult, ToolError> {
+        let text;
+        let read_from_text = match arguments.into_text() {
+            Ok(owned) => {
+                text = owned;
+                match registered.tool().invoke_text(ctx, &text) {
+                    Some(call) => Ok((Input::Text(&text), call)),
+                    None => Err(parse_checked(&text)),
+                }
+            }
+            Err(tree) => Err(tree),
+        };
+        let tree;
+        let (input, first) = match read_from_text {
+            Ok((input, call)) => (input, Some(call)),
+            Err(value) => {
+                tree = self.validated(registered, value)?;
+                (Input::Tree(&tree), None)
+            }
+        };
+        permitted(session, registered.descriptor())?;
+        self.attempts(registered, ctx, input, first, None)
+            .await
+            .map(CallResult::succeeded)
+            .map_err(|(err, _)| err)
     }
 
     fn ctx(&self, session: &Session, call_id: String, registered: &RegisteredTool) -> Ctx {

@@ -252,8 +252,7 @@ fn reconcile_fn(
         return TokenStream::new();
     };
     let path = &path.value;
-    let parse = quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?);
-    let (destructure, call_args) = arguments(tool, args_type, parse);
+    let (destructure, call_args) = arguments(tool, args_type, parse_tree(wire_name, args_type));
     let span = syn::spanned::Spanned::span(path);
     let call = quote_spanned!(span=> __tg::assert_send(#path(#(#call_args),*)));
     let convert = quote_spanned!(span=> __tg::IntoReconciled::into_reconciled(__output));
@@ -310,10 +309,14 @@ fn arguments(
 }
 
 fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
-    let parse = quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?);
-    let (destructure, call_args) = arguments(tool, args_type, parse);
+    let (destructure, call_args) = arguments(tool, args_type, parse_tree(wire_name, args_type));
     let run = run_tool(tool, &destructure, &call_args);
     quote!(::std::boxed::Box::pin(async move { #run }))
+}
+
+/// The expression that reads the validated tree `__json` into the arguments type.
+fn parse_tree(wire_name: &str, args_type: &TokenStream) -> TokenStream {
+    quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?)
 }
 
 /// `Tool::invoke_text`, for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`

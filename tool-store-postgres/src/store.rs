@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgQueryResult};
 use tool_core::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
-    Resolution, StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, OperationStore,
+    Owner, Resolution, StoreError,
 };
 
 use crate::migrate::migrator;
@@ -138,9 +138,11 @@ impl PostgresStore {
         let Some(row) = row else {
             return Ok(None);
         };
-        let claim = match Next::after(request, row::record(&row)?) {
-            Next::Answer(claim) => claim,
-            Next::Reclaim => {
+        let record = row::record(&row)?;
+        let claim = match request.step(&record) {
+            ClaimStep::Conflict => Claim::Conflict { tool: record.tool },
+            ClaimStep::Existing => Claim::Existing(record),
+            ClaimStep::Reclaim => {
                 let attempt: i64 = sqlx::query_scalar(
                     "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
                      lease_until_ms = $3, updated_ms = $4 \
@@ -158,7 +160,7 @@ impl PostgresStore {
                 })?;
                 Claim::Acquired { attempt }
             }
-            Next::Unknown => {
+            ClaimStep::ExpireToUnknown => {
                 // The worker's lease ran out while it may have acted: from now on nobody knows.
                 let row = sqlx::query(concat!(
                     "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $3 \
@@ -222,10 +224,11 @@ impl OperationStore for PostgresStore {
         for _ in 0..CLAIM_ROUNDS {
             match self.insert_or_read(&request).await? {
                 Inserted::Acquired => return Ok(Claim::Acquired { attempt: 1 }),
-                Inserted::Existing(record) => match Next::after(&request, record) {
-                    Next::Answer(claim) => return Ok(claim),
+                Inserted::Existing(record) => match request.step(&record) {
+                    ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
+                    ClaimStep::Existing => return Ok(Claim::Existing(record)),
                     // The record must change: under a row lock, from its latest version.
-                    Next::Reclaim | Next::Unknown => {}
+                    ClaimStep::Reclaim | ClaimStep::ExpireToUnknown => {}
                 },
                 // Claimed by a worker that committed while this claim waited on it, or purged.
                 Inserted::Unseen => {}
@@ -396,38 +399,6 @@ enum Inserted {
     Existing(OperationRecord),
     /// A record exists that the statement's snapshot does not show.
     Unseen,
-}
-
-/// What a claim does with the record under its key.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "matched once, right where it is made: boxing would allocate on every claim"
-)]
-enum Next {
-    /// Answers, and writes nothing.
-    Answer(Claim),
-    /// Takes the operation again, attempt + 1: it failed, or its expired lease may be taken over.
-    Reclaim,
-    /// Turns an expired lease into `outcome_unknown` and answers the record.
-    Unknown,
-}
-
-impl Next {
-    /// What a claim of `request` does with `record`, as of the version it read.
-    fn after(request: &ClaimRequest<'_>, record: OperationRecord) -> Next {
-        let expired =
-            record.state == OperationState::Processing && record.lease_until_ms <= request.now_ms;
-        if record.request_hash != request.request_hash {
-            // Another request under this key: answer, and write nothing.
-            Next::Answer(Claim::Conflict { tool: record.tool })
-        } else if record.state == OperationState::Failed || (expired && request.takeover) {
-            Next::Reclaim
-        } else if expired {
-            Next::Unknown
-        } else {
-            Next::Answer(Claim::Existing(record))
-        }
-    }
 }
 
 fn backend(error: sqlx::Error) -> StoreError {

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
-    Resolution, StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, OperationStore,
+    Owner, Resolution, StoreError,
 };
 
 /// An [`OperationStore`] in a `HashMap`. **For unit tests only**: nothing survives the process,
@@ -96,27 +96,26 @@ impl OperationStore for MemoryStore {
                 );
                 return Ok(Claim::Acquired { attempt: 1 });
             };
-            if record.request_hash != request.request_hash {
-                return Ok(Claim::Conflict {
+            Ok(match request.step(record) {
+                ClaimStep::Conflict => Claim::Conflict {
                     tool: record.tool.clone(),
-                });
-            }
-            let expired = record.state == OperationState::Processing
-                && record.lease_until_ms <= request.now_ms;
-            if record.state == OperationState::Failed || (expired && request.takeover) {
-                record.state = OperationState::Processing;
-                record.attempt += 1;
-                record.lease_until_ms = request.lease_until_ms();
-                record.updated_ms = request.now_ms;
-                return Ok(Claim::Acquired {
-                    attempt: record.attempt,
-                });
-            }
-            if expired {
-                record.state = OperationState::OutcomeUnknown;
-                record.updated_ms = request.now_ms;
-            }
-            Ok(Claim::Existing(record.clone()))
+                },
+                ClaimStep::Reclaim => {
+                    record.state = OperationState::Processing;
+                    record.attempt += 1;
+                    record.lease_until_ms = request.lease_until_ms();
+                    record.updated_ms = request.now_ms;
+                    Claim::Acquired {
+                        attempt: record.attempt,
+                    }
+                }
+                ClaimStep::ExpireToUnknown => {
+                    record.state = OperationState::OutcomeUnknown;
+                    record.updated_ms = request.now_ms;
+                    Claim::Existing(record.clone())
+                }
+                ClaimStep::Existing => Claim::Existing(record.clone()),
+            })
         })
     }
 

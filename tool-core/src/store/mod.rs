@@ -17,8 +17,8 @@ use async_trait::async_trait;
 
 pub use memory::MemoryStore;
 pub use record::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, Owner, Resolution,
-    StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, Owner,
+    Resolution, StoreError,
 };
 
 /// Where write operations are recorded. Object safe: the dispatcher holds an

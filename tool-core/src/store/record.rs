@@ -114,6 +114,35 @@ impl ClaimRequest<'_> {
         let lease = i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX);
         self.now_ms.saturating_add(lease)
     }
+
+    /// What this claim does with `record`, the record already under its key: the rules of
+    /// [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
+    pub fn step(&self, record: &OperationRecord) -> ClaimStep {
+        if record.request_hash != self.request_hash {
+            return ClaimStep::Conflict;
+        }
+        let expired =
+            record.state == OperationState::Processing && record.lease_until_ms <= self.now_ms;
+        match record.state {
+            OperationState::Failed => ClaimStep::Reclaim,
+            _ if expired && self.takeover => ClaimStep::Reclaim,
+            _ if expired => ClaimStep::ExpireToUnknown,
+            _ => ClaimStep::Existing,
+        }
+    }
+}
+
+/// What a claim does with the record already under its key ([`ClaimRequest::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimStep {
+    /// Another request under the key: answer the conflict, write nothing.
+    Conflict,
+    /// `failed`, or an expired lease the tool lets be taken over: attempt + 1, a new lease.
+    Reclaim,
+    /// An expired lease that may not be taken over: store `outcome_unknown`, answer the record.
+    ExpireToUnknown,
+    /// Anything else: answer the record as it is.
+    Existing,
 }
 
 /// The answer to a claim.
@@ -174,4 +203,90 @@ pub enum StoreError {
     /// A stored value could not be read back.
     #[error("the operation store holds a record it cannot read: {0}")]
     Corrupt(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_000_000;
+
+    fn record(state: OperationState, lease_until_ms: i64) -> OperationRecord {
+        OperationRecord {
+            tenant: "acme".into(),
+            key: "k".into(),
+            tool: "issue_refund".into(),
+            request_hash: "h1".into(),
+            arguments: "{}".into(),
+            state,
+            attempt: 1,
+            lease_until_ms,
+            result: None,
+            errors: Vec::new(),
+            reconcile_tries: 0,
+            created_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
+    fn request(hash: &str, takeover: bool) -> ClaimRequest<'_> {
+        ClaimRequest {
+            tenant: "acme",
+            key: "k",
+            tool: "issue_refund",
+            request_hash: hash,
+            arguments: "{}",
+            now_ms: NOW,
+            lease: Duration::from_secs(30),
+            takeover,
+        }
+    }
+
+    #[test]
+    fn another_hash_is_a_conflict_whatever_the_state() {
+        for state in [
+            OperationState::Processing,
+            OperationState::Succeeded,
+            OperationState::Failed,
+            OperationState::OutcomeUnknown,
+        ] {
+            for takeover in [false, true] {
+                assert_eq!(
+                    request("h2", takeover).step(&record(state, 0)),
+                    ClaimStep::Conflict,
+                    "{state:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn failed_is_claimed_again_and_settled_states_are_answered() {
+        for takeover in [false, true] {
+            let req = request("h1", takeover);
+            assert_eq!(
+                req.step(&record(OperationState::Failed, 0)),
+                ClaimStep::Reclaim
+            );
+            for state in [OperationState::Succeeded, OperationState::OutcomeUnknown] {
+                assert_eq!(
+                    req.step(&record(state, 0)),
+                    ClaimStep::Existing,
+                    "{state:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_lease_ends_at_its_last_millisecond() {
+        let live = record(OperationState::Processing, NOW + 1);
+        let ended = record(OperationState::Processing, NOW);
+        assert_eq!(request("h1", true).step(&live), ClaimStep::Existing);
+        assert_eq!(
+            request("h1", false).step(&ended),
+            ClaimStep::ExpireToUnknown
+        );
+        assert_eq!(request("h1", true).step(&ended), ClaimStep::Reclaim);
+    }
 }
