@@ -479,3 +479,32 @@ async fn a_turn_with_an_aborting_call_aborts_as_a_whole() {
     let aborted = d.dispatch_turn(&s, calls).await.unwrap_err();
     assert_eq!(aborted.kind, ErrorKind::PermissionDenied);
 }
+
+/// A value of 10 MB where a number belongs is answered in a few hundred bytes that still say
+/// where and what: the schema's errors quote an excerpt, never the value.
+#[tokio::test]
+async fn a_huge_bad_value_gets_a_small_error_naming_its_pointer() {
+    let (d, runs) = dispatcher();
+    let s = session(&["refund:create"]);
+    let huge = "7".repeat(10 * 1024 * 1024);
+    let as_tree = ToolCall::new(
+        "c1",
+        "issue_refund",
+        json!({"order_id": "ORD-1", "amount": huge}),
+    );
+    let as_text = ToolCall::from_json_text(
+        "c2",
+        "issue_refund",
+        &json!({"order_id": "ORD-1", "amount": huge}).to_string(),
+    );
+    for call_ in [as_tree, as_text] {
+        let result = call(&d, &s, call_).await;
+        let size = result.to_string().len();
+        assert!(size < 2048, "{size} bytes");
+        assert_eq!(result["error"]["kind"], "invalid_arguments", "{result}");
+        let why = result["error"]["why"].as_str().unwrap();
+        assert!(why.starts_with("/amount: \"777"), "{why}");
+        assert!(why.ends_with("7… is not of type \"number\""), "{why}");
+    }
+    assert_eq!(runs.count(), 0);
+}
