@@ -402,3 +402,55 @@ fn the_refund_amount_takes_at_most_two_decimals() {
         );
     }
 }
+
+#[test]
+fn an_order_id_is_told_and_checked_by_its_pattern() {
+    let registry = shop::registry();
+    let huge = format!("ORD-{}", "1".repeat(300_000));
+    for tool in ["get_order", "issue_refund"] {
+        let validator = registry.get(tool).unwrap().validator();
+        let args = |order_id: &str| json!({"order_id": order_id, "amount": 5});
+        let args_of = |order_id: &str| match tool {
+            "get_order" => json!({ "order_id": order_id }),
+            _ => args(order_id),
+        };
+        for good in ["ORD-1001", "ORD-9999999999", "ORD-1"] {
+            assert!(
+                validator.violations(&args_of(good)).is_empty(),
+                "{tool}: {good} should be accepted"
+            );
+        }
+        for bad in [
+            huge.as_str(),
+            "ORD-1001/../refunds",
+            "ORD-1001?x=1",
+            "ORD-1001%2F",
+            "ORD-1001#x",
+            "ORD-",
+            "ord-1001",
+            "ORD-12345678901",
+            "ORD-1001\n",
+        ] {
+            let violations = validator.violations(&args_of(bad));
+            assert!(
+                violations.iter().any(|v| v.pointer == "/order_id"),
+                "{tool}: {bad:.40} should be rejected: {violations:?}"
+            );
+        }
+    }
+    // Every format tells the model what an order id looks like before it calls.
+    for format in FORMAT_NAMES {
+        let catalog = format_by_name(format).unwrap().catalog(&registry);
+        for declaration in &catalog {
+            let Some(parameters) = parameters(format, declaration) else {
+                continue;
+            };
+            let order_id = &parameters["properties"]["order_id"];
+            assert_eq!(
+                order_id["pattern"],
+                shop::ORDER_ID_PATTERN,
+                "{format}: {declaration}"
+            );
+        }
+    }
+}

@@ -7,6 +7,11 @@
 //! | `503` | `unavailable`: nothing applied | `unavailable` |
 //! | no answer within the timeout | `outcome_unknown`: it may have been applied | `timeout` |
 //! | the connection dropped after sending | `outcome_unknown` | `unavailable` |
+//! | a request that cannot be built (a URL too long) | `invalid_arguments`: nothing sent | `invalid_arguments` |
+//!
+//! Text from the model goes into a URL only as one path segment, percent-encoded
+//! ([`segment`]): an order id `ORD-1001/../refunds` asks for the order of that name, never for
+//! another route.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +21,7 @@ use hyper::body::Bytes;
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -36,8 +42,20 @@ pub(crate) struct HttpPayments {
     log: Option<Log>,
 }
 
+/// Every byte but the unreserved `A-Z a-z 0-9 - _ ~` is escaped in a path segment; `.` too, so
+/// that no segment is `..`.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'~');
+
+/// `text` as one path segment of a URL: percent-encoded, so that `/`, `?`, `#`, `%` and `..` in it
+/// are data, never a route, a query or a fragment.
+pub(crate) fn segment(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
+}
+
 /// Why an exchange got no answer.
 enum Failure {
+    /// The request could not be built (a URL too long for HTTP): nothing was sent.
+    Unbuildable(String),
     /// The request never left: no connection.
     NotSent(String),
     /// Sent, and no answer within the timeout.
@@ -114,6 +132,17 @@ impl HttpPayments {
         key: Option<&str>,
         body: Option<Vec<u8>>,
     ) -> Result<(StatusCode, Bytes), Failure> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, &self.authority)
+            .header(CONTENT_TYPE, "application/json");
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|err| Failure::Unbuildable(err.to_string()))?;
         let connect = async {
             let stream = TcpStream::connect(&self.authority)
                 .await
@@ -128,17 +157,6 @@ impl HttpPayments {
         // Drives the connection; it ends when the exchange does, or with the fault that ended it,
         // which the exchange reports.
         tokio::spawn(connection);
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, &self.authority)
-            .header(CONTENT_TYPE, "application/json");
-        if let Some(key) = key {
-            request = request.header("Idempotency-Key", key);
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .expect("the request is well formed");
         let exchange = async {
             let response = sender
                 .send_request(request)
@@ -161,6 +179,9 @@ impl HttpPayments {
     /// story gives the same words on any machine.
     fn describe(&self, failure: &Failure) -> String {
         match failure {
+            Failure::Unbuildable(_) => {
+                "the request cannot be sent to the payment provider as it is".to_owned()
+            }
             Failure::NotSent(_) => "could not reach the payment provider".to_owned(),
             Failure::Timeout => format!(
                 "the payment provider did not answer within {} ms",
@@ -179,14 +200,16 @@ impl HttpPayments {
                 "could not reach the payment provider at {}: {why}",
                 self.authority
             ),
-            Failure::Dropped(why) => format!("{} ({why})", self.describe(failure)),
+            Failure::Dropped(why) | Failure::Unbuildable(why) => {
+                format!("{} ({why})", self.describe(failure))
+            }
             Failure::Timeout => self.describe(failure),
         }
     }
 
     /// A read's answer: the body of a `200`, `None` for a `404`, or the error.
     async fn read<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>, ToolError> {
-        self.say(&format!("GET {path}"));
+        self.say(&format!("GET {}", shortened(path)));
         let answer = self.send(Method::GET, path, None, None).await;
         self.say_answer(&answer);
         match answer {
@@ -196,6 +219,7 @@ impl HttpPayments {
             Err(Failure::Timeout) => Err(ToolError::timeout(self.describe(&Failure::Timeout))
                 .why("a read changes nothing, so nothing is unknown")
                 .next("try again in a moment")),
+            Err(Failure::Unbuildable(why)) => Err(unbuildable(&why)),
             Err(failure) => Err(ToolError::unavailable(self.describe(&failure))
                 .why("a read changes nothing, so it is safe to ask again")),
         }
@@ -219,7 +243,7 @@ impl HttpPayments {
 #[async_trait::async_trait]
 impl Payments for HttpPayments {
     async fn order(&self, order_id: &str) -> Result<Option<OrderState>, ToolError> {
-        self.read(&format!("/orders/{order_id}")).await
+        self.read(&format!("/orders/{}", segment(order_id))).await
     }
 
     async fn refund(
@@ -229,7 +253,8 @@ impl Payments for HttpPayments {
         amount_cents: u64,
     ) -> Result<Receipt, ToolError> {
         self.say(&format!(
-            "POST /refunds {order_id} {} (Idempotency-Key {}…)",
+            "POST /refunds {} {} (Idempotency-Key {}…)",
+            shortened(order_id),
             money(amount_cents),
             key.get(..10).unwrap_or(key)
         ));
@@ -242,6 +267,7 @@ impl Payments for HttpPayments {
         match answer {
             Ok((StatusCode::OK, body)) => parse(&body),
             Ok((status, body)) => Err(status_error(status, &body)),
+            Err(Failure::Unbuildable(why)) => Err(unbuildable(&why)),
             Err(failure @ Failure::NotSent(_)) => {
                 Err(ToolError::unavailable(self.describe(&failure))
                     .why("the refund was never sent, so nothing was applied"))
@@ -256,7 +282,22 @@ impl Payments for HttpPayments {
     }
 
     async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError> {
-        self.read(&format!("/refunds/{key}")).await
+        self.read(&format!("/refunds/{}", segment(key))).await
+    }
+}
+
+/// The error for a request that cannot be built from the tool's arguments: nothing was sent.
+fn unbuildable(why: &str) -> ToolError {
+    ToolError::invalid_arguments("the request cannot be sent to the payment provider as it is")
+        .why(format!("{why}: nothing was sent"))
+        .next("call again with arguments that match the tool's schema, such as order id ORD-1001")
+}
+
+/// `text` cut after 120 characters, for the narration.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
     }
 }
 
@@ -305,5 +346,75 @@ fn brief(body: &[u8]) -> String {
             None => String::new(),
         },
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payments::server::PaymentsServer;
+
+    #[test]
+    fn a_segment_escapes_everything_but_unreserved_characters() {
+        for (text, escaped) in [
+            ("ORD-1001", "ORD-1001"),
+            ("ORD-1001/../refunds", "ORD-1001%2F%2E%2E%2Frefunds"),
+            ("ORD-1001?x=1", "ORD-1001%3Fx%3D1"),
+            ("ORD-1001#top", "ORD-1001%23top"),
+            ("100%", "100%25"),
+            ("..", "%2E%2E"),
+            ("a b_c~é", "a%20b_c~%C3%A9"),
+        ] {
+            assert_eq!(segment(text), escaped, "{text}");
+        }
+    }
+
+    /// A client of a provider started in process, with its ledger in `dir`.
+    async fn client(dir: &tempfile::TempDir) -> HttpPayments {
+        let server = PaymentsServer::open(dir.path().join("ledger.jsonl"), None).unwrap();
+        let addr = server.spawn().await.unwrap();
+        HttpPayments::new(&format!("http://{addr}"), Duration::from_secs(30)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_order_id_with_url_syntax_asks_for_that_order_and_no_other_route() {
+        let dir = tempfile::tempdir().unwrap();
+        let payments = client(&dir).await;
+        let known = payments.order("ORD-1001").await.unwrap();
+        assert_eq!(known.unwrap().paid_cents, 50_000);
+        for id in [
+            "ORD-1001?x=1",
+            "ORD-1001#top",
+            "ORD-1001/../refunds",
+            "../ledger",
+            "ORD-1001%",
+            "ORD-1001%2F",
+            "ORD 1001",
+        ] {
+            assert_eq!(payments.order(id).await.unwrap(), None, "{id}");
+        }
+        assert_eq!(payments.lookup("k/../../ledger").await.unwrap(), None);
+        let ledger = payments.ledger().await.unwrap();
+        assert_eq!(
+            ledger["provider_requests"],
+            json!({"refund": 0, "lookup": 1}),
+            "only the lookup reached /refunds"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_too_long_to_build_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let payments = client(&dir).await;
+        let huge = format!("ORD-{}", "1".repeat(300_000));
+        let err = payments.order(&huge).await.unwrap_err();
+        assert_eq!(err.kind(), toolgate::ErrorKind::InvalidArguments, "{err:?}");
+        assert!(
+            err.reason().unwrap().contains("nothing was sent"),
+            "{err:?}"
+        );
+        assert!(err.next_step().contains("ORD-1001"), "{err:?}");
+        // The client still works.
+        assert!(payments.order("ORD-1002").await.unwrap().is_some());
     }
 }

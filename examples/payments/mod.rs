@@ -12,7 +12,8 @@
 //! | `POST /faults` with a script's `fault` object | `204`; `400` when it is not one |
 //! | `GET /ledger` | `200` the ledger and request counts, as the refund desk prints them |
 //!
-//! Errors are `{"error": "…"}`. Only `/refunds` counts as provider requests (`refund` and
+//! An `{id}` or `{key}` is one percent-encoded path segment (`ORD-1001%2F..` is the order
+//! `ORD-1001/..`, which does not exist). Errors are `{"error": "…"}`. Only `/refunds` counts as provider requests (`refund` and
 //! `lookup`) and only those take faults; orders are read from the shop's table and the ledger.
 //!
 //! Shared by the examples with `#[path = "payments/mod.rs"] mod payments;`, next to

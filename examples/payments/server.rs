@@ -18,6 +18,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use percent_encoding::percent_decode_str;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -167,7 +168,19 @@ impl PaymentsServer {
     async fn handle(&self, request: Request<Incoming>) -> Answer {
         let method = request.method().clone();
         let path = request.uri().path().to_owned();
-        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        // Split first, then decode: an escaped `/` is part of a segment, never a route.
+        let decoded: Result<Vec<_>, _> = path
+            .trim_matches('/')
+            .split('/')
+            .map(|segment| percent_decode_str(segment).decode_utf8())
+            .collect();
+        let Ok(decoded) = decoded else {
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                "a path segment is not UTF-8 once percent-decoded",
+            ));
+        };
+        let segments: Vec<&str> = decoded.iter().map(AsRef::as_ref).collect();
         match (&method, segments.as_slice()) {
             (&Method::GET, ["orders", order_id]) => Ok(self.order(order_id)),
             (&Method::POST, ["refunds"]) => self.refund(request).await,

@@ -13,6 +13,14 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use toolgate::prelude::*;
 
+/// What an order id looks like, as the tools' schemas tell the model: `ORD-` and up to ten
+/// digits. The dispatcher refuses any other id (`invalid_arguments`) before a tool runs, so no
+/// model text but an order id reaches the payment provider's URLs.
+pub(crate) const ORDER_ID_PATTERN: &str = "^ORD-[0-9]{1,10}$";
+
+/// The longest order id [`ORDER_ID_PATTERN`] admits.
+pub(crate) const ORDER_ID_MAX_LENGTH: u32 = 14;
+
 /// The shop's orders: id, paid and already refunded, in cents.
 pub(crate) const ORDERS: [(&str, u64, u64); 4] = [
     ("ORD-1001", 50_000, 0),
@@ -221,6 +229,7 @@ fn payments(ctx: &Ctx) -> Result<&dyn Payments, ToolError> {
 pub(crate) async fn get_order(
     ctx: &Ctx,
     /// The order id, such as `ORD-1001`.
+    #[schemars(pattern(ORDER_ID_PATTERN), length(max = ORDER_ID_MAX_LENGTH))]
     order_id: String,
 ) -> Result<OrderView, ToolError> {
     let order = payments(ctx)?
@@ -248,6 +257,7 @@ pub(crate) async fn get_order(
 pub(crate) async fn issue_refund(
     ctx: &Ctx,
     /// The order to refund, such as `ORD-1001`.
+    #[schemars(pattern(ORDER_ID_PATTERN), length(max = ORDER_ID_MAX_LENGTH))]
     order_id: String,
     /// The amount to refund, in the order's currency, with at most two decimals.
     #[schemars(extend("exclusiveMinimum" = 0, "multipleOf" = 0.01))]
