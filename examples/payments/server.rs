@@ -195,12 +195,12 @@ impl PaymentsServer {
     }
 
     fn order(&self, order_id: &str) -> Response<Full<Bytes>> {
-        match self.provider.ledger() {
-            Ok(refunds) => match order_state(order_id, &refunds) {
-                Some(order) => ok(&order),
-                None => error(StatusCode::NOT_FOUND, &format!("no order {order_id}")),
-            },
-            Err(err) => ledger_failed(&err),
+        match self
+            .provider
+            .with_ledger(|refunds| order_state(order_id, refunds))
+        {
+            Some(order) => ok(&order),
+            None => error(StatusCode::NOT_FOUND, &format!("no order {order_id}")),
         }
     }
 
@@ -267,19 +267,18 @@ impl PaymentsServer {
     }
 
     fn ledger(&self) -> Response<Full<Bytes>> {
-        let refunds = match self.provider.ledger() {
-            Ok(refunds) => refunds,
-            Err(err) => return ledger_failed(&err),
-        };
-        let mut ledger = serde_json::Map::new();
-        for (order_id, _, _) in ORDERS {
-            let order = order_state(order_id, &refunds).expect("the order is in the table");
-            let count = refunds.iter().filter(|r| r.order_id == order_id).count();
-            ledger.insert(
-                order_id.to_owned(),
-                json!({"refunded": money(order.refunded_cents), "refunds": count}),
-            );
-        }
+        let ledger = self.provider.with_ledger(|refunds| {
+            let mut ledger = serde_json::Map::new();
+            for (order_id, _, _) in ORDERS {
+                let order = order_state(order_id, refunds).expect("the order is in the table");
+                let count = refunds.iter().filter(|r| r.order_id == order_id).count();
+                ledger.insert(
+                    order_id.to_owned(),
+                    json!({"refunded": money(order.refunded_cents), "refunds": count}),
+                );
+            }
+            ledger
+        });
         ok(&json!({
             "ledger": ledger,
             "provider_requests": {
@@ -344,13 +343,6 @@ fn tool_error(err: &ToolError) -> Answer {
         body["why"] = Value::from(why);
     }
     Ok(json_response(status, &body))
-}
-
-fn ledger_failed(err: &io::Error) -> Response<Full<Bytes>> {
-    error(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        &format!("the ledger failed: {err}"),
-    )
 }
 
 fn ok(body: &impl serde::Serialize) -> Response<Full<Bytes>> {

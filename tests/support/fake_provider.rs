@@ -12,11 +12,16 @@
 //! `SIGKILL` of the process that calls the provider, since the crash tests count its lines after
 //! the kill. Each refund is one `write(2)` on a file opened with `O_APPEND`: once it returns, the
 //! line is in the kernel's page cache, which a killed process cannot take back (a power loss
-//! could, which this fake does not model, so it never fsyncs). Every request reads the ledger
-//! again under an advisory lock on the file (`File::lock`), so two processes, or a process and
-//! its restarted successor, agree on it. JSON Lines rather than SQLite: no dependency the tests
-//! and examples do not already have, and a failing test's ledger can be read with `cat`. The
-//! ledger is small (a test applies tens of refunds), so reading it whole per request is cheap.
+//! could, which this fake does not model, so it never fsyncs).
+//!
+//! The file is read once, when the provider opens (a restarted provider continues where the
+//! killed one stopped); from then on the ledger lives in memory, with an index by key, and the
+//! file is only appended to. A request costs the same with six refunds in the ledger as with six
+//! thousand. For that to be right, one provider at a time owns a ledger file: it holds an
+//! exclusive advisory lock on it (`File::try_lock`) for as long as it lives, released by the
+//! kernel when its process dies, and a second provider on the same file is refused. JSON Lines
+//! rather than SQLite: no dependency the tests and examples do not already have, and a failing
+//! test's ledger can be read with `cat`.
 //!
 //! # Faults
 //!
@@ -24,8 +29,8 @@
 //! see [`Fault`]. Requests with no fault left behave. The script and the request counts live in
 //! memory: they are instructions to this process, not provider state.
 
-use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::collections::{HashMap, VecDeque};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -84,19 +89,51 @@ pub(crate) struct Refund {
 /// Called with each new refund once it is in the ledger, before the provider answers.
 type AppliedHook = Box<dyn Fn(&Refund) + Send + Sync>;
 
-/// The provider: a ledger file, a key mode, a fault script per operation.
+/// The provider: a ledger, a key mode, a fault script per operation.
 pub(crate) struct FakeProvider {
-    ledger: PathBuf,
+    /// Where the ledger is kept.
+    path: PathBuf,
+    ledger: Mutex<Ledger>,
     mode: KeyMode,
     faults: Mutex<[VecDeque<Fault>; 2]>,
     requests: [AtomicU32; 2],
     on_applied: Option<AppliedHook>,
 }
 
+/// Every refund applied, in memory, and the file each new one is appended to.
+struct Ledger {
+    /// Open for appending and locked by this provider while it lives.
+    file: File,
+    /// Oldest first.
+    refunds: Vec<Refund>,
+    /// The position in `refunds` of the first refund under each key.
+    first_under: HashMap<String, usize>,
+}
+
+impl Ledger {
+    /// Adds `refund`, appended to the file first: a refund is applied once its line is written.
+    fn append(&mut self, refund: Refund) -> io::Result<()> {
+        let mut line = serde_json::to_vec(&refund)?;
+        line.push(b'\n');
+        // One write(2) of one short line, appended: in the page cache when it returns.
+        self.file.write_all(&line)?;
+        self.first_under
+            .entry(refund.key.clone())
+            .or_insert(self.refunds.len());
+        self.refunds.push(refund);
+        Ok(())
+    }
+
+    /// The first refund applied under `key`.
+    fn first_under(&self, key: &str) -> Option<&Refund> {
+        self.first_under.get(key).map(|&at| &self.refunds[at])
+    }
+}
+
 impl std::fmt::Debug for FakeProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FakeProvider")
-            .field("ledger", &self.ledger)
+            .field("ledger", &self.path)
             .field("mode", &self.mode)
             .finish_non_exhaustive()
     }
@@ -104,18 +141,38 @@ impl std::fmt::Debug for FakeProvider {
 
 impl FakeProvider {
     /// A provider whose ledger is the file at `ledger`: created empty if missing, or read as a
-    /// restarted provider would, refunds and ids continuing where they stopped.
+    /// restarted provider would, refunds and ids continuing where they stopped. The only time
+    /// the file is read. An error if another provider, in this process or another, has it open.
     pub(crate) fn open(ledger: impl Into<PathBuf>, mode: KeyMode) -> io::Result<Self> {
-        let ledger = ledger.into();
+        let path = ledger.into();
         let file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
-            .open(&ledger)?;
-        file.lock_shared()?;
-        read_ledger(&file, &ledger)?;
+            .open(&path)?;
+        // Held until the provider is dropped, or its process dies.
+        file.try_lock().map_err(|err| match err {
+            TryLockError::WouldBlock => io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "the ledger {} belongs to another provider that is still running",
+                    path.display()
+                ),
+            ),
+            TryLockError::Error(err) => err,
+        })?;
+        let refunds = read_ledger(&file, &path)?;
+        let mut first_under = HashMap::new();
+        for (at, refund) in refunds.iter().enumerate() {
+            first_under.entry(refund.key.clone()).or_insert(at);
+        }
         Ok(FakeProvider {
-            ledger,
+            path,
+            ledger: Mutex::new(Ledger {
+                file,
+                refunds,
+                first_under,
+            }),
             mode,
             faults: Mutex::default(),
             requests: Default::default(),
@@ -155,11 +212,20 @@ impl FakeProvider {
         self.requests[operation as usize].load(Ordering::SeqCst)
     }
 
-    /// Every refund applied so far, oldest first.
-    pub(crate) fn ledger(&self) -> io::Result<Vec<Refund>> {
-        let file = File::open(&self.ledger)?;
-        file.lock_shared()?;
-        read_ledger(&file, &self.ledger)
+    /// Every refund applied so far, oldest first: a copy, for tests.
+    pub(crate) fn ledger(&self) -> Vec<Refund> {
+        self.with_ledger(<[Refund]>::to_vec)
+    }
+
+    /// `read` of every refund applied so far, oldest first, without a copy.
+    pub(crate) fn with_ledger<R>(&self, read: impl FnOnce(&[Refund]) -> R) -> R {
+        read(&self.lock_ledger().refunds)
+    }
+
+    fn lock_ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger
+            .lock()
+            .expect("the ledger lock is never poisoned")
     }
 
     /// Refunds `amount_cents` on `order_id` under the idempotency `key`, and answers the refund.
@@ -198,11 +264,7 @@ impl FakeProvider {
     /// The first refund applied under `key`, if any: what a reconcile hook asks.
     pub(crate) async fn lookup(&self, key: &str) -> Result<Option<Refund>, ToolError> {
         let fault = self.arrive(Operation::Lookup).await?;
-        let found = self
-            .ledger()
-            .map_err(|err| self.ledger_failed(&err))?
-            .into_iter()
-            .find(|refund| refund.key == key);
+        let found = self.lock_ledger().first_under(key).cloned();
         answer(fault, found).await
     }
 
@@ -236,39 +298,29 @@ impl FakeProvider {
         amount_cents: i64,
         check: impl FnOnce(&[Refund]) -> Result<(), ToolError>,
     ) -> io::Result<Result<(Refund, bool), ToolError>> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(&self.ledger)?;
-        // Held until `file` is dropped, or the process dies.
-        file.lock()?;
-        let refunds = read_ledger(&file, &self.ledger)?;
+        let mut ledger = self.lock_ledger();
         if self.mode == KeyMode::Honours
-            && let Some(first) = refunds.iter().find(|refund| refund.key == key)
+            && let Some(first) = ledger.first_under(key)
         {
             return Ok(Ok((first.clone(), false)));
         }
-        if let Err(refused) = check(&refunds) {
+        if let Err(refused) = check(&ledger.refunds) {
             return Ok(Err(refused));
         }
         let refund = Refund {
-            refund_id: format!("re_{:06}", refunds.len() + 1),
+            refund_id: format!("re_{:06}", ledger.refunds.len() + 1),
             key: key.to_owned(),
             order_id: order_id.to_owned(),
             amount_cents,
         };
-        let mut line = serde_json::to_vec(&refund)?;
-        line.push(b'\n');
-        // One write(2) of one short line, appended: in the page cache when it returns.
-        file.write_all(&line)?;
-        file.flush()?;
+        ledger.append(refund.clone())?;
         Ok(Ok((refund, true)))
     }
 
     fn ledger_failed(&self, err: &io::Error) -> ToolError {
         ToolError::internal(format!(
             "the fake provider's ledger {} failed",
-            self.ledger.display()
+            self.path.display()
         ))
         .why(err.to_string())
     }
@@ -325,7 +377,7 @@ mod tests {
         let again = provider.refund("k1", "ORD-1", 500).await.unwrap();
         assert_eq!(again, first);
         assert_eq!(first.refund_id, "re_000001");
-        assert_eq!(provider.ledger().unwrap(), [first]);
+        assert_eq!(provider.ledger(), [first]);
         assert_eq!(provider.requests(Operation::Refund), 2);
     }
 
@@ -336,7 +388,7 @@ mod tests {
         let first = provider.refund("k1", "ORD-1", 500).await.unwrap();
         let second = provider.refund("k1", "ORD-1", 500).await.unwrap();
         assert_ne!(first.refund_id, second.refund_id);
-        assert_eq!(provider.ledger().unwrap(), [first.clone(), second]);
+        assert_eq!(provider.ledger(), [first.clone(), second]);
         assert_eq!(
             provider.lookup("k1").await.unwrap(),
             Some(first),
@@ -373,9 +425,9 @@ mod tests {
             let err = provider.refund("k1", "ORD-1", 500).await.unwrap_err();
             assert_eq!(err.kind(), toolgate::ErrorKind::Unavailable);
         }
-        assert!(provider.ledger().unwrap().is_empty());
+        assert!(provider.ledger().is_empty());
         provider.refund("k1", "ORD-1", 500).await.unwrap();
-        assert_eq!(provider.ledger().unwrap().len(), 1);
+        assert_eq!(provider.ledger().len(), 1);
         assert_eq!(provider.requests(Operation::Refund), 3);
     }
 
@@ -390,7 +442,7 @@ mod tests {
         )
         .await;
         assert!(answer.is_err(), "no answer within the hour: {answer:?}");
-        assert_eq!(provider.ledger().unwrap().len(), 1, "applied");
+        assert_eq!(provider.ledger().len(), 1, "applied");
     }
 
     #[tokio::test]
@@ -401,7 +453,7 @@ mod tests {
         let err = provider.refund("k1", "ORD-1", 500).await.unwrap_err();
         assert_eq!(err.kind(), toolgate::ErrorKind::OutcomeUnknown);
         assert_eq!(err.what(), "connection reset");
-        assert_eq!(provider.ledger().unwrap().len(), 1, "applied");
+        assert_eq!(provider.ledger().len(), 1, "applied");
     }
 
     #[tokio::test(start_paused = true)]
@@ -428,7 +480,7 @@ mod tests {
         )
         .await;
         assert!(gave_up.is_err());
-        assert_eq!(provider.ledger().unwrap().len(), 1);
+        assert_eq!(provider.ledger().len(), 1);
     }
 
     #[tokio::test]
@@ -472,5 +524,48 @@ mod tests {
         std::fs::write(&path, "{\"refund_id\":\"re_000001\",\"key\":\"k1\"").unwrap();
         let err = FakeProvider::open(&path, KeyMode::Honours).unwrap_err();
         assert!(err.to_string().contains("torn line"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_file_is_read_when_the_provider_opens_and_only_appended_to_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        let provider = provider(&dir, KeyMode::Honours);
+        let first = provider.refund("k1", "ORD-1", 500).await.unwrap();
+        // Written behind the provider's back: a provider that read the file per request would
+        // choke on it.
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"not a refund\n").unwrap();
+        assert_eq!(provider.lookup("k1").await.unwrap(), Some(first.clone()));
+        let second = provider.refund("k2", "ORD-2", 700).await.unwrap();
+        assert_eq!(second.refund_id, "re_000002");
+        assert_eq!(provider.ledger(), [first, second]);
+        drop(provider);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().count(),
+            3,
+            "appended after the stray line: {text}"
+        );
+        let err = FakeProvider::open(&path, KeyMode::Honours).unwrap_err();
+        assert!(err.to_string().contains("line 2 of the ledger"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn one_provider_at_a_time_owns_a_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = provider(&dir, KeyMode::Honours);
+        first.refund("k1", "ORD-1", 500).await.unwrap();
+        let err =
+            FakeProvider::open(dir.path().join("ledger.jsonl"), KeyMode::Honours).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
+        assert!(err.to_string().contains("another provider"), "{err}");
+        drop(first);
+        let next = provider(&dir, KeyMode::Honours);
+        assert_eq!(
+            next.ledger().len(),
+            1,
+            "the lock went with the first provider"
+        );
     }
 }
