@@ -33,6 +33,12 @@ const MAX_BODY: usize = 64 * 1024;
 /// Called with each new refund once it is in the ledger, before the answer.
 pub(crate) type OnApplied = Box<dyn Fn(&Receipt) + Send + Sync>;
 
+/// The most requests one `fault` line may script: each is kept until a request takes it.
+pub(crate) const MAX_FAULT_TIMES: u32 = 1000;
+
+/// The longest a `slow` fault may hold a request, in milliseconds.
+pub(crate) const MAX_FAULT_MS: u64 = 60_000;
+
 /// A `fault` line of a refund desk script: the next `times` requests of `operation` misbehave.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,14 +47,14 @@ struct FaultSpec {
     operation: String,
     /// `unavailable_before_apply`, `timeout_after_apply`, `reset_after_apply` or `slow`.
     kind: String,
-    /// How many requests, 1 when left out.
+    /// How many requests, 1 when left out; at most [`MAX_FAULT_TIMES`].
     #[serde(default = "one")]
-    times: u32,
-    /// How long a `slow` request waits before it is served.
+    times: u64,
+    /// How long a `slow` request waits before it is served; at most [`MAX_FAULT_MS`].
     ms: Option<u64>,
 }
 
-fn one() -> u32 {
+fn one() -> u64 {
     1
 }
 
@@ -68,6 +74,11 @@ impl FaultSpec {
             "timeout_after_apply" => Fault::TimeoutAfterApply,
             "reset_after_apply" => Fault::ResetAfterApply,
             "slow" => match self.ms {
+                Some(ms) if ms > MAX_FAULT_MS => {
+                    return Err(format!(
+                        "a `slow` fault waits at most {MAX_FAULT_MS} ms, not {ms}"
+                    ));
+                }
                 Some(ms) => Fault::Slow(Duration::from_millis(ms)),
                 None => return Err("a `slow` fault needs `ms`".to_owned()),
             },
@@ -84,7 +95,16 @@ impl FaultSpec {
                 self.kind
             ));
         }
-        Ok((operation, fault, self.times))
+        let Some(times) = u32::try_from(self.times)
+            .ok()
+            .filter(|times| (1..=MAX_FAULT_TIMES).contains(times))
+        else {
+            return Err(format!(
+                "`times` is between 1 and {MAX_FAULT_TIMES}, not {}",
+                self.times
+            ));
+        };
+        Ok((operation, fault, times))
     }
 }
 

@@ -15,7 +15,7 @@ use toolgate::{Clock, Reconciler, SystemClock, ToolCall};
 
 use crate::narrate::{Narrator, Voice};
 use crate::payments::client::HttpPayments;
-use crate::script::{Dialect, Line};
+use crate::script::{Dialect, Line, shortened};
 use crate::shop::{self, Provider};
 
 /// What `approve` and `reject` lines answer in this release.
@@ -174,7 +174,7 @@ impl Desk {
                 self.session = Session::new(self.session.auth().clone(), run_id);
                 Ok(None)
             }
-            Line::Turn(dialect, message) => Ok(Some(self.turn(dialect, &message).await?)),
+            Line::Turn(dialect, message) => Ok(Some(self.turn(dialect, message).await?)),
             Line::Fault(spec) => {
                 self.payments.arm_fault(&spec).await?;
                 self.say(Voice::Trouble, &fault_story(&spec));
@@ -192,12 +192,15 @@ impl Desk {
         }
     }
 
-    async fn turn(&mut self, dialect: Dialect, message: &Value) -> Result<Value, String> {
+    /// One model turn, `message` as the provider sent it: read by the provider format.
+    async fn turn(&mut self, dialect: Dialect, message: &str) -> Result<Value, String> {
         let format: Box<dyn WireFormat + Send + Sync> = match dialect {
             Dialect::OpenAi => Box::new(OpenAiChat { strict: false }),
             Dialect::Anthropic => Box::new(Anthropic),
         };
-        let calls = format.parse_calls(message).map_err(|err| err.to_string())?;
+        let calls = format
+            .parse_calls_text(message)
+            .map_err(|err| err.to_string())?;
         for call in &calls {
             self.say(Voice::Model, &call_story(call));
         }
@@ -228,8 +231,8 @@ impl Desk {
         let replayed = result["replayed"].as_bool() == Some(true);
         let head = format!(
             "toolgate → {} {}: {status}{}",
-            report.call_id,
-            report.tool,
+            shortened(&report.call_id, 80),
+            shortened(&report.tool, 80),
             if replayed { " (replayed)" } else { "" }
         );
         match (&result["data"], &result["error"]) {
@@ -359,19 +362,24 @@ fn dispatcher(store: &OpenStore, payments: &HttpPayments, clock: &Arc<dyn Clock>
         .build()
 }
 
-/// "model → issue_refund {"order_id":"ORD-1001","amount":500}  [call_2]"
+/// "model → issue_refund {"order_id":"ORD-1001","amount":500}  [call_2]", arguments cut short.
 fn call_story(call: &ToolCall) -> String {
     match &call.arguments {
-        Ok(arguments) => format!("model → {} {arguments}  [{}]", call.name, call.id),
+        Ok(arguments) => format!(
+            "model → {} {}  [{}]",
+            shortened(&call.name, 80),
+            shortened(&arguments.to_string(), 200),
+            shortened(&call.id, 80)
+        ),
         Err(malformed) => format!(
             "model → {} with malformed arguments ({})  [{}]",
             if call.name.is_empty() {
-                "?"
+                "?".to_owned()
             } else {
-                &call.name
+                shortened(&call.name, 80)
             },
             malformed.what,
-            call.id
+            shortened(&call.id, 80)
         ),
     }
 }

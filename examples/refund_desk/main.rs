@@ -27,8 +27,15 @@
 //! - `--clock-ahead-secs N` (default 0): run the desk's clock ahead, as a desk restarted that long
 //!   after a crash would, so that the leases the dead process held have expired.
 //!
-//! The exit status is 0 when every line was understood, 1 when a line was not (its answer is
-//! `{"error": …}`), 2 on bad flags or when the store or provider cannot be reached.
+//! The script is read as bytes, one line at a time: a line the desk cannot take (not UTF-8, not
+//! JSON, a key given twice, a fault beyond its limits) is answered `{"error": "line N: …"}` and
+//! the lines after it still play; a byte-order mark at the start is skipped.
+//!
+//! The exit status is 0 when the desk played the script to its end and printed the ledger,
+//! whatever it answered (an `{"error": …}` answer is the desk doing its job: the line is
+//! answered, and the count of such lines is narrated on stderr); 2 on bad flags, or when the
+//! script cannot be read, the store or the provider cannot be reached, or the ledger cannot be
+//! read at the end.
 
 #[path = "../payments/mod.rs"]
 mod payments;
@@ -87,8 +94,7 @@ fn main() -> ExitCode {
         .build()
         .expect("a tokio runtime starts");
     match runtime.block_on(run(flags)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+        Ok(()) => ExitCode::SUCCESS,
         Err(problem) => {
             eprintln!("refund_desk: {problem}");
             ExitCode::from(2)
@@ -129,21 +135,26 @@ fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, 
     Ok(Some(flags))
 }
 
-/// Plays the script; `Ok(false)` when a line was not understood.
-async fn run(flags: Flags) -> Result<bool, String> {
+/// The longest error answer, in characters: a line's error never echoes a huge line back.
+const MAX_ERROR: usize = 1000;
+
+/// Plays the script to its end; an error when the desk cannot start, read the script or read the
+/// ledger at the end.
+async fn run(flags: Flags) -> Result<(), String> {
     let story = flags.script.is_none();
     let narrator = Narrator::new(story);
     let script = match flags.script.as_deref() {
-        None => SEED_STORY.to_owned(),
+        None => SEED_STORY.as_bytes().to_vec(),
         Some("-") => {
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .map_err(|err| format!("cannot read the script from stdin: {err}"))?;
-            text
+            bytes
         }
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|err| format!("cannot read the script {path}: {err}"))?,
+        Some(path) => {
+            std::fs::read(path).map_err(|err| format!("cannot read the script {path}: {err}"))?
+        }
     };
     // Holds the default store and ledger until the desk is done.
     let scratch = tempfile::tempdir().map_err(|err| format!("no temporary directory: {err}"))?;
@@ -179,16 +190,17 @@ async fn run(flags: Flags) -> Result<bool, String> {
     if story {
         introduce(&narrator, timeout);
     }
-    let mut understood = true;
-    for (number, line) in script.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let answer = match desk.play(line).await {
+    let mut errors = 0;
+    for (number, line) in script::lines(&script) {
+        let played = match line {
+            Ok(line) => desk.play(line).await,
+            Err(problem) => Err(problem),
+        };
+        let answer = match played {
             Ok(answer) => answer,
             Err(problem) => {
-                understood = false;
-                let problem = format!("line {}: {problem}", number + 1);
+                errors += 1;
+                let problem = format!("line {number}: {}", script::shortened(&problem, MAX_ERROR));
                 narrator.say(Voice::Bad, &problem);
                 Some(json!({"error": problem}))
             }
@@ -197,13 +209,19 @@ async fn run(flags: Flags) -> Result<bool, String> {
             println!("{answer}");
         }
     }
+    if errors > 0 {
+        narrator.say(
+            Voice::Bad,
+            &format!("{errors} line(s) of the script were answered with an error"),
+        );
+    }
     let ledger = desk.payments().ledger().await?;
     if story {
         tell_ledger(&narrator, &ledger);
     } else {
         println!("{ledger}");
     }
-    Ok(understood)
+    Ok(())
 }
 
 fn introduce(narrator: &Narrator, timeout: Duration) {

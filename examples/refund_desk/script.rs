@@ -1,19 +1,60 @@
 //! The lines of a refund desk script (`examples/scenarios/README.md`): JSON Lines, one object a line
 //! with exactly one key.
+//!
+//! A script is read as bytes and taken apart line by line ([`lines`]), so that one bad line (not
+//! UTF-8, not JSON, a key given twice) is that line's error and the lines after it still play. A
+//! turn's message is kept as the text it was written as, for the provider format to read
+//! ([`Line::Turn`]); every other line is read here, each object's keys checked for duplicates.
+
+use std::fmt;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 use toolgate::AuthContext;
+
+/// The UTF-8 byte-order mark, which some editors put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The lines of `script` with their numbers (from 1), each as text or what is wrong with it;
+/// blank lines are left out, and a byte-order mark at the very start is skipped. A line ends at
+/// `\n`, with or without `\r` before it.
+pub(crate) fn lines(script: &[u8]) -> impl Iterator<Item = (usize, Result<&str, String>)> {
+    let script = script.strip_prefix(BOM).unwrap_or(script);
+    script
+        .split(|&byte| byte == b'\n')
+        .enumerate()
+        .map(|(index, line)| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let text = std::str::from_utf8(line).map_err(|err| {
+                format!(
+                    "not UTF-8: the byte at column {} cannot start or continue a character",
+                    err.valid_up_to() + 1
+                )
+            });
+            (index + 1, text)
+        })
+        .filter(|(_, text)| !matches!(text, Ok(text) if text.trim().is_empty()))
+}
+
+/// `text` cut after `limit` characters with `…`: what an error quotes of the script.
+pub(crate) fn shortened(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
 
 /// One line of a script.
 #[derive(Debug)]
-pub(crate) enum Line {
+pub(crate) enum Line<'a> {
     /// The authenticated context for the turns that follow.
     Session(AuthContext),
     /// A new agent run with this id.
     Run(String),
-    /// One model turn.
-    Turn(Dialect, Value),
+    /// One model turn: the assistant message, as written in the script (a JSON object).
+    Turn(Dialect, &'a str),
     /// The next requests of a provider operation misbehave: the `fault` object, for the provider.
     Fault(Value),
     /// Run the reconciler once.
@@ -55,50 +96,187 @@ struct SessionLine {
 
 const KEYS: &str = "session, run, openai, anthropic, fault, reconcile, restart, approve, reject";
 
-impl Line {
+impl<'a> Line<'a> {
     /// The line `text`, or what is wrong with it.
-    pub(crate) fn parse(text: &str) -> Result<Line, String> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|err| format!("not a JSON object: {err}"))?;
-        let Value::Object(map) = value else {
+    pub(crate) fn parse(text: &'a str) -> Result<Line<'a>, String> {
+        if !text.trim_start().starts_with('{') {
             return Err("not a JSON object".to_owned());
-        };
-        let mut entries = map.into_iter();
-        let (Some((key, value)), None) = (entries.next(), entries.next()) else {
-            return Err(format!("a line has exactly one key, one of {KEYS}"));
-        };
+        }
+        let OnlyEntry(key, raw) =
+            serde_json::from_str(text).map_err(|err| match err.classify() {
+                serde_json::error::Category::Data => err.to_string(),
+                _ => format!("not a JSON object: {err}"),
+            })?;
+        let key = key.as_str();
+        let value = || checked(raw);
         let object = |value: Value| match value {
             Value::Object(_) => Ok(value),
-            other => Err(format!("`{key}` takes an object, not {other}")),
+            other => Err(format!(
+                "`{key}` takes an object, not {}",
+                shortened(&other.to_string(), 80)
+            )),
         };
-        Ok(match key.as_str() {
+        let turn = |dialect: Dialect| match raw.get().starts_with('{') {
+            true => Ok(Line::Turn(dialect, raw.get())),
+            false => Err(format!(
+                "`{key}` takes an object, not {}",
+                shortened(raw.get(), 80)
+            )),
+        };
+        Ok(match key {
             "session" => {
-                let session: SessionLine =
-                    serde_json::from_value(value).map_err(|err| format!("a bad session: {err}"))?;
+                let session: SessionLine = serde_json::from_value(value()?)
+                    .map_err(|err| format!("a bad session: {err}"))?;
                 Line::Session(
                     AuthContext::new(session.tenant, session.user)
                         .with_permissions(session.permissions),
                 )
             }
-            "run" => match value {
+            "run" => match value()? {
                 Value::String(run) if !run.is_empty() => Line::Run(run),
-                other => return Err(format!("`run` takes a non-empty string, not {other}")),
+                other => {
+                    return Err(format!(
+                        "`run` takes a non-empty string, not {}",
+                        shortened(&other.to_string(), 80)
+                    ));
+                }
             },
-            "openai" => Line::Turn(Dialect::OpenAi, object(value)?),
-            "anthropic" => Line::Turn(Dialect::Anthropic, object(value)?),
-            "fault" => Line::Fault(object(value)?),
+            "openai" => turn(Dialect::OpenAi)?,
+            "anthropic" => turn(Dialect::Anthropic)?,
+            "fault" => Line::Fault(object(value()?)?),
             "reconcile" => {
-                object(value)?;
+                object(value()?)?;
                 Line::Reconcile
             }
             "restart" => {
-                object(value)?;
+                object(value()?)?;
                 Line::Restart
             }
-            "approve" => Line::Decide("approve"),
-            "reject" => Line::Decide("reject"),
-            other => return Err(format!("unknown line `{other}`: use one of {KEYS}")),
+            "approve" => {
+                value()?;
+                Line::Decide("approve")
+            }
+            "reject" => {
+                value()?;
+                Line::Decide("reject")
+            }
+            other => {
+                return Err(format!(
+                    "unknown line `{}`: use one of {KEYS}",
+                    shortened(other, 40)
+                ));
+            }
         })
+    }
+}
+
+/// A line's one key and its value, as written; an error for a second key.
+struct OnlyEntry<'a>(String, &'a RawValue);
+
+impl<'de> Deserialize<'de> for OnlyEntry<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OnlyEntryVisitor;
+
+        impl<'de> Visitor<'de> for OnlyEntryVisitor {
+            type Value = OnlyEntry<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let one_key =
+                    || de::Error::custom(format!("a line has exactly one key, one of {KEYS}"));
+                let key: String = map.next_key()?.ok_or_else(one_key)?;
+                let value = map.next_value()?;
+                match map.next_key::<String>()? {
+                    None => Ok(OnlyEntry(key, value)),
+                    Some(again) if again == key => Err(twice(&key)),
+                    Some(_) => Err(one_key()),
+                }
+            }
+        }
+
+        deserializer.deserialize_map(OnlyEntryVisitor)
+    }
+}
+
+/// `raw` read as a JSON value whose objects each give a key once, or what is wrong with it.
+fn checked(raw: &RawValue) -> Result<Value, String> {
+    serde_json::from_str::<Checked>(raw.get())
+        .map(|Checked(value)| value)
+        .map_err(|err| err.to_string())
+}
+
+fn twice<E: de::Error>(key: &str) -> E {
+    E::custom(format!("the key `{}` is given twice", shortened(key, 40)))
+}
+
+/// A JSON value read with every object's keys checked: a key given twice is an error naming it,
+/// where `serde_json::Value` keeps the last silently.
+struct Checked(Value);
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CheckedVisitor).map(Checked)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Checked(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(twice(&key));
+            }
+            let Checked(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }
 
@@ -151,6 +329,111 @@ mod tests {
         ] {
             let err = Line::parse(line).unwrap_err();
             assert!(err.contains(needle), "{line}: {err}");
+        }
+    }
+
+    fn texts(script: &[u8]) -> Vec<(usize, Result<&str, String>)> {
+        lines(script).collect()
+    }
+
+    #[test]
+    fn a_script_is_read_line_by_line_as_bytes() {
+        let script =
+            b"\xEF\xBB\xBF{\"run\": \"r1\"}\r\n\n  \n{\"run\": \"\xFF\"}\n{\"reconcile\": {}}";
+        let lines = texts(script);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            (1, Ok(r#"{"run": "r1"}"#)),
+            "the BOM and the \\r are gone"
+        );
+        let (number, bad) = &lines[1];
+        assert_eq!(*number, 4);
+        assert_eq!(
+            bad.as_deref().unwrap_err(),
+            "not UTF-8: the byte at column 10 cannot start or continue a character"
+        );
+        assert_eq!(
+            lines[2],
+            (5, Ok(r#"{"reconcile": {}}"#)),
+            "the script goes on"
+        );
+        assert!(
+            matches!(Line::parse(lines[0].1.as_ref().unwrap()), Ok(Line::Run(run)) if run == "r1")
+        );
+        // A mark anywhere else is no mark: that line is an error of its own.
+        let later = texts(b"{}\n\xEF\xBB\xBF{}");
+        assert_eq!(later[1], (2, Ok("\u{feff}{}")));
+        assert_eq!(Line::parse("\u{feff}{}").unwrap_err(), "not a JSON object");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error_naming_it() {
+        for (line, needle) in [
+            (
+                r#"{"run": "a", "run": "b"}"#,
+                "the key `run` is given twice",
+            ),
+            (
+                r#"{"fault": {"operation": "refund", "kind": "slow", "ms": 1, "ms": 99}}"#,
+                "the key `ms` is given twice",
+            ),
+            (
+                r#"{"session": {"tenant": "acme", "user": "a", "user": "root"}}"#,
+                "the key `user` is given twice",
+            ),
+            (
+                r#"{"restart": {"x": [{"y": 1, "y": 2}]}}"#,
+                "the key `y` is given twice",
+            ),
+        ] {
+            let err = Line::parse(line).unwrap_err();
+            assert!(err.contains(needle), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_turn_is_kept_as_written_for_the_provider_format() {
+        let line = r#"{"openai": {"tool_calls": [], "content": "a\u00e9"}}"#;
+        match Line::parse(line).unwrap() {
+            Line::Turn(Dialect::OpenAi, text) => {
+                assert_eq!(text, r#"{"tool_calls": [], "content": "a\u00e9"}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Nesting deeper than a JSON tree may go is the format's to refuse, not the line's.
+        let deep = format!(
+            r#"{{"anthropic": {{"content": {}1{}}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(matches!(
+            Line::parse(&deep),
+            Ok(Line::Turn(Dialect::Anthropic, _))
+        ));
+        let deep_fault = format!(
+            r#"{{"fault": {}1{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(
+            Line::parse(&deep_fault)
+                .unwrap_err()
+                .contains("recursion limit")
+        );
+    }
+
+    #[test]
+    fn what_an_error_quotes_of_a_line_is_short() {
+        let huge = "x".repeat(1_000_000);
+        for line in [
+            format!(r#"{{"{huge}": 1}}"#),
+            format!(r#"{{"run": ["{huge}"]}}"#),
+            format!(r#"{{"openai": "{huge}"}}"#),
+            format!(r#"{{"run": "a", "{huge}": 1, "{huge}": 2}}"#),
+        ] {
+            let err = Line::parse(&line).unwrap_err();
+            assert!(err.len() < 400, "{}", shortened(&err, 400));
         }
     }
 }

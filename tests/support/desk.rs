@@ -72,6 +72,11 @@ pub(crate) fn play(script: &str, args: &[&str]) -> Vec<Value> {
 
 /// Plays `script` (given on stdin) on a desk with `args`; answers the whole output.
 pub(crate) fn play_output(script: &str, args: &[&str]) -> Output {
+    play_bytes(script.as_bytes(), args)
+}
+
+/// [`play_output`] with a script of any bytes, UTF-8 or not.
+pub(crate) fn play_bytes(script: &[u8], args: &[&str]) -> Output {
     let mut child = desk()
         .args(["--script", "-"])
         .args(args)
@@ -84,7 +89,7 @@ pub(crate) fn play_output(script: &str, args: &[&str]) -> Output {
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(script.as_bytes())
+        .write_all(script)
         .expect("the desk reads its script");
     child.wait_with_output().expect("the desk runs")
 }
