@@ -67,7 +67,7 @@ fn every_example_script_gives_the_same_output_twice() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
         .collect();
     scripts.sort();
-    assert_eq!(scripts.len(), 2, "{scripts:?}");
+    assert_eq!(scripts.len(), 3, "{scripts:?}");
     for script in scripts {
         let path = script.to_str().unwrap();
         let run = || {
@@ -521,5 +521,267 @@ fn a_script_is_read_line_by_line_whatever_its_bytes() {
     assert_eq!(
         answers[4],
         ledger(&[("ORD-1001", "10.00", 1), ("ORD-1002", "20.00", 1)], 2, 0)
+    );
+}
+
+/// What the desk answers a line of a hostile script with: nothing, a turn's results in that
+/// format, an error, or a reconciliation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answer {
+    Nothing,
+    Turn(&'static str),
+    Error,
+    Reconciled,
+}
+
+/// The call ids of a turn line, in order.
+fn call_ids(line: &[u8]) -> Vec<String> {
+    let turn: Value = serde_json::from_slice(line).unwrap();
+    let (ids, field) = match turn.get("openai") {
+        Some(message) => (&message["tool_calls"], "id"),
+        None => (&turn["anthropic"]["content"], "id"),
+    };
+    ids.as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The ids a turn's answer has a result for, in order, with each result.
+fn answered(answer: &Value) -> Vec<(String, Value)> {
+    let results: Vec<(&Value, &Value)> = match answer.get("openai") {
+        Some(messages) => messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (&m["tool_call_id"], &m["content"]))
+            .collect(),
+        None => answer["anthropic"]["content"]
+            .as_array()
+            .unwrap_or_else(|| panic!("not a turn's answer: {answer}"))
+            .iter()
+            .map(|block| (&block["tool_use_id"], &block["content"]))
+            .collect(),
+    };
+    results
+        .into_iter()
+        .map(|(id, content)| {
+            let result = serde_json::from_str(content.as_str().unwrap()).unwrap();
+            (id.as_str().unwrap().to_owned(), result)
+        })
+        .collect()
+}
+
+/// Plays `script` and checks what a hostile script must get: exit 0, the expected answer for
+/// each line, every call id of each turn answered, no answer larger than `max_answer` bytes, the
+/// calls in `succeed` succeeding, those in `may_succeed` as they will, every other an error with
+/// a next step, and nothing refunded or even asked of the provider.
+fn check_hostile(
+    script: &[u8],
+    expect: &[Answer],
+    (succeed, may_succeed): (&[&str], &[&str]),
+    max_answer: usize,
+) {
+    let lines: Vec<&[u8]> = script
+        .split(|&byte| byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(lines.len(), expect.len(), "one expectation a line");
+    let output = play_bytes(script, &FAST);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for line in output.stdout.split(|&byte| byte == b'\n') {
+        assert!(
+            line.len() <= max_answer,
+            "an answer of {} bytes",
+            line.len()
+        );
+    }
+    let answers = json_lines(&output.stdout);
+    let mut answers = answers.iter();
+    for (number, (line, expected)) in lines.iter().zip(expect).enumerate() {
+        let number = number + 1;
+        if *expected == Answer::Nothing {
+            continue;
+        }
+        let answer = answers
+            .next()
+            .unwrap_or_else(|| panic!("line {number} got no answer"));
+        match expected {
+            Answer::Nothing => unreachable!(),
+            Answer::Turn(format) => {
+                assert!(answer.get(*format).is_some(), "line {number}: {answer}");
+                let results = answered(answer);
+                let mut ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+                let mut expected_ids = call_ids(line);
+                if expected_ids.windows(2).any(|pair| pair[0] == pair[1]) {
+                    // A reused id: each id answered, however often.
+                    ids.dedup();
+                    expected_ids.dedup();
+                }
+                assert_eq!(ids, expected_ids, "line {number}: every call id answered");
+                for (id, result) in &results {
+                    if may_succeed.contains(&id.as_str()) {
+                        continue;
+                    }
+                    let wanted = if succeed.contains(&id.as_str()) {
+                        "succeeded"
+                    } else {
+                        "error"
+                    };
+                    assert_eq!(result["status"], wanted, "line {number}, {id}: {result}");
+                    if wanted == "error" {
+                        assert!(result["error"]["next"].is_string(), "{id}: {result}");
+                    }
+                }
+            }
+            Answer::Error => {
+                let error = answer["error"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{answer}"));
+                assert!(
+                    error.starts_with(&format!("line {number}: ")),
+                    "line {number}: {error}"
+                );
+            }
+            Answer::Reconciled => assert_eq!(
+                answer,
+                &json!({"reconciled": {"succeeded": 0, "failed": 0, "still_unknown": 0}})
+            ),
+        }
+    }
+    assert_eq!(answers.next(), Some(&ledger(&[], 0, 0)), "nothing refunded");
+    assert_eq!(answers.next(), None);
+}
+
+fn openai_turn(calls: &[(&str, &str, String)]) -> Vec<u8> {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, arguments)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+        })
+        .collect();
+    json!({"openai": {"role": "assistant", "content": null, "tool_calls": tool_calls}})
+        .to_string()
+        .into_bytes()
+}
+
+/// `examples/scenarios/hostile-turns.jsonl` (a byte-order mark, order ids with `/`, `?`, `%`,
+/// `#` and `..`, deep nesting, a line not in UTF-8, a key given twice, a fault of four billion
+/// requests), then turns too large to commit: a 300 KB order id beside a good read, a 10 MB
+/// amount, 20,000 unknown fields, a 1 MB key. Every line is answered, each turn's every call id,
+/// in bounded answers, and nothing reaches the provider's refunds.
+#[test]
+fn a_hostile_script_is_answered_line_by_line_and_refunds_nothing() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/scenarios/hostile-turns.jsonl"
+    );
+    let mut script = std::fs::read(path).unwrap();
+    let huge_id = format!("ORD-{}", "1".repeat(300_000));
+    script.extend(openai_turn(&[
+        (
+            "g1",
+            "get_order",
+            json!({ "order_id": huge_id }).to_string(),
+        ),
+        (
+            "g2",
+            "get_order",
+            json!({"order_id": "ORD-1002"}).to_string(),
+        ),
+    ]));
+    script.push(b'\n');
+    let huge_amount = "9".repeat(10 * 1024 * 1024);
+    script.extend(openai_turn(&[(
+        "g3",
+        "issue_refund",
+        json!({"order_id": "ORD-1001", "amount": huge_amount}).to_string(),
+    )]));
+    script.push(b'\n');
+    let mut fields = serde_json::Map::new();
+    fields.insert("order_id".into(), json!("ORD-1001"));
+    fields.insert("amount".into(), json!(5));
+    for i in 0..20_000 {
+        fields.insert(format!("extra_{i}"), json!(i));
+    }
+    script.extend(openai_turn(&[(
+        "g4",
+        "issue_refund",
+        Value::Object(fields).to_string(),
+    )]));
+    script.push(b'\n');
+    let key = "k".repeat(1024 * 1024);
+    let anthropic = json!({"anthropic": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "g5", "name": "issue_refund",
+         "input": {"order_id": "ORD-1001", "amount": 5, key: 1}},
+    ]}});
+    script.extend(anthropic.to_string().into_bytes());
+    script.push(b'\n');
+
+    use Answer::*;
+    let expect = [
+        Nothing,
+        Turn("openai"),
+        Turn("openai"),
+        Turn("anthropic"),
+        Turn("openai"),
+        Error, // not UTF-8
+        Error, // `run` twice
+        Error, // times 4000000000
+        Error, // an operation with a path in it
+        Error, // a turn that is not an object
+        Reconciled,
+        Turn("openai"),
+        Turn("openai"),
+        Turn("openai"),
+        Turn("anthropic"),
+    ];
+    check_hostile(&script, &expect, (&["h5", "g2"], &[]), 16 * 1024);
+}
+
+/// Hostile turns that the provider formats must take apart call by call: the same key twice in
+/// a call's arguments (in text and in an Anthropic `input`), one id for two calls, and nesting
+/// too deep for a JSON tree inside one call of an Anthropic turn. Each bad call gets its own
+/// error, its siblings run, and nothing is refunded.
+#[test]
+#[ignore = "needs the provider formats to refuse duplicate keys and reused ids, and to answer a \
+            call nested too deep on its own (issue 9, in tool-core's parsing)"]
+fn hostile_turns_the_formats_take_apart_call_by_call() {
+    let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+    let lines = [
+        openai_turn(&[(
+            "p1",
+            "issue_refund",
+            r#"{"order_id": "ORD-1001", "amount": 5, "amount": 500}"#.to_owned(),
+        )]),
+        br#"{"anthropic": {"role": "assistant", "content": [{"type": "tool_use", "id": "p2", "name": "issue_refund", "input": {"order_id": "ORD-1003", "amount": 1, "amount": 100}}]}}"#.to_vec(),
+        openai_turn(&[
+            ("p3", "get_order", json!({"order_id": "ORD-1001"}).to_string()),
+            ("p3", "issue_refund", json!({"order_id": "ORD-1002", "amount": 5}).to_string()),
+        ]),
+        format!(
+            r#"{{"anthropic": {{"role": "assistant", "content": [{{"type": "tool_use", "id": "p4", "name": "get_order", "input": {{"order_id": "ORD-1004"}}}}, {{"type": "tool_use", "id": "p5", "name": "issue_refund", "input": {{"order_id": "ORD-1004", "amount": {deep}}}}}]}}}}"#
+        )
+        .into_bytes(),
+    ];
+    let script = lines.join(&b'\n');
+    use Answer::*;
+    check_hostile(
+        &script,
+        &[
+            Turn("openai"),
+            Turn("anthropic"),
+            Turn("openai"),
+            Turn("anthropic"),
+        ],
+        // The read under the reused id may run; the refund under it must not.
+        (&["p4"], &["p3"]),
+        16 * 1024,
     );
 }
