@@ -785,3 +785,41 @@ fn hostile_turns_the_formats_take_apart_call_by_call() {
         16 * 1024,
     );
 }
+
+/// An order id is `ORD-` and up to ten digits, as the tools' schemas tell the model: anything
+/// else, a path, a query, an escape, a fragment or 300 KB, is `invalid_arguments` naming
+/// `/order_id`, in a small answer, and never reaches the provider.
+#[test]
+fn an_order_id_that_is_not_one_is_invalid_arguments() {
+    let huge = format!("ORD-{}", "1".repeat(300_000));
+    let ids = [
+        huge.as_str(),
+        "ORD-1001/../refunds",
+        "ORD-1001?x=1",
+        "ORD-1001%2F",
+        "ORD-1001#x",
+    ];
+    let mut lines = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        lines.push(call(
+            &format!("get_{n}"),
+            "get_order",
+            json!({ "order_id": id }),
+        ));
+        lines.push(refund(&format!("refund_{n}"), id, json!(5)));
+    }
+    let answers = play(&script(&lines), &FAST);
+    assert_eq!(answers.len(), 2 * ids.len() + 1);
+    for answer in &answers[..2 * ids.len()] {
+        assert!(answer.to_string().len() < 2048, "a small answer");
+        let result = only_result(answer);
+        assert_eq!(result["error"]["kind"], "invalid_arguments", "{result}");
+        let why = result["error"]["why"].as_str().unwrap();
+        assert!(why.starts_with("/order_id: "), "{why}");
+        assert!(
+            why.contains("does not match \"^ORD-[0-9]{1,10}$\""),
+            "{why}"
+        );
+    }
+    assert_eq!(answers.last().unwrap(), &ledger(&[], 0, 0));
+}
