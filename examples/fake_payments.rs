@@ -12,7 +12,8 @@
 //! `listening on http://127.0.0.1:PORT`, printed once connections are accepted; then one line
 //! `applied re_000001 ORD-1001 500.00` for each refund the provider applies. `--ledger PATH` keeps
 //! the ledger in that file (JSON Lines, one refund a line), continued if it exists; by default it
-//! is a fresh file that goes away with the process.
+//! is a fresh file that goes away with the process. The file is read once, at start, and then
+//! only appended to: a second provider on the same ledger refuses to start while this one runs.
 
 #[allow(dead_code)]
 #[path = "payments/mod.rs"]
