@@ -150,17 +150,16 @@ fn quoted(value: &Value) -> String {
     }
     let mut prefix = Prefix(Vec::new());
     // Fails only when the prefix is full, which is what it is for.
-    let _ = serde_json::to_writer(&mut prefix, value);
+    let full = serde_json::to_writer(&mut prefix, value).is_err();
     let text = match std::str::from_utf8(&prefix.0) {
         Ok(text) => text,
         // Cut inside a character: keep the characters before it.
         Err(err) => std::str::from_utf8(&prefix.0[..err.valid_up_to()]).unwrap_or_default(),
     };
-    let cut = shortened(text, MAX_QUOTED);
-    if prefix.0.len() == (MAX_QUOTED + 1) * 4 && !cut.ends_with('…') {
-        format!("{cut}…")
-    } else {
-        cut.into_owned()
+    match text.char_indices().nth(MAX_QUOTED) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None if full => format!("{text}…"),
+        None => text.to_owned(),
     }
 }
 
