@@ -40,7 +40,7 @@ async fn migrating_again_changes_nothing() {
     );
     store.migrate().await.unwrap();
     store.migrate().await.unwrap();
-    assert_eq!(applied_migrations(&store).await, [1]);
+    assert_eq!(applied_migrations(&store).await, [1, 2]);
     let kept = store
         .get("acme", "k1")
         .await
@@ -57,7 +57,7 @@ async fn processes_connecting_at_once_to_an_empty_database_all_start() {
         .into_iter()
         .collect::<Result<_, _>>()
         .expect("every process connects and migrates");
-    assert_eq!(applied_migrations(&stores[0]).await, [1]);
+    assert_eq!(applied_migrations(&stores[0]).await, [1, 2]);
     let claims = join_all(stores.iter().map(|store| store.claim(request("k1")))).await;
     let acquired = claims
         .iter()
