@@ -16,12 +16,12 @@ use tempfile::TempDir;
 use tool_store_postgres::PostgresStore;
 use tool_store_postgres::testing::test_database;
 use tool_store_sqlite::SqliteStore;
+use toolgate::ManualClock;
 use toolgate::prelude::*;
 use toolgate::store::{
     AttemptError, Claim, ClaimRequest, MemoryStore, OperationRecord, OperationState,
     OperationStore, Owner, Resolution, StoreError,
 };
-use toolgate::ManualClock;
 
 /// What the provider lets be refunded on any order.
 const REFUNDABLE: f64 = 100.0;
@@ -55,7 +55,11 @@ async fn sqlite() -> (Arc<dyn OperationStore>, TempDir) {
 }
 
 async fn postgres() -> Arc<dyn OperationStore> {
-    Arc::new(PostgresStore::connect(&test_database().await).await.unwrap())
+    Arc::new(
+        PostgresStore::connect(&test_database().await)
+            .await
+            .unwrap(),
+    )
 }
 
 const NOW: i64 = 1_700_000_000_000;
@@ -327,7 +331,10 @@ async fn a_waiting_duplicate_answers_what_the_call_became(store: Arc<dyn Operati
         json!({"status": "succeeded", "replayed": false,
                "data": {"refund_id": "re_ORD-F", "amount": 50.0}})
     );
-    assert_eq!(runs, 1, "the duplicate claimed the failed operation and ran it");
+    assert_eq!(
+        runs, 1,
+        "the duplicate claimed the failed operation and ran it"
+    );
     let taken = record("ORD-F").await.expect("recorded");
     assert_eq!((taken.state, taken.attempt), (OperationState::Succeeded, 2));
 

@@ -104,7 +104,9 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
 async fn find_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Option<Value>, ToolError> {
     let _ = (order_id, amount);
     let provider = ctx.state::<Arc<Provider>>()?;
-    let key = ctx.idempotency_key().expect("the reconciler passes the key");
+    let key = ctx
+        .idempotency_key()
+        .expect("the reconciler passes the key");
     Ok(provider.refunds.lock().unwrap().get(key).cloned())
 }
 
@@ -118,7 +120,11 @@ async fn sqlite() -> (Arc<dyn OperationStore>, TempDir) {
 }
 
 async fn postgres() -> Arc<dyn OperationStore> {
-    Arc::new(PostgresStore::connect(&test_database().await).await.unwrap())
+    Arc::new(
+        PostgresStore::connect(&test_database().await)
+            .await
+            .unwrap(),
+    )
 }
 
 struct Desk {
@@ -166,7 +172,8 @@ impl Desk {
     /// The record of the refund of `order_id`.
     async fn record(&self, order_id: &str) -> OperationRecord {
         let args = json!({"order_id": order_id, "amount": 5.0});
-        let key = toolgate::idempotency::operation_key(refund::descriptor(), "acme", "run-1", &args);
+        let key =
+            toolgate::idempotency::operation_key(refund::descriptor(), "acme", "run-1", &args);
         self.dispatcher
             .store()
             .unwrap()
@@ -185,7 +192,11 @@ async fn a_panic_stays_inside_its_call(store: Arc<dyn OperationStore>) {
     let results = desk
         .turn(vec![
             ToolCall::new("call_1", "get_order", json!({"order_id": "PANIC"})),
-            ToolCall::new("call_2", "refund", json!({"order_id": "PANIC-1", "amount": 5.0})),
+            ToolCall::new(
+                "call_2",
+                "refund",
+                json!({"order_id": "PANIC-1", "amount": 5.0}),
+            ),
             ToolCall::new("call_3", "get_order", json!({"order_id": "ORD-1"})),
             ToolCall::new("call_4", "get_customer", json!({"id": "C-1"})),
         ])
@@ -204,7 +215,11 @@ async fn a_panic_stays_inside_its_call(store: Arc<dyn OperationStore>) {
     for result in &results {
         assert!(!result.to_string().contains("internal detail"), "{result}");
     }
-    assert_eq!(desk.provider.runs.load(Ordering::SeqCst), 1, "a panic is never retried");
+    assert_eq!(
+        desk.provider.runs.load(Ordering::SeqCst),
+        1,
+        "a panic is never retried"
+    );
 
     let record = desk.record("PANIC-1").await;
     assert_eq!(record.state, OperationState::OutcomeUnknown);
@@ -215,7 +230,10 @@ async fn a_panic_stays_inside_its_call(store: Arc<dyn OperationStore>) {
 
     let report = Reconciler::new(&desk.dispatcher).run_once().await.unwrap();
     assert_eq!(report.succeeded, 1, "{report:?}");
-    assert_eq!(desk.record("PANIC-1").await.state, OperationState::Succeeded);
+    assert_eq!(
+        desk.record("PANIC-1").await.state,
+        OperationState::Succeeded
+    );
     let replay = desk
         .call("refund", json!({"order_id": "PANIC-1", "amount": 5.0}))
         .await;
@@ -278,7 +296,10 @@ async fn the_record_keeps_every_attempts_own_error(store: Arc<dyn OperationStore
     let result = desk
         .call("refund", json!({"order_id": "DOWN", "amount": 5.0}))
         .await;
-    assert_eq!(result["error"]["kind"], "retry_budget_exhausted", "{result}");
+    assert_eq!(
+        result["error"]["kind"], "retry_budget_exhausted",
+        "{result}"
+    );
     assert_eq!(desk.provider.runs.load(Ordering::SeqCst), 3);
     let record = desk.record("DOWN").await;
     assert_eq!(record.state, OperationState::Failed);
@@ -371,6 +392,10 @@ async fn a_store_that_fails_after_the_tool_ran_is_never_said_to_have_stopped_it(
         let what = result["error"]["what"].as_str().unwrap();
         assert!(what.contains(" ran"), "{order_id}: {what}");
         assert!(!result.to_string().contains("did not run"), "{result}");
-        assert_eq!(desk.provider.runs.load(Ordering::SeqCst), runs, "{order_id}");
+        assert_eq!(
+            desk.provider.runs.load(Ordering::SeqCst),
+            runs,
+            "{order_id}"
+        );
     }
 }

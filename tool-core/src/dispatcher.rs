@@ -51,6 +51,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// outcome recorded; the result object. Approvals (step 7), business-invariant hooks (step 5) and
 /// budgets come with the releases that the descriptor fields name.
 ///
+/// A tool that panics affects its own call only: a read answers `internal`, a write (which may
+/// have acted) becomes `outcome_unknown` for the reconciler to settle; a panic is never retried,
+/// and its message goes to the trace (an error event in the call's span), never to the model.
+///
 /// ```
 /// use toolgate::prelude::*;
 ///
@@ -146,7 +150,8 @@ impl DispatcherBuilder {
     }
 
     /// How long a duplicate of a running write waits for its outcome (default
-    /// [`DEFAULT_IN_PROGRESS_WAIT`]).
+    /// [`DEFAULT_IN_PROGRESS_WAIT`]). When that call fails (nothing was applied) or its record
+    /// is purged meanwhile, the duplicate claims the key itself and runs.
     pub fn in_progress_wait(mut self, wait: Duration) -> Self {
         self.in_progress_wait = wait;
         self
@@ -758,9 +763,10 @@ impl Dispatcher {
                     kind: err.kind().as_str().to_owned(),
                     what: err.what().to_owned(),
                 };
-                let lease_until = self.inner.clock.now_ms().saturating_add(
-                    i64::try_from(claimed.lease.as_millis()).unwrap_or(i64::MAX),
-                );
+                let lease_until =
+                    self.inner.clock.now_ms().saturating_add(
+                        i64::try_from(claimed.lease.as_millis()).unwrap_or(i64::MAX),
+                    );
                 let recorded = claimed
                     .store
                     .record_retry(claimed.owner, &record, lease_until)

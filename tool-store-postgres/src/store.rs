@@ -217,15 +217,13 @@ impl PostgresStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            concat!(
-                "UPDATE toolgate_operations SET state = $4, errors = ",
-                append_error!("$5"),
-                ", updated_ms = $6 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 \
-                 AND state = 'processing' AND attempt = $3"
-            ),
-        )
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET state = $4, errors = ",
+            append_error!("$5"),
+            ", updated_ms = $6 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3"
+        ))
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))
@@ -307,15 +305,13 @@ impl OperationStore for PostgresStore {
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            concat!(
-                "UPDATE toolgate_operations SET errors = ",
-                append_error!("$4"),
-                ", lease_until_ms = $5 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 \
-                 AND state = 'processing' AND attempt = $3"
-            ),
-        )
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET errors = ",
+            append_error!("$4"),
+            ", lease_until_ms = $5 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3"
+        ))
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))

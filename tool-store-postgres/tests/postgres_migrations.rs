@@ -105,7 +105,7 @@ async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after()
         what: "503".into(),
     };
     let record = store.get("acme", "k1").await.unwrap().expect("kept");
-    assert_eq!(record.errors, [earlier.clone()]);
+    assert_eq!(record.errors, std::slice::from_ref(&earlier));
     let with_nul = AttemptError {
         attempt: 2,
         kind: "refused".into(),

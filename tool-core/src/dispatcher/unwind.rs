@@ -33,7 +33,5 @@ pub(super) fn write_panicked(tool: &str) -> ToolError {
 /// What the operation's record keeps of a write whose tool panicked (the message is in the
 /// trace only).
 pub(super) fn recorded(tool: &str) -> ToolError {
-    ToolError::internal(format!(
-        "{tool} panicked; its message is in the trace"
-    ))
+    ToolError::internal(format!("{tool} panicked; its message is in the trace"))
 }

@@ -32,7 +32,10 @@ pub async fn a_corrected_request_takes_over_a_failed_record(store: &dyn Operatio
         .unwrap();
     let before = store.get("acme", "k1").await.unwrap();
     assert_eq!(
-        store.claim(request("acme", "k1", "h1", T0 + 4)).await.unwrap(),
+        store
+            .claim(request("acme", "k1", "h1", T0 + 4))
+            .await
+            .unwrap(),
         Claim::Conflict {
             tool: "issue_refund".into()
         }
@@ -60,7 +63,10 @@ pub async fn a_request_takes_over_a_record_reconciled_as_not_applied(store: &dyn
     corrected.arguments = CORRECTED;
     assert_eq!(acquire(store, corrected).await, 2);
     let record = store.get("acme", "k1").await.unwrap().expect("stored");
-    assert_eq!((record.request_hash.as_str(), record.arguments.as_str()), ("h2", CORRECTED));
+    assert_eq!(
+        (record.request_hash.as_str(), record.arguments.as_str()),
+        ("h2", CORRECTED)
+    );
 }
 
 /// Another request while the first may have acted (`succeeded`, `outcome_unknown`, and
