@@ -1,5 +1,6 @@
 //! The trace span of a call: `execute_tool`, with the call's fields, entered while the tool runs
-//! (so what the tool records lands in it) and closed with the call's status.
+//! (so what the tool records lands in it) and closed with the call's status; a panic's message
+//! is an error event inside it, and never part of the result.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,12 @@ use tracing::{Event, Metadata, Subscriber};
 async fn get_order(order_id: String) -> Result<String, ToolError> {
     tracing::info!(order_id, "looking up the order");
     Ok(format!("{order_id}: paid"))
+}
+
+/// Look up a customer; it panics.
+#[tool(timeout = "1s")]
+async fn get_customer(customer_id: String) -> Result<String, ToolError> {
+    panic!("no customer {customer_id}: internal detail 3c9d");
 }
 
 /// What the subscriber saw, one line per thing, in order.
@@ -132,6 +139,42 @@ async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
              gen_ai.tool.call.id=call_1 gen_ai.tool.type=function",
             "event in [1] message=looking up the order order_id=ORD-1",
             "record #1 toolgate.status=Succeeded",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_panic_is_an_error_event_in_the_span_of_its_call_only() {
+    let seen = Seen::default();
+    let _default = tracing::subscriber::set_default(Recorder {
+        seen: seen.clone(),
+        next_id: AtomicU64::new(0),
+        entered: Mutex::new(Vec::new()),
+    });
+    let mut registry = Registry::new();
+    registry.register::<get_customer>().unwrap();
+    let dispatcher = Dispatcher::builder(registry).build();
+    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+
+    let call = ToolCall::new(
+        "call_1",
+        "get_customer",
+        serde_json::json!({"customer_id": "C-1"}),
+    );
+    let report = dispatcher.dispatch(&session, call).await.unwrap();
+
+    let result = report.result.to_json_string();
+    assert!(result.contains(r#""kind":"internal""#), "{result}");
+    assert!(!result.contains("internal detail"), "{result}");
+    assert_eq!(
+        seen.lines(),
+        [
+            "new execute_tool #1 otel.name=execute_tool get_customer \
+             gen_ai.operation.name=execute_tool gen_ai.tool.name=get_customer \
+             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function",
+            "event in [1] message=the tool panicked tool=get_customer \
+             panic=no customer C-1: internal detail 3c9d",
+            "record #1 toolgate.status=Error",
         ]
     );
 }

@@ -1,10 +1,16 @@
 //! The pipeline every call goes through: look up, validate, authorise, execute under a deadline,
 //! and one result per call id.
 
+mod failure;
+mod unwind;
+
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use futures_util::future::join_all;
 use tracing::Instrument;
 
@@ -32,6 +38,7 @@ use crate::store::{
 };
 use crate::tool::ToolFuture;
 use crate::validate::invalid_arguments;
+use failure::{Failure, outcome_unrecorded};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,6 +50,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// outcome as a replay); execution under the tool's deadline with retries below the model; the
 /// outcome recorded; the result object. Approvals (step 7), business-invariant hooks (step 5) and
 /// budgets come with the releases that the descriptor fields name.
+///
+/// A tool that panics affects its own call only: a read answers `internal`, a write (which may
+/// have acted) becomes `outcome_unknown` for the reconciler to settle; a panic is never retried,
+/// and its message goes to the trace (an error event in the call's span), never to the model.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -139,7 +150,8 @@ impl DispatcherBuilder {
     }
 
     /// How long a duplicate of a running write waits for its outcome (default
-    /// [`DEFAULT_IN_PROGRESS_WAIT`]).
+    /// [`DEFAULT_IN_PROGRESS_WAIT`]). When that call fails (nothing was applied) or its record
+    /// is purged meanwhile, the duplicate claims the key itself and runs.
     pub fn in_progress_wait(mut self, wait: Duration) -> Self {
         self.in_progress_wait = wait;
         self
@@ -354,13 +366,22 @@ impl Dispatcher {
         ctx: &Ctx,
         arguments: Arguments,
     ) -> Result<CallResult, ToolError> {
+        let name = registered.descriptor().name;
         let text;
         let read_from_text = match arguments.into_text() {
             Ok(owned) => {
                 text = owned;
-                match registered.tool().invoke_text(ctx, &text) {
-                    Some(call) => Ok((Input::Text(&text), call)),
-                    None => Err(parse_checked(&text)),
+                // Reading the text into the tool's parameters runs the tool's own code.
+                let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    registered.tool().invoke_text(ctx, &text)
+                }));
+                match built {
+                    Ok(Some(call)) => Ok((Input::Text(&text), call)),
+                    Ok(None) => Err(parse_checked(&text)),
+                    Err(payload) => {
+                        unwind::trace(name, &*payload);
+                        return Err(unwind::read_panicked(name));
+                    }
                 }
             }
             Err(tree) => Err(tree),
@@ -374,10 +395,16 @@ impl Dispatcher {
             }
         };
         permitted(session, registered.descriptor())?;
-        self.attempts(registered, ctx, input, first, None)
-            .await
-            .map(CallResult::succeeded)
-            .map_err(|(err, _)| err)
+        let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None));
+        match attempts.catch_unwind().await {
+            Ok(outcome) => outcome
+                .map(CallResult::succeeded)
+                .map_err(Failure::into_answer),
+            Err(payload) => {
+                unwind::trace(name, &*payload);
+                Err(unwind::read_panicked(name))
+            }
+        }
     }
 
     fn ctx(&self, session: &Session, call_id: String, registered: &RegisteredTool) -> Ctx {
@@ -413,25 +440,40 @@ impl Dispatcher {
         let key = operation_key(descriptor, tenant, session.run_id(), &args);
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
-        let claim = store
-            .claim(ClaimRequest {
-                tenant,
-                key: &key,
-                tool: descriptor.name,
-                request_hash: &hash,
-                arguments: &canonical,
-                now_ms: self.inner.clock.now_ms(),
-                lease,
-                takeover: descriptor.honours_key,
-            })
-            .await;
-        let attempt = match claim {
-            Ok(Claim::Acquired { attempt }) => attempt,
-            Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
-            Ok(Claim::Existing(record)) => {
-                return (call_id, self.existing(store, record).await);
+        // A duplicate waits for the outcome of the call it found running until then.
+        let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
+        let mut rounds = 0;
+        let attempt = loop {
+            let claim = store
+                .claim(ClaimRequest {
+                    tenant,
+                    key: &key,
+                    tool: descriptor.name,
+                    request_hash: &hash,
+                    arguments: &canonical,
+                    now_ms: self.inner.clock.now_ms(),
+                    lease,
+                    takeover: descriptor.honours_key,
+                })
+                .await;
+            match claim {
+                Ok(Claim::Acquired { attempt }) => break attempt,
+                Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
+                Ok(Claim::Existing(record)) => match self.existing(store, record, give_up).await {
+                    Seen::Answer(answer) => return (call_id, answer),
+                    // The call waited on failed, or its record was purged: claim the key again.
+                    Seen::Claimable if rounds < CLAIM_ROUNDS => rounds += 1,
+                    Seen::Claimable => {
+                        let err = ToolError::internal(format!(
+                            "{} did not run: its operation changed under every claim of it",
+                            descriptor.name
+                        ))
+                        .next("try again in a moment, or tell the user the tool is unavailable");
+                        return (call_id, Err(err));
+                    }
+                },
+                Err(err) => return (call_id, Err(store_failed(descriptor.name, &err))),
             }
-            Err(err) => return (call_id, Err(store_failed(descriptor.name, &err))),
         };
         let owner = Owner {
             tenant: tenant.to_owned(),
@@ -442,15 +484,31 @@ impl Dispatcher {
             .ctx(session, call_id, registered)
             .with_idempotency_key(key);
         self.hit(Failpoint::Claimed);
-        let outcome = self
-            .attempts(
-                registered,
-                &ctx,
-                Input::Tree(&args),
-                None,
-                Some((store, &owner, lease)),
-            )
-            .await;
+        let claimed = Claimed {
+            store,
+            owner: &owner,
+            lease,
+            attempt: AtomicU32::new(1),
+        };
+        let attempts = AssertUnwindSafe(self.attempts(
+            registered,
+            &ctx,
+            Input::Tree(&args),
+            None,
+            Some(&claimed),
+        ));
+        let outcome = match attempts.catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(payload) => {
+                // The tool may have acted before it panicked: its outcome is unknown.
+                unwind::trace(descriptor.name, &*payload);
+                let failure = Failure::new(
+                    unwind::recorded(descriptor.name),
+                    claimed.attempt.load(Ordering::Relaxed),
+                );
+                Err(failure.answered(unwind::write_panicked(descriptor.name)))
+            }
+        };
         self.hit(Failpoint::Executed);
         let now = self.inner.clock.now_ms();
         let result = match outcome {
@@ -464,24 +522,22 @@ impl Dispatcher {
                 .why(err.to_string())
                 .next("do not repeat the call; tell the user the outcome is being checked")),
             },
-            Err((err, tries)) => {
-                let record = AttemptError {
-                    attempt: tries,
-                    kind: err.kind().as_str().to_owned(),
-                    what: err.what().to_owned(),
-                };
-                let stored = if err.kind() == ErrorKind::OutcomeUnknown {
-                    store.mark_unknown(&owner, &record, now).await
+            Err(failure) => {
+                // The record keeps the last attempt's own error; the model gets the answer.
+                let recorded = failure.recorded();
+                let stored = if failure.may_have_acted() {
+                    store.mark_unknown(&owner, &recorded, now).await
                 } else {
                     // Every other error proves the operation was not applied.
-                    store.fail(&owner, &record, now).await
+                    store.fail(&owner, &recorded, now).await
                 };
                 match stored {
-                    Ok(()) => Err(err),
-                    Err(store_err) if err.kind() == ErrorKind::OutcomeUnknown => {
-                        Err(err.why(store_err.to_string()))
+                    Ok(()) => Err(failure.into_answer()),
+                    Err(store_err) if failure.may_have_acted() => {
+                        Err(failure.into_answer().why(store_err.to_string()))
                     }
-                    Err(store_err) => Err(store_failed(descriptor.name, &store_err)),
+                    // The tool ran: never say it did not.
+                    Err(store_err) => Err(outcome_unrecorded(descriptor.name, &store_err)),
                 }
             }
         };
@@ -507,22 +563,24 @@ impl Dispatcher {
             .saturating_add(LEASE_MARGIN)
     }
 
-    /// The answer for a key that exists with the same request.
+    /// What a call whose key holds a record of the same request answers: the stored outcome,
+    /// after waiting until `give_up` for one that is still running; or that the key may be
+    /// claimed again (the call waited on failed, or its record was purged meanwhile).
     async fn existing(
         &self,
         store: &dyn OperationStore,
         record: OperationRecord,
-    ) -> Result<CallResult, ToolError> {
+        give_up: tokio::time::Instant,
+    ) -> Seen {
         let mut record = record;
-        let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
         let mut poll = Duration::from_millis(20);
         while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
             tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
             poll = (poll * 2).min(Duration::from_millis(500));
             match store.get(&record.tenant, &record.key).await {
                 Ok(Some(latest)) => record = latest,
-                Ok(None) => break,
-                Err(err) => return Err(store_failed(&record.tool, &err)),
+                Ok(None) => return Seen::Claimable,
+                Err(err) => return Seen::Answer(Err(store_failed(&record.tool, &err))),
             }
         }
         let mut result = match record.state {
@@ -539,8 +597,11 @@ impl Dispatcher {
                             "the stored result of {} cannot be read",
                             record.tool
                         ))
-                    })?;
-                CallResult::succeeded(data)
+                    });
+                match data {
+                    Ok(data) => CallResult::succeeded(data),
+                    Err(err) => return Seen::Answer(Err(err)),
+                }
             }
             OperationState::OutcomeUnknown => CallResult::from_error(
                 &ToolError::outcome_unknown(format!(
@@ -557,16 +618,11 @@ impl Dispatcher {
                 )
                 .next("do not repeat the call; check its result in a moment"),
             ),
-            // A failed record is claimed again, never answered; anything else is new to us.
-            _ => {
-                return Err(ToolError::internal(format!(
-                    "the operation of {} is in a state this release does not handle",
-                    record.tool
-                )));
-            }
+            // Definitely not applied: the key is free to claim again (DESIGN §4).
+            OperationState::Failed => return Seen::Claimable,
         };
         result.replayed = record.state != OperationState::Processing;
-        Ok(result)
+        Seen::Answer(Ok(result))
     }
 
     /// Step 8: the tool runs under its deadline, retried on transient faults: reads on any,
@@ -579,8 +635,8 @@ impl Dispatcher {
         ctx: &'a Ctx,
         args: Input<'a>,
         first: Option<ToolFuture<'a>>,
-        write: Option<(&dyn OperationStore, &Owner, Duration)>,
-    ) -> Result<JsonText, (ToolError, u32)> {
+        write: Option<&Claimed<'_>>,
+    ) -> Result<JsonText, Failure> {
         let mut call = first.unwrap_or_else(|| args.invoke(registered, ctx));
         let first = match poll_once(&mut call).await {
             Poll::Ready(Ok(data)) => return Ok(data),
@@ -599,9 +655,9 @@ impl Dispatcher {
         registered: &'a RegisteredTool,
         ctx: &'a Ctx,
         args: Input<'a>,
-        write: Option<(&dyn OperationStore, &Owner, Duration)>,
+        write: Option<&Claimed<'_>>,
         first: Result<ToolFuture<'a>, ToolError>,
-    ) -> Result<JsonText, (ToolError, u32)> {
+    ) -> Result<JsonText, Failure> {
         let timeout = registered
             .descriptor()
             .timeout
@@ -659,10 +715,10 @@ impl Dispatcher {
         registered: &RegisteredTool,
         ctx: &Ctx,
         args: Input<'_>,
-        write: Option<(&dyn OperationStore, &Owner, Duration)>,
+        write: Option<&Claimed<'_>>,
         timeout: Duration,
         mut err: ToolError,
-    ) -> Result<JsonText, (ToolError, u32)> {
+    ) -> Result<JsonText, Failure> {
         let descriptor = registered.descriptor();
         let policy = RetryPolicy::of(descriptor);
         // The total deadline: every remaining attempt's, counted from the first failure.
@@ -678,10 +734,10 @@ impl Dispatcher {
                 _ => false,
             };
             if !transient {
-                return Err((err, attempt));
+                return Err(Failure::new(err, attempt));
             }
             if attempt >= policy.max_attempts {
-                return Err((exhausted(descriptor.name, err, attempt), attempt));
+                return Err(exhausted(descriptor.name, err, attempt));
             }
             let backoff = delays.get_or_insert_with(|| {
                 Backoff::new(
@@ -699,26 +755,33 @@ impl Dispatcher {
             let budget_end = *budget_end
                 .get_or_insert_with(|| now + timeout.saturating_mul(policy.max_attempts - attempt));
             if now + delay >= budget_end {
-                return Err((exhausted(descriptor.name, err, attempt), attempt));
+                return Err(exhausted(descriptor.name, err, attempt));
             }
-            if let Some((store, owner, lease)) = write {
+            if let Some(claimed) = write {
                 let record = AttemptError {
                     attempt,
                     kind: err.kind().as_str().to_owned(),
                     what: err.what().to_owned(),
                 };
-                let lease_until = self
-                    .inner
-                    .clock
-                    .now_ms()
-                    .saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
-                if let Err(store_err) = store.record_retry(owner, &record, lease_until).await {
-                    // Nothing was applied, but the claim is gone: stop here.
-                    return Err((store_failed(descriptor.name, &store_err), attempt));
+                let lease_until =
+                    self.inner.clock.now_ms().saturating_add(
+                        i64::try_from(claimed.lease.as_millis()).unwrap_or(i64::MAX),
+                    );
+                let recorded = claimed
+                    .store
+                    .record_retry(claimed.owner, &record, lease_until)
+                    .await;
+                if let Err(store_err) = recorded {
+                    // The tool ran, and the store no longer records it: stop here.
+                    let answer = outcome_unrecorded(descriptor.name, &store_err);
+                    return Err(Failure::new(err, attempt).answered(answer));
                 }
             }
             tokio::time::sleep(delay).await;
             attempt += 1;
+            if let Some(claimed) = write {
+                claimed.attempt.store(attempt, Ordering::Relaxed);
+            }
             err = match self
                 .attempt(registered, args.invoke(registered, ctx), timeout)
                 .await
@@ -789,6 +852,30 @@ fn permitted(session: &Session, descriptor: &ToolDescriptor) -> Result<(), ToolE
     }
 }
 
+/// The claim a write runs under, for its attempts to record their errors under.
+struct Claimed<'a> {
+    store: &'a dyn OperationStore,
+    owner: &'a Owner,
+    /// How long the claim holds; each retry renews it.
+    lease: Duration,
+    /// The attempt running now (1 for the first), for a panic to be recorded under.
+    attempt: AtomicU32,
+}
+
+/// What a call whose key holds a record of the same request does next.
+enum Seen {
+    /// It answers this.
+    Answer(Result<CallResult, ToolError>),
+    /// It claims the key again: the record failed, or was purged, while it waited.
+    Claimable,
+}
+
+/// How many times a call claims its key again after the record it waited on failed or was
+/// purged. Each round follows another call's failure within the wait, so the bound is reached
+/// only by a storm of failing duplicates, or by a store that answers a `failed` record instead
+/// of claiming it.
+const CLAIM_ROUNDS: u32 = 4;
+
 /// Added to a claim's lease beyond its attempts and backoffs.
 const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
@@ -799,21 +886,23 @@ fn seed_of(call_id: &str) -> u64 {
     })
 }
 
-/// The error after the last attempt of a transient fault.
-fn exhausted(tool: &str, err: ToolError, attempts: u32) -> ToolError {
+/// How the attempts end after the last one, numbered `attempts`, failed with a transient
+/// fault: the record keeps `err`; the model reads a summary of the spent retries.
+fn exhausted(tool: &str, err: ToolError, attempts: u32) -> Failure {
     if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
-        return err;
+        return Failure::new(err, attempts);
     }
     let why = match err.reason() {
         Some(why) => format!("{}: {why}", err.what()),
         None => err.what().to_owned(),
     };
-    ToolError::new(
+    let summary = ToolError::new(
         ErrorKind::RetryBudgetExhausted,
         format!("{tool} failed {attempts} times in a row; nothing was applied"),
     )
     .why(why)
-    .next("try again later, or tell the user the service is unavailable")
+    .next("try again later, or tell the user the service is unavailable");
+    Failure::new(err, attempts).answered(summary)
 }
 
 /// The error when the store cannot be used: nothing ran, or nothing more will.

@@ -16,13 +16,22 @@ pub(crate) const MIGRATIONS_TABLE: &str = "_toolgate_store_migrations";
 
 /// Every migration, in order. Never edit one that has shipped: add the next.
 static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
-    let mut migrator = Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("operations"),
-        MigrationType::Simple,
-        include_str!("../migrations/0001_operations.sql").into_sql_str(),
-        false,
-    )]);
+    let mut migrator = Migrator::with_migrations(vec![
+        Migration::new(
+            1,
+            Cow::Borrowed("operations"),
+            MigrationType::Simple,
+            include_str!("../migrations/0001_operations.sql").into_sql_str(),
+            false,
+        ),
+        Migration::new(
+            2,
+            Cow::Borrowed("errors keep every character"),
+            MigrationType::Simple,
+            include_str!("../migrations/0002_errors_keep_every_character.sql").into_sql_str(),
+            false,
+        ),
+    ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
     migrator

@@ -15,6 +15,22 @@ use crate::row::{self, columns};
 /// finds either a record or room for one; the bound keeps a misbehaving database from looping.
 const CLAIM_ROUNDS: usize = 3;
 
+/// The `errors` column with the one-element JSON array in the parameter `$p` appended, as one
+/// SQL expression. The column is `json`, the text as written (jsonb would refuse a NUL in an
+/// error), so the element is spliced into that text: the last `]` (after any trailing
+/// whitespace) gives way to `,` and the element. The row's `UPDATE` makes it atomic.
+macro_rules! append_error {
+    ($p:literal) => {
+        concat!(
+            "CASE WHEN json_array_length(errors) = 0 THEN (",
+            $p,
+            "::text)::json ELSE (left(rtrim(errors::text, E' \t\n\r'), -1) || ',' || substr(",
+            $p,
+            "::text, 2))::json END"
+        )
+    };
+}
+
 /// An [`OperationStore`] in a PostgreSQL database, shared safely by any number of processes
 /// and machines.
 ///
@@ -145,13 +161,15 @@ impl PostgresStore {
             ClaimStep::Reclaim => {
                 let attempt: i64 = sqlx::query_scalar(
                     "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
-                     lease_until_ms = $3, updated_ms = $4 \
+                     lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
                      WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
                 )
                 .bind(request.tenant)
                 .bind(request.key)
                 .bind(request.lease_until_ms())
                 .bind(request.now_ms)
+                .bind(request.request_hash)
+                .bind(request.arguments)
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(backend)?;
@@ -199,12 +217,13 @@ impl PostgresStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE toolgate_operations SET state = $4, errors = errors || $5::jsonb, \
-             updated_ms = $6 \
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET state = $4, errors = ",
+            append_error!("$5"),
+            ", updated_ms = $6 \
              WHERE tenant_id = $1 AND idempotency_key = $2 \
-             AND state = 'processing' AND attempt = $3",
-        )
+             AND state = 'processing' AND attempt = $3"
+        ))
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))
@@ -286,11 +305,13 @@ impl OperationStore for PostgresStore {
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE toolgate_operations SET errors = errors || $4::jsonb, lease_until_ms = $5 \
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET errors = ",
+            append_error!("$4"),
+            ", lease_until_ms = $5 \
              WHERE tenant_id = $1 AND idempotency_key = $2 \
-             AND state = 'processing' AND attempt = $3",
-        )
+             AND state = 'processing' AND attempt = $3"
+        ))
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))

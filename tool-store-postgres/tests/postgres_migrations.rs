@@ -40,7 +40,7 @@ async fn migrating_again_changes_nothing() {
     );
     store.migrate().await.unwrap();
     store.migrate().await.unwrap();
-    assert_eq!(applied_migrations(&store).await, [1]);
+    assert_eq!(applied_migrations(&store).await, [1, 2]);
     let kept = store
         .get("acme", "k1")
         .await
@@ -57,11 +57,67 @@ async fn processes_connecting_at_once_to_an_empty_database_all_start() {
         .into_iter()
         .collect::<Result<_, _>>()
         .expect("every process connects and migrates");
-    assert_eq!(applied_migrations(&stores[0]).await, [1]);
+    assert_eq!(applied_migrations(&stores[0]).await, [1, 2]);
     let claims = join_all(stores.iter().map(|store| store.claim(request("k1")))).await;
     let acquired = claims
         .iter()
         .filter(|claim| matches!(claim, Ok(Claim::Acquired { .. })))
         .count();
     assert_eq!(acquired, 1, "{claims:?}");
+}
+
+/// A database an earlier release left at version 1, with attempt errors in `jsonb`, migrates
+/// to version 2 keeping them, and its records then take errors holding NUL.
+#[tokio::test]
+async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after() {
+    use std::borrow::Cow;
+    use tool_core::store::{AttemptError, OperationState, Owner};
+    use tool_store_postgres::sqlx::SqlSafeStr;
+    use tool_store_postgres::sqlx::migrate::{Migration, MigrationType, Migrator};
+
+    let url = test_database().await;
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let mut version_one = Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("operations"),
+        MigrationType::Simple,
+        include_str!("../migrations/0001_operations.sql").into_sql_str(),
+        false,
+    )]);
+    version_one.dangerous_set_table_name("_toolgate_store_migrations");
+    version_one.run(&pool).await.unwrap();
+    sqlx::query(
+        "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+         arguments, state, attempt, lease_until_ms, errors, created_ms, updated_ms) \
+         VALUES ('acme', 'k1', 'issue_refund', 'h1', '{}', 'processing', 1, \
+                 9000000000000, '[{\"attempt\": 1, \"kind\": \"unavailable\", \"what\": \"503\"}]', \
+                 1, 1)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    assert_eq!(applied_migrations(&store).await, [1, 2]);
+    let earlier = AttemptError {
+        attempt: 1,
+        kind: "unavailable".into(),
+        what: "503".into(),
+    };
+    let record = store.get("acme", "k1").await.unwrap().expect("kept");
+    assert_eq!(record.errors, std::slice::from_ref(&earlier));
+    let with_nul = AttemptError {
+        attempt: 2,
+        kind: "refused".into(),
+        what: "amount\0invalid".into(),
+    };
+    let owner = Owner {
+        tenant: "acme".into(),
+        key: "k1".into(),
+        attempt: 1,
+    };
+    store.fail(&owner, &with_nul, 2).await.unwrap();
+    let record = store.get("acme", "k1").await.unwrap().expect("kept");
+    assert_eq!(record.state, OperationState::Failed);
+    assert_eq!(record.errors, [earlier, with_nul]);
 }

@@ -59,7 +59,8 @@ pub(crate) async fn claim(
                 let attempt: i64 = sqlx::query_scalar(
                     "UPDATE operations \
                      SET state = 'processing', attempt = attempt + 1, \
-                         lease_until_ms = ?3, updated_ms = ?4 \
+                         lease_until_ms = ?3, updated_ms = ?4, \
+                         request_hash = ?5, arguments = ?6 \
                      WHERE tenant_id = ?1 AND idempotency_key = ?2 \
                      RETURNING attempt",
                 )
@@ -67,6 +68,8 @@ pub(crate) async fn claim(
                 .bind(request.key)
                 .bind(request.lease_until_ms())
                 .bind(request.now_ms)
+                .bind(request.request_hash)
+                .bind(request.arguments)
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(backend("claim a record again"))?;

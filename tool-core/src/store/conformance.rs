@@ -10,6 +10,9 @@
 //!
 //! Not a public API of toolgate; it exists for the store crates.
 
+pub mod takeover;
+pub mod text;
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -81,6 +84,10 @@ where
     reconciliation_settles_unknown_outcomes(&make().await).await;
     retention_purges_only_terminal_records(&make().await).await;
     concurrent_claims_acquire_once(&make().await).await;
+    takeover::a_corrected_request_takes_over_a_failed_record(&make().await).await;
+    takeover::a_request_takes_over_a_record_reconciled_as_not_applied(&make().await).await;
+    takeover::another_request_is_a_conflict_while_the_first_may_have_acted(&make().await).await;
+    text::every_text_round_trips_whatever_its_characters(&make().await).await;
 }
 
 /// A new key is acquired at attempt 1 and stored as `processing` with its lease.

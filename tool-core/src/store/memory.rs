@@ -101,6 +101,8 @@ impl OperationStore for MemoryStore {
                     tool: record.tool.clone(),
                 },
                 ClaimStep::Reclaim => {
+                    record.request_hash = request.request_hash.to_owned();
+                    record.arguments = request.arguments.to_owned();
                     record.state = OperationState::Processing;
                     record.attempt += 1;
                     record.lease_until_ms = request.lease_until_ms();

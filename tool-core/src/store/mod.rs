@@ -32,8 +32,11 @@ pub trait OperationStore: Send + Sync + 'static {
     ///
     /// - no record: inserts one in `processing` with attempt 1 and a lease until
     ///   `now + lease`, and answers [`Claim::Acquired`];
-    /// - a record with another `request_hash`: [`Claim::Conflict`], and nothing is written;
-    /// - `failed` (definitely not applied): takes it again, attempt + 1, [`Claim::Acquired`];
+    /// - `failed` (definitely not applied): takes it again for this request, whatever its
+    ///   hash: stores `request.request_hash` and `request.arguments`, attempt + 1, keeps the
+    ///   earlier errors, [`Claim::Acquired`];
+    /// - any other record with another `request_hash`: [`Claim::Conflict`], and nothing is
+    ///   written;
     /// - `processing` whose lease has expired: with `request.takeover` (the tool's downstream
     ///   honours the key) takes it over, attempt + 1, [`Claim::Acquired`]; otherwise turns it
     ///   into `outcome_unknown` and answers [`Claim::Existing`] with the updated record;

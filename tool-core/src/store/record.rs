@@ -117,14 +117,21 @@ impl ClaimRequest<'_> {
 
     /// What this claim does with `record`, the record already under its key: the rules of
     /// [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
+    ///
+    /// A `failed` record (definitely not applied) is taken over by any request under its key,
+    /// with the same or with corrected arguments: the claim stores this request's hash and
+    /// arguments. Another request is a conflict only while the earlier one may have acted or may
+    /// still act (`processing`, `succeeded`, `outcome_unknown`).
     pub fn step(&self, record: &OperationRecord) -> ClaimStep {
+        if record.state == OperationState::Failed {
+            return ClaimStep::Reclaim;
+        }
         if record.request_hash != self.request_hash {
             return ClaimStep::Conflict;
         }
         let expired =
             record.state == OperationState::Processing && record.lease_until_ms <= self.now_ms;
         match record.state {
-            OperationState::Failed => ClaimStep::Reclaim,
             _ if expired && self.takeover => ClaimStep::Reclaim,
             _ if expired => ClaimStep::ExpireToUnknown,
             _ => ClaimStep::Existing,
@@ -137,7 +144,8 @@ impl ClaimRequest<'_> {
 pub enum ClaimStep {
     /// Another request under the key: answer the conflict, write nothing.
     Conflict,
-    /// `failed`, or an expired lease the tool lets be taken over: attempt + 1, a new lease.
+    /// `failed`, or an expired lease the tool lets be taken over: attempt + 1, a new lease, and
+    /// this request's hash and arguments (which differ from the stored ones only for `failed`).
     Reclaim,
     /// An expired lease that may not be taken over: store `outcome_unknown`, answer the record.
     ExpireToUnknown,
@@ -242,21 +250,30 @@ mod tests {
         }
     }
 
+    /// DESIGN §4: another request is a conflict only while the earlier one may have acted or
+    /// may still act; a `failed` record is taken over by it.
     #[test]
-    fn another_hash_is_a_conflict_whatever_the_state() {
+    fn another_hash_is_a_conflict_unless_the_record_failed() {
         for state in [
             OperationState::Processing,
             OperationState::Succeeded,
-            OperationState::Failed,
             OperationState::OutcomeUnknown,
         ] {
             for takeover in [false, true] {
-                assert_eq!(
-                    request("h2", takeover).step(&record(state, 0)),
-                    ClaimStep::Conflict,
-                    "{state:?}"
-                );
+                for lease_until_ms in [0, NOW + 1] {
+                    assert_eq!(
+                        request("h2", takeover).step(&record(state, lease_until_ms)),
+                        ClaimStep::Conflict,
+                        "{state:?}"
+                    );
+                }
             }
+        }
+        for takeover in [false, true] {
+            assert_eq!(
+                request("h2", takeover).step(&record(OperationState::Failed, 0)),
+                ClaimStep::Reclaim
+            );
         }
     }
 

@@ -1,0 +1,373 @@
+//! What a write does with a key that already holds a record (DESIGN §4), through the
+//! dispatcher on every store: a definitive failure is taken over by the corrected request; and a
+//! duplicate that waits on a running call answers truly whatever that call became (succeeded:
+//! the replay; failed or purged: it claims the key and runs; unknown: unknown; still running:
+//! in progress).
+//!
+//! The PostgreSQL tests need a server: `tool_store_postgres::testing::test_database` finds or
+//! starts one and gives each test a fresh database (a test fails, never skips, without one).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tool_store_postgres::PostgresStore;
+use tool_store_postgres::testing::test_database;
+use tool_store_sqlite::SqliteStore;
+use toolgate::ManualClock;
+use toolgate::prelude::*;
+use toolgate::store::{
+    AttemptError, Claim, ClaimRequest, MemoryStore, OperationRecord, OperationState,
+    OperationStore, Owner, Resolution, StoreError,
+};
+
+/// What the provider lets be refunded on any order.
+const REFUNDABLE: f64 = 100.0;
+
+/// Runs of the tool.
+#[derive(Default)]
+struct Provider {
+    runs: AtomicU32,
+}
+
+/// Refund an order, up to its refundable balance.
+#[tool(side_effect = "write", key = [order_id], timeout = "10s")]
+async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    let provider = ctx.state::<Arc<Provider>>()?;
+    provider.runs.fetch_add(1, Ordering::SeqCst);
+    if amount > REFUNDABLE {
+        return Err(ToolError::refused(format!(
+            "{amount} is over the refundable balance of {REFUNDABLE}"
+        ))
+        .next("call refund again with an amount within the balance"));
+    }
+    Ok(json!({"refund_id": format!("re_{order_id}"), "amount": amount}))
+}
+
+async fn sqlite() -> (Arc<dyn OperationStore>, TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("operations.db"))
+        .await
+        .unwrap();
+    (Arc::new(store), dir)
+}
+
+async fn postgres() -> Arc<dyn OperationStore> {
+    Arc::new(
+        PostgresStore::connect(&test_database().await)
+            .await
+            .unwrap(),
+    )
+}
+
+const NOW: i64 = 1_700_000_000_000;
+
+struct Desk {
+    dispatcher: Dispatcher,
+    provider: Arc<Provider>,
+    session: Session,
+}
+
+fn desk(store: Arc<dyn OperationStore>, in_progress_wait: Duration) -> Desk {
+    let mut registry = Registry::new();
+    registry.register::<refund>().unwrap();
+    let provider = Arc::new(Provider::default());
+    let dispatcher = Dispatcher::builder(registry)
+        .state(provider.clone())
+        .store(store)
+        .clock(Arc::new(ManualClock::new(NOW)))
+        .in_progress_wait(in_progress_wait)
+        .build();
+    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    Desk {
+        dispatcher,
+        provider,
+        session,
+    }
+}
+
+impl Desk {
+    async fn refund(&self, order_id: &str, amount: f64) -> Value {
+        let call = ToolCall::new(
+            "call_x",
+            "refund",
+            json!({"order_id": order_id, "amount": amount}),
+        );
+        self.dispatcher
+            .dispatch(&self.session, call)
+            .await
+            .expect("no call aborts the run")
+            .result
+            .to_json()
+    }
+
+    fn runs(&self) -> u32 {
+        self.provider.runs.load(Ordering::SeqCst)
+    }
+}
+
+/// The key, request hash and canonical arguments the dispatcher derives for a refund of a
+/// whole `amount` (which the dispatcher reads as an integer).
+fn derived(order_id: &str, amount: i64) -> (String, String, String) {
+    let args = json!({"order_id": order_id, "amount": amount});
+    let key = toolgate::idempotency::operation_key(refund::descriptor(), "acme", "run-1", &args);
+    let canonical = toolgate::idempotency::canonical_json(&args);
+    let hash = toolgate::idempotency::request_hash("refund", &canonical);
+    (key, hash, canonical)
+}
+
+/// A refund refused as over the balance stores nothing applied; the corrected call takes the
+/// operation over, runs and succeeds; the first arguments again are then a conflict.
+async fn a_corrected_call_runs_after_a_definitive_failure(store: Arc<dyn OperationStore>) {
+    let desk = desk(store.clone(), Duration::from_secs(2));
+    let refused = desk.refund("ORD-1", 150.0).await;
+    assert_eq!(refused["error"]["kind"], "refused", "{refused}");
+
+    let corrected = desk.refund("ORD-1", 80.0).await;
+    assert_eq!(
+        corrected,
+        json!({"status": "succeeded", "replayed": false,
+               "data": {"refund_id": "re_ORD-1", "amount": 80.0}})
+    );
+    assert_eq!(desk.runs(), 2);
+    let (key, hash, canonical) = derived("ORD-1", 80);
+    let record = store.get("acme", &key).await.unwrap().expect("recorded");
+    assert_eq!(record.state, OperationState::Succeeded);
+    assert_eq!(record.attempt, 2);
+    assert_eq!((record.request_hash, record.arguments), (hash, canonical));
+    assert_eq!(record.errors.len(), 1, "the refusal stays in the history");
+    assert_eq!(record.errors[0].kind, "refused");
+
+    let again = desk.refund("ORD-1", 150.0).await;
+    assert_eq!(again["error"]["kind"], "conflict", "{again}");
+    assert_eq!(desk.runs(), 2);
+    let replay = desk.refund("ORD-1", 80.0).await;
+    assert_eq!(replay["replayed"], true, "{replay}");
+}
+
+#[tokio::test]
+async fn a_corrected_call_runs_after_a_definitive_failure_on_sqlite() {
+    let (store, _dir) = sqlite().await;
+    a_corrected_call_runs_after_a_definitive_failure(store).await;
+}
+
+#[tokio::test]
+async fn a_corrected_call_runs_after_a_definitive_failure_on_postgres() {
+    a_corrected_call_runs_after_a_definitive_failure(postgres().await).await;
+}
+
+/// What becomes of the other worker's claim while the duplicate waits on it.
+#[derive(Debug, Clone, Copy)]
+enum Then {
+    /// It succeeds with the other worker's result.
+    Succeeds,
+    /// It fails: definitely not applied.
+    Fails,
+    /// Its outcome becomes unknown.
+    BecomesUnknown,
+    /// It fails, and retention purges the record.
+    IsPurged,
+    /// It is still running when the wait ends.
+    KeepsRunning,
+}
+
+/// A store where another worker holds a claim, and settles it as planned the moment the
+/// duplicate first looks again (the duplicate's first `get`): the change happens while it
+/// waits, at no particular time.
+struct AnotherWorker {
+    inner: Arc<dyn OperationStore>,
+    plan: Mutex<Option<(Owner, Then)>>,
+}
+
+impl AnotherWorker {
+    async fn settle(&self, owner: &Owner, then: Then) {
+        let error = AttemptError {
+            attempt: 1,
+            kind: "refused".into(),
+            what: "the other worker's attempt was refused".into(),
+        };
+        let store = &self.inner;
+        match then {
+            Then::Succeeds => store
+                .succeed(owner, r#"{"refund_id":"re_other"}"#, NOW)
+                .await
+                .unwrap(),
+            Then::Fails => store.fail(owner, &error, NOW).await.unwrap(),
+            Then::BecomesUnknown => store.mark_unknown(owner, &error, NOW).await.unwrap(),
+            Then::IsPurged => {
+                store.fail(owner, &error, NOW).await.unwrap();
+                assert!(store.purge(NOW + 1).await.unwrap() >= 1);
+            }
+            Then::KeepsRunning => {}
+        }
+    }
+
+    /// Whether the duplicate looked again (so it saw the claim running, and waited).
+    fn looked(&self) -> bool {
+        self.plan.lock().unwrap().is_none()
+    }
+}
+
+#[async_trait::async_trait]
+impl OperationStore for AnotherWorker {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        self.inner.claim(request).await
+    }
+
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.inner.succeed(owner, result, now_ms).await
+    }
+
+    async fn fail(&self, owner: &Owner, error: &AttemptError, now: i64) -> Result<(), StoreError> {
+        self.inner.fail(owner, error, now).await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.inner.mark_unknown(owner, error, now_ms).await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.inner.record_retry(owner, error, lease_until_ms).await
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        let planned = self.plan.lock().unwrap().take();
+        if let Some((owner, then)) = planned {
+            self.settle(&owner, then).await;
+        }
+        self.inner.get(tenant, key).await
+    }
+
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        self.inner.expire_leases(now_ms).await
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        self.inner.list_unknown(limit).await
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        self.inner.resolve(tenant, key, resolution, now_ms).await
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        self.inner.purge(before_ms).await
+    }
+}
+
+/// A duplicate of a running refund waits; the other worker's claim then goes as `then` says;
+/// answers what the duplicate said and the record after it.
+async fn wait_on(store: &Arc<dyn OperationStore>, order_id: &str, then: Then) -> (Value, u32) {
+    let (key, hash, canonical) = derived(order_id, 50);
+    let claimed = store
+        .claim(ClaimRequest {
+            tenant: "acme",
+            key: &key,
+            tool: "refund",
+            request_hash: &hash,
+            arguments: &canonical,
+            now_ms: NOW,
+            lease: Duration::from_secs(3600),
+            takeover: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed, Claim::Acquired { attempt: 1 }, "{order_id}");
+    let other = Owner {
+        tenant: "acme".into(),
+        key,
+        attempt: 1,
+    };
+    let worker = Arc::new(AnotherWorker {
+        inner: store.clone(),
+        plan: Mutex::new(Some((other, then))),
+    });
+    let desk = desk(worker.clone(), Duration::from_millis(300));
+    let answer = desk.refund(order_id, 50.0).await;
+    assert!(worker.looked(), "{order_id}: the duplicate did not wait");
+    (answer, desk.runs())
+}
+
+/// Every state a waiting duplicate can see gets a true answer.
+async fn a_waiting_duplicate_answers_what_the_call_became(store: Arc<dyn OperationStore>) {
+    let record = |order_id: &'static str| {
+        let store = store.clone();
+        async move {
+            let (key, ..) = derived(order_id, 50);
+            store.get("acme", &key).await.unwrap()
+        }
+    };
+
+    let (answer, runs) = wait_on(&store, "ORD-S", Then::Succeeds).await;
+    assert_eq!(
+        (answer, runs),
+        (
+            json!({"status": "succeeded", "replayed": true, "data": {"refund_id": "re_other"}}),
+            0
+        )
+    );
+
+    let (answer, runs) = wait_on(&store, "ORD-F", Then::Fails).await;
+    assert_eq!(
+        answer,
+        json!({"status": "succeeded", "replayed": false,
+               "data": {"refund_id": "re_ORD-F", "amount": 50.0}})
+    );
+    assert_eq!(
+        runs, 1,
+        "the duplicate claimed the failed operation and ran it"
+    );
+    let taken = record("ORD-F").await.expect("recorded");
+    assert_eq!((taken.state, taken.attempt), (OperationState::Succeeded, 2));
+
+    let (answer, runs) = wait_on(&store, "ORD-U", Then::BecomesUnknown).await;
+    assert_eq!(answer["status"], "outcome_unknown", "{answer}");
+    assert_eq!(answer["error"]["kind"], "outcome_unknown", "{answer}");
+    assert_eq!(runs, 0);
+
+    let (answer, runs) = wait_on(&store, "ORD-P", Then::KeepsRunning).await;
+    assert_eq!(answer["status"], "in_progress", "{answer}");
+    assert_eq!(runs, 0);
+
+    let (answer, runs) = wait_on(&store, "ORD-G", Then::IsPurged).await;
+    assert_eq!(answer["status"], "succeeded", "{answer}");
+    assert_eq!(answer["replayed"], false, "{answer}");
+    assert_eq!(runs, 1, "the duplicate claimed the purged key anew and ran");
+    let fresh = record("ORD-G").await.expect("recorded");
+    assert_eq!((fresh.state, fresh.attempt), (OperationState::Succeeded, 1));
+    assert!(fresh.errors.is_empty(), "{:?}", fresh.errors);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_duplicate_answers_what_the_call_became_in_memory() {
+    a_waiting_duplicate_answers_what_the_call_became(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn a_waiting_duplicate_answers_what_the_call_became_on_sqlite() {
+    let (store, _dir) = sqlite().await;
+    a_waiting_duplicate_answers_what_the_call_became(store).await;
+}
+
+#[tokio::test]
+async fn a_waiting_duplicate_answers_what_the_call_became_on_postgres() {
+    a_waiting_duplicate_answers_what_the_call_became(postgres().await).await;
+}
