@@ -211,9 +211,43 @@ impl Dispatcher {
         self.inner.default_timeout
     }
 
-    /// Runs every call of one model turn concurrently; one report per call, in the order given.
+    /// Runs every call of one model turn concurrently; one report per call id, in the order
+    /// given.
+    ///
+    /// Each call id gets exactly one report. When several calls of the turn share an id, none
+    /// of them runs: a result could not be matched to one of them. That id gets one report, at
+    /// the place of its first call, an `invalid_arguments` error saying so; the other calls of
+    /// the turn run as usual. (The provider formats give a call that came without an id one
+    /// that no other call of its turn has, so a shared id is always the model's.)
     ///
     /// If any call aborts the run, the turn answers `Err` and the session stays aborted.
+    ///
+    /// ```
+    /// use toolgate::prelude::*;
+    ///
+    /// /// Look up an order by its id.
+    /// #[tool]
+    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
+    ///     Ok(format!("{order_id}: paid"))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut registry = Registry::new();
+    /// registry.register::<get_order>().unwrap();
+    /// let dispatcher = Dispatcher::builder(registry).build();
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    /// let call = |id: &str, order: &str| {
+    ///     ToolCall::new(id, "get_order", serde_json::json!({"order_id": order}))
+    /// };
+    /// let turn = vec![call("c1", "ORD-1"), call("c2", "ORD-2"), call("c1", "ORD-3")];
+    /// let reports = dispatcher.dispatch_turn(&session, turn).await.unwrap();
+    /// assert_eq!(reports.len(), 2);
+    /// assert_eq!(reports[0].call_id, "c1");
+    /// assert_eq!(reports[0].result.error.as_ref().unwrap().kind, "invalid_arguments");
+    /// assert_eq!(reports[1].call_id, "c2");
+    /// assert_eq!(reports[1].result.to_json()["data"], "ORD-2: paid");
+    /// # });
+    /// ```
     pub async fn dispatch_turn(
         &self,
         session: &Session,
@@ -224,8 +258,92 @@ impl Dispatcher {
             let call = calls.into_iter().next().expect("one call");
             return Ok(vec![self.dispatch(session, call).await?]);
         }
-        let reports = join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
-        reports.into_iter().collect()
+        let mut shared = Self::shared_ids(&calls);
+        if shared.is_empty() {
+            let reports =
+                join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
+            return reports.into_iter().collect();
+        }
+        if let Some(aborted) = session.aborted() {
+            return Err(aborted.clone());
+        }
+        // The calls that run, and the one answer of each shared id, by their place in the turn.
+        let mut answered = Vec::new();
+        let mut runs = Vec::new();
+        for (place, call) in calls.into_iter().enumerate() {
+            match shared.iter_mut().find(|(id, _)| *id == call.id) {
+                None => runs.push((place, call)),
+                // The first call with a shared id answers for all of them; the others, nothing.
+                Some((_, count)) if *count > 0 => {
+                    answered.push((place, Self::shared_id_report(call, *count)));
+                    *count = 0;
+                }
+                Some(_) => {}
+            }
+        }
+        let ran = join_all(
+            runs.into_iter()
+                .map(|(place, call)| async move { (place, self.dispatch(session, call).await) }),
+        )
+        .await;
+        let mut reports = answered;
+        for (place, report) in ran {
+            reports.push((place, report?));
+        }
+        reports.sort_by_key(|(place, _)| *place);
+        Ok(reports.into_iter().map(|(_, report)| report).collect())
+    }
+
+    /// The ids that several of `calls` share, each with how many calls have it.
+    fn shared_ids(calls: &[ToolCall]) -> Vec<(String, usize)> {
+        // Comparing each pair costs less than hashing for the few calls of a usual turn.
+        const FEW: usize = 16;
+        let mut shared: Vec<(String, usize)> = Vec::new();
+        if calls.len() <= FEW {
+            for (place, call) in calls.iter().enumerate() {
+                let earlier = calls[..place].iter().any(|other| other.id == call.id);
+                if !earlier {
+                    let count = calls[place..].iter().filter(|c| c.id == call.id).count();
+                    if count > 1 {
+                        shared.push((call.id.clone(), count));
+                    }
+                }
+            }
+            return shared;
+        }
+        let mut counts: std::collections::HashMap<&str, usize> = Default::default();
+        for call in calls {
+            *counts.entry(call.id.as_str()).or_default() += 1;
+        }
+        for call in calls {
+            if let Some(count) = counts.remove(call.id.as_str())
+                && count > 1
+            {
+                shared.push((call.id.clone(), count));
+            }
+        }
+        shared
+    }
+
+    /// The one report for an id that `count` calls of a turn share, none of which ran; `call`
+    /// is the first of them.
+    fn shared_id_report(call: ToolCall, count: usize) -> CallReport {
+        tracing::warn!(
+            gen_ai.tool.call.id = %call.id,
+            calls = count,
+            "one call id was given to several calls of a turn; none of them ran"
+        );
+        let err = ToolError::invalid_arguments(format!(
+            "the call id {} was given to {count} calls in this turn",
+            crate::call::excerpt(&call.id)
+        ))
+        .why("a result could not be matched to one of them, so none of them ran")
+        .next("call the tools again, giving each call its own id");
+        CallReport {
+            call_id: call.id,
+            tool: call.name,
+            result: CallResult::from_error(&err),
+        }
     }
 
     /// Runs one call through the pipeline. `Err` means the run is aborted (a missing permission,

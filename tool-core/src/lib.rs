@@ -15,6 +15,7 @@ mod dispatcher;
 mod error;
 mod failpoint;
 pub mod idempotency;
+mod json_shape;
 mod json_text;
 mod probe;
 pub mod provider;
