@@ -5,7 +5,7 @@
 //! id gets exactly one result, and a write never runs on arguments that are not valid.
 //!
 //! The property test at the end draws whole turns of such calls; its regressions are kept in
-//! `hostile_turns.proptest-regressions`.
+//! `hostile_turns.regressions`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -197,7 +197,10 @@ impl Desk {
             Dialect::OpenAi => Box::new(OpenAiChat { strict: false }),
             Dialect::Anthropic => Box::new(Anthropic),
         };
-        let calls = format.parse_calls(message).map_err(|err| err.to_string())?;
+        // Read as a provider's bytes are, with the text API: each call's arguments on their own.
+        let calls = format
+            .parse_calls_text(&message.to_string())
+            .map_err(|err| err.to_string())?;
         for call in &calls {
             self.say(Voice::Model, &call_story(call));
         }

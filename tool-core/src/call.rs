@@ -19,7 +19,8 @@ pub struct MalformedCall {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// The provider's call id; the result is matched to the call by it. A format whose call had
-    /// no id gets a generated one (`missing_id_N`) and the call a [`MalformedCall`].
+    /// no id gets a generated one (`missing_id_N`), which no other call of its turn has, and the
+    /// call a [`MalformedCall`].
     pub id: String,
     /// The tool name the model used.
     pub name: String,

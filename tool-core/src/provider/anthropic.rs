@@ -55,7 +55,8 @@ impl WireFormat for Anthropic {
 
     /// Reads an assistant message (or a whole Messages response, which has the same
     /// `content`). Each `tool_use` block is a call; other blocks (text, thinking) are skipped. A
-    /// block without an id gets `missing_id_N` (N its position among the calls) and is
+    /// block without an id gets `missing_id_N` (N its position among the calls, or the next number whose id the turn
+    /// does not have) and is
     /// malformed, as is one whose `input` is not an object.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
         self.read(turn, ArgumentFields::Values)

@@ -24,7 +24,8 @@ const GENERATED_ID_PREFIX: &str = "gemini_call_";
 /// schema, instead (the two are mutually exclusive), and a warning names it.
 ///
 /// **Call ids.** Older models send calls without an `id`. Such a call is not malformed: it gets
-/// the id `gemini_call_N` (N its position among the turn's calls), and rendering leaves `id` out
+/// the id `gemini_call_N` (N its position among the turn's calls, or the next number whose id
+/// the turn does not have), and rendering leaves `id` out
 /// of the response for any id of exactly that form ([`Gemini::is_generated_id`]), so Gemini
 /// matches responses to calls by order and name, as it does for calls without ids.
 ///

@@ -72,7 +72,7 @@ impl WireFormat for OpenAiChat {
 
     /// Reads an assistant message (or a whole completion, from its first choice). A message
     /// without `tool_calls` has no calls. Each entry of `tool_calls` yields one call; an entry
-    /// without an id gets `missing_id_N` (N its position) and is malformed, as is one with
+    /// without an id gets `missing_id_N` (N its position, or the next number whose id the turn does not have) and is malformed, as is one with
     /// arguments that are not JSON text of an object.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
         self.read(turn, ArgumentFields::Values)

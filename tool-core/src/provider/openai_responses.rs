@@ -71,7 +71,7 @@ impl WireFormat for OpenAiResponses {
 
     /// Reads a response object (its `output`), an array of output items, or one
     /// `function_call` item. Only `function_call` items are calls; the id to answer with is
-    /// their `call_id` (a call without one gets `missing_id_N`, N its position among the calls,
+    /// their `call_id` (a call without one gets `missing_id_N`, N its position among the calls or the next number free,
     /// and is malformed). Other items (messages, reasoning) are skipped.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
         self.read(turn, ArgumentFields::Values)
