@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::backoff::Backoff;
 use crate::call::{Arguments, CallReport, MalformedCall, ToolCall, parse_checked};
+use crate::call_ids::{self, Split};
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
@@ -258,28 +259,16 @@ impl Dispatcher {
             let call = calls.into_iter().next().expect("one call");
             return Ok(vec![self.dispatch(session, call).await?]);
         }
-        let mut shared = Self::shared_ids(&calls);
-        if shared.is_empty() {
-            let reports =
-                join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
-            return reports.into_iter().collect();
-        }
+        let Split { runs, answered } = match call_ids::split_shared(calls) {
+            Ok(split) => split,
+            Err(calls) => {
+                let reports =
+                    join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
+                return reports.into_iter().collect();
+            }
+        };
         if let Some(aborted) = session.aborted() {
             return Err(aborted.clone());
-        }
-        // The calls that run, and the one answer of each shared id, by their place in the turn.
-        let mut answered = Vec::new();
-        let mut runs = Vec::new();
-        for (place, call) in calls.into_iter().enumerate() {
-            match shared.iter_mut().find(|(id, _)| *id == call.id) {
-                None => runs.push((place, call)),
-                // The first call with a shared id answers for all of them; the others, nothing.
-                Some((_, count)) if *count > 0 => {
-                    answered.push((place, Self::shared_id_report(call, *count)));
-                    *count = 0;
-                }
-                Some(_) => {}
-            }
         }
         let ran = join_all(
             runs.into_iter()
@@ -292,58 +281,6 @@ impl Dispatcher {
         }
         reports.sort_by_key(|(place, _)| *place);
         Ok(reports.into_iter().map(|(_, report)| report).collect())
-    }
-
-    /// The ids that several of `calls` share, each with how many calls have it.
-    fn shared_ids(calls: &[ToolCall]) -> Vec<(String, usize)> {
-        // Comparing each pair costs less than hashing for the few calls of a usual turn.
-        const FEW: usize = 16;
-        let mut shared: Vec<(String, usize)> = Vec::new();
-        if calls.len() <= FEW {
-            for (place, call) in calls.iter().enumerate() {
-                let earlier = calls[..place].iter().any(|other| other.id == call.id);
-                if !earlier {
-                    let count = calls[place..].iter().filter(|c| c.id == call.id).count();
-                    if count > 1 {
-                        shared.push((call.id.clone(), count));
-                    }
-                }
-            }
-            return shared;
-        }
-        let mut counts: std::collections::HashMap<&str, usize> = Default::default();
-        for call in calls {
-            *counts.entry(call.id.as_str()).or_default() += 1;
-        }
-        for call in calls {
-            if let Some(count) = counts.remove(call.id.as_str())
-                && count > 1
-            {
-                shared.push((call.id.clone(), count));
-            }
-        }
-        shared
-    }
-
-    /// The one report for an id that `count` calls of a turn share, none of which ran; `call`
-    /// is the first of them.
-    fn shared_id_report(call: ToolCall, count: usize) -> CallReport {
-        tracing::warn!(
-            gen_ai.tool.call.id = %call.id,
-            calls = count,
-            "one call id was given to several calls of a turn; none of them ran"
-        );
-        let err = ToolError::invalid_arguments(format!(
-            "the call id {} was given to {count} calls in this turn",
-            crate::call::excerpt(&call.id)
-        ))
-        .why("a result could not be matched to one of them, so none of them ran")
-        .next("call the tools again, giving each call its own id");
-        CallReport {
-            call_id: call.id,
-            tool: call.name,
-            result: CallResult::from_error(&err),
-        }
     }
 
     /// Runs one call through the pipeline. `Err` means the run is aborted (a missing permission,

@@ -8,6 +8,7 @@ mod approval;
 mod auth;
 mod backoff;
 mod call;
+mod call_ids;
 mod clock;
 mod ctx;
 mod descriptor;
