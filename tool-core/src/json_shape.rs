@@ -301,14 +301,14 @@ const FEW: usize = 8;
 struct Seen<'de> {
     few: [Option<Cow<'de, str>>; FEW],
     len: usize,
-    many: HashSet<Cow<'de, str>>,
+    many: Option<HashSet<Cow<'de, str>>>,
 }
 
 impl<'de> Seen<'de> {
     /// Whether `key` is not among the keys kept so far.
     fn is_new(&self, key: &str) -> bool {
         let mut few = self.few[..self.len.min(FEW)].iter().flatten();
-        !few.any(|seen| seen == key) && !self.many.contains(key)
+        !few.any(|seen| seen == key) && !self.many.as_ref().is_some_and(|many| many.contains(key))
     }
 
     /// Keeps a new key.
@@ -316,7 +316,7 @@ impl<'de> Seen<'de> {
         if self.len < FEW {
             self.few[self.len] = Some(key);
         } else {
-            self.many.insert(key);
+            self.many.get_or_insert_default().insert(key);
         }
         self.len += 1;
     }
