@@ -233,17 +233,41 @@ fn near_valid_args() -> impl Strategy<Value = Value> {
     json_args::near_valid(&FIELDS, present, field_value, stray, 20)
 }
 
-/// The text of `args`, written one of a few ways a model writes it.
-fn texts(args: &Value) -> Vec<String> {
+/// The text of `args`, written one of a few ways a model writes it, each with whether it gives
+/// a key twice.
+fn texts(args: &Value) -> Vec<(String, bool)> {
     let compact = args.to_string();
-    let mut texts = vec![compact.clone(), serde_json::to_string_pretty(args).unwrap()];
-    // A field given twice: the validated path keeps the last, serde refuses the text.
+    let mut texts = vec![
+        (compact.clone(), false),
+        (serde_json::to_string_pretty(args).unwrap(), false),
+    ];
+    // A field added at the end, given twice when the object has it already.
     if let Some(inner) = compact.strip_suffix('}')
         && inner.len() > 1
     {
-        texts.push(format!(r#"{inner},"name":"again"}}"#));
+        let twice = args.get("name").is_some();
+        texts.push((format!(r#"{inner},"name":"again"}}"#), twice));
     }
     texts
+}
+
+/// Every text of `args` gets the answer its tree gets, but for a key given twice: the tree kept
+/// one of the values and cannot tell, the text shows it and is refused.
+fn check_texts(desk: &Desk, args: &Value) -> Result<(), TestCaseError> {
+    for (text, twice) in texts(args) {
+        let (by_text, by_tree, _) = desk.both("plain", &text);
+        if twice {
+            prop_assert_eq!(
+                &by_text["error"]["what"],
+                "the arguments give the key \"name\" more than once",
+                "{}",
+                text
+            );
+        } else {
+            prop_assert_eq!(by_text, by_tree, "{}", text);
+        }
+    }
+    Ok(())
 }
 
 fn config() -> Config {
@@ -259,21 +283,14 @@ proptest! {
 
     #[test]
     fn the_text_path_answers_as_the_validated_path(args in near_valid_args()) {
-        let desk = Desk::new();
-        for text in texts(&args) {
-            let (by_text, by_tree, _) = desk.both("plain", &text);
-            prop_assert_eq!(by_text, by_tree, "{}", text);
-        }
+        check_texts(&Desk::new(), &args)?;
     }
 
     #[test]
     fn on_arbitrary_objects_too(args in prop::collection::vec((key(), any_json()), 0..6)) {
         let desk = Desk::new();
         let args = Value::Object(args.into_iter().collect());
-        for text in texts(&args) {
-            let (by_text, by_tree, _) = desk.both("plain", &text);
-            prop_assert_eq!(by_text, by_tree, "{}", text);
-        }
+        check_texts(&desk, &args)?;
     }
 }
 
@@ -335,15 +352,6 @@ fn what_the_text_path_reads_and_what_it_leaves_to_the_validator() {
         (with("name", json!(5)), false, false),
         (with("tags", json!("a")), false, false),
         (with("extra", json!(1)), false, false),
-        // A field given twice: the validated path keeps the last one.
-        (
-            format!(
-                r#"{},"name":"last"}}"#,
-                valid().to_string().trim_end_matches('}')
-            ),
-            false,
-            true,
-        ),
         (r#"{"name": "only"}"#.to_owned(), false, false),
     ];
     for (text, read, succeeds) in cases {
@@ -356,6 +364,19 @@ fn what_the_text_path_reads_and_what_it_leaves_to_the_validator() {
             "{text}: {by_text}"
         );
     }
+    // A field given twice: the tree kept the last one and cannot tell; the text shows it, and
+    // is refused before anything reads it.
+    let twice = format!(
+        r#"{},"name":"last"}}"#,
+        valid().to_string().trim_end_matches('}')
+    );
+    let (by_text, by_tree, taken) = desk.both("plain", &twice);
+    assert_eq!(by_tree["status"], "succeeded", "{by_tree}");
+    assert_eq!(
+        by_text["error"]["what"], "the arguments give the key \"name\" more than once",
+        "{by_text}"
+    );
+    assert!(!taken);
 }
 
 #[test]
@@ -384,8 +405,15 @@ fn text_that_is_not_one_json_object_is_malformed_as_it_is_read() {
         ("[1, 2]", "the arguments are not a JSON object"),
         ("\"text\"", "the arguments are not a JSON object"),
         ("{\"a\": 1} x", "the arguments are not valid JSON"),
-        ("{\"a\": 1e400}", "the arguments are not valid JSON"),
-        ("{\"a\": \"\\ud800\"}", "the arguments are not valid JSON"),
+        // Valid JSON, but beyond what a tree holds.
+        (
+            "{\"a\": 1e400}",
+            "the arguments hold a value that cannot be read",
+        ),
+        (
+            "{\"a\": \"\\ud800\"}",
+            "the arguments hold a value that cannot be read",
+        ),
         ("{\"a\": [1,}", "the arguments are not valid JSON"),
     ] {
         let call = ToolCall::from_json_text("c", "plain", text);

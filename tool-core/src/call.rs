@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::json_shape::{Shape, shape_of};
 use crate::result::CallResult;
 
 /// A call the provider format could not read: the call still gets a result, an
@@ -18,7 +19,8 @@ pub struct MalformedCall {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// The provider's call id; the result is matched to the call by it. A format whose call had
-    /// no id gets a generated one (`missing_id_N`) and the call a [`MalformedCall`].
+    /// no id gets a generated one (`missing_id_N`), which no other call of its turn has, and the
+    /// call a [`MalformedCall`].
     pub id: String,
     /// The tool name the model used.
     pub name: String,
@@ -97,22 +99,35 @@ enum Held {
 }
 
 impl Arguments {
-    /// Arguments sent as JSON text. Text that `serde_json` would not parse into a [`Value`], or
-    /// that holds anything but one JSON object, is a [`MalformedCall`] saying which. The check
-    /// reads the text the way a [`Value`] is parsed, but builds nothing.
+    /// Arguments sent as JSON text. Text that `serde_json` would not parse into a [`Value`]
+    /// (not JSON, or JSON holding a value a [`Value`] cannot: nesting deeper than serde_json's
+    /// limit, a number beyond `f64`, a lone surrogate escape), text with an object that gives a
+    /// key more than once (at any depth: JSON leaves its meaning undefined, and a [`Value`] would
+    /// keep the last one silently), or text holding anything but one JSON object, is a
+    /// [`MalformedCall`] saying which. The check reads the text the way a [`Value`] is parsed,
+    /// but builds nothing.
+    ///
+    /// ```
+    /// use toolgate::Arguments;
+    ///
+    /// let err = Arguments::from_text(r#"{"amount": 5, "amount": 5000}"#).unwrap_err();
+    /// assert_eq!(err.what, r#"the arguments give the key "amount" more than once"#);
+    /// assert!(err.why.starts_with("/amount appears twice"));
+    /// ```
     pub fn from_text(text: impl Into<String>) -> Result<Self, MalformedCall> {
         let text = text.into();
-        match serde_json::from_str::<Shape>(&text) {
-            Ok(Shape::Object) => Ok(Arguments(Held::Text(text))),
-            Ok(shape) => Err(MalformedCall {
+        match shape_of(&text)? {
+            Shape::Object => Ok(Arguments(Held::Text(text))),
+            shape => Err(MalformedCall {
                 what: "the arguments are not a JSON object".into(),
                 why: format!("they are {} in {}", shape.kind(), excerpt(&text)),
             }),
-            Err(err) => Err(MalformedCall {
-                what: "the arguments are not valid JSON".into(),
-                why: format!("{err} in {}", excerpt(&text)),
-            }),
         }
+    }
+
+    /// Text that [`shape_of`] found to hold one JSON object.
+    pub(crate) fn checked_object(text: String) -> Self {
+        Arguments(Held::Text(text))
     }
 
     /// The text the arguments arrived as, if they arrived as text.
@@ -194,83 +209,6 @@ impl std::fmt::Display for Arguments {
             Held::Tree(value) => value.fmt(f),
             Held::Text(text) => parse_checked(text).fmt(f),
         }
-    }
-}
-
-/// The kind of one JSON value, read as [`Value`] reads it (numbers in range, strings with valid
-/// escapes, at most serde_json's nesting) with nothing kept.
-enum Shape {
-    Null,
-    Bool,
-    Number,
-    String,
-    Array,
-    Object,
-}
-
-impl Shape {
-    /// The kind with its article, as [`json_kind`] names it.
-    fn kind(&self) -> &'static str {
-        match self {
-            Shape::Null => "null",
-            Shape::Bool => "a boolean",
-            Shape::Number => "a number",
-            Shape::String => "a string",
-            Shape::Array => "an array",
-            Shape::Object => "an object",
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Shape {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ShapeVisitor)
-    }
-}
-
-struct ShapeVisitor;
-
-impl<'de> serde::de::Visitor<'de> for ShapeVisitor {
-    type Value = Shape;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
-        Ok(Shape::Bool)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
-        Ok(Shape::Number)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
-        Ok(Shape::Number)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
-        Ok(Shape::Number)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
-        Ok(Shape::String)
-    }
-
-    fn visit_unit<E>(self) -> Result<Shape, E> {
-        Ok(Shape::Null)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
-        while seq.next_element::<Shape>()?.is_some() {}
-        Ok(Shape::Array)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
-        while map.next_key::<Shape>()?.is_some() {
-            map.next_value::<Shape>()?;
-        }
-        Ok(Shape::Object)
     }
 }
 

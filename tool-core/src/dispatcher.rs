@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::backoff::Backoff;
 use crate::call::{Arguments, CallReport, MalformedCall, ToolCall, parse_checked};
+use crate::call_ids::{self, Split};
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
@@ -223,9 +224,43 @@ impl Dispatcher {
         self.inner.default_timeout
     }
 
-    /// Runs every call of one model turn concurrently; one report per call, in the order given.
+    /// Runs every call of one model turn concurrently; one report per call id, in the order
+    /// given.
+    ///
+    /// Each call id gets exactly one report. When several calls of the turn share an id, none
+    /// of them runs: a result could not be matched to one of them. That id gets one report, at
+    /// the place of its first call, an `invalid_arguments` error saying so; the other calls of
+    /// the turn run as usual. (The provider formats give a call that came without an id one
+    /// that no other call of its turn has, so a shared id is always the model's.)
     ///
     /// If any call aborts the run, the turn answers `Err` and the session stays aborted.
+    ///
+    /// ```
+    /// use toolgate::prelude::*;
+    ///
+    /// /// Look up an order by its id.
+    /// #[tool]
+    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
+    ///     Ok(format!("{order_id}: paid"))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut registry = Registry::new();
+    /// registry.register::<get_order>().unwrap();
+    /// let dispatcher = Dispatcher::builder(registry).build();
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    /// let call = |id: &str, order: &str| {
+    ///     ToolCall::new(id, "get_order", serde_json::json!({"order_id": order}))
+    /// };
+    /// let turn = vec![call("c1", "ORD-1"), call("c2", "ORD-2"), call("c1", "ORD-3")];
+    /// let reports = dispatcher.dispatch_turn(&session, turn).await.unwrap();
+    /// assert_eq!(reports.len(), 2);
+    /// assert_eq!(reports[0].call_id, "c1");
+    /// assert_eq!(reports[0].result.error.as_ref().unwrap().kind, "invalid_arguments");
+    /// assert_eq!(reports[1].call_id, "c2");
+    /// assert_eq!(reports[1].result.to_json()["data"], "ORD-2: paid");
+    /// # });
+    /// ```
     pub async fn dispatch_turn(
         &self,
         session: &Session,
@@ -236,8 +271,28 @@ impl Dispatcher {
             let call = calls.into_iter().next().expect("one call");
             return Ok(vec![self.dispatch(session, call).await?]);
         }
-        let reports = join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
-        reports.into_iter().collect()
+        let Split { runs, answered } = match call_ids::split_shared(calls) {
+            Ok(split) => split,
+            Err(calls) => {
+                let reports =
+                    join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
+                return reports.into_iter().collect();
+            }
+        };
+        if let Some(aborted) = session.aborted() {
+            return Err(aborted.clone());
+        }
+        let ran = join_all(
+            runs.into_iter()
+                .map(|(place, call)| async move { (place, self.dispatch(session, call).await) }),
+        )
+        .await;
+        let mut reports = answered;
+        for (place, report) in ran {
+            reports.push((place, report?));
+        }
+        reports.sort_by_key(|(place, _)| *place);
+        Ok(reports.into_iter().map(|(_, report)| report).collect())
     }
 
     /// Runs one call through the pipeline. `Err` means the run is aborted (a missing permission,

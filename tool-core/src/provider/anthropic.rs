@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::parse::{CallParts, calls_among, describe, str_field};
+use super::parse::{CallParts, calls_among, describe, missing_id, str_field};
+use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::Registry;
@@ -54,9 +55,44 @@ impl WireFormat for Anthropic {
 
     /// Reads an assistant message (or a whole Messages response, which has the same
     /// `content`). Each `tool_use` block is a call; other blocks (text, thinking) are skipped. A
-    /// block without an id gets `missing_id_N` (N its position among the calls) and is
+    /// block without an id gets `missing_id_N` (N its position among the calls, or the next number whose id the turn
+    /// does not have) and is
     /// malformed, as is one whose `input` is not an object.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        self.read(turn, ArgumentFields::Values)
+    }
+
+    /// As [`WireFormat::parse_calls`], with each block's `input` read on its own.
+    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Text)
+    }
+
+    /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
+    /// "is_error"?}, …]}`, the content being the result object as JSON text.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        let blocks = reports
+            .iter()
+            .map(|report| {
+                let mut block = Map::new();
+                block.insert("type".into(), "tool_result".into());
+                block.insert("tool_use_id".into(), report.call_id.clone().into());
+                block.insert("content".into(), report.result.to_json_string().into());
+                if report.result.status.is_flagged() {
+                    block.insert("is_error".into(), true.into());
+                }
+                Value::Object(block)
+            })
+            .collect::<Vec<_>>();
+        json!({"role": "user", "content": blocks})
+    }
+}
+
+/// The field of a `tool_use` block that holds the arguments.
+const ARGUMENTS: &str = "input";
+
+impl Anthropic {
+    fn read(&self, turn: &Value, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
         let error = |reason: String| FormatError {
             format: self.name(),
             reason,
@@ -77,32 +113,13 @@ impl WireFormat for Anthropic {
                 )));
             }
         };
-        calls_among(self.name(), "content block", blocks, |index, block| {
+        calls_among(self.name(), "content block", blocks, missing_id, |block| {
             (str_field(block, "type") == Some("tool_use")).then(|| {
-                CallParts::read_id(index, "id", block.get("id"))
+                CallParts::read_id("id", block.get("id"))
                     .name("name", block.get("name"))
-                    .object_arguments("input", block.get("input"), None)
+                    .object_arguments(ARGUMENTS, fields.field(block.get(ARGUMENTS)), None)
             })
         })
-    }
-
-    /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
-    /// "is_error"?}, …]}`, the content being the result object as JSON text.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
-        let blocks = reports
-            .iter()
-            .map(|report| {
-                let mut block = Map::new();
-                block.insert("type".into(), "tool_result".into());
-                block.insert("tool_use_id".into(), report.call_id.clone().into());
-                block.insert("content".into(), report.result.to_json_string().into());
-                if report.result.status.is_flagged() {
-                    block.insert("is_error".into(), true.into());
-                }
-                Value::Object(block)
-            })
-            .collect::<Vec<_>>();
-        json!({"role": "user", "content": blocks})
     }
 }
 

@@ -6,7 +6,8 @@
 use serde_json::{Map, Value, json};
 
 use super::lower::gemini;
-use super::parse::{CallParts, calls_among, describe, not_an_object};
+use super::parse::{CallParts, ReadCall, calls_among, describe, not_an_object};
+use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
@@ -23,7 +24,8 @@ const GENERATED_ID_PREFIX: &str = "gemini_call_";
 /// schema, instead (the two are mutually exclusive), and a warning names it.
 ///
 /// **Call ids.** Older models send calls without an `id`. Such a call is not malformed: it gets
-/// the id `gemini_call_N` (N its position among the turn's calls), and rendering leaves `id` out
+/// the id `gemini_call_N` (N its position among the turn's calls, or the next number whose id
+/// the turn does not have), and rendering leaves `id` out
 /// of the response for any id of exactly that form ([`Gemini::is_generated_id`]), so Gemini
 /// matches responses to calls by order and name, as it does for calls without ids.
 ///
@@ -72,6 +74,45 @@ impl WireFormat for Gemini {
     /// call whose `args` is absent has no arguments (`{}`), one whose `args` is not an object or
     /// that names no tool is malformed.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        self.read(turn, ArgumentFields::Values)
+    }
+
+    /// As [`WireFormat::parse_calls`], with each call's `args` read on its own.
+    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Text)
+    }
+
+    /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":
+    /// {"output": result}}}, …]}`, with `"error"` in place of `"output"` when the status is
+    /// flagged. `id` is left out for generated ids.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        let parts = reports
+            .iter()
+            .map(|report| {
+                let key = if report.result.status.is_flagged() {
+                    "error"
+                } else {
+                    "output"
+                };
+                let mut response = Map::new();
+                if !Gemini::is_generated_id(&report.call_id) {
+                    response.insert("id".into(), report.call_id.clone().into());
+                }
+                response.insert("name".into(), report.tool.clone().into());
+                response.insert("response".into(), json!({ key: report.result.to_json() }));
+                json!({"functionResponse": response})
+            })
+            .collect::<Vec<_>>();
+        json!({"role": "user", "parts": parts})
+    }
+}
+
+/// The field of a `functionCall` that holds the arguments.
+const ARGUMENTS: &str = "args";
+
+impl Gemini {
+    fn read(&self, turn: &Value, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
         let error = |reason: String| FormatError {
             format: self.name(),
             reason,
@@ -112,53 +153,29 @@ impl WireFormat for Gemini {
                 )));
             }
         };
-        calls_among(self.name(), "part", parts, |index, part| {
-            part.get("functionCall").map(|call| parse_call(index, call))
+        calls_among(self.name(), "part", parts, Gemini::generated_id, |part| {
+            part.get("functionCall")
+                .map(|call| parse_call(call, fields))
         })
-    }
-
-    /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":
-    /// {"output": result}}}, …]}`, with `"error"` in place of `"output"` when the status is
-    /// flagged. `id` is left out for generated ids.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
-        let parts = reports
-            .iter()
-            .map(|report| {
-                let key = if report.result.status.is_flagged() {
-                    "error"
-                } else {
-                    "output"
-                };
-                let mut response = Map::new();
-                if !Gemini::is_generated_id(&report.call_id) {
-                    response.insert("id".into(), report.call_id.clone().into());
-                }
-                response.insert("name".into(), report.tool.clone().into());
-                response.insert("response".into(), json!({ key: report.result.to_json() }));
-                json!({"functionResponse": response})
-            })
-            .collect::<Vec<_>>();
-        json!({"role": "user", "parts": parts})
     }
 }
 
-fn parse_call(index: usize, call: &Value) -> ToolCall {
+fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
     let Value::Object(call) = call else {
-        let mut call = not_an_object(index, "`functionCall`", call);
-        call.id = Gemini::generated_id(index);
-        return call;
+        return not_an_object("`functionCall`", call);
     };
     let parts = match call.get("id") {
         Some(Value::String(id)) if !id.is_empty() => CallParts::with_id(id.as_str()),
-        None | Some(Value::Null) | Some(Value::String(_)) => {
-            CallParts::with_id(Gemini::generated_id(index))
-        }
-        other => CallParts::unusable_id(Gemini::generated_id(index), "functionCall.id", other),
+        None | Some(Value::Null) | Some(Value::String(_)) => CallParts::generated_id(),
+        other => CallParts::unusable_id("functionCall.id", other),
     };
-    let args = call.get("args").filter(|args| !args.is_null());
     parts
         .name("functionCall.name", call.get("name"))
-        .object_arguments("functionCall.args", args, Some(json!({})))
+        .object_arguments(
+            "functionCall.args",
+            fields.field(call.get(ARGUMENTS)),
+            Some(json!({})),
+        )
 }
 
 fn declaration(tool: &RegisteredTool) -> Value {

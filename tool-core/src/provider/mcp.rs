@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::parse::{CallParts, describe, missing_id};
+use super::parse::{CallParts, ReadCall, describe, missing_id, with_ids};
+use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::error::ErrorKind;
@@ -138,15 +139,13 @@ impl WireFormat for Mcp {
     /// request without `params.name`, or whose `arguments` is not an object, is a malformed
     /// call. Anything that is not a `tools/call` request is a [`FormatError`].
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        let requests = match turn {
-            Value::Array(requests) => requests.as_slice(),
-            _ => std::slice::from_ref(turn),
-        };
-        requests
-            .iter()
-            .enumerate()
-            .map(|(index, request)| self.parse_request(index, request))
-            .collect()
+        self.read(turn, ArgumentFields::Values)
+    }
+
+    /// As [`WireFormat::parse_calls`], with each request's `params.arguments` read on its own.
+    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Text)
     }
 
     /// One response object for one report ([`Mcp::render_response`]); an array of them for any
@@ -159,8 +158,27 @@ impl WireFormat for Mcp {
     }
 }
 
+/// The field of a request's `params` that holds the arguments.
+const ARGUMENTS: &str = "arguments";
+
 impl Mcp {
-    fn parse_request(&self, index: usize, request: &Value) -> Result<ToolCall, FormatError> {
+    fn read(&self, turn: &Value, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
+        let requests = match turn {
+            Value::Array(requests) => requests.as_slice(),
+            _ => std::slice::from_ref(turn),
+        };
+        let calls = requests
+            .iter()
+            .map(|request| self.parse_request(request, fields))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(with_ids(calls, missing_id))
+    }
+
+    fn parse_request(
+        &self,
+        request: &Value,
+        fields: ArgumentFields,
+    ) -> Result<ReadCall, FormatError> {
         let error = |reason: String| FormatError {
             format: self.name(),
             reason,
@@ -182,7 +200,7 @@ impl Mcp {
         }
         let parts = match request.get("id") {
             Some(id @ (Value::String(_) | Value::Number(_))) => CallParts::with_id(id.to_string()),
-            other => CallParts::unusable_id(missing_id(index), "id", other),
+            other => CallParts::unusable_id("id", other),
         };
         let params = request.get("params").and_then(Value::as_object);
         let parts = match params {
@@ -192,9 +210,7 @@ impl Mcp {
                 format!("`params` is {}", describe(request.get("params"))),
             ),
         };
-        let arguments = params
-            .and_then(|params| params.get("arguments"))
-            .filter(|arguments| !arguments.is_null());
+        let arguments = fields.field(params.and_then(|params| params.get(ARGUMENTS)));
         Ok(parts
             .name("params.name", params.and_then(|params| params.get("name")))
             .object_arguments("params.arguments", arguments, Some(json!({}))))

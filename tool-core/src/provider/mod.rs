@@ -36,6 +36,7 @@ mod mcp;
 mod openai_chat;
 mod openai_responses;
 mod parse;
+mod raw_turn;
 #[cfg(test)]
 mod test_support;
 
@@ -94,12 +95,42 @@ pub trait WireFormat {
     fn catalog(&self, registry: &Registry) -> Vec<Value>;
 
     /// The calls of one model turn, in the order the model emitted them. Every call the turn
-    /// contains yields a [`ToolCall`], malformed ones included.
+    /// contains yields a [`ToolCall`], malformed ones included. A call that came without a
+    /// usable id gets one that no other call of the turn has.
+    ///
+    /// A tree cannot show a key that the model gave twice in one object (`{"amount": 5,
+    /// "amount": 5000}`): the parser that built it kept one of the values. With the provider's
+    /// bytes, use [`WireFormat::parse_calls_text`], which refuses such arguments.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError>;
 
     /// The calls of one model turn given as JSON text, as it arrives from the provider: the
-    /// same calls as [`WireFormat::parse_calls`] on the parsed text. Formats may read well-formed
-    /// turns without building a JSON tree for the whole message.
+    /// same calls as [`WireFormat::parse_calls`] on the parsed text, except that each call's
+    /// arguments are read on their own. Arguments that a [`Value`] cannot hold (nesting deeper
+    /// than serde_json's limit, a number beyond `f64` such as `1e999`, a lone surrogate escape)
+    /// or that give a key twice in one object, at any depth, make that call malformed
+    /// ([`crate::MalformedCall`]: it gets an `invalid_arguments` result and does not run) and
+    /// leave its siblings alone. Only a turn whose own JSON, outside the arguments, cannot be
+    /// read is a [`FormatError`]. This is the reading to use with what the provider sent.
+    ///
+    /// The default implementation, for formats outside this crate, parses the whole turn into
+    /// a tree and has neither property.
+    ///
+    /// ```
+    /// use toolgate::provider::format_by_name;
+    ///
+    /// let anthropic = format_by_name("anthropic").unwrap();
+    /// let turn = r#"{"role": "assistant", "content": [
+    ///     {"type": "tool_use", "id": "a", "name": "issue_refund", "input": {"amount": 5, "amount": 5000}},
+    ///     {"type": "tool_use", "id": "b", "name": "get_order", "input": {"order_id": [[[[1e999]]]]}},
+    ///     {"type": "tool_use", "id": "c", "name": "get_order", "input": {"order_id": "ORD-1"}}
+    /// ]}"#;
+    /// let calls = anthropic.parse_calls_text(turn)?;
+    /// let what = |i: usize| calls[i].arguments.as_ref().map_err(|bad| bad.what.as_str()).err();
+    /// assert_eq!(what(0), Some(r#"the arguments give the key "amount" more than once"#));
+    /// assert_eq!(what(1), Some("the arguments hold a value that cannot be read"));
+    /// assert_eq!(what(2), None);
+    /// # Ok::<(), toolgate::provider::FormatError>(())
+    /// ```
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         self.parse_calls(&turn_json(self.name(), turn)?)
     }

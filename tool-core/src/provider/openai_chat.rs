@@ -5,7 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use super::lower::openai_strict;
-use super::parse::{CallParts, describe, not_an_object};
+use super::parse::{CallParts, ReadCall, describe, missing_id, not_an_object, with_ids};
+use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::json_text::escape_into;
@@ -71,53 +72,24 @@ impl WireFormat for OpenAiChat {
 
     /// Reads an assistant message (or a whole completion, from its first choice). A message
     /// without `tool_calls` has no calls. Each entry of `tool_calls` yields one call; an entry
-    /// without an id gets `missing_id_N` (N its position) and is malformed, as is one with
+    /// without an id gets `missing_id_N` (N its position, or the next number whose id the turn does not have) and is malformed, as is one with
     /// arguments that are not JSON text of an object.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        let error = |reason: String| FormatError {
-            format: self.name(),
-            reason,
-        };
-        let Value::Object(message) = turn else {
-            return Err(error(format!(
-                "the turn is {}, not an assistant message",
-                json_kind(turn)
-            )));
-        };
-        let message = match message.get("choices") {
-            None => message,
-            Some(choices) => choices
-                .get(0)
-                .and_then(|choice| choice.get("message"))
-                .and_then(Value::as_object)
-                .ok_or_else(|| {
-                    error("a completion whose `choices[0].message` is missing".into())
-                })?,
-        };
-        match message.get("tool_calls") {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(calls)) => Ok(calls
-                .iter()
-                .enumerate()
-                .map(|(index, call)| parse_call(index, call))
-                .collect()),
-            other => Err(error(format!(
-                "`tool_calls` is {}, not an array",
-                describe(other)
-            ))),
-        }
+        self.read(turn, ArgumentFields::Values)
     }
 
     /// Reads a well-formed assistant message straight into calls; anything unusual (a whole
-    /// completion, a call without an id, arguments that are not text) takes the path of
-    /// [`WireFormat::parse_calls`], so the answer is the same either way.
+    /// completion, a call without an id, arguments that are not text or whose string cannot be
+    /// decoded) takes the path of [`WireFormat::parse_calls`], on a tree in which each call's
+    /// `function.arguments` is read on its own, so the answer is the same either way.
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         if let Ok(fast) = serde_json::from_str::<fast::Turn>(turn)
             && let Some(calls) = fast.into_calls()
         {
             return Ok(calls);
         }
-        self.parse_calls(&super::turn_json(self.name(), turn)?)
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Text)
     }
 
     /// The same messages as [`WireFormat::render_results`], written without a JSON tree: each
@@ -159,11 +131,50 @@ impl WireFormat for OpenAiChat {
     }
 }
 
-fn parse_call(index: usize, call: &Value) -> ToolCall {
+/// The field of a call's `function` that holds the arguments.
+const ARGUMENTS: &str = "arguments";
+
+impl OpenAiChat {
+    fn read(&self, turn: &Value, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
+        let error = |reason: String| FormatError {
+            format: self.name(),
+            reason,
+        };
+        let Value::Object(message) = turn else {
+            return Err(error(format!(
+                "the turn is {}, not an assistant message",
+                json_kind(turn)
+            )));
+        };
+        let message = match message.get("choices") {
+            None => message,
+            Some(choices) => choices
+                .get(0)
+                .and_then(|choice| choice.get("message"))
+                .and_then(Value::as_object)
+                .ok_or_else(|| {
+                    error("a completion whose `choices[0].message` is missing".into())
+                })?,
+        };
+        match message.get("tool_calls") {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(calls)) => Ok(with_ids(
+                calls.iter().map(|call| parse_call(call, fields)).collect(),
+                missing_id,
+            )),
+            other => Err(error(format!(
+                "`tool_calls` is {}, not an array",
+                describe(other)
+            ))),
+        }
+    }
+}
+
+fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
     let Value::Object(call) = call else {
-        return not_an_object(index, "the tool call", call);
+        return not_an_object("the tool call", call);
     };
-    let mut parts = CallParts::read_id(index, "id", call.get("id"));
+    let mut parts = CallParts::read_id("id", call.get("id"));
     let function = call.get("function").and_then(Value::as_object);
     if function.is_none() {
         let why = format!("`function` is {}", describe(call.get("function")));
@@ -181,7 +192,7 @@ fn parse_call(index: usize, call: &Value) -> ToolCall {
     }
     parts.text_arguments(
         "function.arguments",
-        function.and_then(|f| f.get("arguments")),
+        fields.field(function.and_then(|f| f.get(ARGUMENTS))),
     )
 }
 

@@ -5,7 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use super::openai_chat::strict_parameters;
-use super::parse::{CallParts, calls_among, describe, str_field};
+use super::parse::{CallParts, calls_among, describe, missing_id, str_field};
+use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::Registry;
@@ -70,9 +71,38 @@ impl WireFormat for OpenAiResponses {
 
     /// Reads a response object (its `output`), an array of output items, or one
     /// `function_call` item. Only `function_call` items are calls; the id to answer with is
-    /// their `call_id` (a call without one gets `missing_id_N`, N its position among the calls,
+    /// their `call_id` (a call without one gets `missing_id_N`, N its position among the calls or the next number free,
     /// and is malformed). Other items (messages, reasoning) are skipped.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        self.read(turn, ArgumentFields::Values)
+    }
+
+    /// As [`WireFormat::parse_calls`], with each call's `arguments` read on its own.
+    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Text)
+    }
+
+    /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`.
+    fn render_results(&self, reports: &[CallReport]) -> Value {
+        reports
+            .iter()
+            .map(|report| {
+                json!({
+                    "type": "function_call_output",
+                    "call_id": report.call_id,
+                    "output": report.result.to_json_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The field of a `function_call` item that holds the arguments.
+const ARGUMENTS: &str = "arguments";
+
+impl OpenAiResponses {
+    fn read(&self, turn: &Value, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
         let error = |reason: String| FormatError {
             format: self.name(),
             reason,
@@ -98,27 +128,13 @@ impl WireFormat for OpenAiResponses {
                 )));
             }
         };
-        calls_among(self.name(), "output item", items, |index, item| {
+        calls_among(self.name(), "output item", items, missing_id, |item| {
             (str_field(item, "type") == Some("function_call")).then(|| {
-                CallParts::read_id(index, "call_id", item.get("call_id"))
+                CallParts::read_id("call_id", item.get("call_id"))
                     .name("name", item.get("name"))
-                    .text_arguments("arguments", item.get("arguments"))
+                    .text_arguments(ARGUMENTS, fields.field(item.get(ARGUMENTS)))
             })
         })
-    }
-
-    /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
-        reports
-            .iter()
-            .map(|report| {
-                json!({
-                    "type": "function_call_output",
-                    "call_id": report.call_id,
-                    "output": report.result.to_json_string(),
-                })
-            })
-            .collect()
     }
 }
 
