@@ -738,9 +738,11 @@ fn model_id(format: &str, id: &Id) -> Option<String> {
     }
 }
 
-/// Whether a call without a usable model id is malformed for that alone.
+/// Whether a call without a usable model id is malformed for that alone (Gemini gives a call
+/// without an id one, but an id that is not a string is unusable there too).
 fn id_is_a_problem(format: &str, id: &Id) -> bool {
-    model_id(format, id).is_none() && !(format == "gemini" && !matches!(id, Id::Number(_)))
+    let gemini_fills_it = format == "gemini" && !matches!(id, Id::Number(_));
+    model_id(format, id).is_none() && !gemini_fills_it
 }
 
 /// Plays one drawn turn and checks every property of it.
