@@ -28,10 +28,16 @@ use crate::schema::normalize_numbers;
 use crate::state::State;
 use crate::store::{
     AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
-    StoreError,
 };
 use crate::tool::ToolFuture;
 use crate::validate::invalid_arguments;
+
+mod outage;
+
+pub use outage::DEFAULT_STORE_RETRY;
+use outage::{
+    Outcome, UnrecordedOutcomes, held_elsewhere, kept_unrecorded, ran_unrecorded, store_failed,
+};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -76,8 +82,11 @@ struct Inner {
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
+    store_retry: RetryPolicy,
     seed: u64,
     failpoints: Option<Arc<dyn Failpoints>>,
+    /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
+    unrecorded: UnrecordedOutcomes,
 }
 
 impl std::fmt::Debug for Inner {
@@ -102,6 +111,7 @@ pub struct DispatcherBuilder {
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
+    store_retry: RetryPolicy,
     seed: u64,
     failpoints: Option<Arc<dyn Failpoints>>,
 }
@@ -145,6 +155,17 @@ impl DispatcherBuilder {
         self
     }
 
+    /// How a store that cannot be reached is tried again below the model, for a claim and for
+    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]); never past the tool's deadline
+    /// counted from the first failure. `max_attempts` of 1 tries once.
+    pub fn store_retry(mut self, policy: RetryPolicy) -> Self {
+        self.store_retry = RetryPolicy {
+            max_attempts: policy.max_attempts.max(1),
+            ..policy
+        };
+        self
+    }
+
     /// The seed of the backoff jitter, for reproducible runs (default: drawn at start).
     pub fn jitter_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -167,8 +188,10 @@ impl DispatcherBuilder {
                 store: self.store,
                 clock: self.clock,
                 in_progress_wait: self.in_progress_wait,
+                store_retry: self.store_retry,
                 seed: self.seed,
                 failpoints: self.failpoints,
+                unrecorded: UnrecordedOutcomes::default(),
             }),
         }
     }
@@ -184,6 +207,7 @@ impl Dispatcher {
             store: None,
             clock: Arc::new(SystemClock),
             in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
+            store_retry: DEFAULT_STORE_RETRY,
             seed: SystemClock.now_ms().unsigned_abs(),
             failpoints: None,
         }
@@ -413,25 +437,26 @@ impl Dispatcher {
         let key = operation_key(descriptor, tenant, session.run_id(), &args);
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
-        let claim = store
-            .claim(ClaimRequest {
-                tenant,
-                key: &key,
-                tool: descriptor.name,
-                request_hash: &hash,
-                arguments: &canonical,
-                now_ms: self.inner.clock.now_ms(),
-                lease,
-                takeover: descriptor.honours_key,
-            })
-            .await;
-        let attempt = match claim {
+        // The store's faults are retried within the tool's deadline (see `outage`).
+        let budget = descriptor.timeout.unwrap_or(self.inner.default_timeout);
+        let seed = self.inner.seed ^ seed_of(&call_id);
+        let request = ClaimRequest {
+            tenant,
+            key: &key,
+            tool: descriptor.name,
+            request_hash: &hash,
+            arguments: &canonical,
+            now_ms: self.inner.clock.now_ms(),
+            lease,
+            takeover: descriptor.honours_key,
+        };
+        let attempt = match self.claim_reaching(store, request, seed, budget).await {
             Ok(Claim::Acquired { attempt }) => attempt,
             Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
             Ok(Claim::Existing(record)) => {
                 return (call_id, self.existing(store, record).await);
             }
-            Err(err) => return (call_id, Err(store_failed(descriptor.name, &err))),
+            Err(err) => return (call_id, Err(err)),
         };
         let owner = Owner {
             tenant: tenant.to_owned(),
@@ -452,36 +477,42 @@ impl Dispatcher {
             )
             .await;
         self.hit(Failpoint::Executed);
-        let now = self.inner.clock.now_ms();
         let result = match outcome {
-            Ok(data) => match store.succeed(&owner, data.as_str(), now).await {
-                Ok(()) => Ok(CallResult::succeeded(data)),
-                // Applied, but the store does not hold it: never claim a success it does not hold.
-                Err(err) => Err(ToolError::outcome_unknown(format!(
-                    "{} ran, but its result could not be recorded",
-                    descriptor.name
-                ))
-                .why(err.to_string())
-                .next("do not repeat the call; tell the user the outcome is being checked")),
-            },
+            Ok(data) => {
+                let recorded = Outcome::Succeeded(data.as_str().to_owned());
+                match self
+                    .record_outcome(store, &owner, recorded, seed, budget)
+                    .await
+                {
+                    Ok(()) => Ok(CallResult::succeeded(data)),
+                    // Applied, but the store does not hold it: never claim a success it does
+                    // not hold.
+                    Err(err) => Err(ran_unrecorded(descriptor.name, &err)),
+                }
+            }
             Err((err, tries)) => {
                 let record = AttemptError {
                     attempt: tries,
                     kind: err.kind().as_str().to_owned(),
                     what: err.what().to_owned(),
                 };
-                let stored = if err.kind() == ErrorKind::OutcomeUnknown {
-                    store.mark_unknown(&owner, &record, now).await
+                let recorded = if err.kind() == ErrorKind::OutcomeUnknown {
+                    Outcome::Unknown(record)
                 } else {
                     // Every other error proves the operation was not applied.
-                    store.fail(&owner, &record, now).await
+                    Outcome::Failed(record)
                 };
-                match stored {
+                // The tool's error stays true whether or not it was recorded: the store's error
+                // goes to the trace, and an unrecorded outcome is kept to be written later.
+                match self
+                    .record_outcome(store, &owner, recorded, seed, budget)
+                    .await
+                {
                     Ok(()) => Err(err),
-                    Err(store_err) if err.kind() == ErrorKind::OutcomeUnknown => {
-                        Err(err.why(store_err.to_string()))
+                    Err(store_err) => {
+                        tracing::warn!(error = %store_err, tool = descriptor.name, "the outcome of a write could not be recorded");
+                        Err(err)
                     }
-                    Err(store_err) => Err(store_failed(descriptor.name, &store_err)),
                 }
             }
         };
@@ -514,6 +545,12 @@ impl Dispatcher {
         record: OperationRecord,
     ) -> Result<CallResult, ToolError> {
         let mut record = record;
+        if record.state == OperationState::Processing
+            && self.holds_unrecorded(&record.tenant, &record.key)
+        {
+            // This dispatcher ran it and holds its outcome: nothing is running.
+            return Ok(CallResult::from_error(&kept_unrecorded(&record.tool)));
+        }
         let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
         let mut poll = Duration::from_millis(20);
         while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
@@ -550,13 +587,7 @@ impl Dispatcher {
                 .why("its outcome is unknown and is being reconciled with the system of record")
                 .next("do not repeat the call; tell the user the outcome is being checked"),
             ),
-            OperationState::Processing => CallResult::from_error(
-                &ToolError::new(
-                    ErrorKind::InProgress,
-                    format!("the same {} call is running now", record.tool),
-                )
-                .next("do not repeat the call; check its result in a moment"),
-            ),
+            OperationState::Processing => CallResult::from_error(&held_elsewhere(&record.tool)),
             // A failed record is claimed again, never answered; anything else is new to us.
             _ => {
                 return Err(ToolError::internal(format!(
@@ -814,15 +845,6 @@ fn exhausted(tool: &str, err: ToolError, attempts: u32) -> ToolError {
     )
     .why(why)
     .next("try again later, or tell the user the service is unavailable")
-}
-
-/// The error when the store cannot be used: nothing ran, or nothing more will.
-fn store_failed(tool: &str, err: &StoreError) -> ToolError {
-    ToolError::internal(format!(
-        "{tool} could not be recorded safely, so it did not run"
-    ))
-    .why(err.to_string())
-    .next("try again in a moment, or tell the user the tool is unavailable")
 }
 
 /// The error for the same key under other arguments.

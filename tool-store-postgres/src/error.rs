@@ -66,7 +66,9 @@ mod tests {
 
     #[test]
     fn connection_sqlstates_are_transient_and_others_not() {
-        for code in ["08000", "08001", "08003", "08006", "08P01", "57P01", "57P02", "57P03"] {
+        for code in [
+            "08000", "08001", "08003", "08006", "08P01", "57P01", "57P02", "57P03",
+        ] {
             assert!(is_connection_sqlstate(code), "{code}");
         }
         // Unique violation, serialization failure, database dropped, query canceled.

@@ -88,7 +88,11 @@ mod tests {
         let source = std::error::Error::source(&err).expect("SQLite's error is kept");
         assert!(source.to_string().contains("locked"), "{source}");
         // A ceiling, not a synchronisation: the claim gave up after the busy timeout.
-        assert!(started.elapsed() < BUSY_TIMEOUT * 3, "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < BUSY_TIMEOUT * 3,
+            "{:?}",
+            started.elapsed()
+        );
         sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
     }
 }
