@@ -43,12 +43,13 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
     let ledger = ctx.state::<Arc<Ledger>>()?;
     let key = ctx.idempotency_key().expect("a write has a key").to_owned();
     let receipt = json!({"refund_id": format!("re_{order_id}"), "amount": amount});
-    *ledger.applied.lock().unwrap().entry(key.clone()).or_default() += 1;
-    ledger
-        .receipts
+    *ledger
+        .applied
         .lock()
         .unwrap()
-        .insert(key, receipt.clone());
+        .entry(key.clone())
+        .or_default() += 1;
+    ledger.receipts.lock().unwrap().insert(key, receipt.clone());
     if ledger.outage_during_run.swap(false, Ordering::SeqCst) {
         let cluster = ledger.cluster.lock().unwrap().clone().expect("a cluster");
         tokio::task::spawn_blocking(move || cluster.stop())
@@ -62,7 +63,9 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
 async fn find_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Option<Value>, ToolError> {
     let _ = (order_id, amount);
     let ledger = ctx.state::<Arc<Ledger>>()?;
-    let key = ctx.idempotency_key().expect("the reconciler passes the key");
+    let key = ctx
+        .idempotency_key()
+        .expect("the reconciler passes the key");
     Ok(ledger.receipts.lock().unwrap().get(key).cloned())
 }
 
@@ -111,10 +114,12 @@ impl Outage {
 /// The answer to a call made while the database is down.
 fn assert_unreachable(result: &Value) {
     assert_eq!(result["status"], "error", "{result}");
-    assert_eq!(result["error"]["kind"], "retry_budget_exhausted", "{result}");
     assert_eq!(
-        result["error"]["what"],
-        "refund did not run: the operation store could not be reached",
+        result["error"]["kind"], "retry_budget_exhausted",
+        "{result}"
+    );
+    assert_eq!(
+        result["error"]["what"], "refund did not run: the operation store could not be reached",
         "{result}"
     );
     assert!(
@@ -132,7 +137,11 @@ const CEILING: Duration = Duration::from_secs(15);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_outage_is_answered_truly_and_every_refund_settles_exactly_once() {
-    let cluster = Arc::new(tokio::task::spawn_blocking(OwnCluster::create).await.unwrap());
+    let cluster = Arc::new(
+        tokio::task::spawn_blocking(OwnCluster::create)
+            .await
+            .unwrap(),
+    );
     let store = PostgresStore::options(&cluster.url())
         .acquire_timeout(ACQUIRE)
         .connect()
@@ -154,7 +163,10 @@ async fn a_database_outage_is_answered_truly_and_every_refund_settles_exactly_on
     assert_eq!(first["status"], "succeeded", "{first}");
 
     // Down in the middle of a refund: applied, and its result cannot be recorded.
-    outage.ledger.outage_during_run.store(true, Ordering::SeqCst);
+    outage
+        .ledger
+        .outage_during_run
+        .store(true, Ordering::SeqCst);
     let cut = outage.refund(&desk, "c2", "ORD-2").await;
     assert_eq!(cut["status"], "outcome_unknown", "{cut}");
     assert_eq!(
@@ -165,7 +177,10 @@ async fn a_database_outage_is_answered_truly_and_every_refund_settles_exactly_on
     // A dispatcher of another process runs a refund, and dies before the database comes back.
     outage.start().await;
     let doomed = outage.dispatcher();
-    outage.ledger.outage_during_run.store(true, Ordering::SeqCst);
+    outage
+        .ledger
+        .outage_during_run
+        .store(true, Ordering::SeqCst);
     let lost = outage.refund(&doomed, "d1", "ORD-4").await;
     assert_eq!(lost["status"], "outcome_unknown", "{lost}");
     drop(doomed);
@@ -179,7 +194,13 @@ async fn a_database_outage_is_answered_truly_and_every_refund_settles_exactly_on
         assert!(waited < CEILING, "{id} waited {waited:?}");
     }
     assert!(
-        !outage.ledger.applied.lock().unwrap().keys().any(|k| k.contains("ORD-3")),
+        !outage
+            .ledger
+            .applied
+            .lock()
+            .unwrap()
+            .keys()
+            .any(|k| k.contains("ORD-3")),
         "nothing ran while the database was down"
     );
     assert_eq!(outage.ledger.applied.lock().unwrap().len(), 3);
@@ -189,14 +210,21 @@ async fn a_database_outage_is_answered_truly_and_every_refund_settles_exactly_on
     let again = outage.refund(&desk, "c6", "ORD-2").await;
     assert_eq!(again["status"], "succeeded", "{again}");
     assert_eq!(again["replayed"], true, "{again}");
-    assert_eq!(again["data"], json!({"refund_id": "re_ORD-2", "amount": 10.0}));
+    assert_eq!(
+        again["data"],
+        json!({"refund_id": "re_ORD-2", "amount": 10.0})
+    );
     let third = outage.refund(&desk, "c7", "ORD-3").await;
     assert_eq!(third["status"], "succeeded", "{third}");
     assert_eq!(third["replayed"], false, "{third}");
 
     outage.clock.advance_ms(3_600_000);
     let report = Reconciler::new(&desk).run_once().await.unwrap();
-    assert_eq!((report.expired_leases, report.succeeded), (1, 1), "{report:?}");
+    assert_eq!(
+        (report.expired_leases, report.succeeded),
+        (1, 1),
+        "{report:?}"
+    );
     let fourth = outage.refund(&desk, "c8", "ORD-4").await;
     assert_eq!(fourth["status"], "succeeded", "{fourth}");
     assert_eq!(fourth["replayed"], true, "{fourth}");

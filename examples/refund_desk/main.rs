@@ -41,12 +41,12 @@ mod desk;
 mod narrate;
 mod script;
 
-use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};
@@ -133,17 +133,13 @@ fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, 
 async fn run(flags: Flags) -> Result<bool, String> {
     let story = flags.script.is_none();
     let narrator = Narrator::new(story);
-    let script = match flags.script.as_deref() {
-        None => SEED_STORY.to_owned(),
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|err| format!("cannot read the script from stdin: {err}"))?;
-            text
-        }
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|err| format!("cannot read the script {path}: {err}"))?,
+    let mut script = match flags.script.as_deref() {
+        None => Script::text(SEED_STORY),
+        Some("-") => Script::Stdin(BufReader::new(tokio::io::stdin()).lines()),
+        Some(path) => Script::text(
+            &std::fs::read_to_string(path)
+                .map_err(|err| format!("cannot read the script {path}: {err}"))?,
+        ),
     };
     // Holds the default store and ledger until the desk is done.
     let scratch = tempfile::tempdir().map_err(|err| format!("no temporary directory: {err}"))?;
@@ -180,15 +176,17 @@ async fn run(flags: Flags) -> Result<bool, String> {
         introduce(&narrator, timeout);
     }
     let mut understood = true;
-    for (number, line) in script.lines().enumerate() {
+    let mut number = 0;
+    while let Some(line) = script.next_line().await? {
+        number += 1;
         if line.trim().is_empty() {
             continue;
         }
-        let answer = match desk.play(line).await {
+        let answer = match desk.play(&line).await {
             Ok(answer) => answer,
             Err(problem) => {
                 understood = false;
-                let problem = format!("line {}: {problem}", number + 1);
+                let problem = format!("line {number}: {problem}");
                 narrator.say(Voice::Bad, &problem);
                 Some(json!({"error": problem}))
             }
@@ -204,6 +202,30 @@ async fn run(flags: Flags) -> Result<bool, String> {
         println!("{ledger}");
     }
     Ok(understood)
+}
+
+/// Where the script's lines come from: a text read at once, or stdin, read a line at a time as
+/// it arrives, so that whoever writes it may wait for one line's answer before the next.
+enum Script {
+    Text(std::vec::IntoIter<String>),
+    Stdin(Lines<BufReader<Stdin>>),
+}
+
+impl Script {
+    fn text(text: &str) -> Script {
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        Script::Text(lines.into_iter())
+    }
+
+    async fn next_line(&mut self) -> Result<Option<String>, String> {
+        match self {
+            Script::Text(lines) => Ok(lines.next()),
+            Script::Stdin(lines) => lines
+                .next_line()
+                .await
+                .map_err(|err| format!("cannot read the script from stdin: {err}")),
+        }
+    }
 }
 
 fn introduce(narrator: &Narrator, timeout: Duration) {

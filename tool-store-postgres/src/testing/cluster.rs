@@ -47,12 +47,7 @@ impl OwnCluster {
         );
         let port = free_port();
         must(
-            Command::new("pg_createcluster").args([
-                &version,
-                &name,
-                "-p",
-                &port.to_string(),
-            ]),
+            Command::new("pg_createcluster").args([&version, &name, "-p", &port.to_string()]),
             "create a cluster",
         );
         // From here on, a panic drops the cluster.
@@ -69,7 +64,10 @@ impl OwnCluster {
 
     /// `postgres://toolgate:toolgate@127.0.0.1:PORT/toolgate`.
     pub fn url(&self) -> String {
-        format!("postgres://toolgate:toolgate@127.0.0.1:{}/toolgate", self.port)
+        format!(
+            "postgres://toolgate:toolgate@127.0.0.1:{}/toolgate",
+            self.port
+        )
     }
 
     /// Starts the server and waits until it accepts connections.
@@ -128,11 +126,8 @@ impl OwnCluster {
 
 impl Drop for OwnCluster {
     fn drop(&mut self) {
-        let dropped = run(Command::new("pg_dropcluster").args([
-            "--stop",
-            &self.version,
-            &self.name,
-        ]));
+        let dropped =
+            run(Command::new("pg_dropcluster").args(["--stop", &self.version, &self.name]));
         if let Err(e) = dropped {
             eprintln!(
                 "could not drop the test cluster {} {}: {e}",
@@ -165,7 +160,8 @@ fn free_port() -> u16 {
 /// Runs `command`, panicking with what it printed unless it succeeds.
 fn must(command: &mut Command, doing: &str) {
     let shown = format!("{:?}", command);
-    let output = run(command).unwrap_or_else(|e| panic!("cannot {doing}: {e}; {HOW_TO_GET_CLUSTERS}"));
+    let output =
+        run(command).unwrap_or_else(|e| panic!("cannot {doing}: {e}; {HOW_TO_GET_CLUSTERS}"));
     assert!(
         output.status.success(),
         "cannot {doing}: {shown} failed ({}): {}{}; {HOW_TO_GET_CLUSTERS}",
