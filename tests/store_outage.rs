@@ -27,11 +27,23 @@ struct Switched {
     claims: AtomicU32,
     /// How many of the next claims fail as unreachable, whatever `down` says.
     failing_claims: AtomicU32,
+    /// While set, only the writes that record an outcome fail as unreachable.
+    records_down: AtomicBool,
 }
 
 impl Switched {
     fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    fn reach_to_record(&self) -> Result<(), StoreError> {
+        if self.records_down.load(Ordering::SeqCst) {
+            return Err(StoreError::unreachable(
+                "test",
+                std::io::Error::from(std::io::ErrorKind::ConnectionReset),
+            ));
+        }
+        self.reach()
     }
 
     fn reach(&self) -> Result<(), StoreError> {
@@ -62,11 +74,11 @@ impl OperationStore for Switched {
         self.inner.claim(request).await
     }
     async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
-        self.reach()?;
+        self.reach_to_record()?;
         self.inner.succeed(owner, result, now_ms).await
     }
     async fn fail(&self, owner: &Owner, e: &AttemptError, now_ms: i64) -> Result<(), StoreError> {
-        self.reach()?;
+        self.reach_to_record()?;
         self.inner.fail(owner, e, now_ms).await
     }
     async fn mark_unknown(
@@ -75,7 +87,7 @@ impl OperationStore for Switched {
         e: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.reach()?;
+        self.reach_to_record()?;
         self.inner.mark_unknown(owner, e, now_ms).await
     }
     async fn record_retry(
@@ -410,5 +422,32 @@ async fn an_unknown_outcome_that_cannot_be_recorded_keeps_the_tools_own_why() {
         .unwrap()
         .unwrap();
     assert_eq!(record.state, OperationState::OutcomeUnknown);
+    assert_eq!(desk.provider.runs(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_duplicate_of_a_kept_outcome_is_told_it_ran_not_that_it_is_running() {
+    let desk = desk();
+    desk.store.records_down.store(true, Ordering::SeqCst);
+    assert_eq!(call(&desk, "c1").await["status"], "outcome_unknown");
+
+    // Claims are answered again, outcomes still cannot be written: the record is `processing`,
+    // and this dispatcher knows that nothing runs.
+    let started = tokio::time::Instant::now();
+    let again = call(&desk, "c2").await;
+    assert_eq!(again["status"], "outcome_unknown", "{again}");
+    assert_eq!(
+        again["error"]["what"],
+        "an earlier refund call with these arguments ran, but its outcome is not recorded yet"
+    );
+    assert!(
+        started.elapsed() < toolgate::DEFAULT_IN_PROGRESS_WAIT,
+        "answered without waiting for an outcome that no one is writing"
+    );
+
+    desk.store.records_down.store(false, Ordering::SeqCst);
+    let back = call(&desk, "c3").await;
+    assert_eq!(back["status"], "succeeded", "{back}");
+    assert_eq!(back["replayed"], true, "{back}");
     assert_eq!(desk.provider.runs(), 1);
 }
