@@ -26,18 +26,16 @@ use crate::result::CallResult;
 use crate::retry::RetryPolicy;
 use crate::schema::normalize_numbers;
 use crate::state::State;
-use crate::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
-};
+use crate::store::{AttemptError, Claim, ClaimRequest, OperationStore, Owner};
 use crate::tool::ToolFuture;
 use crate::validate::invalid_arguments;
 
+mod existing;
 mod outage;
 
+use existing::conflict;
 pub use outage::DEFAULT_STORE_RETRY;
-use outage::{
-    Outcome, UnrecordedOutcomes, held_elsewhere, kept_unrecorded, ran_unrecorded, store_failed,
-};
+use outage::{Outcome, UnrecordedOutcomes, ran_unrecorded, store_failed};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -49,6 +47,20 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// outcome as a replay); execution under the tool's deadline with retries below the model; the
 /// outcome recorded; the result object. Approvals (step 7), business-invariant hooks (step 5) and
 /// budgets come with the releases that the descriptor fields name.
+///
+/// When the operation store cannot be reached
+/// ([`StoreError::Unreachable`](crate::store::StoreError::Unreachable)), a claim is tried again
+/// below the model under [`DispatcherBuilder::store_retry`] (default [`DEFAULT_STORE_RETRY`]),
+/// never past the tool's deadline, then answered [`ErrorKind::Unavailable`] (the model reads
+/// `retry_budget_exhausted`): the store could not be reached, nothing was run. An outcome that
+/// cannot be recorded after the tool ran is tried again the same way; if it still does not land,
+/// the model reads `outcome_unknown` (the tool's own words for an unknown outcome; "it ran, and
+/// may have acted" for a result) and the dispatcher keeps the outcome in memory, writing it
+/// before the next claim of the same key and at the start of every
+/// [`Reconciler`](crate::Reconciler) pass ([`Dispatcher::record_unrecorded`]); a duplicate of it
+/// is answered `outcome_unknown`, never "running". `in_progress` answers only a `processing`
+/// record this dispatcher does not hold, in words that say its worker may be running it or may
+/// have run it without recording the outcome yet.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -538,68 +550,6 @@ impl Dispatcher {
             .saturating_add(LEASE_MARGIN)
     }
 
-    /// The answer for a key that exists with the same request.
-    async fn existing(
-        &self,
-        store: &dyn OperationStore,
-        record: OperationRecord,
-    ) -> Result<CallResult, ToolError> {
-        let mut record = record;
-        if record.state == OperationState::Processing
-            && self.holds_unrecorded(&record.tenant, &record.key)
-        {
-            // This dispatcher ran it and holds its outcome: nothing is running.
-            return Ok(CallResult::from_error(&kept_unrecorded(&record.tool)));
-        }
-        let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
-        let mut poll = Duration::from_millis(20);
-        while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
-            tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
-            poll = (poll * 2).min(Duration::from_millis(500));
-            match store.get(&record.tenant, &record.key).await {
-                Ok(Some(latest)) => record = latest,
-                Ok(None) => break,
-                Err(err) => return Err(store_failed(&record.tool, &err)),
-            }
-        }
-        let mut result = match record.state {
-            OperationState::Succeeded => {
-                let data = record
-                    .result
-                    .as_deref()
-                    .map(JsonText::parse)
-                    .transpose()
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| {
-                        ToolError::internal(format!(
-                            "the stored result of {} cannot be read",
-                            record.tool
-                        ))
-                    })?;
-                CallResult::succeeded(data)
-            }
-            OperationState::OutcomeUnknown => CallResult::from_error(
-                &ToolError::outcome_unknown(format!(
-                    "an earlier {} call with these arguments may or may not have been applied",
-                    record.tool
-                ))
-                .why("its outcome is unknown and is being reconciled with the system of record")
-                .next("do not repeat the call; tell the user the outcome is being checked"),
-            ),
-            OperationState::Processing => CallResult::from_error(&held_elsewhere(&record.tool)),
-            // A failed record is claimed again, never answered; anything else is new to us.
-            _ => {
-                return Err(ToolError::internal(format!(
-                    "the operation of {} is in a state this release does not handle",
-                    record.tool
-                )));
-            }
-        };
-        result.replayed = record.state != OperationState::Processing;
-        Ok(result)
-    }
-
     /// Step 8: the tool runs under its deadline, retried on transient faults: reads on any,
     /// writes only on those that prove nothing was applied. `first` is the first attempt's
     /// call, if the arguments were already read into it. The error carries how many attempts
@@ -845,20 +795,6 @@ fn exhausted(tool: &str, err: ToolError, attempts: u32) -> ToolError {
     )
     .why(why)
     .next("try again later, or tell the user the service is unavailable")
-}
-
-/// The error for the same key under other arguments.
-fn conflict(descriptor: &ToolDescriptor) -> ToolError {
-    let fields = descriptor.key_fields().join(", ");
-    ToolError::conflict(format!(
-        "an earlier {} call for the same operation had other arguments",
-        descriptor.name
-    ))
-    .why(format!(
-        "the operation is identified by {}; one operation cannot be requested twice with different arguments",
-        if fields.is_empty() { "its arguments".to_owned() } else { fields }
-    ))
-    .next("do not repeat this call; look up the current state and tell the user what was done")
 }
 
 /// The error for a call that ran past its deadline: a read timed out; a write may have been
