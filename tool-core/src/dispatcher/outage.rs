@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::backoff::Backoff;
@@ -65,12 +66,16 @@ struct Unrecorded {
 
 /// The operations this dispatcher ran and could not record yet, by tenant and key.
 #[derive(Debug, Default)]
-pub(super) struct UnrecordedOutcomes(Mutex<HashMap<(String, String), Unrecorded>>);
+pub(super) struct UnrecordedOutcomes {
+    kept: Mutex<HashMap<(String, String), Unrecorded>>,
+    /// Whether `kept` may hold anything: every write asks, and almost always none is kept.
+    any: AtomicBool,
+}
 
 impl UnrecordedOutcomes {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Unrecorded>> {
         // A panic while holding the lock leaves the map as it was: keep using it.
-        self.0
+        self.kept
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -78,17 +83,24 @@ impl UnrecordedOutcomes {
     fn keep(&self, owner: &Owner, outcome: Outcome) {
         let key = (owner.tenant.clone(), owner.key.clone());
         let owner = owner.clone();
-        self.map().insert(key, Unrecorded { owner, outcome });
+        let mut map = self.map();
+        map.insert(key, Unrecorded { owner, outcome });
+        self.any.store(true, Ordering::SeqCst);
     }
 
     fn take(&self, tenant: &str, key: &str) -> Option<Unrecorded> {
-        self.map().remove(&(tenant.to_owned(), key.to_owned()))
+        let mut map = self.map();
+        let taken = map.remove(&(tenant.to_owned(), key.to_owned()));
+        self.any.store(!map.is_empty(), Ordering::SeqCst);
+        taken
     }
 
     /// Whether an outcome of `key` is kept here (no lock is taken when none is).
     pub(super) fn holds(&self, tenant: &str, key: &str) -> bool {
-        let map = self.map();
-        !map.is_empty() && map.contains_key(&(tenant.to_owned(), key.to_owned()))
+        self.any.load(Ordering::SeqCst)
+            && self
+                .map()
+                .contains_key(&(tenant.to_owned(), key.to_owned()))
     }
 
     fn keys(&self) -> Vec<(String, String)> {
@@ -287,13 +299,24 @@ pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
 /// The answer when `tool` answered `Ok` and its result could not be recorded.
 pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
     tracing::warn!(error = %err, tool, "a write ran and its result could not be recorded");
+    let why = match err {
+        StoreError::LostClaim { .. } => {
+            "it may have acted: it ran, and meanwhile its lease ended and the operation passed to \
+             the reconciler or another worker, which settles its outcome"
+        }
+        _ if err.is_unreachable() => {
+            "it may have acted: it ran, and the operation store could not be reached to record \
+             its result; the outcome is being checked and is recorded when the store answers again"
+        }
+        _ => {
+            "it may have acted: it ran, and the operation store failed to record its result; the \
+             outcome is being checked and is recorded when the store accepts it"
+        }
+    };
     ToolError::outcome_unknown(format!(
         "{tool} ran, but its result could not be recorded"
     ))
-    .why(
-        "it may have acted: it ran, and the operation store could not be reached to record its \
-         result; the outcome is being checked and is recorded when the store answers again",
-    )
+    .why(why)
     .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
 }
 
