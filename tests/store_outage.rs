@@ -135,7 +135,11 @@ struct Provider {
     store_dies_during_run: AtomicBool,
     /// Set: the refund is sent, and the answer never comes.
     answer_lost: AtomicBool,
+    /// Set: the next refund is refused with a 503, nothing applied.
+    unavailable_once: AtomicBool,
     store: Mutex<Option<Arc<Switched>>>,
+    /// Every run of the tool, applied or not.
+    attempts: Mutex<u32>,
 }
 
 impl Provider {
@@ -149,6 +153,17 @@ impl Provider {
 async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
     let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    *provider.attempts.lock().unwrap() += 1;
+    if provider.unavailable_once.swap(false, Ordering::SeqCst) {
+        provider
+            .store
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a store")
+            .set_down(true);
+        return Err(ToolError::unavailable("the provider answered 503"));
+    }
     provider.applied.lock().unwrap().push(key);
     if provider.store_dies_during_run.swap(false, Ordering::SeqCst) {
         let store = provider.store.lock().unwrap().clone().expect("a store");
@@ -450,4 +465,37 @@ async fn a_duplicate_of_a_kept_outcome_is_told_it_ran_not_that_it_is_running() {
     assert_eq!(back["status"], "succeeded", "{back}");
     assert_eq!(back["replayed"], true, "{back}");
     assert_eq!(desk.provider.runs(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_that_cannot_be_recorded_is_not_sent_and_says_nothing_was_applied() {
+    let desk = desk();
+    // The first attempt answers 503 and the store goes down with it: the retry cannot be
+    // recorded, so it is not sent.
+    desk.provider.unavailable_once.store(true, Ordering::SeqCst);
+    let result = call(&desk, "c1").await;
+    assert_eq!(result["status"], "error", "{result}");
+    assert_eq!(
+        result["error"]["kind"], "retry_budget_exhausted",
+        "{result}"
+    );
+    assert_eq!(
+        result["error"]["what"],
+        "refund failed and was not tried again: the provider answered 503"
+    );
+    assert!(
+        result["error"]["why"]
+            .as_str()
+            .unwrap()
+            .ends_with("the failure proved that nothing was applied"),
+        "{result}"
+    );
+    assert_eq!(*desk.provider.attempts.lock().unwrap(), 1);
+
+    // Back up: the kept failure is written, and the call runs again under the same key.
+    desk.store.set_down(false);
+    let again = call(&desk, "c2").await;
+    assert_eq!(again["status"], "succeeded", "{again}");
+    assert_eq!(again["replayed"], false, "{again}");
+    assert_eq!(desk.provider.runs(), 1, "applied once");
 }

@@ -35,7 +35,7 @@ mod outage;
 
 use existing::conflict;
 pub use outage::DEFAULT_STORE_RETRY;
-use outage::{Outcome, UnrecordedOutcomes, ran_unrecorded, store_failed};
+use outage::{Outcome, UnrecordedOutcomes, not_retried, ran_unrecorded};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -694,8 +694,8 @@ impl Dispatcher {
                     .now_ms()
                     .saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
                 if let Err(store_err) = store.record_retry(owner, &record, lease_until).await {
-                    // Nothing was applied, but the claim is gone: stop here.
-                    return Err((store_failed(descriptor.name, &store_err), attempt));
+                    // No retry without its record: stop here, saying what the last attempt did.
+                    return Err((not_retried(descriptor.name, err, &store_err), attempt));
                 }
             }
             tokio::time::sleep(delay).await;

@@ -296,6 +296,33 @@ pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
     .next("try again in a moment, or tell the user the tool is unavailable")
 }
 
+/// The answer when an attempt of `tool` failed with `err`, a transient fault, and the retry could
+/// not be recorded in the store (every retry is, before it is sent). An unknown outcome stays
+/// the tool's own; any other fault proved that nothing was applied.
+pub(super) fn not_retried(tool: &str, err: ToolError, store_err: &StoreError) -> ToolError {
+    tracing::warn!(error = %store_err, tool, "a retry could not be recorded; the call stops");
+    if err.kind() == ErrorKind::OutcomeUnknown {
+        return err;
+    }
+    let what = format!("{tool} failed and was not tried again: {}", err.what());
+    let next =
+        "try again in a moment; if it keeps failing, tell the user the service is unavailable";
+    if store_err.is_unreachable() {
+        return ToolError::new(ErrorKind::Unavailable, what)
+            .why(
+                "a retry is recorded in the operation store before it is sent, and the store \
+                 could not be reached; the failure proved that nothing was applied",
+            )
+            .next(next);
+    }
+    ToolError::internal(what)
+        .why(format!(
+            "a retry is recorded in the operation store before it is sent, and the store refused \
+             it ({store_err}); the failure proved that nothing was applied"
+        ))
+        .next(next)
+}
+
 /// The answer when `tool` answered `Ok` and its result could not be recorded.
 pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
     tracing::warn!(error = %err, tool, "a write ran and its result could not be recorded");
