@@ -51,16 +51,17 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// When the operation store cannot be reached
 /// ([`StoreError::Unreachable`](crate::store::StoreError::Unreachable)), a claim is tried again
 /// below the model under [`DispatcherBuilder::store_retry`] (default [`DEFAULT_STORE_RETRY`]),
-/// never past the tool's deadline, then answered [`ErrorKind::Unavailable`] (the model reads
-/// `retry_budget_exhausted`): the store could not be reached, nothing was run. An outcome that
-/// cannot be recorded after the tool ran is tried again the same way; if it still does not land,
-/// the model reads `outcome_unknown` (the tool's own words for an unknown outcome; "it ran, and
-/// may have acted" for a result) and the dispatcher keeps the outcome in memory, writing it
-/// before the next claim of the same key and at the start of every
-/// [`Reconciler`](crate::Reconciler) pass ([`Dispatcher::record_unrecorded`]); a duplicate of it
-/// is answered `outcome_unknown`, never "running". `in_progress` answers only a `processing`
-/// record this dispatcher does not hold, in words that say its worker may be running it or may
-/// have run it without recording the outcome yet.
+/// no try starting later than the tool's deadline after the first failure, then answered
+/// [`ErrorKind::Unavailable`] (the model reads `retry_budget_exhausted`): the store could not be
+/// reached, nothing was run. An outcome that cannot be recorded after the tool ran is tried
+/// again the same way; if it still does not land, the model reads `outcome_unknown` (the tool's
+/// own words for an unknown outcome; "it ran, and may have acted" for a result) and the
+/// dispatcher keeps the outcome in memory, writing it before the next claim of the same key and
+/// at the start of every [`Reconciler`](crate::Reconciler) pass
+/// ([`Dispatcher::record_unrecorded`]); a duplicate of it is answered `outcome_unknown`, never
+/// "running". `in_progress` answers only a `processing` record this dispatcher does not hold, in
+/// words that say its worker may be running it or may have run it without recording the outcome
+/// yet.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -168,8 +169,8 @@ impl DispatcherBuilder {
     }
 
     /// How a store that cannot be reached is tried again below the model, for a claim and for
-    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]); never past the tool's deadline
-    /// counted from the first failure. `max_attempts` of 1 tries once.
+    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]); no try starts later than the
+    /// tool's deadline after the first failure. `max_attempts` of 1 tries once.
     pub fn store_retry(mut self, policy: RetryPolicy) -> Self {
         self.store_retry = RetryPolicy {
             max_attempts: policy.max_attempts.max(1),

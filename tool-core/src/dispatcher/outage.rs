@@ -5,9 +5,12 @@
 //! The rules:
 //!
 //! - A claim that fails with [`StoreError::Unreachable`] is tried again under the store policy
-//!   ([`DEFAULT_STORE_RETRY`], or [`DispatcherBuilder::store_retry`](super::DispatcherBuilder::store_retry)),
-//!   within the tool's deadline counted from the first failure; then the call answers
+//!   ([`DEFAULT_STORE_RETRY`], or `DispatcherBuilder::store_retry`), no try starting later than
+//!   the tool's deadline after the first failure; then the call answers
 //!   [`ErrorKind::Unavailable`]: nothing was run.
+//! - A retry of a tool's transient fault is recorded before it is sent; when the store cannot
+//!   record it, the retry is not sent and the answer says the last attempt failed and nothing
+//!   was applied (an unknown outcome stays the tool's own).
 //! - An outcome that cannot be recorded after the tool ran is tried again under the same policy.
 //!   When it still does not land, this dispatcher keeps it in memory (the operation's record
 //!   stays `processing` under its attempt) and writes it when the store answers again: before
@@ -36,9 +39,10 @@ use crate::store::{
 use super::Dispatcher;
 
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
-/// backoff from 100 ms up to 1 s with full jitter, and never past the tool's deadline counted
-/// from the first failure. Each try waits at most the store's own bound for a connection
-/// (3 s for `tool-store-postgres` by default).
+/// backoff from 100 ms up to 1 s with full jitter, and no try starting later than the tool's
+/// deadline after the first failure. Each try waits at most the store's own bound for a
+/// connection (3 s for `tool-store-postgres` by default), so a claim gives up within about
+/// 3 × 3 s + 0.3 s on PostgreSQL.
 pub const DEFAULT_STORE_RETRY: RetryPolicy = RetryPolicy {
     max_attempts: 3,
     base: Duration::from_millis(100),
