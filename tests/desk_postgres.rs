@@ -1,6 +1,7 @@
 //! The refund desk on PostgreSQL: the same script gives the same answers as on SQLite, and two
 //! desks playing one script with one run id at once, as two processes on one database and one
-//! payment provider, refund every order exactly once.
+//! payment provider, refund every order exactly once; a restart while the database is down is
+//! reported on its line and the desk opens the store again on the next line that needs it.
 
 #[allow(dead_code)]
 #[path = "support/desk.rs"]
@@ -8,9 +9,9 @@ mod desk;
 
 use std::process::Stdio;
 
-use desk::{FakePayments, call, desk, json_lines, play};
+use desk::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 use serde_json::{Value, json};
-use tool_store_postgres::testing::test_database;
+use tool_store_postgres::testing::{OwnCluster, test_database};
 
 fn refund(id: &str, order: &str, amount: f64) -> String {
     call(
@@ -150,4 +151,68 @@ async fn two_desks_on_one_database_refund_each_order_once() {
             "{ledger}"
         );
     }
+}
+
+#[test]
+fn a_restart_while_the_database_is_down_reopens_on_a_later_line() {
+    let cluster = OwnCluster::create();
+    let provider = FakePayments::start();
+    let mut child = desk()
+        .args(["--script", "-", "--store", &cluster.url()])
+        .args(["--provider-url", &provider.url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let answers = read_lines(child.stdout.take().unwrap());
+    let mut say = |line: String| -> Value {
+        std::io::Write::write_all(&mut stdin, format!("{line}\n").as_bytes()).unwrap();
+        let answer = answers.recv_timeout(PATIENCE).expect("the desk answers");
+        serde_json::from_str(&answer).unwrap()
+    };
+    let status = |answer: &Value| -> Value {
+        let content = answer["openai"][0]["content"].as_str().unwrap_or("{}");
+        serde_json::from_str::<Value>(content).unwrap()["status"].clone()
+    };
+
+    let first = say(refund("call_1", "ORD-1001", 100.0));
+    assert_eq!(status(&first), "succeeded", "{first}");
+    cluster.stop();
+    let restart = say(r#"{"restart": {}}"#.to_owned());
+    let problem = restart["error"].as_str().unwrap_or_default();
+    assert!(
+        problem.starts_with("line 2: cannot open the PostgreSQL store")
+            && problem.ends_with("the desk opens it again on the next line that needs it"),
+        "{restart}"
+    );
+    let still_down = say(refund("call_2", "ORD-1002", 50.0));
+    assert!(
+        still_down["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("line 3: cannot open the PostgreSQL store")),
+        "{still_down}"
+    );
+    cluster.start();
+    let back = say(refund("call_3", "ORD-1002", 50.0));
+    assert_eq!(status(&back), "succeeded", "{back}");
+    let replay = say(refund("call_4", "ORD-1001", 100.0));
+    assert_eq!(status(&replay), "succeeded", "{replay}");
+    drop(stdin);
+    let ledger: Value =
+        serde_json::from_str(&answers.recv_timeout(PATIENCE).expect("the ledger")).unwrap();
+    assert_eq!(
+        child.wait().unwrap().code(),
+        Some(1),
+        "two lines were errors"
+    );
+    assert_eq!(
+        ledger["ledger"]["ORD-1001"],
+        json!({"refunded": "100.00", "refunds": 1})
+    );
+    assert_eq!(
+        ledger["ledger"]["ORD-1002"],
+        json!({"refunded": "50.00", "refunds": 1})
+    );
 }

@@ -115,8 +115,9 @@ pub(crate) struct Options {
 /// The desk between two lines of a script.
 pub(crate) struct Desk {
     spec: StoreSpec,
-    store: OpenStore,
-    dispatcher: Dispatcher,
+    /// The store and the dispatcher on it; `None` after a restart could not reopen the store,
+    /// until a line that needs them reopens it.
+    open: Option<(OpenStore, Dispatcher)>,
     payments: HttpPayments,
     clock: Arc<dyn Clock>,
     /// Who calls and in which run; a `session` or `run` line replaces it.
@@ -138,8 +139,7 @@ impl Desk {
         let dispatcher = dispatcher(&store, &options.payments, &clock);
         Ok(Desk {
             spec: options.store,
-            store,
-            dispatcher,
+            open: Some((store, dispatcher)),
             payments: options.payments,
             clock,
             session: Session::new(auth, "run-1"),
@@ -204,7 +204,8 @@ impl Desk {
         for call in &calls {
             self.say(Voice::Model, &call_story(call));
         }
-        match self.dispatcher.dispatch_turn(&self.session, calls).await {
+        let dispatcher = self.dispatcher().await?;
+        match dispatcher.dispatch_turn(&self.session, calls).await {
             Ok(reports) => {
                 for report in &reports {
                     self.tell_result(report);
@@ -295,8 +296,9 @@ impl Desk {
         self.aside(why);
     }
 
-    async fn reconcile(&self) -> Result<Value, String> {
-        let report = Reconciler::new(&self.dispatcher)
+    async fn reconcile(&mut self) -> Result<Value, String> {
+        let dispatcher = self.dispatcher().await?;
+        let report = Reconciler::new(&dispatcher)
             .run_once()
             .await
             .map_err(|err| format!("the reconciler failed: {err}"))?;
@@ -334,9 +336,31 @@ impl Desk {
             Voice::Trouble,
             "restart: the dispatcher is dropped and the store reopened",
         );
-        self.store.close().await;
-        self.store = OpenStore::open(&self.spec).await?;
-        self.dispatcher = dispatcher(&self.store, &self.payments, &self.clock);
+        if let Some((store, _)) = self.open.take() {
+            store.close().await;
+        }
+        self.reopen().await
+    }
+
+    /// The dispatcher, on a store reopened first if a restart left the desk without one.
+    async fn dispatcher(&mut self) -> Result<Dispatcher, String> {
+        if self.open.is_none() {
+            self.reopen().await?;
+        }
+        match &self.open {
+            Some((_, dispatcher)) => Ok(dispatcher.clone()),
+            None => Err("the store is not open".to_owned()),
+        }
+    }
+
+    /// Opens the store and a dispatcher on it. When the store cannot be opened (its database is
+    /// down), the desk stays without one and the next line that needs it tries again.
+    async fn reopen(&mut self) -> Result<(), String> {
+        let store = OpenStore::open(&self.spec).await.map_err(|err| {
+            format!("{err}; the desk opens it again on the next line that needs it")
+        })?;
+        let dispatcher = dispatcher(&store, &self.payments, &self.clock);
+        self.open = Some((store, dispatcher));
         Ok(())
     }
 

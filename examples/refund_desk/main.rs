@@ -48,12 +48,12 @@ mod desk;
 mod narrate;
 mod script;
 
-use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
 
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};
@@ -143,18 +143,12 @@ const MAX_ERROR: usize = 1000;
 async fn run(flags: Flags) -> Result<(), String> {
     let story = flags.script.is_none();
     let narrator = Narrator::new(story);
-    let script = match flags.script.as_deref() {
-        None => SEED_STORY.as_bytes().to_vec(),
-        Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|err| format!("cannot read the script from stdin: {err}"))?;
-            bytes
-        }
-        Some(path) => {
-            std::fs::read(path).map_err(|err| format!("cannot read the script {path}: {err}"))?
-        }
+    let mut script = match flags.script.as_deref() {
+        None => Script::whole(SEED_STORY.as_bytes()),
+        Some("-") => Script::Stdin(BufReader::new(tokio::io::stdin())),
+        Some(path) => Script::whole(
+            &std::fs::read(path).map_err(|err| format!("cannot read the script {path}: {err}"))?,
+        ),
     };
     // Holds the default store and ledger until the desk is done.
     let scratch = tempfile::tempdir().map_err(|err| format!("no temporary directory: {err}"))?;
@@ -191,7 +185,12 @@ async fn run(flags: Flags) -> Result<(), String> {
         introduce(&narrator, timeout);
     }
     let mut errors = 0;
-    for (number, line) in script::lines(&script) {
+    let mut number = 0;
+    while let Some(raw) = script.next_line().await? {
+        number += 1;
+        let Some(line) = script::decode(number, &raw) else {
+            continue;
+        };
         let played = match line {
             Ok(line) => desk.play(line).await,
             Err(problem) => Err(problem),
@@ -222,6 +221,44 @@ async fn run(flags: Flags) -> Result<(), String> {
         println!("{ledger}");
     }
     Ok(())
+}
+
+/// Where the script's lines come from: bytes read at once, or stdin, read a line at a time as
+/// it arrives, so that whoever writes it may wait for one line's answer before the next. A line
+/// is its bytes without the `\n` that ends it; what they say is [`script::decode`]'s to tell.
+enum Script {
+    Whole(std::vec::IntoIter<Vec<u8>>),
+    Stdin(BufReader<Stdin>),
+}
+
+impl Script {
+    fn whole(bytes: &[u8]) -> Script {
+        let lines: Vec<Vec<u8>> = bytes
+            .split(|&byte| byte == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect();
+        Script::Whole(lines.into_iter())
+    }
+
+    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, String> {
+        match self {
+            Script::Whole(lines) => Ok(lines.next()),
+            Script::Stdin(stdin) => {
+                let mut line = Vec::new();
+                let read = stdin
+                    .read_until(b'\n', &mut line)
+                    .await
+                    .map_err(|err| format!("cannot read the script from stdin: {err}"))?;
+                if read == 0 {
+                    return Ok(None);
+                }
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                Ok(Some(line))
+            }
+        }
+    }
 }
 
 fn introduce(narrator: &Narrator, timeout: Duration) {

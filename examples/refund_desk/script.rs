@@ -20,22 +20,31 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// The lines of `script` with their numbers (from 1), each as text or what is wrong with it;
 /// blank lines are left out, and a byte-order mark at the very start is skipped. A line ends at
 /// `\n`, with or without `\r` before it.
+#[cfg(test)]
 pub(crate) fn lines(script: &[u8]) -> impl Iterator<Item = (usize, Result<&str, String>)> {
-    let script = script.strip_prefix(BOM).unwrap_or(script);
     script
         .split(|&byte| byte == b'\n')
         .enumerate()
-        .map(|(index, line)| {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let text = std::str::from_utf8(line).map_err(|err| {
-                format!(
-                    "not UTF-8: the byte at column {} cannot start or continue a character",
-                    err.valid_up_to() + 1
-                )
-            });
-            (index + 1, text)
-        })
-        .filter(|(_, text)| !matches!(text, Ok(text) if text.trim().is_empty()))
+        .filter_map(|(index, line)| decode(index + 1, line).map(|text| (index + 1, text)))
+}
+
+/// Line `number` (from 1) of a script, without its `\n`: its text, what is wrong with it, or
+/// `None` for a blank line. A byte-order mark at the start of line 1 is skipped, and so is a
+/// `\r` at the end of any line.
+pub(crate) fn decode(number: usize, line: &[u8]) -> Option<Result<&str, String>> {
+    let line = match number {
+        1 => line.strip_prefix(BOM).unwrap_or(line),
+        _ => line,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match std::str::from_utf8(line) {
+        Ok(text) if text.trim().is_empty() => None,
+        Ok(text) => Some(Ok(text)),
+        Err(err) => Some(Err(format!(
+            "not UTF-8: the byte at column {} cannot start or continue a character",
+            err.valid_up_to() + 1
+        ))),
+    }
 }
 
 /// `text` cut after `limit` characters with `…`: what an error quotes of the script.

@@ -33,13 +33,17 @@ use crate::result::CallResult;
 use crate::retry::RetryPolicy;
 use crate::schema::normalize_numbers;
 use crate::state::State;
-use crate::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
-    StoreError,
-};
+use crate::store::{AttemptError, Claim, ClaimRequest, OperationStore, Owner};
 use crate::tool::ToolFuture;
 use crate::validate::invalid_arguments;
-use failure::{Failure, outcome_unrecorded};
+use failure::Failure;
+
+mod existing;
+mod outage;
+
+use existing::{CLAIM_ROUNDS, Seen, conflict};
+pub use outage::DEFAULT_STORE_RETRY;
+use outage::{Outcome, UnrecordedOutcomes, not_retried, ran_unrecorded};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,6 +59,21 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A tool that panics affects its own call only: a read answers `internal`, a write (which may
 /// have acted) becomes `outcome_unknown` for the reconciler to settle; a panic is never retried,
 /// and its message goes to the trace (an error event in the call's span), never to the model.
+///
+/// When the operation store cannot be reached
+/// ([`StoreError::Unreachable`](crate::store::StoreError::Unreachable)), a claim is tried again
+/// below the model under [`DispatcherBuilder::store_retry`] (default [`DEFAULT_STORE_RETRY`]),
+/// no try starting later than the tool's deadline after the first failure, then answered
+/// [`ErrorKind::Unavailable`] (the model reads `retry_budget_exhausted`): the store could not be
+/// reached, nothing was run. An outcome that cannot be recorded after the tool ran is tried
+/// again the same way; if it still does not land, the model reads `outcome_unknown` (the tool's
+/// own words for an unknown outcome; "it ran, and may have acted" for a result) and the
+/// dispatcher keeps the outcome in memory, writing it before the next claim of the same key and
+/// at the start of every [`Reconciler`](crate::Reconciler) pass
+/// ([`Dispatcher::record_unrecorded`]); a duplicate of it is answered `outcome_unknown`, never
+/// "running". `in_progress` answers only a `processing` record this dispatcher does not hold, in
+/// words that say its worker may be running it or may have run it without recording the outcome
+/// yet.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -88,8 +107,11 @@ struct Inner {
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
+    store_retry: RetryPolicy,
     seed: u64,
     failpoints: Option<Arc<dyn Failpoints>>,
+    /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
+    unrecorded: UnrecordedOutcomes,
 }
 
 impl std::fmt::Debug for Inner {
@@ -114,6 +136,7 @@ pub struct DispatcherBuilder {
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
+    store_retry: RetryPolicy,
     seed: u64,
     failpoints: Option<Arc<dyn Failpoints>>,
 }
@@ -158,6 +181,17 @@ impl DispatcherBuilder {
         self
     }
 
+    /// How a store that cannot be reached is tried again below the model, for a claim and for
+    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]); no try starts later than the
+    /// tool's deadline after the first failure. `max_attempts` of 1 tries once.
+    pub fn store_retry(mut self, policy: RetryPolicy) -> Self {
+        self.store_retry = RetryPolicy {
+            max_attempts: policy.max_attempts.max(1),
+            ..policy
+        };
+        self
+    }
+
     /// The seed of the backoff jitter, for reproducible runs (default: drawn at start).
     pub fn jitter_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -180,8 +214,10 @@ impl DispatcherBuilder {
                 store: self.store,
                 clock: self.clock,
                 in_progress_wait: self.in_progress_wait,
+                store_retry: self.store_retry,
                 seed: self.seed,
                 failpoints: self.failpoints,
+                unrecorded: UnrecordedOutcomes::default(),
             }),
         }
     }
@@ -197,6 +233,7 @@ impl Dispatcher {
             store: None,
             clock: Arc::new(SystemClock),
             in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
+            store_retry: DEFAULT_STORE_RETRY,
             seed: SystemClock.now_ms().unsigned_abs(),
             failpoints: None,
         }
@@ -495,23 +532,24 @@ impl Dispatcher {
         let key = operation_key(descriptor, tenant, session.run_id(), &args);
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
+        // The store's faults are retried within the tool's deadline (see `outage`).
+        let budget = descriptor.timeout.unwrap_or(self.inner.default_timeout);
+        let seed = self.inner.seed ^ seed_of(&call_id);
         // A duplicate waits for the outcome of the call it found running until then.
         let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
         let mut rounds = 0;
         let attempt = loop {
-            let claim = store
-                .claim(ClaimRequest {
-                    tenant,
-                    key: &key,
-                    tool: descriptor.name,
-                    request_hash: &hash,
-                    arguments: &canonical,
-                    now_ms: self.inner.clock.now_ms(),
-                    lease,
-                    takeover: descriptor.honours_key,
-                })
-                .await;
-            match claim {
+            let request = ClaimRequest {
+                tenant,
+                key: &key,
+                tool: descriptor.name,
+                request_hash: &hash,
+                arguments: &canonical,
+                now_ms: self.inner.clock.now_ms(),
+                lease,
+                takeover: descriptor.honours_key,
+            };
+            match self.claim_reaching(store, request, seed, budget).await {
                 Ok(Claim::Acquired { attempt }) => break attempt,
                 Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
                 Ok(Claim::Existing(record)) => match self.existing(store, record, give_up).await {
@@ -527,7 +565,7 @@ impl Dispatcher {
                         return (call_id, Err(err));
                     }
                 },
-                Err(err) => return (call_id, Err(store_failed(descriptor.name, &err))),
+                Err(err) => return (call_id, Err(err)),
             }
         };
         let owner = Owner {
@@ -565,34 +603,38 @@ impl Dispatcher {
             }
         };
         self.hit(Failpoint::Executed);
-        let now = self.inner.clock.now_ms();
         let result = match outcome {
-            Ok(data) => match store.succeed(&owner, data.as_str(), now).await {
-                Ok(()) => Ok(CallResult::succeeded(data)),
-                // Applied, but the store does not hold it: never claim a success it does not hold.
-                Err(err) => Err(ToolError::outcome_unknown(format!(
-                    "{} ran, but its result could not be recorded",
-                    descriptor.name
-                ))
-                .why(err.to_string())
-                .next("do not repeat the call; tell the user the outcome is being checked")),
-            },
+            Ok(data) => {
+                let recorded = Outcome::Succeeded(data.as_str().to_owned());
+                match self
+                    .record_outcome(store, &owner, recorded, seed, budget)
+                    .await
+                {
+                    Ok(()) => Ok(CallResult::succeeded(data)),
+                    // Applied, but the store does not hold it: never claim a success it does
+                    // not hold.
+                    Err(err) => Err(ran_unrecorded(descriptor.name, &err)),
+                }
+            }
             Err(failure) => {
                 // The record keeps the last attempt's own error; the model gets the answer.
-                let recorded = failure.recorded();
-                let stored = if failure.may_have_acted() {
-                    store.mark_unknown(&owner, &recorded, now).await
+                let recorded = if failure.may_have_acted() {
+                    Outcome::Unknown(failure.recorded())
                 } else {
                     // Every other error proves the operation was not applied.
-                    store.fail(&owner, &recorded, now).await
+                    Outcome::Failed(failure.recorded())
                 };
-                match stored {
+                // The answer stays true whether or not it was recorded: the store's error goes
+                // to the trace, and an unrecorded outcome is kept to be written later.
+                match self
+                    .record_outcome(store, &owner, recorded, seed, budget)
+                    .await
+                {
                     Ok(()) => Err(failure.into_answer()),
-                    Err(store_err) if failure.may_have_acted() => {
-                        Err(failure.into_answer().why(store_err.to_string()))
+                    Err(store_err) => {
+                        tracing::warn!(error = %store_err, tool = descriptor.name, "the outcome of a write could not be recorded");
+                        Err(failure.into_answer())
                     }
-                    // The tool ran: never say it did not.
-                    Err(store_err) => Err(outcome_unrecorded(descriptor.name, &store_err)),
                 }
             }
         };
@@ -616,68 +658,6 @@ impl Dispatcher {
             .saturating_mul(policy.max_attempts)
             .saturating_add(policy.max.saturating_mul(policy.max_attempts - 1))
             .saturating_add(LEASE_MARGIN)
-    }
-
-    /// What a call whose key holds a record of the same request answers: the stored outcome,
-    /// after waiting until `give_up` for one that is still running; or that the key may be
-    /// claimed again (the call waited on failed, or its record was purged meanwhile).
-    async fn existing(
-        &self,
-        store: &dyn OperationStore,
-        record: OperationRecord,
-        give_up: tokio::time::Instant,
-    ) -> Seen {
-        let mut record = record;
-        let mut poll = Duration::from_millis(20);
-        while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
-            tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
-            poll = (poll * 2).min(Duration::from_millis(500));
-            match store.get(&record.tenant, &record.key).await {
-                Ok(Some(latest)) => record = latest,
-                Ok(None) => return Seen::Claimable,
-                Err(err) => return Seen::Answer(Err(store_failed(&record.tool, &err))),
-            }
-        }
-        let mut result = match record.state {
-            OperationState::Succeeded => {
-                let data = record
-                    .result
-                    .as_deref()
-                    .map(JsonText::parse)
-                    .transpose()
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| {
-                        ToolError::internal(format!(
-                            "the stored result of {} cannot be read",
-                            record.tool
-                        ))
-                    });
-                match data {
-                    Ok(data) => CallResult::succeeded(data),
-                    Err(err) => return Seen::Answer(Err(err)),
-                }
-            }
-            OperationState::OutcomeUnknown => CallResult::from_error(
-                &ToolError::outcome_unknown(format!(
-                    "an earlier {} call with these arguments may or may not have been applied",
-                    record.tool
-                ))
-                .why("its outcome is unknown and is being reconciled with the system of record")
-                .next("do not repeat the call; tell the user the outcome is being checked"),
-            ),
-            OperationState::Processing => CallResult::from_error(
-                &ToolError::new(
-                    ErrorKind::InProgress,
-                    format!("the same {} call is running now", record.tool),
-                )
-                .next("do not repeat the call; check its result in a moment"),
-            ),
-            // Definitely not applied: the key is free to claim again (DESIGN §4).
-            OperationState::Failed => return Seen::Claimable,
-        };
-        result.replayed = record.state != OperationState::Processing;
-        Seen::Answer(Ok(result))
     }
 
     /// Step 8: the tool runs under its deadline, retried on transient faults: reads on any,
@@ -827,8 +807,8 @@ impl Dispatcher {
                     .record_retry(claimed.owner, &record, lease_until)
                     .await;
                 if let Err(store_err) = recorded {
-                    // The tool ran, and the store no longer records it: stop here.
-                    let answer = outcome_unrecorded(descriptor.name, &store_err);
+                    // No retry without its record: stop here, saying what the last attempt did.
+                    let answer = not_retried(descriptor.name, err.clone(), &store_err);
                     return Err(Failure::new(err, attempt).answered(answer));
                 }
             }
@@ -917,20 +897,6 @@ struct Claimed<'a> {
     attempt: AtomicU32,
 }
 
-/// What a call whose key holds a record of the same request does next.
-enum Seen {
-    /// It answers this.
-    Answer(Result<CallResult, ToolError>),
-    /// It claims the key again: the record failed, or was purged, while it waited.
-    Claimable,
-}
-
-/// How many times a call claims its key again after the record it waited on failed or was
-/// purged. Each round follows another call's failure within the wait, so the bound is reached
-/// only by a storm of failing duplicates, or by a store that answers a `failed` record instead
-/// of claiming it.
-const CLAIM_ROUNDS: u32 = 4;
-
 /// Added to a claim's lease beyond its attempts and backoffs.
 const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
@@ -958,29 +924,6 @@ fn exhausted(tool: &str, err: ToolError, attempts: u32) -> Failure {
     .why(why)
     .next("try again later, or tell the user the service is unavailable");
     Failure::new(err, attempts).answered(summary)
-}
-
-/// The error when the store cannot be used: nothing ran, or nothing more will.
-fn store_failed(tool: &str, err: &StoreError) -> ToolError {
-    ToolError::internal(format!(
-        "{tool} could not be recorded safely, so it did not run"
-    ))
-    .why(err.to_string())
-    .next("try again in a moment, or tell the user the tool is unavailable")
-}
-
-/// The error for the same key under other arguments.
-fn conflict(descriptor: &ToolDescriptor) -> ToolError {
-    let fields = descriptor.key_fields().join(", ");
-    ToolError::conflict(format!(
-        "an earlier {} call for the same operation had other arguments",
-        descriptor.name
-    ))
-    .why(format!(
-        "the operation is identified by {}; one operation cannot be requested twice with different arguments",
-        if fields.is_empty() { "its arguments".to_owned() } else { fields }
-    ))
-    .next("do not repeat this call; look up the current state and tell the user what was done")
 }
 
 /// The error for a call that ran past its deadline: a read timed out; a write may have been

@@ -39,7 +39,9 @@ pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use ctx::Ctx;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
-pub use dispatcher::{DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder};
+pub use dispatcher::{
+    DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder,
+};
 pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
 pub use failpoint::{Failpoint, Failpoints};
 pub use json_text::JsonText;

@@ -91,13 +91,17 @@ impl Reconciler {
         self
     }
 
-    /// One pass: expire dead leases, ask about every unknown outcome (up to the batch), purge
-    /// terminal records past the retention.
+    /// One pass: record the outcomes the dispatcher ran and could not record (see
+    /// [`Dispatcher::record_unrecorded`]), expire dead leases, ask about every unknown outcome
+    /// (up to the batch), purge terminal records past the retention.
     /// A dispatcher without a store has nothing to reconcile.
     pub async fn run_once(&self) -> Result<ReconcileReport, StoreError> {
         let Some(store) = self.dispatcher.store() else {
             return Ok(ReconcileReport::default());
         };
+        // Outcomes the dispatcher knows and could not record while the store was down go in
+        // first, so that a lease expiring below does not make a known outcome unknown.
+        self.dispatcher.record_unrecorded().await;
         let mut report = ReconcileReport {
             expired_leases: store.expire_leases(self.dispatcher.now_ms()).await?,
             ..ReconcileReport::default()

@@ -46,7 +46,20 @@
 //! The schema is the table `toolgate_operations`, created by the embedded migrations
 //! ([`PostgresStore::migrate`]). Connections are plain TCP or a Unix socket: this crate is built
 //! without TLS.
+//!
+//! # When the database is down
+//!
+//! A statement waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] (3 s; [`PostgresConnect::acquire_timeout`]
+//! sets another) for a connection. A server that cannot be reached (no connection in that time,
+//! a connection refused, reset or lost, SQLSTATE class `08`, `57P01`–`57P03`, `57P05`) is
+//! answered with [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable), which
+//! keeps sqlx's error as its source: the dispatcher treats it as a transient fault (it retries,
+//! then tells the model the store could not be reached). Any other failure is
+//! [`StoreError::Backend`](tool_core::store::StoreError::Backend). The pool reconnects by itself
+//! once the server is back.
 
+mod connect;
+mod error;
 mod migrate;
 mod row;
 mod store;
@@ -55,6 +68,7 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 
+pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresConnect};
 pub use store::PostgresStore;
 
 /// The sqlx this crate is built with, to configure a pool for [`PostgresStore::from_pool`]

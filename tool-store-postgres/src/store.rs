@@ -1,12 +1,14 @@
 //! [`PostgresStore`]: the [`OperationStore`] for many processes and machines on one database.
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgQueryResult};
+use sqlx::postgres::{PgPool, PgQueryResult};
 use tool_core::store::{
     AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, OperationStore,
     Owner, Resolution, StoreError,
 };
 
+use crate::connect::PostgresConnect;
+use crate::error::store_error;
 use crate::migrate::migrator;
 use crate::row::{self, columns};
 
@@ -62,14 +64,17 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects a pool to the database at `url` (`postgres://user:password@host:port/database`)
     /// and applies the store's migrations, which is safe while other processes do the same.
+    ///
+    /// A statement waits at most [`DEFAULT_ACQUIRE_TIMEOUT`](crate::DEFAULT_ACQUIRE_TIMEOUT)
+    /// for a connection, then fails with [`StoreError::Unreachable`]; [`PostgresStore::options`]
+    /// sets another wait.
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
-        let pool = PgPoolOptions::new()
-            .connect(url)
-            .await
-            .map_err(|e| StoreError::Backend(format!("cannot connect to PostgreSQL: {e}")))?;
-        let store = PostgresStore::from_pool(pool);
-        store.migrate().await?;
-        Ok(store)
+        PostgresStore::options(url).connect().await
+    }
+
+    /// The settings of a connection to `url`, to change before [`PostgresConnect::connect`].
+    pub fn options(url: &str) -> PostgresConnect {
+        PostgresConnect::new(url)
     }
 
     /// A store on a pool the application configured itself. Applies no migration: call
@@ -91,7 +96,13 @@ impl PostgresStore {
             // rather than return it to the pool, so the lock dies with it.
             conn.close_on_drop();
         }
-        applied.map_err(|e| StoreError::Backend(format!("cannot migrate the store: {e}")))
+        applied.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(e)
+            | sqlx::migrate::MigrateError::ExecuteMigration(e, _) => {
+                store_error("migrate the store", e)
+            }
+            other => StoreError::Backend(format!("cannot migrate the store: {other}")),
+        })
     }
 
     /// The pool the store runs on.
@@ -422,6 +433,8 @@ enum Inserted {
     Unseen,
 }
 
+/// A failed statement in the store's words: [`StoreError::Unreachable`] when the server could not
+/// be reached (see `error::is_unreachable`), [`StoreError::Backend`] otherwise.
 fn backend(error: sqlx::Error) -> StoreError {
-    StoreError::Backend(error.to_string())
+    store_error("run a statement on PostgreSQL", error)
 }

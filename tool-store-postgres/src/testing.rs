@@ -17,8 +17,16 @@
 //!
 //! When no server can be had, every test that asks for one fails with a message that says what
 //! to install or set: a test never skips silently.
+//!
+//! A test that takes the server down and up (a database outage) uses [`OwnCluster`] instead: a
+//! cluster of its own on a free port, created with `pg_createcluster`, stopped and started with
+//! `pg_ctlcluster`, dropped with `pg_dropcluster --stop` when the value is dropped. It needs
+//! Debian's PostgreSQL cluster tools and root, whatever `DATABASE_URL` says.
 
+mod cluster;
 mod local_server;
+
+pub use cluster::OwnCluster;
 
 use std::path::Path;
 use std::sync::LazyLock;

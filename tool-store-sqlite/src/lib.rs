@@ -56,12 +56,21 @@
 //! - Other processes must not use the file. SQLite's locks would keep them consistent on one
 //!   machine, but this store neither tests nor supports it: their writes contend for one lock,
 //!   and a write that waits longer than the busy timeout (5 s) fails with
-//!   [`StoreError::Backend`](tool_core::store::StoreError::Backend). Several processes or
-//!   machines share one `tool-store-postgres` database instead.
+//!   [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable). Several processes
+//!   or machines share one `tool-store-postgres` database instead.
 //! - Never put the file on a network filesystem (NFS, SMB): WAL mode needs shared memory and
 //!   working file locks, which those do not give.
 //! - Keep the file's `-wal` and `-shm` companions next to it; copying the `.db` file alone while
 //!   the store is open can lose the latest records.
+//!
+//! # Errors
+//!
+//! A file that cannot be used right now (its lock held past the busy timeout, `SQLITE_BUSY` or
+//! `SQLITE_LOCKED`; a disk read or write that failed, `SQLITE_IOERR`; an I/O error) is answered
+//! with [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable), SQLite's error
+//! kept as its source: a transient fault the dispatcher tries again, then reports as the store
+//! being out of reach. Every other failure is
+//! [`StoreError::Backend`](tool_core::store::StoreError::Backend).
 //!
 //! # Durability
 //!

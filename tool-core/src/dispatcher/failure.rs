@@ -3,7 +3,7 @@
 //! a store that failed after the tool ran).
 
 use crate::error::{ErrorKind, ToolError};
-use crate::store::{AttemptError, StoreError};
+use crate::store::AttemptError;
 
 /// The attempts of a call ended without a result.
 #[derive(Debug)]
@@ -55,14 +55,4 @@ impl Failure {
     pub(super) fn may_have_acted(&self) -> bool {
         self.answer().kind() == ErrorKind::OutcomeUnknown
     }
-}
-
-/// The answer when the store failed after the tool ran: the tool may have acted, and the
-/// store does not hold what became of it.
-pub(super) fn outcome_unrecorded(tool: &str, err: &StoreError) -> ToolError {
-    ToolError::outcome_unknown(format!(
-        "{tool} ran, but what became of it could not be recorded"
-    ))
-    .why(err.to_string())
-    .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
 }

@@ -205,12 +205,42 @@ pub enum StoreError {
         /// The attempt presented.
         attempt: u32,
     },
-    /// The database failed or could not be reached.
+    /// The database answered with an error, or failed in a way that is not known to pass.
     #[error("the operation store failed: {0}")]
     Backend(String),
+    /// The database could not be reached: no connection within the store's bounded wait, a
+    /// connection lost, a server shutting down or not yet accepting connections. Transient: the
+    /// same request may succeed in a moment. A write that failed this way may or may not have
+    /// been applied by the database; a claim that failed this way never ran its tool.
+    #[error("the operation store could not be reached ({doing}): {source}")]
+    Unreachable {
+        /// What the store was doing, in a few words ("claim a key").
+        doing: String,
+        /// The backend's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A stored value could not be read back.
     #[error("the operation store holds a record it cannot read: {0}")]
     Corrupt(String),
+}
+
+impl StoreError {
+    /// A [`StoreError::Unreachable`] while the store did `doing`, keeping `source`.
+    pub fn unreachable(
+        doing: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        StoreError::Unreachable {
+            doing: doing.into(),
+            source: source.into(),
+        }
+    }
+
+    /// Whether the store could not be reached: a transient fault worth trying again.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. })
+    }
 }
 
 #[cfg(test)]

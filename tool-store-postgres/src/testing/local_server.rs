@@ -154,7 +154,7 @@ fn ensure_role() -> Result<(), String> {
 
 /// Runs `command` to the end with no input, from `/` (a `postgres` user may not enter the
 /// working directory), and captures what it printed.
-fn run(command: &mut Command) -> Result<Output, String> {
+pub(super) fn run(command: &mut Command) -> Result<Output, String> {
     command
         .current_dir("/")
         .stdin(Stdio::null())

@@ -1,0 +1,106 @@
+//! The answer to a claim that found a record under its key: the stored outcome as a replay,
+//! a conflict, or, while the record is `processing`, a bounded wait and then the words that
+//! cover what is known (see `outage` for an operation this dispatcher ran and could not record).
+
+use std::time::Duration;
+
+use crate::descriptor::ToolDescriptor;
+use crate::error::ToolError;
+use crate::json_text::JsonText;
+use crate::result::CallResult;
+use crate::store::{OperationRecord, OperationState, OperationStore};
+
+use super::Dispatcher;
+use super::outage::{held_elsewhere, kept_unrecorded, store_failed};
+
+impl Dispatcher {
+    /// What a call whose key holds a record of the same request answers: the stored outcome,
+    /// after waiting until `give_up` for one that is still running; or that the key may be
+    /// claimed again (the call waited on failed, or its record was purged meanwhile).
+    pub(super) async fn existing(
+        &self,
+        store: &dyn OperationStore,
+        record: OperationRecord,
+        give_up: tokio::time::Instant,
+    ) -> Seen {
+        let mut record = record;
+        if record.state == OperationState::Processing
+            && self.holds_unrecorded(&record.tenant, &record.key)
+        {
+            // This dispatcher ran it and holds its outcome: nothing is running.
+            return Seen::Answer(Ok(CallResult::from_error(&kept_unrecorded(&record.tool))));
+        }
+        let mut poll = Duration::from_millis(20);
+        while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
+            tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
+            poll = (poll * 2).min(Duration::from_millis(500));
+            match store.get(&record.tenant, &record.key).await {
+                Ok(Some(latest)) => record = latest,
+                Ok(None) => return Seen::Claimable,
+                Err(err) => return Seen::Answer(Err(store_failed(&record.tool, &err))),
+            }
+        }
+        let mut result = match record.state {
+            OperationState::Succeeded => {
+                let data = record
+                    .result
+                    .as_deref()
+                    .map(JsonText::parse)
+                    .transpose()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        ToolError::internal(format!(
+                            "the stored result of {} cannot be read",
+                            record.tool
+                        ))
+                    });
+                match data {
+                    Ok(data) => CallResult::succeeded(data),
+                    Err(err) => return Seen::Answer(Err(err)),
+                }
+            }
+            OperationState::OutcomeUnknown => CallResult::from_error(
+                &ToolError::outcome_unknown(format!(
+                    "an earlier {} call with these arguments may or may not have been applied",
+                    record.tool
+                ))
+                .why("its outcome is unknown and is being reconciled with the system of record")
+                .next("do not repeat the call; tell the user the outcome is being checked"),
+            ),
+            OperationState::Processing => CallResult::from_error(&held_elsewhere(&record.tool)),
+            // Definitely not applied: the key is free to claim again, by this request or another.
+            OperationState::Failed => return Seen::Claimable,
+        };
+        result.replayed = record.state != OperationState::Processing;
+        Seen::Answer(Ok(result))
+    }
+}
+
+/// What a call whose key holds a record of the same request does next.
+pub(super) enum Seen {
+    /// It answers this.
+    Answer(Result<CallResult, ToolError>),
+    /// It claims the key again: the record failed, or was purged, while it waited.
+    Claimable,
+}
+
+/// How many times a call claims its key again after the record it waited on failed or was
+/// purged. Each round follows another call's failure within the wait, so the bound is reached
+/// only by a storm of failing duplicates, or by a store that answers a `failed` record instead
+/// of claiming it.
+pub(super) const CLAIM_ROUNDS: u32 = 4;
+
+/// The error for the same key under other arguments.
+pub(super) fn conflict(descriptor: &ToolDescriptor) -> ToolError {
+    let fields = descriptor.key_fields().join(", ");
+    ToolError::conflict(format!(
+        "an earlier {} call for the same operation had other arguments",
+        descriptor.name
+    ))
+    .why(format!(
+        "the operation is identified by {}; one operation cannot be requested twice with different arguments",
+        if fields.is_empty() { "its arguments".to_owned() } else { fields }
+    ))
+    .next("do not repeat this call; look up the current state and tell the user what was done")
+}

@@ -1,0 +1,378 @@
+//! When the operation store cannot be reached: claims retried below the model, outcomes whose
+//! recording failed kept in this process until they land, and the true words the model reads
+//! meanwhile.
+//!
+//! The rules:
+//!
+//! - A claim that fails with [`StoreError::Unreachable`] is tried again under the store policy
+//!   ([`DEFAULT_STORE_RETRY`], or `DispatcherBuilder::store_retry`), no try starting later than
+//!   the tool's deadline after the first failure; then the call answers
+//!   [`ErrorKind::Unavailable`]: nothing was run.
+//! - A retry of a tool's transient fault is recorded before it is sent; when the store cannot
+//!   record it, the retry is not sent and the answer says the last attempt failed and nothing
+//!   was applied (an unknown outcome stays the tool's own).
+//! - An outcome that cannot be recorded after the tool ran is tried again under the same policy.
+//!   When it still does not land, this dispatcher keeps it in memory (the operation's record
+//!   stays `processing` under its attempt) and writes it when the store answers again: before
+//!   the next claim of the same key, and at the start of every [`Reconciler`](crate::Reconciler)
+//!   pass ([`Dispatcher::record_unrecorded`]). If the lease expired meanwhile and the record
+//!   became `outcome_unknown`, a known success or failure settles it as the reconciler would.
+//! - A duplicate never hears that a call "is running" when this dispatcher knows it is not: an
+//!   operation kept here is answered `outcome_unknown` (it ran; its outcome is not recorded yet).
+//!   A `processing` record held by another worker is answered `in_progress` in words that cover
+//!   what is known: it may be running, or it ran and its outcome is not recorded yet.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::error::{ErrorKind, ToolError};
+use crate::retry::RetryPolicy;
+use crate::store::{
+    AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner, Resolution,
+    StoreError,
+};
+
+use super::Dispatcher;
+
+/// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
+/// backoff from 100 ms up to 1 s with full jitter, and no try starting later than the tool's
+/// deadline after the first failure. Each try waits at most the store's own bound for a
+/// connection (3 s for `tool-store-postgres` by default), so a claim gives up within about
+/// 3 × 3 s + 0.3 s on PostgreSQL.
+pub const DEFAULT_STORE_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 3,
+    base: Duration::from_millis(100),
+    max: Duration::from_secs(1),
+    jitter: true,
+};
+
+/// An outcome this dispatcher knows and the store does not hold yet.
+#[derive(Debug, Clone)]
+pub(super) enum Outcome {
+    /// The tool answered this result.
+    Succeeded(String),
+    /// The tool failed in a way that proves nothing was applied.
+    Failed(AttemptError),
+    /// The tool may have acted; nobody knows.
+    Unknown(AttemptError),
+}
+
+/// One operation this dispatcher ran and could not record.
+#[derive(Debug)]
+struct Unrecorded {
+    owner: Owner,
+    outcome: Outcome,
+}
+
+/// The operations this dispatcher ran and could not record yet, by tenant and key.
+#[derive(Debug, Default)]
+pub(super) struct UnrecordedOutcomes {
+    kept: Mutex<HashMap<(String, String), Unrecorded>>,
+    /// Whether `kept` may hold anything: every write asks, and almost always none is kept.
+    any: AtomicBool,
+}
+
+impl UnrecordedOutcomes {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Unrecorded>> {
+        // A panic while holding the lock leaves the map as it was: keep using it.
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn keep(&self, owner: &Owner, outcome: Outcome) {
+        let key = (owner.tenant.clone(), owner.key.clone());
+        let owner = owner.clone();
+        let mut map = self.map();
+        map.insert(key, Unrecorded { owner, outcome });
+        self.any.store(true, Ordering::SeqCst);
+    }
+
+    fn take(&self, tenant: &str, key: &str) -> Option<Unrecorded> {
+        let mut map = self.map();
+        let taken = map.remove(&(tenant.to_owned(), key.to_owned()));
+        self.any.store(!map.is_empty(), Ordering::SeqCst);
+        taken
+    }
+
+    /// Whether an outcome of `key` is kept here (no lock is taken when none is).
+    pub(super) fn holds(&self, tenant: &str, key: &str) -> bool {
+        self.any.load(Ordering::SeqCst)
+            && self
+                .map()
+                .contains_key(&(tenant.to_owned(), key.to_owned()))
+    }
+
+    fn keys(&self) -> Vec<(String, String)> {
+        self.map().keys().cloned().collect()
+    }
+}
+
+impl Dispatcher {
+    /// Runs `op` on the store, tried again while the store cannot be reached, under the store
+    /// policy and within `budget` counted from the first failure.
+    async fn reaching<T, F, Fut>(
+        &self,
+        seed: u64,
+        budget: Duration,
+        mut op: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let policy = self.inner.store_retry;
+        let mut delays = Backoff::new(policy.base, policy.max, policy.jitter, seed);
+        let mut give_up: Option<tokio::time::Instant> = None;
+        let mut tries = 1;
+        loop {
+            let err = match op().await {
+                Err(err) if err.is_unreachable() => err,
+                done => return done,
+            };
+            let now = tokio::time::Instant::now();
+            let give_up = *give_up.get_or_insert(now + budget);
+            let delay = delays.next().unwrap_or(policy.max);
+            if tries >= policy.max_attempts || now + delay >= give_up {
+                return Err(err);
+            }
+            tracing::warn!(error = %err, tries, "the operation store could not be reached; trying again");
+            tokio::time::sleep(delay).await;
+            tries += 1;
+        }
+    }
+
+    /// Step 6 with the store's faults below the model: the claim, tried again while the store
+    /// cannot be reached. An outcome of the same key that this dispatcher kept is written first.
+    pub(super) async fn claim_reaching(
+        &self,
+        store: &dyn OperationStore,
+        request: ClaimRequest<'_>,
+        seed: u64,
+        budget: Duration,
+    ) -> Result<Claim, ToolError> {
+        if self.inner.unrecorded.holds(request.tenant, request.key) {
+            // Best effort: while the store is down the claim below says so.
+            let _ = self.record_kept(store, request.tenant, request.key).await;
+        }
+        self.reaching(seed, budget, || {
+            let mut request = request;
+            request.now_ms = self.inner.clock.now_ms();
+            store.claim(request)
+        })
+        .await
+        .map_err(|err| store_failed(request.tool, &err))
+    }
+
+    /// Step 9: records `outcome` under `owner`, tried again while the store cannot be reached.
+    /// When it does not land, the outcome is kept to be written later (see the module docs).
+    pub(super) async fn record_outcome(
+        &self,
+        store: &dyn OperationStore,
+        owner: &Owner,
+        outcome: Outcome,
+        seed: u64,
+        budget: Duration,
+    ) -> Result<(), StoreError> {
+        let written = self
+            .reaching(seed, budget, || {
+                write(store, owner, &outcome, self.now_ms())
+            })
+            .await;
+        match &written {
+            Ok(()) | Err(StoreError::LostClaim { .. }) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, key = %owner.key, "the outcome of a write could not be recorded; it is kept to be written when the store answers");
+                self.inner.unrecorded.keep(owner, outcome);
+            }
+        }
+        written
+    }
+
+    /// Writes the kept outcome of `key`, if any. Kept again when the store still fails.
+    async fn record_kept(
+        &self,
+        store: &dyn OperationStore,
+        tenant: &str,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        let Some(kept) = self.inner.unrecorded.take(tenant, key) else {
+            return Ok(());
+        };
+        let now = self.now_ms();
+        match write(store, &kept.owner, &kept.outcome, now).await {
+            Ok(()) => Ok(()),
+            Err(StoreError::LostClaim { .. }) => settle_expired(store, &kept, now).await,
+            Err(err) => {
+                self.inner.unrecorded.keep(&kept.owner, kept.outcome);
+                Err(err)
+            }
+        }
+    }
+
+    /// Writes every outcome this dispatcher ran and could not record (see the module docs);
+    /// answers how many are still kept because the store failed again. The
+    /// [`Reconciler`](crate::Reconciler) calls it at the start of each pass.
+    pub async fn record_unrecorded(&self) -> usize {
+        let Some(store) = self.inner.store.as_deref() else {
+            return 0;
+        };
+        let mut still = 0;
+        for (tenant, key) in self.inner.unrecorded.keys() {
+            if self.record_kept(store, &tenant, &key).await.is_err() {
+                still += 1;
+            }
+        }
+        still
+    }
+
+    /// Whether this dispatcher ran the operation of `key` and keeps its outcome unrecorded.
+    pub(super) fn holds_unrecorded(&self, tenant: &str, key: &str) -> bool {
+        self.inner.unrecorded.holds(tenant, key)
+    }
+}
+
+/// The one store write that records `outcome`.
+async fn write(
+    store: &dyn OperationStore,
+    owner: &Owner,
+    outcome: &Outcome,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    match outcome {
+        Outcome::Succeeded(result) => store.succeed(owner, result, now_ms).await,
+        Outcome::Failed(error) => store.fail(owner, error, now_ms).await,
+        Outcome::Unknown(error) => store.mark_unknown(owner, error, now_ms).await,
+    }
+}
+
+/// A kept outcome whose claim was lost: if its lease expired into `outcome_unknown` under the
+/// same attempt, what this dispatcher knows settles it; otherwise another worker owns the
+/// operation now, and the kept outcome is dropped.
+async fn settle_expired(
+    store: &dyn OperationStore,
+    kept: &Unrecorded,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let resolution = match &kept.outcome {
+        Outcome::Succeeded(result) => Resolution::Applied(result),
+        Outcome::Failed(_) => Resolution::NotApplied,
+        Outcome::Unknown(_) => return Ok(()),
+    };
+    let owner = &kept.owner;
+    let Some(record) = store.get(&owner.tenant, &owner.key).await? else {
+        return Ok(());
+    };
+    if record.state == OperationState::OutcomeUnknown && record.attempt == owner.attempt {
+        store
+            .resolve(&owner.tenant, &owner.key, resolution, now_ms)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The error when the store cannot be used: nothing ran, or nothing more will. A store that
+/// could not be reached is a transient fault ([`ErrorKind::Unavailable`]); any other store
+/// failure is `internal`. The store's error goes to the trace.
+pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
+    tracing::warn!(error = %err, tool, "the operation store failed; the call did not run");
+    if err.is_unreachable() {
+        return ToolError::new(
+            ErrorKind::Unavailable,
+            format!("{tool} did not run: the operation store could not be reached"),
+        )
+        .why(
+            "every write is recorded under its idempotency key before it runs, and the store \
+             did not answer, so nothing was run",
+        )
+        .next(
+            "try again in a moment; if it keeps failing, tell the user the service is unavailable",
+        );
+    }
+    ToolError::internal(format!(
+        "{tool} could not be recorded safely, so it did not run"
+    ))
+    .why(err.to_string())
+    .next("try again in a moment, or tell the user the tool is unavailable")
+}
+
+/// The answer when an attempt of `tool` failed with `err`, a transient fault, and the retry could
+/// not be recorded in the store (every retry is, before it is sent). An unknown outcome stays
+/// the tool's own; any other fault proved that nothing was applied.
+pub(super) fn not_retried(tool: &str, err: ToolError, store_err: &StoreError) -> ToolError {
+    tracing::warn!(error = %store_err, tool, "a retry could not be recorded; the call stops");
+    if err.kind() == ErrorKind::OutcomeUnknown {
+        return err;
+    }
+    let what = format!("{tool} failed and was not tried again: {}", err.what());
+    let next =
+        "try again in a moment; if it keeps failing, tell the user the service is unavailable";
+    if store_err.is_unreachable() {
+        return ToolError::new(ErrorKind::Unavailable, what)
+            .why(
+                "a retry is recorded in the operation store before it is sent, and the store \
+                 could not be reached; the failure proved that nothing was applied",
+            )
+            .next(next);
+    }
+    ToolError::internal(what)
+        .why(format!(
+            "a retry is recorded in the operation store before it is sent, and the store refused \
+             it ({store_err}); the failure proved that nothing was applied"
+        ))
+        .next(next)
+}
+
+/// The answer when `tool` answered `Ok` and its result could not be recorded.
+pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
+    tracing::warn!(error = %err, tool, "a write ran and its result could not be recorded");
+    let why = match err {
+        StoreError::LostClaim { .. } => {
+            "it may have acted: it ran, and meanwhile its lease ended and the operation passed to \
+             the reconciler or another worker, which settles its outcome"
+        }
+        _ if err.is_unreachable() => {
+            "it may have acted: it ran, and the operation store could not be reached to record \
+             its result; the outcome is being checked and is recorded when the store answers again"
+        }
+        _ => {
+            "it may have acted: it ran, and the operation store failed to record its result; the \
+             outcome is being checked and is recorded when the store accepts it"
+        }
+    };
+    ToolError::outcome_unknown(format!(
+        "{tool} ran, but its result could not be recorded"
+    ))
+    .why(why)
+    .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+}
+
+/// The answer to a duplicate of an operation this dispatcher ran and could not record yet.
+pub(super) fn kept_unrecorded(tool: &str) -> ToolError {
+    ToolError::outcome_unknown(format!(
+        "an earlier {tool} call with these arguments ran, but its outcome is not recorded yet"
+    ))
+    .why(
+        "the operation store could not be reached when it finished; the outcome is being checked \
+         and is recorded when the store answers again",
+    )
+    .next("do not repeat the call; tell the user the outcome is being checked")
+}
+
+/// The answer to a duplicate of an operation another worker holds, `processing`.
+pub(super) fn held_elsewhere(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::InProgress,
+        format!("an earlier {tool} call with these arguments has not recorded its outcome yet"),
+    )
+    .why(
+        "the worker that claimed it may be running it now, or may have run it without recording \
+         the outcome yet; if its lease ends with no outcome, the operation becomes \
+         outcome_unknown and is reconciled",
+    )
+    .next("do not repeat the call; check its result in a moment")
+}

@@ -1,0 +1,86 @@
+//! How a [`PostgresStore`] connects: the pool's settings, with a bounded wait for a connection.
+
+use std::time::Duration;
+
+use sqlx::postgres::PgPoolOptions;
+use tool_core::store::StoreError;
+
+use crate::PostgresStore;
+use crate::error::store_error;
+
+/// How long a statement waits for a connection before the store answers
+/// [`StoreError::Unreachable`]: 3 seconds.
+///
+/// The wait covers taking a connection from the pool and, when none is idle, opening one
+/// (sqlx tries again while the server refuses connections or is starting up). sqlx's own
+/// default is 30 seconds, which would hold every call for half a minute while the database is
+/// down; the dispatcher retries an unreachable store itself, a few times within the call's
+/// budget, so each wait is kept short. Set it with [`PostgresConnect::acquire_timeout`].
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Settings for [`PostgresStore::connect`], made by [`PostgresStore::options`].
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use tool_store_postgres::PostgresStore;
+///
+/// # async fn run() -> Result<(), tool_core::store::StoreError> {
+/// let store = PostgresStore::options("postgres://toolgate:secret@db.internal/toolgate")
+///     .acquire_timeout(Duration::from_secs(1))
+///     .connect()
+///     .await?;
+/// # let _ = store;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PostgresConnect {
+    url: String,
+    acquire_timeout: Duration,
+    max_connections: Option<u32>,
+}
+
+impl PostgresConnect {
+    pub(crate) fn new(url: &str) -> Self {
+        PostgresConnect {
+            url: url.to_owned(),
+            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+            max_connections: None,
+        }
+    }
+
+    /// How long a statement waits for a connection, then fails with
+    /// [`StoreError::Unreachable`] (default [`DEFAULT_ACQUIRE_TIMEOUT`]).
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = timeout;
+        self
+    }
+
+    /// The most connections the pool opens (default: sqlx's, 10).
+    pub fn max_connections(mut self, max: u32) -> Self {
+        self.max_connections = Some(max);
+        self
+    }
+
+    /// The pool's settings, for a store on a pool that connects on first use
+    /// ([`PostgresStore::from_pool`] with `pool_options().connect_lazy(url)`).
+    pub fn pool_options(&self) -> PgPoolOptions {
+        let options = PgPoolOptions::new().acquire_timeout(self.acquire_timeout);
+        match self.max_connections {
+            Some(max) => options.max_connections(max),
+            None => options,
+        }
+    }
+
+    /// Connects the pool and applies the store's migrations. While the server cannot be
+    /// reached, fails with [`StoreError::Unreachable`] after the acquire timeout.
+    pub async fn connect(self) -> Result<PostgresStore, StoreError> {
+        let pool = self
+            .pool_options()
+            .connect(&self.url)
+            .await
+            .map_err(|e| store_error("connect to PostgreSQL", e))?;
+        let store = PostgresStore::from_pool(pool);
+        store.migrate().await?;
+        Ok(store)
+    }
+}
