@@ -378,8 +378,10 @@ impl OperationStore for FailingAfterClaim {
     }
 }
 
-/// Once the tool ran, no answer says it did not: a refusal, a retried fault and a panic whose
-/// outcome the store cannot record are all `outcome_unknown`, in words that say it ran.
+/// Once the tool ran, no answer says it did not. When the store cannot record what became of
+/// it: a refusal is still the tool's own refusal (it proves nothing was applied, and the
+/// dispatcher keeps it to record later); a fault whose retry cannot be recorded says the call was
+/// not tried again; a panic and a result are `outcome_unknown`, in words that say it ran.
 #[tokio::test]
 async fn a_store_that_fails_after_the_tool_ran_is_never_said_to_have_stopped_it() {
     let (store, _dir) = sqlite().await;
@@ -388,9 +390,18 @@ async fn a_store_that_fails_after_the_tool_ran_is_never_said_to_have_stopped_it(
         let result = desk
             .call("refund", json!({"order_id": order_id, "amount": 5.0}))
             .await;
-        assert_eq!(result["status"], "outcome_unknown", "{order_id}: {result}");
         let what = result["error"]["what"].as_str().unwrap();
-        assert!(what.contains(" ran"), "{order_id}: {what}");
+        match order_id {
+            "NUL" => assert_eq!(result["error"]["kind"], "refused", "{result}"),
+            "DOWN" => {
+                assert_eq!(result["status"], "error", "{result}");
+                assert!(what.contains("was not tried again"), "{what}");
+            }
+            _ => {
+                assert_eq!(result["status"], "outcome_unknown", "{order_id}: {result}");
+                assert!(what.contains(" ran"), "{order_id}: {what}");
+            }
+        }
         assert!(!result.to_string().contains("did not run"), "{result}");
         assert_eq!(
             desk.provider.runs.load(Ordering::SeqCst),
