@@ -1,13 +1,20 @@
 //! The pipeline every call goes through: look up, validate, authorise, execute under a deadline,
 //! and one result per call id.
+//!
+//! The public face and the read path live here; the write path (`write`), the attempts and
+//! retries (`attempts`), the answers to a record already under a key (`existing`), a store that
+//! cannot be reached (`outage`), how attempts end (`failure`) and panics (`unwind`) in files of
+//! their own.
 
+mod attempts;
+mod existing;
 mod failure;
+mod outage;
 mod unwind;
+mod write;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -17,33 +24,25 @@ use tracing::Instrument;
 use crate::auth::Session;
 use serde_json::Value;
 
-use crate::backoff::Backoff;
 use crate::call::{Arguments, CallReport, MalformedCall, ToolCall, parse_checked};
 use crate::call_ids::{self, Split};
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
-use crate::error::ErrorKind;
 use crate::error::{ErrorClass, RunAborted, ToolError};
-use crate::failpoint::{Failpoint, Failpoints};
-use crate::idempotency::{canonical_json, operation_key, request_hash};
-use crate::json_text::JsonText;
+use crate::failpoint::Failpoints;
 use crate::registry::{RegisteredTool, Registry};
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
 use crate::schema::normalize_numbers;
 use crate::state::State;
-use crate::store::{AttemptError, Claim, ClaimRequest, OperationStore, Owner};
-use crate::tool::ToolFuture;
+use crate::store::OperationStore;
 use crate::validate::invalid_arguments;
 use failure::Failure;
 
-mod existing;
-mod outage;
-
-use existing::{CLAIM_ROUNDS, Seen, conflict};
+use attempts::Input;
 pub use outage::DEFAULT_STORE_RETRY;
-use outage::{Outcome, UnrecordedOutcomes, not_retried, ran_unrecorded};
+use outage::UnrecordedOutcomes;
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -509,324 +508,6 @@ impl Dispatcher {
         )
     }
 
-    /// Steps 6, 8 and 9 for a write: claim the operation's key, run it (with retries while the
-    /// fault proves nothing was applied), record the outcome. A duplicate answers the stored
-    /// outcome, marked as a replay.
-    async fn write(
-        &self,
-        session: &Session,
-        call_id: String,
-        registered: &RegisteredTool,
-        args: Value,
-    ) -> (String, Result<CallResult, ToolError>) {
-        let descriptor = registered.descriptor();
-        let Some(store) = self.inner.store.as_deref() else {
-            let err = ToolError::internal(format!("{} cannot run: no operation store is configured", descriptor.name))
-                .why("write and destructive tools run only under an idempotency key kept in a store (DispatcherBuilder::store)")
-                .next("do not repeat this call; tell the user the tool is unavailable");
-            return (call_id, Err(err));
-        };
-        let tenant = session.auth().tenant();
-        let canonical = canonical_json(&args);
-        let hash = request_hash(descriptor.name, &canonical);
-        let key = operation_key(descriptor, tenant, session.run_id(), &args);
-        let policy = RetryPolicy::of(descriptor);
-        let lease = self.lease(registered, policy);
-        // The store's faults are retried within the tool's deadline (see `outage`).
-        let budget = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        let seed = self.inner.seed ^ seed_of(&call_id);
-        // A duplicate waits for the outcome of the call it found running until then.
-        let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
-        let mut rounds = 0;
-        let attempt = loop {
-            let request = ClaimRequest {
-                tenant,
-                key: &key,
-                tool: descriptor.name,
-                request_hash: &hash,
-                arguments: &canonical,
-                now_ms: self.inner.clock.now_ms(),
-                lease,
-                takeover: descriptor.honours_key,
-            };
-            match self.claim_reaching(store, request, seed, budget).await {
-                Ok(Claim::Acquired { attempt }) => break attempt,
-                Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
-                Ok(Claim::Existing(record)) => match self.existing(store, record, give_up).await {
-                    Seen::Answer(answer) => return (call_id, answer),
-                    // The call waited on failed, or its record was purged: claim the key again.
-                    Seen::Claimable if rounds < CLAIM_ROUNDS => rounds += 1,
-                    Seen::Claimable => {
-                        let err = ToolError::internal(format!(
-                            "{} did not run: its operation changed under every claim of it",
-                            descriptor.name
-                        ))
-                        .next("try again in a moment, or tell the user the tool is unavailable");
-                        return (call_id, Err(err));
-                    }
-                },
-                Err(err) => return (call_id, Err(err)),
-            }
-        };
-        let owner = Owner {
-            tenant: tenant.to_owned(),
-            key: key.clone(),
-            attempt,
-        };
-        let ctx = self
-            .ctx(session, call_id, registered)
-            .with_idempotency_key(key);
-        self.hit(Failpoint::Claimed);
-        let claimed = Claimed {
-            store,
-            owner: &owner,
-            lease,
-            attempt: AtomicU32::new(1),
-        };
-        let attempts = AssertUnwindSafe(self.attempts(
-            registered,
-            &ctx,
-            Input::Tree(&args),
-            None,
-            Some(&claimed),
-        ));
-        let outcome = match attempts.catch_unwind().await {
-            Ok(outcome) => outcome,
-            Err(payload) => {
-                // The tool may have acted before it panicked: its outcome is unknown.
-                unwind::trace(descriptor.name, &*payload);
-                let failure = Failure::new(
-                    unwind::recorded(descriptor.name),
-                    claimed.attempt.load(Ordering::Relaxed),
-                );
-                Err(failure.answered(unwind::write_panicked(descriptor.name)))
-            }
-        };
-        self.hit(Failpoint::Executed);
-        let result = match outcome {
-            Ok(data) => {
-                let recorded = Outcome::Succeeded(data.as_str().to_owned());
-                match self
-                    .record_outcome(store, &owner, recorded, seed, budget)
-                    .await
-                {
-                    Ok(()) => Ok(CallResult::succeeded(data)),
-                    // Applied, but the store does not hold it: never claim a success it does
-                    // not hold.
-                    Err(err) => Err(ran_unrecorded(descriptor.name, &err)),
-                }
-            }
-            Err(failure) => {
-                // The record keeps the last attempt's own error; the model gets the answer.
-                let recorded = if failure.may_have_acted() {
-                    Outcome::Unknown(failure.recorded())
-                } else {
-                    // Every other error proves the operation was not applied.
-                    Outcome::Failed(failure.recorded())
-                };
-                // The answer stays true whether or not it was recorded: the store's error goes
-                // to the trace, and an unrecorded outcome is kept to be written later.
-                match self
-                    .record_outcome(store, &owner, recorded, seed, budget)
-                    .await
-                {
-                    Ok(()) => Err(failure.into_answer()),
-                    Err(store_err) => {
-                        tracing::warn!(error = %store_err, tool = descriptor.name, "the outcome of a write could not be recorded");
-                        Err(failure.into_answer())
-                    }
-                }
-            }
-        };
-        self.hit(Failpoint::Recorded);
-        (ctx.into_call_id(), result)
-    }
-
-    fn hit(&self, point: Failpoint) {
-        if let Some(failpoints) = &self.inner.failpoints {
-            failpoints.hit(point);
-        }
-    }
-
-    /// How long a claim holds: every attempt's deadline and every backoff, plus a margin.
-    fn lease(&self, registered: &RegisteredTool, policy: RetryPolicy) -> Duration {
-        let timeout = registered
-            .descriptor()
-            .timeout
-            .unwrap_or(self.inner.default_timeout);
-        timeout
-            .saturating_mul(policy.max_attempts)
-            .saturating_add(policy.max.saturating_mul(policy.max_attempts - 1))
-            .saturating_add(LEASE_MARGIN)
-    }
-
-    /// Step 8: the tool runs under its deadline, retried on transient faults: reads on any,
-    /// writes only on those that prove nothing was applied. `first` is the first attempt's
-    /// call, if the arguments were already read into it. The error carries how many attempts
-    /// were made.
-    async fn attempts<'a>(
-        &self,
-        registered: &'a RegisteredTool,
-        ctx: &'a Ctx,
-        args: Input<'a>,
-        first: Option<ToolFuture<'a>>,
-        write: Option<&Claimed<'_>>,
-    ) -> Result<JsonText, Failure> {
-        let mut call = first.unwrap_or_else(|| args.invoke(registered, ctx));
-        let first = match poll_once(&mut call).await {
-            Poll::Ready(Ok(data)) => return Ok(data),
-            Poll::Ready(Err(err)) => Err(err),
-            Poll::Pending => Ok(call),
-        };
-        // A tool that waits, and retries, which wait a backoff: their state lives on the heap,
-        // so that the future of a call answered at once stays small.
-        Box::pin(self.after_first_poll(registered, ctx, args, write, first)).await
-    }
-
-    /// The rest of the attempts, after the first poll of the first one: `first` is that call,
-    /// still pending, or its error.
-    async fn after_first_poll<'a>(
-        &self,
-        registered: &'a RegisteredTool,
-        ctx: &'a Ctx,
-        args: Input<'a>,
-        write: Option<&Claimed<'_>>,
-        first: Result<ToolFuture<'a>, ToolError>,
-    ) -> Result<JsonText, Failure> {
-        let timeout = registered
-            .descriptor()
-            .timeout
-            .unwrap_or(self.inner.default_timeout);
-        let err = match first {
-            Ok(pending) => match self.within_deadline(registered, pending, timeout).await {
-                Ok(data) => return Ok(data),
-                Err(err) => err,
-            },
-            Err(err) => err,
-        };
-        self.retries(registered, ctx, args, write, timeout, err)
-            .await
-    }
-
-    /// One attempt under the deadline.
-    ///
-    /// The deadline counts from the tool's first wait: a tool that answers on its first poll
-    /// never waits, so it cannot overrun, and no timer is armed (nor the clock read) for it. A
-    /// poll that blocks cannot be interrupted by any timer anyway.
-    async fn attempt(
-        &self,
-        registered: &RegisteredTool,
-        mut call: ToolFuture<'_>,
-        timeout: Duration,
-    ) -> Result<JsonText, ToolError> {
-        match poll_once(&mut call).await {
-            Poll::Ready(outcome) => outcome,
-            Poll::Pending => self.within_deadline(registered, call, timeout).await,
-        }
-    }
-
-    /// A call that waited on its first poll, given `timeout` from now to answer.
-    async fn within_deadline(
-        &self,
-        registered: &RegisteredTool,
-        call: ToolFuture<'_>,
-        timeout: Duration,
-    ) -> Result<JsonText, ToolError> {
-        let descriptor = registered.descriptor();
-        match tokio::time::timeout(timeout, call).await {
-            Ok(outcome) => outcome,
-            Err(_elapsed) => Err(deadline_passed(
-                descriptor.name,
-                descriptor.side_effect.is_read(),
-                timeout,
-            )),
-        }
-    }
-
-    /// The attempts after the first failed with `err`, while the fault is transient and the
-    /// policy and the total deadline allow.
-    async fn retries(
-        &self,
-        registered: &RegisteredTool,
-        ctx: &Ctx,
-        args: Input<'_>,
-        write: Option<&Claimed<'_>>,
-        timeout: Duration,
-        mut err: ToolError,
-    ) -> Result<JsonText, Failure> {
-        let descriptor = registered.descriptor();
-        let policy = RetryPolicy::of(descriptor);
-        // The total deadline: every remaining attempt's, counted from the first failure.
-        let mut budget_end: Option<tokio::time::Instant> = None;
-        let mut delays: Option<Backoff> = None;
-        let mut attempt = 1;
-        loop {
-            let transient = match err.kind() {
-                ErrorKind::Unavailable | ErrorKind::RateLimited => true,
-                ErrorKind::Timeout => descriptor.side_effect.is_read(),
-                // Sent, maybe applied: safe to send again only under a key the provider honours.
-                ErrorKind::OutcomeUnknown => descriptor.honours_key,
-                _ => false,
-            };
-            if !transient {
-                return Err(Failure::new(err, attempt));
-            }
-            if attempt >= policy.max_attempts {
-                return Err(exhausted(descriptor.name, err, attempt));
-            }
-            let backoff = delays.get_or_insert_with(|| {
-                Backoff::new(
-                    policy.base,
-                    policy.max,
-                    policy.jitter,
-                    self.inner.seed ^ seed_of(ctx.call_id()),
-                )
-            });
-            let mut delay = backoff.next().unwrap_or(policy.max);
-            if let Some(after) = err.retry_after() {
-                delay = delay.max(after);
-            }
-            let now = tokio::time::Instant::now();
-            let budget_end = *budget_end
-                .get_or_insert_with(|| now + timeout.saturating_mul(policy.max_attempts - attempt));
-            if now + delay >= budget_end {
-                return Err(exhausted(descriptor.name, err, attempt));
-            }
-            if let Some(claimed) = write {
-                let record = AttemptError {
-                    attempt,
-                    kind: err.kind().as_str().to_owned(),
-                    what: err.what().to_owned(),
-                };
-                let lease_until =
-                    self.inner.clock.now_ms().saturating_add(
-                        i64::try_from(claimed.lease.as_millis()).unwrap_or(i64::MAX),
-                    );
-                let recorded = claimed
-                    .store
-                    .record_retry(claimed.owner, &record, lease_until)
-                    .await;
-                if let Err(store_err) = recorded {
-                    // No retry without its record: stop here, saying what the last attempt did.
-                    let answer = not_retried(descriptor.name, err.clone(), &store_err);
-                    return Err(Failure::new(err, attempt).answered(answer));
-                }
-            }
-            tokio::time::sleep(delay).await;
-            attempt += 1;
-            if let Some(claimed) = write {
-                claimed.attempt.store(attempt, Ordering::Relaxed);
-            }
-            err = match self
-                .attempt(registered, args.invoke(registered, ctx), timeout)
-                .await
-            {
-                Ok(data) => return Ok(data),
-                Err(err) => err,
-            };
-        }
-    }
-
     fn lookup(&self, name: &str) -> Result<&RegisteredTool, ToolError> {
         self.inner.registry.get(name).ok_or_else(|| {
             let known = self.inner.registry.names().collect::<Vec<_>>().join(", ");
@@ -837,38 +518,6 @@ impl Dispatcher {
             .why(format!("the tools are: {known}"))
             .next(format!("call one of: {known}"))
         })
-    }
-}
-
-/// Polls `call` once, whatever it answers.
-async fn poll_once(call: &mut ToolFuture<'_>) -> Poll<Result<JsonText, ToolError>> {
-    std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await
-}
-
-/// The arguments an attempt reads: the validated tree, or the text that the tool's types
-/// validated (see [`Tool::invoke_text`](crate::Tool::invoke_text)).
-#[derive(Clone, Copy)]
-enum Input<'a> {
-    Tree(&'a Value),
-    Text(&'a str),
-}
-
-impl<'a> Input<'a> {
-    /// The call of one attempt.
-    fn invoke(self, registered: &'a RegisteredTool, ctx: &'a Ctx) -> ToolFuture<'a> {
-        let tool = registered.tool();
-        match self {
-            Input::Tree(args) => tool.invoke(ctx, args),
-            // Deserializing the same text gives the same answer as before the first attempt.
-            Input::Text(text) => tool.invoke_text(ctx, text).unwrap_or_else(|| {
-                let name = registered.descriptor().name;
-                Box::pin(async move {
-                    Err(ToolError::internal(format!(
-                        "{name} refused arguments it had accepted on an earlier attempt"
-                    )))
-                })
-            }),
-        }
     }
 }
 
@@ -884,58 +533,5 @@ fn permitted(session: &Session, descriptor: &ToolDescriptor) -> Result<(), ToolE
                 )),
         ),
         _ => Ok(()),
-    }
-}
-
-/// The claim a write runs under, for its attempts to record their errors under.
-struct Claimed<'a> {
-    store: &'a dyn OperationStore,
-    owner: &'a Owner,
-    /// How long the claim holds; each retry renews it.
-    lease: Duration,
-    /// The attempt running now (1 for the first), for a panic to be recorded under.
-    attempt: AtomicU32,
-}
-
-/// Added to a claim's lease beyond its attempts and backoffs.
-const LEASE_MARGIN: Duration = Duration::from_secs(5);
-
-/// A seed for one call's jitter.
-fn seed_of(call_id: &str) -> u64 {
-    call_id.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// How the attempts end after the last one, numbered `attempts`, failed with a transient
-/// fault: the record keeps `err`; the model reads a summary of the spent retries.
-fn exhausted(tool: &str, err: ToolError, attempts: u32) -> Failure {
-    if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
-        return Failure::new(err, attempts);
-    }
-    let why = match err.reason() {
-        Some(why) => format!("{}: {why}", err.what()),
-        None => err.what().to_owned(),
-    };
-    let summary = ToolError::new(
-        ErrorKind::RetryBudgetExhausted,
-        format!("{tool} failed {attempts} times in a row; nothing was applied"),
-    )
-    .why(why)
-    .next("try again later, or tell the user the service is unavailable");
-    Failure::new(err, attempts).answered(summary)
-}
-
-/// The error for a call that ran past its deadline: a read timed out; a write may have been
-/// applied, so its outcome is unknown, never a failure.
-fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> ToolError {
-    if is_read {
-        ToolError::timeout(format!("{tool} did not answer within {deadline:?}")).next(format!(
-            "call {tool} again, or tell the user the system is slow"
-        ))
-    } else {
-        ToolError::outcome_unknown(format!("{tool} did not finish within {deadline:?}"))
-            .why("the request may have been applied before the deadline passed")
-            .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
     }
 }
