@@ -227,9 +227,8 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 
 /// The first 200 characters of `text`, quoted, for error messages.
 pub(crate) fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 200;
-    match text.char_indices().nth(LIMIT) {
-        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+    match crate::quote::cut(text, 200) {
+        Some(head) => format!("{head:?}…"),
         None => format!("{text:?}"),
     }
 }

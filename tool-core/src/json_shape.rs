@@ -11,6 +11,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::call::{MalformedCall, excerpt};
+use crate::quote::shortened;
 
 /// The kind of one JSON value, read as [`serde_json::Value`] reads it (numbers in range,
 /// strings with valid escapes, at most serde_json's nesting) with nothing kept.
@@ -148,10 +149,7 @@ impl Repeated {
                 break;
             }
         }
-        match pointer.char_indices().nth(LIMIT) {
-            Some((cut, _)) => format!("{}…", &pointer[..cut]),
-            None => pointer,
-        }
+        shortened(&pointer, LIMIT).into_owned()
     }
 
     fn into_malformed(self) -> MalformedCall {

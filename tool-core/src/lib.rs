@@ -20,6 +20,7 @@ mod json_shape;
 mod json_text;
 mod probe;
 pub mod provider;
+mod quote;
 mod rate_limit;
 mod reconciler;
 mod registry;

@@ -6,11 +6,10 @@
 //! [`MAX_LISTED`] violations and at most [`MAX_WHY`] bytes of them, then says how many more there
 //! are. A 10 MB string given for a number is answered in a few hundred bytes.
 
-use std::io::Write;
-
 use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::quote::{json_prefix, shortened};
 
 /// At most this many violations are listed back to the model; the count says how many more.
 const MAX_LISTED: usize = 20;
@@ -131,44 +130,7 @@ pub(crate) fn invalid_arguments(tool: &str, violations: &[Violation]) -> ToolErr
 /// The JSON text of `value`, cut after [`MAX_QUOTED`] characters with `…`; never written out
 /// further than that, however large the value.
 fn quoted(value: &Value) -> String {
-    /// Takes bytes until it holds enough, then refuses the rest.
-    struct Prefix(Vec<u8>);
-    impl Write for Prefix {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            // A character is at most 4 bytes: this many always holds the characters quoted.
-            let room = (MAX_QUOTED + 1) * 4 - self.0.len();
-            if room == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            let taken = bytes.len().min(room);
-            self.0.extend_from_slice(&bytes[..taken]);
-            Ok(taken)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut prefix = Prefix(Vec::new());
-    // Fails only when the prefix is full, which is what it is for.
-    let full = serde_json::to_writer(&mut prefix, value).is_err();
-    let text = match std::str::from_utf8(&prefix.0) {
-        Ok(text) => text,
-        // Cut inside a character: keep the characters before it.
-        Err(err) => std::str::from_utf8(&prefix.0[..err.valid_up_to()]).unwrap_or_default(),
-    };
-    match text.char_indices().nth(MAX_QUOTED) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None if full => format!("{text}…"),
-        None => text.to_owned(),
-    }
-}
-
-/// `text`, cut after `limit` characters with `…`.
-fn shortened(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(limit) {
-        Some((cut, _)) => format!("{}…", &text[..cut]).into(),
-        None => text.into(),
-    }
+    json_prefix(value, MAX_QUOTED)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::FormatError;
 use super::raw_turn::Field;
 use crate::call::{Arguments, MalformedCall, ToolCall, excerpt, json_kind};
 use crate::json_shape::{MAX_DEPTH, Shape, deeper_than, shape_of};
+use crate::quote::json_prefix;
 
 /// The id given to call number `index` of a turn when it arrived without a usable one.
 pub(super) fn missing_id(index: usize) -> String {
@@ -27,13 +28,7 @@ pub(super) fn describe(value: Option<&Value>) -> String {
             "{} that nests more than {MAX_DEPTH} arrays and objects",
             json_kind(value)
         ),
-        Some(value) => {
-            let text = value.to_string();
-            match text.char_indices().nth(LIMIT) {
-                Some((cut, _)) => format!("{}: {}…", json_kind(value), &text[..cut]),
-                None => format!("{}: {text}", json_kind(value)),
-            }
-        }
+        Some(value) => format!("{}: {}", json_kind(value), json_prefix(value, LIMIT)),
     }
 }
 
