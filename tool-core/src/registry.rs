@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::descriptor::ToolDescriptor;
+use crate::provider::{LoweringFallback, LoweringTarget, Lowerings};
 use crate::tool::Tool;
 use crate::validate::ArgsValidator;
 
@@ -28,11 +29,13 @@ pub enum RegistryError {
     },
 }
 
-/// A registered tool: the tool, its canonical schema and its validator.
+/// A registered tool: the tool, its canonical schema, its validator, and its schema lowered
+/// to the provider dialects that need it.
 pub struct RegisteredTool {
     tool: Arc<dyn Tool>,
     schema: Value,
     validator: ArgsValidator,
+    lowerings: Lowerings,
 }
 
 impl RegisteredTool {
@@ -55,6 +58,11 @@ impl RegisteredTool {
     pub fn tool(&self) -> &dyn Tool {
         &*self.tool
     }
+
+    /// The schema lowered to each dialect, made when the tool was registered.
+    pub(crate) fn lowerings(&self) -> &Lowerings {
+        &self.lowerings
+    }
 }
 
 impl std::fmt::Debug for RegisteredTool {
@@ -66,6 +74,11 @@ impl std::fmt::Debug for RegisteredTool {
 }
 
 /// The tools an agent may call, in registration order.
+///
+/// Registering a tool compiles its validator and lowers its schema, once, to the dialects that
+/// cannot take the canonical schema (OpenAI strict mode, Gemini `parameters`); every catalog
+/// reuses them. A tool whose schema does not lower to one of them is still registered: it is
+/// listed in [`Registry::lowering_fallbacks`] and logged once, as a `tracing` warning.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -86,6 +99,7 @@ pub struct Registry {
     tools: Vec<RegisteredTool>,
     /// `(name, index)` sorted by name: a binary search over a few short names beats hashing.
     by_name: Vec<(&'static str, usize)>,
+    fallbacks: Vec<LoweringFallback>,
 }
 
 impl Registry {
@@ -115,13 +129,59 @@ impl Registry {
                 tool: name.to_owned(),
                 reason: err.to_string(),
             })?;
+        let lowerings = Lowerings::of(&schema);
+        for fallback in lowerings.fallbacks(name) {
+            tracing::warn!(
+                tool = name,
+                error = %fallback.error,
+                "the tool is declared {} in {} catalogs",
+                fallback.declared(),
+                fallback.error.target,
+            );
+            self.fallbacks.push(fallback);
+        }
         self.by_name.insert(slot, (name, self.tools.len()));
         self.tools.push(RegisteredTool {
             tool: Arc::new(tool),
             schema,
             validator,
+            lowerings,
         });
         Ok(self)
+    }
+
+    /// Every tool whose schema does not lower to a dialect, found when it was registered, in
+    /// registration order: a catalog in that dialect declares it with its canonical schema.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use toolgate::prelude::*;
+    /// use toolgate::provider::LoweringTarget;
+    ///
+    /// /// Tag an order.
+    /// #[tool(permission = "orders:write")]
+    /// async fn tag_order(tags: HashMap<String, String>) -> Result<String, ToolError> {
+    ///     Ok(format!("{} tags", tags.len()))
+    /// }
+    ///
+    /// let mut registry = Registry::new();
+    /// registry.register::<tag_order>()?;
+    /// let fallback = &registry.lowering_fallbacks()[0];
+    /// assert_eq!(fallback.tool, "tag_order");
+    /// assert_eq!(fallback.error.target, LoweringTarget::OpenAiStrict);
+    /// assert!(fallback.error.fix.contains("Vec of structs"));
+    /// # Ok::<(), toolgate::RegistryError>(())
+    /// ```
+    pub fn lowering_fallbacks(&self) -> &[LoweringFallback] {
+        &self.fallbacks
+    }
+
+    /// The tools declared with `"strict": false` in OpenAI strict mode, and why: the
+    /// [`Registry::lowering_fallbacks`] of that dialect.
+    pub fn strict_fallbacks(&self) -> impl Iterator<Item = &LoweringFallback> {
+        self.fallbacks
+            .iter()
+            .filter(|fallback| fallback.error.target == LoweringTarget::OpenAiStrict)
     }
 
     /// The tool called `name`.
