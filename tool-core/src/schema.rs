@@ -17,7 +17,7 @@ pub(crate) use walk::{Holds, child_pointer, holds, subschemas, walk_schemas};
 /// a generated struct); every object that lists `properties` and says nothing of other keys gets
 /// `additionalProperties: false`, because the validator rejects unknown fields; every integer
 /// carries the bounds of its Rust type; an object schema with no properties at all (a struct
-/// with no fields) gets an empty `properties` and so accepts only `{}`;, so a value the schema accepts always fits.
+/// with no fields) gets an empty `properties` and so accepts only `{}`; so a value the schema accepts always fits.
 pub fn canonical_schema_for<T: JsonSchema>() -> Value {
     let schema = SchemaSettings::draft2020_12()
         .with(|settings| settings.meta_schema = None)
