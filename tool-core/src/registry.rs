@@ -134,9 +134,9 @@ impl Registry {
             tracing::warn!(
                 tool = name,
                 error = %fallback.error,
-                "the tool is declared {} in {} catalogs",
-                fallback.declared(),
+                "the tool's schema does not lower to {}; catalogs declare it {}",
                 fallback.error.target,
+                fallback.declared(),
             );
             self.fallbacks.push(fallback);
         }
@@ -450,12 +450,12 @@ mod tests {
             assert_eq!(
                 warnings.seen(),
                 [
-                    "the tool is declared without strict mode in OpenAI strict mode catalogs: \
-                     tag_order",
-                    "the tool is declared with parametersJsonSchema in Gemini parameters \
-                     catalogs: tag_order",
-                    "the tool is declared without strict mode in OpenAI strict mode catalogs: \
-                     search",
+                    "the tool's schema does not lower to OpenAI strict mode; catalogs declare it \
+                     without strict mode: tag_order",
+                    "the tool's schema does not lower to Gemini parameters; catalogs declare it \
+                     with parametersJsonSchema: tag_order",
+                    "the tool's schema does not lower to OpenAI strict mode; catalogs declare it \
+                     without strict mode: search",
                 ]
             );
             for _ in 0..2 {

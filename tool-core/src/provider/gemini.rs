@@ -215,7 +215,7 @@ mod tests {
     use crate::provider::test_support::{failure, garbage_turns, registry, success};
 
     #[test]
-    fn declarations_match_providers_md() {
+    fn declarations_match_the_wire_shape() {
         let catalog = Gemini.catalog(&registry());
         assert_eq!(
             catalog[0],
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_providers_md_call_and_a_whole_response() {
+    fn parses_the_example_call_and_a_whole_response() {
         let turn = json!({"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"<opaque>"}]});
         let expected = vec![ToolCall::new(
             "fc_1",

@@ -323,7 +323,7 @@ mod tests {
         "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":null}"}}]}"#;
 
     #[test]
-    fn strict_catalog_matches_providers_md() {
+    fn strict_catalog_matches_the_wire_shape() {
         let catalog = OpenAiChat { strict: true }.catalog(&registry());
         assert_eq!(catalog.len(), 5);
         assert_eq!(
@@ -364,7 +364,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_providers_md_call() {
+    fn parses_the_example_call() {
         let turn: Value = serde_json::from_str(CALL).unwrap();
         let calls = OpenAiChat::default().parse_calls(&turn).unwrap();
         assert_eq!(

@@ -73,9 +73,13 @@ pub(super) trait Dialect: Sized {
 /// The state of one lowering: the document that `$ref`s resolve in, the references inlined on
 /// the path to the current schema, and a count of the nodes produced.
 pub(super) struct Lowerer<'r, D> {
+    /// The canonical schema, which every `$ref` resolves in.
     pub(super) root: &'r Value,
+    /// The references inlined on the path to the current schema (`#` for the root).
     pub(super) stack: Vec<String>,
+    /// How many schemas were lowered so far.
     pub(super) nodes: usize,
+    /// The dialect, a type only.
     dialect: std::marker::PhantomData<D>,
 }
 
