@@ -444,6 +444,19 @@ mod tests {
     }
 
     #[test]
+    fn the_documentation_names_every_keyword_strict_mode_keeps() {
+        let source = include_str!("strict.rs");
+        let start = source
+            .find("/// Lowers a canonical schema to OpenAI strict mode")
+            .unwrap();
+        let end = source.find("pub fn openai_strict").unwrap();
+        let docs = &source[start..end];
+        for (keyword, _) in super::STRICT_KEYWORDS {
+            assert!(docs.contains(&format!("`{keyword}`")), "{keyword}");
+        }
+    }
+
+    #[test]
     fn pointers_escape_their_tokens() {
         assert_eq!(
             crate::schema::child_pointer("/properties", "a/b~c"),
