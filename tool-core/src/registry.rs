@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::descriptor::ToolDescriptor;
+use crate::provider::{LoweringFallback, LoweringTarget, Lowerings};
 use crate::tool::Tool;
 use crate::validate::ArgsValidator;
 
@@ -28,11 +29,13 @@ pub enum RegistryError {
     },
 }
 
-/// A registered tool: the tool, its canonical schema and its validator.
+/// A registered tool: the tool, its canonical schema, its validator, and its schema lowered
+/// to the provider dialects that need it.
 pub struct RegisteredTool {
     tool: Arc<dyn Tool>,
     schema: Value,
     validator: ArgsValidator,
+    lowerings: Lowerings,
 }
 
 impl RegisteredTool {
@@ -55,6 +58,11 @@ impl RegisteredTool {
     pub fn tool(&self) -> &dyn Tool {
         &*self.tool
     }
+
+    /// The schema lowered to each dialect, made when the tool was registered.
+    pub(crate) fn lowerings(&self) -> &Lowerings {
+        &self.lowerings
+    }
 }
 
 impl std::fmt::Debug for RegisteredTool {
@@ -66,6 +74,11 @@ impl std::fmt::Debug for RegisteredTool {
 }
 
 /// The tools an agent may call, in registration order.
+///
+/// Registering a tool compiles its validator and lowers its schema, once, to the dialects that
+/// cannot take the canonical schema (OpenAI strict mode, Gemini `parameters`); every catalog
+/// reuses them. A tool whose schema does not lower to one of them is still registered: it is
+/// listed in [`Registry::lowering_fallbacks`] and logged once, as a `tracing` warning.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -86,6 +99,7 @@ pub struct Registry {
     tools: Vec<RegisteredTool>,
     /// `(name, index)` sorted by name: a binary search over a few short names beats hashing.
     by_name: Vec<(&'static str, usize)>,
+    fallbacks: Vec<LoweringFallback>,
 }
 
 impl Registry {
@@ -115,13 +129,59 @@ impl Registry {
                 tool: name.to_owned(),
                 reason: err.to_string(),
             })?;
+        let lowerings = Lowerings::of(&schema);
+        for fallback in lowerings.fallbacks(name) {
+            tracing::warn!(
+                tool = name,
+                error = %fallback.error,
+                "the tool's schema does not lower to {}; catalogs declare it {}",
+                fallback.error.target,
+                fallback.declared(),
+            );
+            self.fallbacks.push(fallback);
+        }
         self.by_name.insert(slot, (name, self.tools.len()));
         self.tools.push(RegisteredTool {
             tool: Arc::new(tool),
             schema,
             validator,
+            lowerings,
         });
         Ok(self)
+    }
+
+    /// Every tool whose schema does not lower to a dialect, found when it was registered, in
+    /// registration order: a catalog in that dialect declares it with its canonical schema.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use toolgate::prelude::*;
+    /// use toolgate::provider::LoweringTarget;
+    ///
+    /// /// Tag an order.
+    /// #[tool(permission = "orders:write")]
+    /// async fn tag_order(tags: HashMap<String, String>) -> Result<String, ToolError> {
+    ///     Ok(format!("{} tags", tags.len()))
+    /// }
+    ///
+    /// let mut registry = Registry::new();
+    /// registry.register::<tag_order>()?;
+    /// let fallback = &registry.lowering_fallbacks()[0];
+    /// assert_eq!(fallback.tool, "tag_order");
+    /// assert_eq!(fallback.error.target, LoweringTarget::OpenAiStrict);
+    /// assert!(fallback.error.fix.contains("Vec of structs"));
+    /// # Ok::<(), toolgate::RegistryError>(())
+    /// ```
+    pub fn lowering_fallbacks(&self) -> &[LoweringFallback] {
+        &self.fallbacks
+    }
+
+    /// The tools declared with `"strict": false` in OpenAI strict mode, and why: the
+    /// [`Registry::lowering_fallbacks`] of that dialect.
+    pub fn strict_fallbacks(&self) -> impl Iterator<Item = &LoweringFallback> {
+        self.fallbacks
+            .iter()
+            .filter(|fallback| fallback.error.target == LoweringTarget::OpenAiStrict)
     }
 
     /// The tool called `name`.
@@ -159,4 +219,252 @@ pub fn is_valid_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    use super::*;
+    use crate::ctx::Ctx;
+    use crate::provider::{FORMAT_NAMES, LoweringErrorKind, format_by_name};
+    use crate::tool::ToolFuture;
+
+    /// A tool with a fixed descriptor and schema; it is never called.
+    struct Declared {
+        descriptor: &'static ToolDescriptor,
+        schema: Value,
+    }
+
+    impl Tool for Declared {
+        fn descriptor(&self) -> &'static ToolDescriptor {
+            self.descriptor
+        }
+
+        fn args_schema(&self) -> Value {
+            self.schema.clone()
+        }
+
+        fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: &'a Value) -> ToolFuture<'a> {
+            Box::pin(async { Ok(crate::JsonText::of(&Value::Null).expect("null serializes")) })
+        }
+    }
+
+    static WEATHER: ToolDescriptor = ToolDescriptor::new("get_weather", "Current weather.");
+    static TAG: ToolDescriptor = ToolDescriptor::new("tag_order", "Tag an order.");
+    static VERBOSE: ToolDescriptor = ToolDescriptor::new("search", "Search the orders.");
+
+    fn weather() -> Declared {
+        Declared {
+            descriptor: &WEATHER,
+            schema: json!({"type": "object", "properties": {"city": {"type": "string"}},
+                "required": ["city"], "additionalProperties": false}),
+        }
+    }
+
+    /// A map: neither strict mode nor Gemini can declare it.
+    fn tag() -> Declared {
+        Declared {
+            descriptor: &TAG,
+            schema: json!({"type": "object", "properties": {"tags": {"type": "object",
+                "additionalProperties": {"type": "string"}}}, "required": ["tags"],
+                "additionalProperties": false}),
+        }
+    }
+
+    /// A `#[serde(default)]` flag: Gemini takes it, strict mode does not.
+    fn verbose() -> Declared {
+        Declared {
+            descriptor: &VERBOSE,
+            schema: json!({"type": "object", "properties": {"verbose": {"type": "boolean",
+                "default": false}}, "additionalProperties": false}),
+        }
+    }
+
+    fn registry() -> Registry {
+        let mut registry = Registry::new();
+        registry
+            .register_tool(weather())
+            .unwrap()
+            .register_tool(tag())
+            .unwrap()
+            .register_tool(verbose())
+            .unwrap();
+        registry
+    }
+
+    #[test]
+    fn every_tool_that_does_not_lower_is_listed_with_its_dialect_and_reason() {
+        let registry = registry();
+        let listed: Vec<_> = registry
+            .lowering_fallbacks()
+            .iter()
+            .map(|fallback| {
+                let error = &fallback.error;
+                (
+                    fallback.tool,
+                    error.target,
+                    error.kind,
+                    error.pointer.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                (
+                    "tag_order",
+                    LoweringTarget::OpenAiStrict,
+                    LoweringErrorKind::OpenObject,
+                    "/properties/tags/additionalProperties"
+                ),
+                (
+                    "tag_order",
+                    LoweringTarget::Gemini,
+                    LoweringErrorKind::OpenObject,
+                    "/properties/tags/additionalProperties"
+                ),
+                (
+                    "search",
+                    LoweringTarget::OpenAiStrict,
+                    LoweringErrorKind::OptionalNotNullable,
+                    "/properties/verbose"
+                ),
+            ]
+        );
+        let strict: Vec<_> = registry.strict_fallbacks().map(|f| f.tool).collect();
+        assert_eq!(strict, ["tag_order", "search"]);
+        assert_eq!(
+            registry.lowering_fallbacks()[2].to_string(),
+            "`search` is declared without strict mode: cannot lower the schema at \
+             #/properties/verbose to OpenAI strict mode: `verbose` is optional but rejects null, \
+             and strict mode makes the model send null for a value it leaves out; make the field \
+             `Option<T>` (instead of `#[serde(default)]`) to use strict mode"
+        );
+        // A tool that cannot be registered leaves no fallback behind.
+        let mut registry = Registry::new();
+        registry.register_tool(tag()).unwrap();
+        assert!(registry.register_tool(tag()).is_err());
+        assert_eq!(registry.lowering_fallbacks().len(), 2);
+    }
+
+    #[test]
+    fn catalogs_declare_the_lowerings_made_at_registration() {
+        let mut registry = registry();
+        // Swap the lowering kept for `get_weather` for that of another schema: a catalog that
+        // lowered again would show the tool's own schema, not this one.
+        let other = json!({"type": "object", "properties": {"town": {"type": "string"}},
+            "required": ["town"], "additionalProperties": false});
+        registry.tools[0].lowerings = Lowerings::of(&other);
+        let strict = format_by_name("openai-strict").unwrap().catalog(&registry);
+        assert_eq!(
+            strict[0]["function"]["parameters"]["properties"],
+            json!({"town": {"type": "string"}})
+        );
+        let gemini = format_by_name("gemini").unwrap().catalog(&registry);
+        assert_eq!(
+            gemini[0]["parameters"]["properties"],
+            json!({"town": {"type": "string"}})
+        );
+        // The tools that fell back are declared with their canonical schema.
+        assert_eq!(strict[2]["function"]["strict"], false);
+        assert_eq!(strict[2]["function"]["parameters"], verbose().schema);
+        assert_eq!(gemini[1]["parametersJsonSchema"], tag().schema);
+    }
+
+    /// The warning events a subscriber saw, each as its message and `tool` field.
+    #[derive(Clone, Default)]
+    struct Warnings(Arc<Mutex<Vec<String>>>);
+
+    impl Warnings {
+        fn seen(&self) -> Vec<String> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    struct Fields(Vec<String>);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if matches!(field.name(), "tool" | "message") {
+                self.0.push(format!("{value:?}"));
+            }
+        }
+
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if matches!(field.name(), "tool" | "message") {
+                self.0.push(value.to_owned());
+            }
+        }
+    }
+
+    struct Recorder {
+        warnings: Warnings,
+        next_id: AtomicU64,
+    }
+
+    impl Subscriber for Recorder {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(self.next_id.fetch_add(1, Ordering::Relaxed))
+        }
+
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+        fn event(&self, event: &Event<'_>) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                let mut fields = Fields(Vec::new());
+                event.record(&mut fields);
+                self.warnings.0.lock().unwrap().push(fields.0.join(": "));
+            }
+        }
+
+        fn enter(&self, _: &Id) {}
+
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn each_fallback_is_logged_once_at_registration_and_never_by_a_catalog() {
+        let warnings = Warnings::default();
+        let recorder = Recorder {
+            warnings: warnings.clone(),
+            next_id: AtomicU64::new(1),
+        };
+        tracing::subscriber::with_default(recorder, || {
+            // Other tests hit the same callsites on other threads, with no subscriber: make
+            // sure the interest each callsite cached counts this one.
+            tracing::callsite::rebuild_interest_cache();
+            let registry = registry();
+            assert_eq!(
+                warnings.seen(),
+                [
+                    "the tool's schema does not lower to OpenAI strict mode; catalogs declare it \
+                     without strict mode: tag_order",
+                    "the tool's schema does not lower to Gemini parameters; catalogs declare it \
+                     with parametersJsonSchema: tag_order",
+                    "the tool's schema does not lower to OpenAI strict mode; catalogs declare it \
+                     without strict mode: search",
+                ]
+            );
+            for _ in 0..2 {
+                for name in FORMAT_NAMES {
+                    let catalog = format_by_name(name).unwrap().catalog(&registry);
+                    assert_eq!(catalog.len(), 3, "{name}");
+                }
+            }
+            assert_eq!(warnings.seen().len(), 3, "{:?}", warnings.seen());
+        });
+    }
 }

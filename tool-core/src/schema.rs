@@ -2,9 +2,14 @@
 //! schema the model sees is the schema the validator enforces, and anything it accepts
 //! deserializes.
 
+mod walk;
+
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
+
+pub use walk::walk_schemas_mut;
+pub(crate) use walk::{Holds, child_pointer, holds, subschemas, walk_schemas};
 
 /// The canonical JSON Schema 2020-12 of `T`, the arguments of a tool.
 ///
@@ -12,7 +17,7 @@ use serde_json::{Map, Value, json};
 /// a generated struct); every object that lists `properties` and says nothing of other keys gets
 /// `additionalProperties: false`, because the validator rejects unknown fields; every integer
 /// carries the bounds of its Rust type; an object schema with no properties at all (a struct
-/// with no fields) gets an empty `properties` and so accepts only `{}`;, so a value the schema accepts always fits.
+/// with no fields) gets an empty `properties` and so accepts only `{}`; so a value the schema accepts always fits.
 pub fn canonical_schema_for<T: JsonSchema>() -> Value {
     let schema = SchemaSettings::draft2020_12()
         .with(|settings| settings.meta_schema = None)
@@ -69,46 +74,6 @@ fn add_integer_bounds(object: &mut Map<String, Value>) {
     };
     object.entry("minimum").or_insert(min);
     object.entry("maximum").or_insert(max);
-}
-
-/// Calls `visit` on every schema object in `schema`, the root first, descending through every
-/// keyword of JSON Schema 2020-12 that holds subschemas.
-pub fn walk_schemas_mut(schema: &mut Value, visit: &mut dyn FnMut(&mut Map<String, Value>)) {
-    let Some(object) = schema.as_object_mut() else {
-        return;
-    };
-    visit(object);
-    for (keyword, child) in object.iter_mut() {
-        match keyword.as_str() {
-            "properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas" => {
-                if let Some(map) = child.as_object_mut() {
-                    for sub in map.values_mut() {
-                        walk_schemas_mut(sub, visit);
-                    }
-                }
-            }
-            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
-                if let Some(list) = child.as_array_mut() {
-                    for sub in list {
-                        walk_schemas_mut(sub, visit);
-                    }
-                }
-            }
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedItems"
-            | "unevaluatedProperties" => {
-                walk_schemas_mut(child, visit);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// Rewrites every float with no fractional part that fits an integer as that integer, so that

@@ -144,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_providers_md_call() {
+    fn parses_the_example_call() {
         let turn = json!({"role":"assistant","content":[{"type":"tool_use","id":"toolu_01A","name":"get_weather","input":{"city":"Paris"}}]});
         assert_eq!(
             Anthropic.parse_calls(&turn).unwrap(),

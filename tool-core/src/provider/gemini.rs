@@ -5,7 +5,6 @@
 
 use serde_json::{Map, Value, json};
 
-use super::lower::gemini;
 use super::parse::{CallParts, ReadCall, calls_among, describe, not_an_object};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
@@ -21,7 +20,9 @@ const GENERATED_ID_PREFIX: &str = "gemini_call_";
 /// goes in `tools[0].functionDeclarations`. `parameters` is the schema lowered by
 /// [`gemini`](super::gemini); a tool without arguments has none; a tool whose schema cannot be
 /// lowered (a recursive type, a map) is declared with `parametersJsonSchema`, the canonical
-/// schema, instead (the two are mutually exclusive), and a warning names it.
+/// schema, instead (the two are mutually exclusive); the registry names it when the tool is
+/// registered ([`Registry::lowering_fallbacks`]). Each schema is lowered once, at
+/// registration, and every catalog reuses it.
 ///
 /// **Call ids.** Older models send calls without an `id`. Such a call is not malformed: it gets
 /// the id `gemini_call_N` (N its position among the turn's calls, or the next number whose id
@@ -180,10 +181,24 @@ fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
 
 fn declaration(tool: &RegisteredTool) -> Value {
     let descriptor = tool.descriptor();
-    let schema = tool.schema();
     let mut declaration = Map::new();
     declaration.insert("name".into(), descriptor.name.into());
     declaration.insert("description".into(), descriptor.model_description().into());
+    match tool.lowerings().gemini() {
+        Some(Ok(parameters)) => {
+            declaration.insert("parameters".into(), parameters.clone());
+        }
+        Some(Err(_)) => {
+            declaration.insert("parametersJsonSchema".into(), tool.schema().clone());
+        }
+        None => {}
+    }
+    Value::Object(declaration)
+}
+
+/// Whether a tool with the canonical schema `schema` is declared with parameters: a tool
+/// without arguments (no properties, no other keys allowed) has none.
+pub(super) fn declares_parameters(schema: &Value) -> bool {
     let has_properties = schema
         .get("properties")
         .and_then(Value::as_object)
@@ -191,22 +206,7 @@ fn declaration(tool: &RegisteredTool) -> Value {
     let open = schema
         .get("additionalProperties")
         .is_some_and(|additional| additional != &Value::Bool(false));
-    if has_properties || open {
-        match gemini(schema) {
-            Ok(parameters) => {
-                declaration.insert("parameters".into(), parameters);
-            }
-            Err(err) => {
-                tracing::warn!(
-                    tool = descriptor.name,
-                    error = %err,
-                    "the tool is declared with parametersJsonSchema"
-                );
-                declaration.insert("parametersJsonSchema".into(), schema.clone());
-            }
-        }
-    }
-    Value::Object(declaration)
+    has_properties || open
 }
 
 #[cfg(test)]
@@ -215,7 +215,7 @@ mod tests {
     use crate::provider::test_support::{failure, garbage_turns, registry, success};
 
     #[test]
-    fn declarations_match_providers_md() {
+    fn declarations_match_the_wire_shape() {
         let catalog = Gemini.catalog(&registry());
         assert_eq!(
             catalog[0],
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_providers_md_call_and_a_whole_response() {
+    fn parses_the_example_call_and_a_whole_response() {
         let turn = json!({"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"<opaque>"}]});
         let expected = vec![ToolCall::new(
             "fc_1",

@@ -247,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_providers_md_call_and_keeps_the_id_as_json_text() {
+    fn parses_the_example_call_and_keeps_the_id_as_json_text() {
         let request = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Paris"}}});
         assert_eq!(
             Mcp.parse_calls(&request).unwrap(),
@@ -320,7 +320,7 @@ mod tests {
     }
 
     #[test]
-    fn responses_match_providers_md() {
+    fn responses_match_the_wire_shape() {
         let ok = Mcp::render_response(&success("2"));
         assert_eq!(
             ok,

@@ -47,7 +47,10 @@ use crate::registry::Registry;
 
 pub use anthropic::Anthropic;
 pub use gemini::Gemini;
-pub use lower::{LoweringError, LoweringErrorKind, LoweringTarget, gemini, openai_strict};
+pub(crate) use lower::Lowerings;
+pub use lower::{
+    LoweringError, LoweringErrorKind, LoweringFallback, LoweringTarget, gemini, openai_strict,
+};
 pub use mcp::Mcp;
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;

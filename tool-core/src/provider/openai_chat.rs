@@ -4,7 +4,6 @@
 
 use serde_json::{Map, Value, json};
 
-use super::lower::openai_strict;
 use super::parse::{CallParts, ReadCall, describe, missing_id, not_an_object, with_ids};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
@@ -17,8 +16,10 @@ use crate::registry::{RegisteredTool, Registry};
 /// With `strict`, each tool is declared with `"strict": true` and its schema lowered by
 /// [`openai_strict`](super::openai_strict). A tool whose schema cannot be lowered (a map, a
 /// `#[serde(default)]` field that is not an `Option`, …) is declared with `"strict": false` and
-/// its canonical schema instead, and a warning names it and says what to change: one such tool
-/// does not break the catalog, and the validator enforces its schema either way.
+/// its canonical schema instead, and the registry names it and says what to change when the
+/// tool is registered ([`Registry::strict_fallbacks`]): one such tool does not break the
+/// catalog, and the validator enforces its schema either way. Each schema is lowered once, at
+/// registration, and every catalog reuses it.
 ///
 /// ```
 /// use serde_json::json;
@@ -59,7 +60,7 @@ impl WireFormat for OpenAiChat {
                 function.insert("name".into(), descriptor.name.into());
                 function.insert("description".into(), descriptor.model_description().into());
                 if self.strict {
-                    let (parameters, strict) = strict_parameters(tool, self.name());
+                    let (parameters, strict) = strict_parameters(tool);
                     function.insert("strict".into(), strict.into());
                     function.insert("parameters".into(), parameters);
                 } else {
@@ -301,20 +302,12 @@ mod fast {
     }
 }
 
-/// The parameters of `tool` in strict mode, and whether it can be declared strict: the lowered
-/// schema, or the canonical one (with a warning) when it cannot be lowered.
-pub(super) fn strict_parameters(tool: &RegisteredTool, format: &'static str) -> (Value, bool) {
-    match openai_strict(tool.schema()) {
-        Ok(lowered) => (lowered, true),
-        Err(err) => {
-            tracing::warn!(
-                format,
-                tool = tool.descriptor().name,
-                error = %err,
-                "the tool is declared without strict mode"
-            );
-            (tool.schema().clone(), false)
-        }
+/// The parameters of `tool` in strict mode, and whether it can be declared strict: the schema
+/// lowered when the tool was registered, or the canonical one when it does not lower.
+pub(super) fn strict_parameters(tool: &RegisteredTool) -> (Value, bool) {
+    match tool.lowerings().strict() {
+        Ok(lowered) => (lowered.clone(), true),
+        Err(_) => (tool.schema().clone(), false),
     }
 }
 
@@ -330,7 +323,7 @@ mod tests {
         "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":null}"}}]}"#;
 
     #[test]
-    fn strict_catalog_matches_providers_md() {
+    fn strict_catalog_matches_the_wire_shape() {
         let catalog = OpenAiChat { strict: true }.catalog(&registry());
         assert_eq!(catalog.len(), 5);
         assert_eq!(
@@ -371,7 +364,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_providers_md_call() {
+    fn parses_the_example_call() {
         let turn: Value = serde_json::from_str(CALL).unwrap();
         let calls = OpenAiChat::default().parse_calls(&turn).unwrap();
         assert_eq!(

@@ -15,8 +15,8 @@ use crate::registry::Registry;
 ///
 /// The API takes a declaration without `strict` as strict, so every declaration says it: `true`
 /// when [`OpenAiResponses::strict`] is on and the schema lowers with
-/// [`openai_strict`](super::openai_strict), `false` (with the canonical schema, and a warning
-/// naming the tool) otherwise. The default, and the format `openai-responses` names, is strict,
+/// [`openai_strict`](super::openai_strict), `false` (with the canonical schema; the registry
+/// names the tool when it is registered, [`Registry::strict_fallbacks`]) otherwise. The default, and the format `openai-responses` names, is strict,
 /// as the API's own default.
 ///
 /// ```
@@ -54,7 +54,7 @@ impl WireFormat for OpenAiResponses {
             .map(|tool| {
                 let descriptor = tool.descriptor();
                 let (parameters, strict) = if self.strict {
-                    strict_parameters(tool, self.name())
+                    strict_parameters(tool)
                 } else {
                     (tool.schema().clone(), false)
                 };

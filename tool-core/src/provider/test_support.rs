@@ -42,7 +42,7 @@ impl<A: JsonSchema + 'static> Tool for Fixed<A> {
     }
 }
 
-// The arguments of PROVIDERS.md's example tool.
+// The arguments of the weather tool every format test declares.
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 pub(super) struct WeatherArgs {
@@ -96,7 +96,7 @@ pub(super) fn registry() -> Registry {
     registry
 }
 
-/// The canonical schema PROVIDERS.md's `get_weather` has.
+/// The canonical schema of `get_weather`, the tool every format test declares.
 pub(super) fn weather_schema() -> Value {
     json!({
         "type": "object",
