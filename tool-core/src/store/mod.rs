@@ -9,6 +9,7 @@
 
 mod memory;
 mod record;
+mod shared;
 
 #[doc(hidden)]
 pub mod conformance;
