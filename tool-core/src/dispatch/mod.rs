@@ -61,7 +61,8 @@ use outage::UnrecordedOutcomes;
 /// duplicate answers the stored outcome, marked as a replay), runs under that claim with
 /// retries only while a fault proves nothing was applied, and has its outcome recorded before
 /// the model reads the result. Every call id gets exactly one result. A tool's
-/// `approval_over` and `rate_limit` are recorded in its descriptor and not yet acted on.
+/// `approval_over`, `rate_limit` and `resource` are recorded in its descriptor and not yet
+/// acted on.
 ///
 /// A tool that panics affects its own call only: a read answers `internal`, a write (which may
 /// have acted) becomes `outcome_unknown` for the reconciler to settle; a panic is never retried,

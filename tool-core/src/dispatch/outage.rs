@@ -36,6 +36,7 @@ use crate::store::{
     StoreError,
 };
 
+use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
@@ -170,16 +171,16 @@ impl Dispatcher {
         })
     }
 
-    /// Records `outcome` under `owner`, tried again while the store cannot be reached.
+    /// Records `outcome` under the write's claim, tried again while the store cannot be reached.
     /// When it does not land, the outcome is kept to be written later (see the module docs).
     pub(super) async fn record_outcome(
         &self,
-        store: &dyn OperationStore,
-        owner: &Owner,
+        claim: &HeldClaim<'_>,
         outcome: Outcome,
         seed: u64,
         budget: Duration,
     ) -> Result<(), StoreError> {
+        let HeldClaim { store, owner, .. } = *claim;
         let written = self
             .reaching(seed, budget, || {
                 write(store, owner, &outcome, self.now_ms())

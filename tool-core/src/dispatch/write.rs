@@ -130,10 +130,7 @@ impl Dispatcher {
         let result = match outcome {
             Ok(data) => {
                 let recorded = Outcome::Succeeded(data.as_str().to_owned());
-                match self
-                    .record_outcome(store, &owner, recorded, seed, budget)
-                    .await
-                {
+                match self.record_outcome(&claim, recorded, seed, budget).await {
                     Ok(()) => Ok(CallResult::succeeded(data)),
                     // Applied, but the store does not hold it: never claim a success it does
                     // not hold.
@@ -153,10 +150,7 @@ impl Dispatcher {
                 };
                 // The answer stays true whether or not it was recorded: the store's error goes
                 // to the trace, and an unrecorded outcome is kept to be written later.
-                match self
-                    .record_outcome(store, &owner, recorded, seed, budget)
-                    .await
-                {
+                match self.record_outcome(&claim, recorded, seed, budget).await {
                     Ok(()) => Err(failure.into_answer()),
                     Err(store_err) => {
                         tracing::warn!(error = %store_err, tool = descriptor.name, "the outcome of a write could not be recorded");
