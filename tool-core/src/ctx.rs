@@ -63,10 +63,6 @@ impl Ctx {
         self.idempotency_key.as_deref()
     }
 
-    pub(crate) fn into_call_id(self) -> String {
-        self.call_id
-    }
-
     /// The authenticated caller.
     pub fn auth(&self) -> &AuthContext {
         &self.auth

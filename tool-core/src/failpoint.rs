@@ -1,4 +1,5 @@
-//! Hooks at the steps of a write, for crash tests.
+//! Hooks at the steps of a write, for crash tests. Compiled only with the `test-util` feature:
+//! without it the write path calls no hook.
 
 /// The steps of a write at which [`Failpoints::hit`] is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -12,8 +12,9 @@ mod call_ids;
 mod clock;
 mod ctx;
 mod descriptor;
-mod dispatcher;
+mod dispatch;
 mod error;
+#[cfg(feature = "test-util")]
 mod failpoint;
 pub mod idempotency;
 mod json_shape;
@@ -40,10 +41,11 @@ pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use ctx::Ctx;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
-pub use dispatcher::{
+pub use dispatch::{
     DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder,
 };
 pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
+#[cfg(feature = "test-util")]
 pub use failpoint::{Failpoint, Failpoints};
 pub use json_text::JsonText;
 pub use rate_limit::RateLimit;

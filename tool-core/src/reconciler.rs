@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::auth::AuthContext;
 use crate::ctx::Ctx;
-use crate::dispatcher::Dispatcher;
+use crate::dispatch::Dispatcher;
 use crate::store::{OperationRecord, Resolution, StoreError};
 
 /// After this many answers of "still unknown", an operation is reported as escalated.

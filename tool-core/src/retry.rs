@@ -2,9 +2,13 @@
 //!
 //! The dispatcher retries transient faults below the model with exponential backoff and full
 //! jitter ([`crate::Backoff`]): reads on any transient fault, writes only while the fault proves
-//! nothing was applied.
+//! nothing was applied. Which failed attempts may be sent again is decided in one place,
+//! [`RetryPolicy::may_send_again`].
 
 use std::time::Duration;
+
+use crate::error::ErrorKind;
+use crate::side_effect::SideEffect;
 
 /// The `retry(max_attempts = .., base = "..", max = "..", jitter = ..)` settings of a tool.
 ///
@@ -75,6 +79,37 @@ impl RetryPolicy {
         }
     }
 
+    /// Whether an attempt that failed with `kind` may be sent again (while the policy's
+    /// attempts and the deadline allow), for a tool of `side_effect` whose provider applies
+    /// one idempotency key once when `honours_key`:
+    ///
+    /// - [`Unavailable`](ErrorKind::Unavailable) and [`RateLimited`](ErrorKind::RateLimited):
+    ///   yes, for every tool; the fault proves nothing was applied.
+    /// - [`Timeout`](ErrorKind::Timeout): for a read only.
+    /// - [`OutcomeUnknown`](ErrorKind::OutcomeUnknown): sent, maybe applied; only when the
+    ///   provider honours the key, which makes a second send safe.
+    /// - every other kind: no; the caller reads the error.
+    ///
+    /// ```
+    /// use toolgate::{ErrorKind, RetryPolicy, SideEffect};
+    ///
+    /// assert!(RetryPolicy::may_send_again(ErrorKind::Timeout, SideEffect::Read, false));
+    /// assert!(!RetryPolicy::may_send_again(ErrorKind::Timeout, SideEffect::Write, true));
+    /// assert!(RetryPolicy::may_send_again(ErrorKind::OutcomeUnknown, SideEffect::Write, true));
+    /// ```
+    pub const fn may_send_again(
+        kind: ErrorKind,
+        side_effect: SideEffect,
+        honours_key: bool,
+    ) -> bool {
+        match kind {
+            ErrorKind::Unavailable | ErrorKind::RateLimited => true,
+            ErrorKind::Timeout => side_effect.is_read(),
+            ErrorKind::OutcomeUnknown => honours_key,
+            _ => false,
+        }
+    }
+
     /// The policy of `descriptor`.
     pub fn of(descriptor: &crate::ToolDescriptor) -> Self {
         let defaults = RetryPolicy::defaults(descriptor.side_effect);
@@ -84,6 +119,85 @@ impl RetryPolicy {
             base: spec.base.unwrap_or(defaults.base),
             max: spec.max.unwrap_or(defaults.max),
             jitter: spec.jitter.unwrap_or(defaults.jitter),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The row of `kind` in the table below. The match names every kind, so adding one does not
+    /// compile until the table has a row for it.
+    fn row(kind: ErrorKind) -> usize {
+        use ErrorKind::*;
+        match kind {
+            InvalidArguments => 0,
+            UnknownTool => 1,
+            NotFound => 2,
+            Conflict => 3,
+            Refused => 4,
+            Timeout => 5,
+            RateLimited => 6,
+            RetryBudgetExhausted => 7,
+            RepeatedCall => 8,
+            CallBudgetExhausted => 9,
+            Internal => 10,
+            Unavailable => 11,
+            OutcomeUnknown => 12,
+            InProgress => 13,
+            PermissionDenied => 14,
+            CredentialsRevoked => 15,
+            RunBudgetExhausted => 16,
+            PolicyViolation => 17,
+        }
+    }
+
+    #[test]
+    fn every_kind_side_effect_and_key_has_its_answer() {
+        use ErrorKind::*;
+        const Y: bool = true;
+        const N: bool = false;
+        const COLUMNS: [(SideEffect, bool); 6] = [
+            (SideEffect::Read, false),
+            (SideEffect::Read, true),
+            (SideEffect::Write, false),
+            (SideEffect::Write, true),
+            (SideEffect::Destructive, false),
+            (SideEffect::Destructive, true),
+        ];
+        // May it be sent again? Columns: read, write, destructive; each without, then with, a
+        // key the provider honours.
+        let table: [(ErrorKind, [bool; 6]); 18] = [
+            (InvalidArguments, [N, N, N, N, N, N]),
+            (UnknownTool, [N, N, N, N, N, N]),
+            (NotFound, [N, N, N, N, N, N]),
+            (Conflict, [N, N, N, N, N, N]),
+            (Refused, [N, N, N, N, N, N]),
+            (Timeout, [Y, Y, N, N, N, N]),
+            (RateLimited, [Y, Y, Y, Y, Y, Y]),
+            (RetryBudgetExhausted, [N, N, N, N, N, N]),
+            (RepeatedCall, [N, N, N, N, N, N]),
+            (CallBudgetExhausted, [N, N, N, N, N, N]),
+            (Internal, [N, N, N, N, N, N]),
+            (Unavailable, [Y, Y, Y, Y, Y, Y]),
+            (OutcomeUnknown, [N, Y, N, Y, N, Y]),
+            (InProgress, [N, N, N, N, N, N]),
+            (PermissionDenied, [N, N, N, N, N, N]),
+            (CredentialsRevoked, [N, N, N, N, N, N]),
+            (RunBudgetExhausted, [N, N, N, N, N, N]),
+            (PolicyViolation, [N, N, N, N, N, N]),
+        ];
+        for (place, (kind, answers)) in table.iter().enumerate() {
+            // Each kind once, in its row: with 18 rows, that is every kind.
+            assert_eq!(row(*kind), place, "{kind:?} is out of place in the table");
+            for ((side_effect, honours_key), expected) in COLUMNS.iter().zip(answers) {
+                assert_eq!(
+                    RetryPolicy::may_send_again(*kind, *side_effect, *honours_key),
+                    *expected,
+                    "{kind:?} on a {side_effect:?} tool, honours_key = {honours_key}"
+                );
+            }
         }
     }
 }

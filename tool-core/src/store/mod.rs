@@ -1,4 +1,4 @@
-//! Durable records of write operations: the state machine of DESIGN §4 behind one small trait.
+//! Durable records of write operations: their state machine behind one small trait.
 //!
 //! A store keeps one record per `(tenant, key)`. The dispatcher claims a key before a write runs
 //! (one atomic insert-or-inspect, with a lease and an attempt counter), then records the outcome
@@ -9,6 +9,7 @@
 
 mod memory;
 mod record;
+mod shared;
 
 #[doc(hidden)]
 pub mod conformance;

@@ -7,7 +7,7 @@
 //! - A claim that fails with [`StoreError::Unreachable`] is tried again under the store policy
 //!   ([`DEFAULT_STORE_RETRY`], or `DispatcherBuilder::store_retry`), no try starting later than
 //!   the tool's deadline after the first failure; then the call answers
-//!   [`ErrorKind::Unavailable`]: nothing was run.
+//!   [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable): nothing was run.
 //! - A retry of a tool's transient fault is recorded before it is sent; when the store cannot
 //!   record it, the retry is not sent and the answer says the last attempt failed and nothing
 //!   was applied (an unknown outcome stays the tool's own).
@@ -29,14 +29,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::backoff::Backoff;
-use crate::error::{ErrorKind, ToolError};
+use crate::error::ToolError;
 use crate::retry::RetryPolicy;
 use crate::store::{
     AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner, Resolution,
     StoreError,
 };
 
-use super::Dispatcher;
+use super::write::HeldClaim;
+use super::{Dispatcher, answers};
 
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
 /// backoff from 100 ms up to 1 s with full jitter, and no try starting later than the tool's
@@ -146,8 +147,7 @@ impl Dispatcher {
         }
     }
 
-    /// Step 6 with the store's faults below the model: the claim, tried again while the store
-    /// cannot be reached. An outcome of the same key that this dispatcher kept is written first.
+    /// The claim of a write's key, tried again while the store cannot be reached. An outcome of the same key that this dispatcher kept is written first.
     pub(super) async fn claim_reaching(
         &self,
         store: &dyn OperationStore,
@@ -165,19 +165,22 @@ impl Dispatcher {
             store.claim(request)
         })
         .await
-        .map_err(|err| store_failed(request.tool, &err))
+        .map_err(|err| {
+            tracing::warn!(error = %err, tool = request.tool, "the operation store failed; the call did not run");
+            answers::store_failed(request.tool, &err)
+        })
     }
 
-    /// Step 9: records `outcome` under `owner`, tried again while the store cannot be reached.
+    /// Records `outcome` under the write's claim, tried again while the store cannot be reached.
     /// When it does not land, the outcome is kept to be written later (see the module docs).
     pub(super) async fn record_outcome(
         &self,
-        store: &dyn OperationStore,
-        owner: &Owner,
+        claim: &HeldClaim<'_>,
         outcome: Outcome,
         seed: u64,
         budget: Duration,
     ) -> Result<(), StoreError> {
+        let HeldClaim { store, owner, .. } = *claim;
         let written = self
             .reaching(seed, budget, || {
                 write(store, owner, &outcome, self.now_ms())
@@ -273,106 +276,4 @@ async fn settle_expired(
             .await?;
     }
     Ok(())
-}
-
-/// The error when the store cannot be used: nothing ran, or nothing more will. A store that
-/// could not be reached is a transient fault ([`ErrorKind::Unavailable`]); any other store
-/// failure is `internal`. The store's error goes to the trace.
-pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
-    tracing::warn!(error = %err, tool, "the operation store failed; the call did not run");
-    if err.is_unreachable() {
-        return ToolError::new(
-            ErrorKind::Unavailable,
-            format!("{tool} did not run: the operation store could not be reached"),
-        )
-        .why(
-            "every write is recorded under its idempotency key before it runs, and the store \
-             did not answer, so nothing was run",
-        )
-        .next(
-            "try again in a moment; if it keeps failing, tell the user the service is unavailable",
-        );
-    }
-    ToolError::internal(format!(
-        "{tool} could not be recorded safely, so it did not run"
-    ))
-    .why(err.to_string())
-    .next("try again in a moment, or tell the user the tool is unavailable")
-}
-
-/// The answer when an attempt of `tool` failed with `err`, a transient fault, and the retry could
-/// not be recorded in the store (every retry is, before it is sent). An unknown outcome stays
-/// the tool's own; any other fault proved that nothing was applied.
-pub(super) fn not_retried(tool: &str, err: ToolError, store_err: &StoreError) -> ToolError {
-    tracing::warn!(error = %store_err, tool, "a retry could not be recorded; the call stops");
-    if err.kind() == ErrorKind::OutcomeUnknown {
-        return err;
-    }
-    let what = format!("{tool} failed and was not tried again: {}", err.what());
-    let next =
-        "try again in a moment; if it keeps failing, tell the user the service is unavailable";
-    if store_err.is_unreachable() {
-        return ToolError::new(ErrorKind::Unavailable, what)
-            .why(
-                "a retry is recorded in the operation store before it is sent, and the store \
-                 could not be reached; the failure proved that nothing was applied",
-            )
-            .next(next);
-    }
-    ToolError::internal(what)
-        .why(format!(
-            "a retry is recorded in the operation store before it is sent, and the store refused \
-             it ({store_err}); the failure proved that nothing was applied"
-        ))
-        .next(next)
-}
-
-/// The answer when `tool` answered `Ok` and its result could not be recorded.
-pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
-    tracing::warn!(error = %err, tool, "a write ran and its result could not be recorded");
-    let why = match err {
-        StoreError::LostClaim { .. } => {
-            "it may have acted: it ran, and meanwhile its lease ended and the operation passed to \
-             the reconciler or another worker, which settles its outcome"
-        }
-        _ if err.is_unreachable() => {
-            "it may have acted: it ran, and the operation store could not be reached to record \
-             its result; the outcome is being checked and is recorded when the store answers again"
-        }
-        _ => {
-            "it may have acted: it ran, and the operation store failed to record its result; the \
-             outcome is being checked and is recorded when the store accepts it"
-        }
-    };
-    ToolError::outcome_unknown(format!(
-        "{tool} ran, but its result could not be recorded"
-    ))
-    .why(why)
-    .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
-}
-
-/// The answer to a duplicate of an operation this dispatcher ran and could not record yet.
-pub(super) fn kept_unrecorded(tool: &str) -> ToolError {
-    ToolError::outcome_unknown(format!(
-        "an earlier {tool} call with these arguments ran, but its outcome is not recorded yet"
-    ))
-    .why(
-        "the operation store could not be reached when it finished; the outcome is being checked \
-         and is recorded when the store answers again",
-    )
-    .next("do not repeat the call; tell the user the outcome is being checked")
-}
-
-/// The answer to a duplicate of an operation another worker holds, `processing`.
-pub(super) fn held_elsewhere(tool: &str) -> ToolError {
-    ToolError::new(
-        ErrorKind::InProgress,
-        format!("an earlier {tool} call with these arguments has not recorded its outcome yet"),
-    )
-    .why(
-        "the worker that claimed it may be running it now, or may have run it without recording \
-         the outcome yet; if its lease ends with no outcome, the operation becomes \
-         outcome_unknown and is reconciled",
-    )
-    .next("do not repeat the call; check its result in a moment")
 }

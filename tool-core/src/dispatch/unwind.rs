@@ -1,6 +1,6 @@
 //! A panic in a tool stays inside its call: caught around the tool's future (and the building
 //! of it), written to the trace, and answered in words that are true of what the tool may have
-//! done. It is never retried.
+//! done (see `answers`). It is never retried.
 
 use std::any::Any;
 
@@ -14,20 +14,6 @@ pub(super) fn trace(tool: &str, payload: &(dyn Any + Send)) {
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(a panic payload that is not text)");
     tracing::error!(tool, panic = message, "the tool panicked");
-}
-
-/// The answer for a read whose tool panicked.
-pub(super) fn read_panicked(tool: &str) -> ToolError {
-    ToolError::internal(format!("{tool} failed unexpectedly"))
-        .why("the tool stopped on an internal fault before it answered")
-        .next("do not repeat this call; tell the user the tool failed")
-}
-
-/// The answer for a write whose tool panicked: it may have acted before it stopped.
-pub(super) fn write_panicked(tool: &str) -> ToolError {
-    ToolError::outcome_unknown(format!("{tool} failed unexpectedly while it ran"))
-        .why("the tool stopped on an internal fault, and it may have acted before it stopped")
-        .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
 }
 
 /// What the operation's record keeps of a write whose tool panicked (the message is in the

@@ -1,5 +1,5 @@
-//! Steps 6, 8 and 9 for a write or destructive call: the operation's key claimed in the store
-//! (a duplicate answers the stored outcome), the attempts run under the claim, and the outcome
+//! The write path of a write or destructive call: the operation's key claimed in the store (a
+//! duplicate answers the stored outcome), the attempts run under the claim, and the outcome
 //! recorded, or kept until the store can take it.
 
 use std::panic::AssertUnwindSafe;
@@ -11,37 +11,46 @@ use serde_json::Value;
 
 use crate::auth::Session;
 use crate::error::ToolError;
+#[cfg(feature = "test-util")]
 use crate::failpoint::Failpoint;
 use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
-use crate::store::{Claim, ClaimRequest, Owner};
+use crate::store::{Claim, ClaimRequest, OperationStore, Owner};
 
-use super::Dispatcher;
-use super::attempts::{Claimed, Input, seed_of};
-use super::existing::{CLAIM_ROUNDS, Seen, conflict};
+use super::attempt::Input;
 use super::failure::Failure;
-use super::outage::{Outcome, ran_unrecorded};
-use super::unwind;
+use super::outage::Outcome;
+use super::recorded::{CLAIM_ROUNDS, Recorded};
+use super::retries::seed_of;
+use super::{Dispatcher, answers, unwind};
+
+/// The claim a write runs under: where its attempts record their errors, and under which
+/// attempt of the operation.
+pub(super) struct HeldClaim<'a> {
+    pub(super) store: &'a dyn OperationStore,
+    pub(super) owner: &'a Owner,
+    /// How long the claim holds; each retry renews it.
+    pub(super) lease: Duration,
+    /// The attempt running now (1 for the first), for a panic to be recorded under.
+    pub(super) attempt: AtomicU32,
+}
 
 impl Dispatcher {
-    /// Steps 6, 8 and 9 for a write: claim the operation's key, run it (with retries while the
-    /// fault proves nothing was applied), record the outcome. A duplicate answers the stored
-    /// outcome, marked as a replay.
+    /// A write: claim the operation's key, run it (with retries while the fault proves nothing
+    /// was applied), record the outcome. A duplicate answers the stored outcome, marked as a
+    /// replay.
     pub(super) async fn write(
         &self,
         session: &Session,
-        call_id: String,
+        call_id: &str,
         registered: &RegisteredTool,
         args: Value,
-    ) -> (String, Result<CallResult, ToolError>) {
+    ) -> Result<CallResult, ToolError> {
         let descriptor = registered.descriptor();
         let Some(store) = self.inner.store.as_deref() else {
-            let err = ToolError::internal(format!("{} cannot run: no operation store is configured", descriptor.name))
-                .why("write and destructive tools run only under an idempotency key kept in a store (DispatcherBuilder::store)")
-                .next("do not repeat this call; tell the user the tool is unavailable");
-            return (call_id, Err(err));
+            return Err(answers::no_store(descriptor.name));
         };
         let tenant = session.auth().tenant();
         let canonical = canonical_json(&args);
@@ -50,8 +59,8 @@ impl Dispatcher {
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
         // The store's faults are retried within the tool's deadline (see `outage`).
-        let budget = descriptor.timeout.unwrap_or(self.inner.default_timeout);
-        let seed = self.inner.seed ^ seed_of(&call_id);
+        let budget = self.timeout_of(registered);
+        let seed = self.inner.seed ^ seed_of(call_id);
         // A duplicate waits for the outcome of the call it found running until then.
         let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
         let mut rounds = 0;
@@ -66,23 +75,19 @@ impl Dispatcher {
                 lease,
                 takeover: descriptor.honours_key,
             };
-            match self.claim_reaching(store, request, seed, budget).await {
-                Ok(Claim::Acquired { attempt }) => break attempt,
-                Ok(Claim::Conflict { .. }) => return (call_id, Err(conflict(descriptor))),
-                Ok(Claim::Existing(record)) => match self.existing(store, record, give_up).await {
-                    Seen::Answer(answer) => return (call_id, answer),
-                    // The call waited on failed, or its record was purged: claim the key again.
-                    Seen::Claimable if rounds < CLAIM_ROUNDS => rounds += 1,
-                    Seen::Claimable => {
-                        let err = ToolError::internal(format!(
-                            "{} did not run: its operation changed under every claim of it",
-                            descriptor.name
-                        ))
-                        .next("try again in a moment, or tell the user the tool is unavailable");
-                        return (call_id, Err(err));
+            match self.claim_reaching(store, request, seed, budget).await? {
+                Claim::Acquired { attempt } => break attempt,
+                Claim::Conflict { .. } => return Err(answers::conflict(descriptor)),
+                Claim::Existing(record) => {
+                    match self.answer_recorded(store, record, give_up).await {
+                        Recorded::Answer(answer) => return answer,
+                        // The call waited on failed, or its record was purged: claim the key again.
+                        Recorded::Claimable if rounds < CLAIM_ROUNDS => rounds += 1,
+                        Recorded::Claimable => {
+                            return Err(answers::claims_exhausted(descriptor.name));
+                        }
                     }
-                },
-                Err(err) => return (call_id, Err(err)),
+                }
             }
         };
         let owner = Owner {
@@ -93,8 +98,9 @@ impl Dispatcher {
         let ctx = self
             .ctx(session, call_id, registered)
             .with_idempotency_key(key);
-        self.hit(Failpoint::Claimed);
-        let claimed = Claimed {
+        #[cfg(feature = "test-util")]
+        self.reached(Failpoint::Claimed);
+        let claim = HeldClaim {
             store,
             owner: &owner,
             lease,
@@ -105,7 +111,7 @@ impl Dispatcher {
             &ctx,
             Input::Tree(&args),
             None,
-            Some(&claimed),
+            Some(&claim),
         ));
         let outcome = match attempts.catch_unwind().await {
             Ok(outcome) => outcome,
@@ -114,23 +120,24 @@ impl Dispatcher {
                 unwind::trace(descriptor.name, &*payload);
                 let failure = Failure::new(
                     unwind::recorded(descriptor.name),
-                    claimed.attempt.load(Ordering::Relaxed),
+                    claim.attempt.load(Ordering::Relaxed),
                 );
-                Err(failure.answered(unwind::write_panicked(descriptor.name)))
+                Err(failure.answered(answers::write_panicked(descriptor.name)))
             }
         };
-        self.hit(Failpoint::Executed);
+        #[cfg(feature = "test-util")]
+        self.reached(Failpoint::Executed);
         let result = match outcome {
             Ok(data) => {
                 let recorded = Outcome::Succeeded(data.as_str().to_owned());
-                match self
-                    .record_outcome(store, &owner, recorded, seed, budget)
-                    .await
-                {
+                match self.record_outcome(&claim, recorded, seed, budget).await {
                     Ok(()) => Ok(CallResult::succeeded(data)),
                     // Applied, but the store does not hold it: never claim a success it does
                     // not hold.
-                    Err(err) => Err(ran_unrecorded(descriptor.name, &err)),
+                    Err(err) => {
+                        tracing::warn!(error = %err, tool = descriptor.name, "a write ran and its result could not be recorded");
+                        Err(answers::ran_unrecorded(descriptor.name, &err))
+                    }
                 }
             }
             Err(failure) => {
@@ -143,10 +150,7 @@ impl Dispatcher {
                 };
                 // The answer stays true whether or not it was recorded: the store's error goes
                 // to the trace, and an unrecorded outcome is kept to be written later.
-                match self
-                    .record_outcome(store, &owner, recorded, seed, budget)
-                    .await
-                {
+                match self.record_outcome(&claim, recorded, seed, budget).await {
                     Ok(()) => Err(failure.into_answer()),
                     Err(store_err) => {
                         tracing::warn!(error = %store_err, tool = descriptor.name, "the outcome of a write could not be recorded");
@@ -155,11 +159,14 @@ impl Dispatcher {
                 }
             }
         };
-        self.hit(Failpoint::Recorded);
-        (ctx.into_call_id(), result)
+        #[cfg(feature = "test-util")]
+        self.reached(Failpoint::Recorded);
+        result
     }
 
-    pub(super) fn hit(&self, point: Failpoint) {
+    /// Tells the test hooks, if any, that a write reached `point`.
+    #[cfg(feature = "test-util")]
+    fn reached(&self, point: Failpoint) {
         if let Some(failpoints) = &self.inner.failpoints {
             failpoints.hit(point);
         }
@@ -167,11 +174,7 @@ impl Dispatcher {
 
     /// How long a claim holds: every attempt's deadline and every backoff, plus a margin.
     fn lease(&self, registered: &RegisteredTool, policy: RetryPolicy) -> Duration {
-        let timeout = registered
-            .descriptor()
-            .timeout
-            .unwrap_or(self.inner.default_timeout);
-        timeout
+        self.timeout_of(registered)
             .saturating_mul(policy.max_attempts)
             .saturating_add(policy.max.saturating_mul(policy.max_attempts - 1))
             .saturating_add(LEASE_MARGIN)

@@ -1,0 +1,69 @@
+//! Before a tool runs: the tool looked up by name, its arguments readable and valid against its
+//! schema, and the session's permission for it.
+
+use serde_json::Value;
+
+use crate::auth::Session;
+use crate::call::{Arguments, MalformedCall};
+use crate::descriptor::ToolDescriptor;
+use crate::error::ToolError;
+use crate::registry::RegisteredTool;
+use crate::schema::normalize_numbers;
+use crate::validate::invalid_arguments;
+
+use super::Dispatcher;
+use super::answers;
+
+impl Dispatcher {
+    /// The tool looked up and the arguments readable, or what the model must fix.
+    pub(super) fn admit(
+        &self,
+        name: &str,
+        arguments: Result<Arguments, MalformedCall>,
+    ) -> Result<(&RegisteredTool, Arguments), ToolError> {
+        if let (true, Err(malformed)) = (name.is_empty(), &arguments) {
+            // A call the format could not read at all: say what was wrong with it.
+            return Err(answers::unreadable_call(malformed));
+        }
+        let registered = self.lookup(name)?;
+        match arguments {
+            Ok(arguments) => Ok((registered, arguments)),
+            Err(malformed) => Err(answers::malformed_arguments(
+                registered.descriptor().name,
+                malformed,
+            )),
+        }
+    }
+
+    /// The arguments as a tree, validated against the tool's schema.
+    pub(super) fn validated(
+        &self,
+        registered: &RegisteredTool,
+        mut args: Value,
+    ) -> Result<Value, ToolError> {
+        normalize_numbers(&mut args);
+        let violations = registered.validator().violations_if_invalid(&args);
+        if violations.is_empty() {
+            Ok(args)
+        } else {
+            Err(invalid_arguments(registered.descriptor().name, &violations))
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Result<&RegisteredTool, ToolError> {
+        let registry = &self.inner.registry;
+        registry
+            .get(name)
+            .ok_or_else(|| answers::unknown_tool(name, registry.names()))
+    }
+}
+
+/// The session holds the tool's permission, if it needs one.
+pub(super) fn permitted(session: &Session, descriptor: &ToolDescriptor) -> Result<(), ToolError> {
+    match descriptor.permission {
+        Some(permission) if !session.auth().has_permission(permission) => Err(
+            answers::permission_denied(session, descriptor.name, permission),
+        ),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,246 @@
+//! Every error the dispatcher itself writes for the model: what happened, why, and what to do
+//! next, in words that are true of what was and was not applied. The tools' own errors pass
+//! through unchanged; the errors of invalid arguments are written by the validator.
+
+use std::time::Duration;
+
+use crate::auth::Session;
+use crate::call::{MalformedCall, excerpt};
+use crate::descriptor::ToolDescriptor;
+use crate::error::{ErrorKind, ToolError};
+use crate::store::StoreError;
+
+/// A call the provider format could not read at all, not even its tool's name.
+pub(super) fn unreadable_call(malformed: &MalformedCall) -> ToolError {
+    ToolError::invalid_arguments(malformed.what.clone())
+        .why(malformed.why.clone())
+        .next("call one tool by its name, with its arguments as one JSON object")
+}
+
+/// A call of `tool` whose arguments the provider format could not read.
+pub(super) fn malformed_arguments(tool: &str, malformed: MalformedCall) -> ToolError {
+    ToolError::invalid_arguments(malformed.what)
+        .why(malformed.why)
+        .next(format!(
+            "call {tool} again with its arguments as one JSON object"
+        ))
+}
+
+/// A call of a tool that is not registered; `known` are the names that are.
+pub(super) fn unknown_tool<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> ToolError {
+    let known = known.collect::<Vec<_>>().join(", ");
+    ToolError::new(
+        ErrorKind::UnknownTool,
+        format!("there is no tool named {}", excerpt(name)),
+    )
+    .why(format!("the tools are: {known}"))
+    .next(format!("call one of: {known}"))
+}
+
+/// The session lacks `permission`, which `tool` requires. It aborts the run.
+pub(super) fn permission_denied(session: &Session, tool: &str, permission: &str) -> ToolError {
+    ToolError::permission_denied(format!("the session may not call {tool}")).why(format!(
+        "user `{}` of tenant `{}` lacks the permission `{permission}`",
+        session.auth().user(),
+        session.auth().tenant()
+    ))
+}
+
+/// A call that ran past its deadline: a read timed out; a write may have been applied, so its
+/// outcome is unknown, never a failure.
+pub(super) fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> ToolError {
+    if is_read {
+        ToolError::timeout(format!("{tool} did not answer within {deadline:?}")).next(format!(
+            "call {tool} again, or tell the user the system is slow"
+        ))
+    } else {
+        ToolError::outcome_unknown(format!("{tool} did not finish within {deadline:?}"))
+            .why("the request may have been applied before the deadline passed")
+            .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+    }
+}
+
+/// A retry whose arguments, text the tool's types had accepted on an earlier attempt, were
+/// refused.
+pub(super) fn refused_accepted_arguments(tool: &str) -> ToolError {
+    ToolError::internal(format!(
+        "{tool} refused arguments it had accepted on an earlier attempt"
+    ))
+}
+
+/// The summary the model reads when `attempts` attempts of `tool` all failed, the last with
+/// `err`: `None` when the last error itself is the answer (a single attempt, or a fault other
+/// than [`ErrorKind::Unavailable`]).
+pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Option<ToolError> {
+    if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
+        return None;
+    }
+    let why = match err.reason() {
+        Some(why) => format!("{}: {why}", err.what()),
+        None => err.what().to_owned(),
+    };
+    Some(
+        ToolError::new(
+            ErrorKind::RetryBudgetExhausted,
+            format!("{tool} failed {attempts} times in a row; nothing was applied"),
+        )
+        .why(why)
+        .next("try again later, or tell the user the service is unavailable"),
+    )
+}
+
+/// A read whose tool panicked.
+pub(super) fn read_panicked(tool: &str) -> ToolError {
+    ToolError::internal(format!("{tool} failed unexpectedly"))
+        .why("the tool stopped on an internal fault before it answered")
+        .next("do not repeat this call; tell the user the tool failed")
+}
+
+/// A write whose tool panicked: it may have acted before it stopped.
+pub(super) fn write_panicked(tool: &str) -> ToolError {
+    ToolError::outcome_unknown(format!("{tool} failed unexpectedly while it ran"))
+        .why("the tool stopped on an internal fault, and it may have acted before it stopped")
+        .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+}
+
+/// A write called on a dispatcher that has no operation store: it does not run.
+pub(super) fn no_store(tool: &str) -> ToolError {
+    ToolError::internal(format!("{tool} cannot run: no operation store is configured"))
+        .why("write and destructive tools run only under an idempotency key kept in a store (DispatcherBuilder::store)")
+        .next("do not repeat this call; tell the user the tool is unavailable")
+}
+
+/// A write whose operation's record changed under every claim of it (see `CLAIM_ROUNDS`).
+pub(super) fn claims_exhausted(tool: &str) -> ToolError {
+    ToolError::internal(format!(
+        "{tool} did not run: its operation changed under every claim of it"
+    ))
+    .next("try again in a moment, or tell the user the tool is unavailable")
+}
+
+/// The same operation key requested under other arguments.
+pub(super) fn conflict(descriptor: &ToolDescriptor) -> ToolError {
+    let fields = descriptor.key_fields().join(", ");
+    ToolError::conflict(format!(
+        "an earlier {} call for the same operation had other arguments",
+        descriptor.name
+    ))
+    .why(format!(
+        "the operation is identified by {}; one operation cannot be requested twice with different arguments",
+        if fields.is_empty() { "its arguments".to_owned() } else { fields }
+    ))
+    .next("do not repeat this call; look up the current state and tell the user what was done")
+}
+
+/// A stored success whose result is not JSON any more.
+pub(super) fn stored_result_unreadable(tool: &str) -> ToolError {
+    ToolError::internal(format!("the stored result of {tool} cannot be read"))
+}
+
+/// A duplicate of an operation whose recorded outcome is unknown.
+pub(super) fn unknown_replayed(tool: &str) -> ToolError {
+    ToolError::outcome_unknown(format!(
+        "an earlier {tool} call with these arguments may or may not have been applied"
+    ))
+    .why("its outcome is unknown and is being reconciled with the system of record")
+    .next("do not repeat the call; tell the user the outcome is being checked")
+}
+
+/// The error when the store cannot be used: nothing ran, or nothing more will. A store that
+/// could not be reached is a transient fault ([`ErrorKind::Unavailable`]); any other store
+/// failure is `internal`.
+pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
+    if err.is_unreachable() {
+        return ToolError::new(
+            ErrorKind::Unavailable,
+            format!("{tool} did not run: the operation store could not be reached"),
+        )
+        .why(
+            "every write is recorded under its idempotency key before it runs, and the store \
+             did not answer, so nothing was run",
+        )
+        .next(
+            "try again in a moment; if it keeps failing, tell the user the service is unavailable",
+        );
+    }
+    ToolError::internal(format!(
+        "{tool} could not be recorded safely, so it did not run"
+    ))
+    .why(err.to_string())
+    .next("try again in a moment, or tell the user the tool is unavailable")
+}
+
+/// The answer when an attempt of `tool` failed with `err`, a transient fault, and the retry could
+/// not be recorded in the store (every retry is, before it is sent). An unknown outcome stays
+/// the tool's own; any other fault proved that nothing was applied.
+pub(super) fn not_retried(tool: &str, err: ToolError, store_err: &StoreError) -> ToolError {
+    if err.kind() == ErrorKind::OutcomeUnknown {
+        return err;
+    }
+    let what = format!("{tool} failed and was not tried again: {}", err.what());
+    let next =
+        "try again in a moment; if it keeps failing, tell the user the service is unavailable";
+    if store_err.is_unreachable() {
+        return ToolError::new(ErrorKind::Unavailable, what)
+            .why(
+                "a retry is recorded in the operation store before it is sent, and the store \
+                 could not be reached; the failure proved that nothing was applied",
+            )
+            .next(next);
+    }
+    ToolError::internal(what)
+        .why(format!(
+            "a retry is recorded in the operation store before it is sent, and the store refused \
+             it ({store_err}); the failure proved that nothing was applied"
+        ))
+        .next(next)
+}
+
+/// The answer when `tool` answered `Ok` and its result could not be recorded.
+pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
+    let why = match err {
+        StoreError::LostClaim { .. } => {
+            "it may have acted: it ran, and meanwhile its lease ended and the operation passed to \
+             the reconciler or another worker, which settles its outcome"
+        }
+        _ if err.is_unreachable() => {
+            "it may have acted: it ran, and the operation store could not be reached to record \
+             its result; the outcome is being checked and is recorded when the store answers again"
+        }
+        _ => {
+            "it may have acted: it ran, and the operation store failed to record its result; the \
+             outcome is being checked and is recorded when the store accepts it"
+        }
+    };
+    ToolError::outcome_unknown(format!(
+        "{tool} ran, but its result could not be recorded"
+    ))
+    .why(why)
+    .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+}
+
+/// The answer to a duplicate of an operation this dispatcher ran and could not record yet.
+pub(super) fn kept_unrecorded(tool: &str) -> ToolError {
+    ToolError::outcome_unknown(format!(
+        "an earlier {tool} call with these arguments ran, but its outcome is not recorded yet"
+    ))
+    .why(
+        "the operation store could not be reached when it finished; the outcome is being checked \
+         and is recorded when the store answers again",
+    )
+    .next("do not repeat the call; tell the user the outcome is being checked")
+}
+
+/// The answer to a duplicate of an operation another worker holds, `processing`.
+pub(super) fn held_elsewhere(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::InProgress,
+        format!("an earlier {tool} call with these arguments has not recorded its outcome yet"),
+    )
+    .why(
+        "the worker that claimed it may be running it now, or may have run it without recording \
+         the outcome yet; if its lease ends with no outcome, the operation becomes \
+         outcome_unknown and is reconciled",
+    )
+    .next("do not repeat the call; check its result in a moment")
+}

@@ -1,0 +1,142 @@
+//! [`DispatcherBuilder`]: what a [`Dispatcher`] is given before its first call, and the
+//! defaults of what it is not given.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+#[cfg(feature = "test-util")]
+use crate::failpoint::Failpoints;
+use crate::registry::Registry;
+use crate::retry::RetryPolicy;
+use crate::state::State;
+use crate::store::OperationStore;
+
+use super::outage::{DEFAULT_STORE_RETRY, UnrecordedOutcomes};
+use super::{Dispatcher, Inner};
+
+/// The deadline of one attempt when a tool declares no `timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a duplicate of a running write waits for its outcome before answering
+/// `in_progress`.
+pub const DEFAULT_IN_PROGRESS_WAIT: Duration = Duration::from_secs(2);
+
+/// Configures a [`Dispatcher`].
+pub struct DispatcherBuilder {
+    registry: Registry,
+    state: State,
+    default_timeout: Duration,
+    store: Option<Arc<dyn OperationStore>>,
+    clock: Arc<dyn Clock>,
+    in_progress_wait: Duration,
+    store_retry: RetryPolicy,
+    seed: u64,
+    #[cfg(feature = "test-util")]
+    failpoints: Option<Arc<dyn Failpoints>>,
+}
+
+impl std::fmt::Debug for DispatcherBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatcherBuilder").finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// Starts configuring a dispatcher for `registry`.
+    pub fn builder(registry: Registry) -> DispatcherBuilder {
+        DispatcherBuilder {
+            registry,
+            state: State::default(),
+            default_timeout: DEFAULT_TIMEOUT,
+            store: None,
+            clock: Arc::new(SystemClock),
+            in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
+            store_retry: DEFAULT_STORE_RETRY,
+            seed: SystemClock.now_ms().unsigned_abs(),
+            #[cfg(feature = "test-util")]
+            failpoints: None,
+        }
+    }
+}
+
+impl DispatcherBuilder {
+    /// Gives tools a value they reach with [`Ctx::state`](crate::Ctx::state).
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// The deadline for tools that declare no `timeout` (default [`DEFAULT_TIMEOUT`]).
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// The store that records write and destructive operations (required for them: a write
+    /// called without a store answers an `internal` error and does not run). An
+    /// `Arc<dyn OperationStore>` (or an `Arc` of any store) is a store too, for a caller that
+    /// keeps a handle on it.
+    pub fn store(mut self, store: impl OperationStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// The clock for leases and stored times (default [`SystemClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// How long a duplicate of a running write waits for its outcome (default
+    /// [`DEFAULT_IN_PROGRESS_WAIT`]). When that call fails (nothing was applied) or its record
+    /// is purged meanwhile, the duplicate claims the key itself and runs.
+    pub fn in_progress_wait(mut self, wait: Duration) -> Self {
+        self.in_progress_wait = wait;
+        self
+    }
+
+    /// How a store that cannot be reached is tried again below the model, for a claim and for
+    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]); no try starts later than the
+    /// tool's deadline after the first failure. `max_attempts` of 1 tries once.
+    pub fn store_retry(mut self, policy: RetryPolicy) -> Self {
+        self.store_retry = RetryPolicy {
+            max_attempts: policy.max_attempts.max(1),
+            ..policy
+        };
+        self
+    }
+
+    /// The seed of the backoff jitter, for reproducible runs (default: drawn at start).
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Hooks called at each step of a write, for crash tests (see
+    /// [`Failpoints`](crate::Failpoints)). Only with the `test-util` feature.
+    #[cfg(feature = "test-util")]
+    pub fn failpoints(mut self, failpoints: Arc<dyn Failpoints>) -> Self {
+        self.failpoints = Some(failpoints);
+        self
+    }
+
+    /// The dispatcher.
+    pub fn build(self) -> Dispatcher {
+        Dispatcher {
+            inner: Arc::new(Inner {
+                registry: self.registry,
+                state: Arc::new(self.state),
+                default_timeout: self.default_timeout,
+                store: self.store,
+                clock: self.clock,
+                in_progress_wait: self.in_progress_wait,
+                store_retry: self.store_retry,
+                seed: self.seed,
+                #[cfg(feature = "test-util")]
+                failpoints: self.failpoints,
+                unrecorded: UnrecordedOutcomes::default(),
+            }),
+        }
+    }
+}

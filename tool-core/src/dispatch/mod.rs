@@ -1,0 +1,309 @@
+//! The pipeline every call goes through: look up, validate, authorise, execute under a deadline,
+//! and one result per call id.
+//!
+//! This file is the public face: [`Dispatcher`], [`Dispatcher::dispatch`] and
+//! [`Dispatcher::dispatch_turn`]. The rest, one concept a file:
+//!
+//! - `builder`: [`DispatcherBuilder`] and the defaults;
+//! - `admit`: the tool looked up, its arguments validated, the session's permission checked;
+//! - `read`: the read path;
+//! - `write`: the write path (claim the key, run under the claim, record the outcome);
+//! - `recorded`: answering a claim that found a record under its key;
+//! - `attempt`: one attempt under its deadline, and how a call's future is kept small;
+//! - `retries`: the attempts after a transient fault (which faults may be sent again is
+//!   [`RetryPolicy::may_send_again`](crate::RetryPolicy::may_send_again));
+//! - `outage`: an operation store that cannot be reached;
+//! - `failure`: how the attempts of a call ended without a result;
+//! - `unwind`: a tool that panics;
+//! - `answers`: every error the dispatcher itself writes for the model.
+
+mod admit;
+mod answers;
+mod attempt;
+mod builder;
+mod failure;
+mod outage;
+mod read;
+mod recorded;
+mod retries;
+mod unwind;
+mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+
+use crate::auth::Session;
+use crate::call::{Arguments, CallReport, MalformedCall, ToolCall};
+use crate::call_ids::{self, Split};
+use crate::clock::Clock;
+use crate::ctx::Ctx;
+use crate::error::{ErrorClass, RunAborted, ToolError};
+#[cfg(feature = "test-util")]
+use crate::failpoint::Failpoints;
+use crate::registry::{RegisteredTool, Registry};
+use crate::result::CallResult;
+use crate::retry::RetryPolicy;
+use crate::state::State;
+use crate::store::OperationStore;
+
+pub use builder::{DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, DispatcherBuilder};
+pub use outage::DEFAULT_STORE_RETRY;
+use outage::UnrecordedOutcomes;
+
+/// Runs the calls a model emits against a [`Registry`].
+///
+/// Each call is looked up, its arguments validated against the tool's schema, and the
+/// session's permission for it checked (a missing permission aborts the run). A read then runs
+/// under the tool's deadline, its transient faults retried below the model. A write or
+/// destructive call first claims its operation's idempotency key in the [`OperationStore`] (a
+/// duplicate answers the stored outcome, marked as a replay), runs under that claim with
+/// retries only while a fault proves nothing was applied, and has its outcome recorded before
+/// the model reads the result. Every call id gets exactly one result. A tool's
+/// `approval_over`, `rate_limit` and `resource` are recorded in its descriptor and not yet
+/// acted on.
+///
+/// A tool that panics affects its own call only: a read answers `internal`, a write (which may
+/// have acted) becomes `outcome_unknown` for the reconciler to settle; a panic is never retried,
+/// and its message goes to the trace (an error event in the call's span), never to the model.
+///
+/// When the operation store cannot be reached
+/// ([`StoreError::Unreachable`](crate::store::StoreError::Unreachable)), a claim is tried again
+/// below the model under [`DispatcherBuilder::store_retry`] (default [`DEFAULT_STORE_RETRY`]),
+/// no try starting later than the tool's deadline after the first failure, then answered
+/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) (the model reads
+/// `retry_budget_exhausted`): the store could not be reached, nothing was run. An outcome that
+/// cannot be recorded after the tool ran is tried again the same way; if it still does not
+/// land, the model reads `outcome_unknown` (the tool's own words for an unknown outcome; "it
+/// ran, and may have acted" for a result) and the dispatcher keeps the outcome in memory,
+/// writing it before the next claim of the same key and at the start of every
+/// [`Reconciler`](crate::Reconciler) pass ([`Dispatcher::record_unrecorded`]); a duplicate of
+/// it is answered `outcome_unknown`, never "running". `in_progress` answers only a `processing`
+/// record this dispatcher does not hold, in words that say its worker may be running it or may
+/// have run it without recording the outcome yet.
+///
+/// ```
+/// use toolgate::prelude::*;
+///
+/// /// Look up an order by its id.
+/// #[tool(permission = "orders:read")]
+/// async fn get_order(order_id: String) -> Result<String, ToolError> {
+///     Ok(format!("{order_id}: paid"))
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut registry = Registry::new();
+/// registry.register::<get_order>().unwrap();
+/// let dispatcher = Dispatcher::builder(registry).build();
+/// let session = Session::new(AuthContext::new("acme", "agent").with_permissions(["orders:read"]), "run-1");
+///
+/// let call = ToolCall::new("call_1", "get_order", serde_json::json!({"order_id": "ORD-1"}));
+/// let report = dispatcher.dispatch(&session, call).await.unwrap();
+/// assert_eq!(report.result.to_json_string(), r#"{"status":"succeeded","replayed":false,"data":"ORD-1: paid"}"#);
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    state: Arc<State>,
+    default_timeout: Duration,
+    store: Option<Arc<dyn OperationStore>>,
+    clock: Arc<dyn Clock>,
+    in_progress_wait: Duration,
+    store_retry: RetryPolicy,
+    seed: u64,
+    #[cfg(feature = "test-util")]
+    failpoints: Option<Arc<dyn Failpoints>>,
+    /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
+    unrecorded: UnrecordedOutcomes,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("registry", &self.registry)
+            .field("default_timeout", &self.default_timeout)
+            .field("store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// The tools.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The operation store, if one was given.
+    pub fn store(&self) -> Option<&dyn OperationStore> {
+        self.inner.store.as_deref()
+    }
+
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    pub(crate) fn state(&self) -> Arc<State> {
+        self.inner.state.clone()
+    }
+
+    pub(crate) fn default_timeout(&self) -> Duration {
+        self.inner.default_timeout
+    }
+
+    /// The deadline of one attempt of `registered`.
+    fn timeout_of(&self, registered: &RegisteredTool) -> Duration {
+        registered
+            .descriptor()
+            .timeout
+            .unwrap_or(self.inner.default_timeout)
+    }
+
+    /// Runs every call of one model turn concurrently; one report per call id, in the order
+    /// given.
+    ///
+    /// Each call id gets exactly one report. When several calls of the turn share an id, none
+    /// of them runs: a result could not be matched to one of them. That id gets one report, at
+    /// the place of its first call, an `invalid_arguments` error saying so; the other calls of
+    /// the turn run as usual. (The provider formats give a call that came without an id one
+    /// that no other call of its turn has, so a shared id is always the model's.)
+    ///
+    /// If any call aborts the run, the turn answers `Err` and the session stays aborted.
+    ///
+    /// ```
+    /// use toolgate::prelude::*;
+    ///
+    /// /// Look up an order by its id.
+    /// #[tool]
+    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
+    ///     Ok(format!("{order_id}: paid"))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut registry = Registry::new();
+    /// registry.register::<get_order>().unwrap();
+    /// let dispatcher = Dispatcher::builder(registry).build();
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    /// let call = |id: &str, order: &str| {
+    ///     ToolCall::new(id, "get_order", serde_json::json!({"order_id": order}))
+    /// };
+    /// let turn = vec![call("c1", "ORD-1"), call("c2", "ORD-2"), call("c1", "ORD-3")];
+    /// let reports = dispatcher.dispatch_turn(&session, turn).await.unwrap();
+    /// assert_eq!(reports.len(), 2);
+    /// assert_eq!(reports[0].call_id, "c1");
+    /// assert_eq!(reports[0].result.error.as_ref().unwrap().kind, "invalid_arguments");
+    /// assert_eq!(reports[1].call_id, "c2");
+    /// assert_eq!(reports[1].result.to_json()["data"], "ORD-2: paid");
+    /// # });
+    /// ```
+    pub async fn dispatch_turn(
+        &self,
+        session: &Session,
+        calls: Vec<ToolCall>,
+    ) -> Result<Vec<CallReport>, RunAborted> {
+        if calls.len() == 1 {
+            // The common turn: one call, no need to join.
+            let call = calls.into_iter().next().expect("one call");
+            return Ok(vec![self.dispatch(session, call).await?]);
+        }
+        let Split { runs, answered } = match call_ids::split_shared(calls) {
+            Ok(split) => split,
+            Err(calls) => {
+                let reports =
+                    join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
+                return reports.into_iter().collect();
+            }
+        };
+        if let Some(aborted) = session.aborted() {
+            return Err(aborted.clone());
+        }
+        let ran = join_all(
+            runs.into_iter()
+                .map(|(place, call)| async move { (place, self.dispatch(session, call).await) }),
+        )
+        .await;
+        let mut reports = answered;
+        for (place, report) in ran {
+            reports.push((place, report?));
+        }
+        reports.sort_by_key(|(place, _)| *place);
+        Ok(reports.into_iter().map(|(_, report)| report).collect())
+    }
+
+    /// Runs one call through the pipeline. `Err` means the run is aborted (a missing permission,
+    /// revoked credentials, a policy violation); every other outcome is a report for the model.
+    pub async fn dispatch(
+        &self,
+        session: &Session,
+        call: ToolCall,
+    ) -> Result<CallReport, RunAborted> {
+        if let Some(aborted) = session.aborted() {
+            return Err(aborted.clone());
+        }
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {name}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+            gen_ai.tool.call.id = %id,
+            gen_ai.tool.type = "function",
+            toolgate.status = tracing::field::Empty,
+        );
+        let outcome = attempt::in_span(&span, self.run(session, &id, &name, arguments)).await;
+        let result = match outcome {
+            Ok(result) => result,
+            Err(err) if err.class() == ErrorClass::Abort => {
+                span.record("toolgate.status", "run_aborted");
+                return Err(session.abort(RunAborted::from_error(&err)));
+            }
+            Err(err) => CallResult::from_error(&err),
+        };
+        if !span.is_disabled() {
+            span.record("toolgate.status", tracing::field::debug(result.status));
+        }
+        Ok(CallReport {
+            call_id: id,
+            tool: name,
+            result,
+        })
+    }
+
+    /// The call, inside its span: admitted, then the read path or the write path.
+    async fn run(
+        &self,
+        session: &Session,
+        call_id: &str,
+        name: &str,
+        arguments: Result<Arguments, MalformedCall>,
+    ) -> Result<CallResult, ToolError> {
+        let (registered, arguments) = self.admit(name, arguments)?;
+        if registered.descriptor().side_effect.is_read() {
+            let ctx = self.ctx(session, call_id, registered);
+            return self.read(session, registered, &ctx, arguments).await;
+        }
+        let args = self.validated(registered, arguments.into_value())?;
+        admit::permitted(session, registered.descriptor())?;
+        self.write_on_heap(session, call_id, registered, args).await
+    }
+
+    /// The tool's context for one call.
+    fn ctx(&self, session: &Session, call_id: &str, registered: &RegisteredTool) -> Ctx {
+        Ctx::new(
+            session.auth_arc().clone(),
+            session.run_id_arc().clone(),
+            call_id.to_owned(),
+            registered.descriptor(),
+            self.inner.state.clone(),
+        )
+    }
+}

@@ -1,0 +1,71 @@
+//! The read path: no store, no key; the attempts run as soon as the arguments are valid and the
+//! session holds the tool's permission.
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+
+use crate::auth::Session;
+use crate::call::{Arguments, parse_checked};
+use crate::ctx::Ctx;
+use crate::error::ToolError;
+use crate::registry::RegisteredTool;
+use crate::result::CallResult;
+
+use super::attempt::Input;
+use super::failure::Failure;
+use super::{Dispatcher, admit, answers, unwind};
+
+impl Dispatcher {
+    /// A read: its arguments validated, its permission checked, its attempts run. Arguments
+    /// that arrived as text are validated as the tool's types read them, when those decide
+    /// exactly as the schema would ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no
+    /// tree; any others as a tree, against the schema.
+    pub(super) async fn read(
+        &self,
+        session: &Session,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        arguments: Arguments,
+    ) -> Result<CallResult, ToolError> {
+        let name = registered.descriptor().name;
+        let text;
+        let read_from_text = match arguments.into_text() {
+            Ok(owned) => {
+                text = owned;
+                // Reading the text into the tool's parameters runs the tool's own code.
+                let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    registered.tool().invoke_text(ctx, &text)
+                }));
+                match built {
+                    Ok(Some(call)) => Ok((Input::Text(&text), call)),
+                    Ok(None) => Err(parse_checked(&text)),
+                    Err(payload) => {
+                        unwind::trace(name, &*payload);
+                        return Err(answers::read_panicked(name));
+                    }
+                }
+            }
+            Err(tree) => Err(tree),
+        };
+        let tree;
+        let (input, first) = match read_from_text {
+            Ok((input, call)) => (input, Some(call)),
+            Err(value) => {
+                tree = self.validated(registered, value)?;
+                (Input::Tree(&tree), None)
+            }
+        };
+        admit::permitted(session, registered.descriptor())?;
+        let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None));
+        match attempts.catch_unwind().await {
+            Ok(outcome) => outcome
+                .map(CallResult::succeeded)
+                .map_err(Failure::into_answer),
+            Err(payload) => {
+                unwind::trace(name, &*payload);
+                Err(answers::read_panicked(name))
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The answer to a claim that found a record of the same request under its key: the stored
+//! outcome as a replay, or, while the record is `processing`, a bounded wait and then the words
+//! that cover what is known (see `outage` for an operation this dispatcher ran and could not
+//! record).
+
+use std::time::Duration;
+
+use crate::error::ToolError;
+use crate::json_text::JsonText;
+use crate::result::CallResult;
+use crate::store::{OperationRecord, OperationState, OperationStore};
+
+use super::{Dispatcher, answers};
+
+impl Dispatcher {
+    /// What a call whose key holds `record`, of the same request, answers: the stored outcome,
+    /// after waiting until `give_up` for one that is still running; or that the key may be
+    /// claimed again (the call waited on failed, or its record was purged meanwhile).
+    pub(super) async fn answer_recorded(
+        &self,
+        store: &dyn OperationStore,
+        record: OperationRecord,
+        give_up: tokio::time::Instant,
+    ) -> Recorded {
+        let mut record = record;
+        if record.state == OperationState::Processing
+            && self.holds_unrecorded(&record.tenant, &record.key)
+        {
+            // This dispatcher ran it and holds its outcome: nothing is running.
+            return Recorded::Answer(Ok(CallResult::from_error(&answers::kept_unrecorded(
+                &record.tool,
+            ))));
+        }
+        let mut poll = Duration::from_millis(20);
+        while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
+            tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
+            poll = (poll * 2).min(Duration::from_millis(500));
+            match store.get(&record.tenant, &record.key).await {
+                Ok(Some(latest)) => record = latest,
+                Ok(None) => return Recorded::Claimable,
+                Err(err) => {
+                    tracing::warn!(error = %err, tool = record.tool.as_str(), "the operation store failed; the call did not run");
+                    return Recorded::Answer(Err(answers::store_failed(&record.tool, &err)));
+                }
+            }
+        }
+        let mut result = match record.state {
+            OperationState::Succeeded => {
+                let data = record
+                    .result
+                    .as_deref()
+                    .map(JsonText::parse)
+                    .transpose()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| answers::stored_result_unreadable(&record.tool));
+                match data {
+                    Ok(data) => CallResult::succeeded(data),
+                    Err(err) => return Recorded::Answer(Err(err)),
+                }
+            }
+            OperationState::OutcomeUnknown => {
+                CallResult::from_error(&answers::unknown_replayed(&record.tool))
+            }
+            OperationState::Processing => {
+                CallResult::from_error(&answers::held_elsewhere(&record.tool))
+            }
+            // Definitely not applied: the key is free to claim again, by this request or another.
+            OperationState::Failed => return Recorded::Claimable,
+        };
+        result.replayed = record.state != OperationState::Processing;
+        Recorded::Answer(Ok(result))
+    }
+}
+
+/// What a call whose key holds a record of the same request does next.
+pub(super) enum Recorded {
+    /// It answers this.
+    Answer(Result<CallResult, ToolError>),
+    /// It claims the key again: the record failed, or was purged, while it waited.
+    Claimable,
+}
+
+/// How many times a call claims its key again after the record it waited on failed or was
+/// purged. Each round follows another call's failure within the wait, so the bound is reached
+/// only by a storm of failing duplicates, or by a store that answers a `failed` record instead
+/// of claiming it.
+pub(super) const CLAIM_ROUNDS: u32 = 4;

@@ -1,0 +1,75 @@
+//! A store behind an [`Arc`] is a store: a caller that keeps a handle on its store (to read
+//! records, or to give the same store to a reconciler) hands the dispatcher a clone.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
+    StoreError,
+};
+
+#[async_trait]
+impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        (**self).claim(request).await
+    }
+
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+        (**self).succeed(owner, result, now_ms).await
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        (**self).fail(owner, error, now_ms).await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        (**self).mark_unknown(owner, error, now_ms).await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        (**self).record_retry(owner, error, lease_until_ms).await
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        (**self).get(tenant, key).await
+    }
+
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        (**self).expire_leases(now_ms).await
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        (**self).list_unknown(limit).await
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        (**self).resolve(tenant, key, resolution, now_ms).await
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        (**self).purge(before_ms).await
+    }
+}
