@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::rate_limit::RateLimit;
 use crate::retry::RetrySpec;
 use crate::side_effect::SideEffect;
+use crate::state::StateType;
 
 /// Whether idempotency keys are shared by one agent run or by every run of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -68,6 +69,8 @@ pub struct ToolDescriptor {
     pub params: &'static [&'static str],
     /// Arguments that traces and audit records redact.
     pub sensitive: &'static [&'static str],
+    /// The types the tool takes as `State<T>`, which the dispatcher must hold.
+    pub state: &'static [StateType],
 }
 
 impl ToolDescriptor {
@@ -89,6 +92,7 @@ impl ToolDescriptor {
             honours_key: false,
             params: &[],
             sensitive: &[],
+            state: &[],
         }
     }
 
@@ -167,6 +171,12 @@ impl ToolDescriptor {
     /// Sets the redacted arguments.
     pub const fn with_sensitive(mut self, sensitive: &'static [&'static str]) -> Self {
         self.sensitive = sensitive;
+        self
+    }
+
+    /// Sets the types the tool takes as `State<T>`.
+    pub const fn with_state(mut self, state: &'static [StateType]) -> Self {
+        self.state = state;
         self
     }
 

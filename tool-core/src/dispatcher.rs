@@ -35,9 +35,10 @@ use crate::registry::{RegisteredTool, Registry};
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
 use crate::schema::normalize_numbers;
-use crate::state::State;
+use crate::state::StateMap;
 use crate::store::OperationStore;
 use crate::validate::invalid_arguments;
+use crate::wiring::BuildError;
 use failure::Failure;
 
 use attempts::Input;
@@ -101,7 +102,7 @@ pub struct Dispatcher {
 
 struct Inner {
     registry: Registry,
-    state: Arc<State>,
+    state: Arc<StateMap>,
     default_timeout: Duration,
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
@@ -130,7 +131,7 @@ pub const DEFAULT_IN_PROGRESS_WAIT: Duration = Duration::from_secs(2);
 /// Configures a [`Dispatcher`].
 pub struct DispatcherBuilder {
     registry: Registry,
-    state: State,
+    state: StateMap,
     default_timeout: Duration,
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
@@ -159,8 +160,8 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The store that records write and destructive operations (required for them: a write
-    /// called without a store answers an `internal` error and does not run).
+    /// The store that records write and destructive operations (required for them:
+    /// [`try_build`](Self::try_build) refuses a registry holding one when no store is given).
     pub fn store(mut self, store: Arc<dyn OperationStore>) -> Self {
         self.store = Some(store);
         self
@@ -204,8 +205,24 @@ impl DispatcherBuilder {
     }
 
     /// The dispatcher.
+    ///
+    /// # Panics
+    ///
+    /// When the wiring is wrong, with the message of the [`BuildError`] that
+    /// [`try_build`](Self::try_build) returns.
     pub fn build(self) -> Dispatcher {
-        Dispatcher {
+        match self.try_build() {
+            Ok(dispatcher) => dispatcher,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// The dispatcher, or the first wiring mistake: a write or destructive tool without a
+    /// [`store`](Self::store), or a tool taking a [`State<T>`](crate::State) whose `T` was not
+    /// given with [`state`](Self::state).
+    pub fn try_build(self) -> Result<Dispatcher, BuildError> {
+        crate::wiring::check(&self.registry, self.store.is_some(), &self.state)?;
+        Ok(Dispatcher {
             inner: Arc::new(Inner {
                 registry: self.registry,
                 state: Arc::new(self.state),
@@ -218,7 +235,7 @@ impl DispatcherBuilder {
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),
             }),
-        }
+        })
     }
 }
 
@@ -227,7 +244,7 @@ impl Dispatcher {
     pub fn builder(registry: Registry) -> DispatcherBuilder {
         DispatcherBuilder {
             registry,
-            state: State::default(),
+            state: StateMap::default(),
             default_timeout: DEFAULT_TIMEOUT,
             store: None,
             clock: Arc::new(SystemClock),
@@ -252,7 +269,7 @@ impl Dispatcher {
         self.inner.clock.now_ms()
     }
 
-    pub(crate) fn state(&self) -> Arc<State> {
+    pub(crate) fn state(&self) -> Arc<StateMap> {
         self.inner.state.clone()
     }
 
