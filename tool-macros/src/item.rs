@@ -44,3 +44,24 @@ impl ToTokens for ToolItem {
         self.body.to_tokens(tokens);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_that_does_not_parse_is_kept_as_written() {
+        let item: ToolItem = syn::parse_str("async fn f(a: u8) -> u8 { let x = ; a }").unwrap();
+        assert_eq!(item.sig.ident, "f");
+        assert_eq!(item.body.stream().to_string(), "let x = ; a");
+        let emitted = item.to_token_stream().to_string();
+        assert!(emitted.starts_with("async fn f"), "{emitted}");
+        assert!(emitted.ends_with("{ let x = ; a }"), "{emitted}");
+    }
+
+    #[test]
+    fn a_fn_without_a_body_is_not_read() {
+        assert!(syn::parse_str::<ToolItem>("async fn f() -> u8;").is_err());
+        assert!(syn::parse_str::<ToolItem>("async fn f() -> u8 { 1 } extra").is_err());
+    }
+}
