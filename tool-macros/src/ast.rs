@@ -340,7 +340,14 @@ fn injected_kind(ty: &Type) -> Option<syn::Result<Param>> {
     } else {
         Some(Err(syn::Error::new_spanned(
             ty,
-            format!("the tool receives the context by shared reference: write `&{name}`"),
+            format!(
+                "the tool receives {} by shared reference: write `&{name}`",
+                if name == "IdempotencyKey" {
+                    "the operation's key"
+                } else {
+                    "the context"
+                }
+            ),
         )))
     }
 }
