@@ -74,35 +74,45 @@ const TENANT: &str = "acme";
 /// Refund an order at the payment provider.
 #[tool(side_effect = "write", key = [order_id], retry(max_attempts = 3, base = "1ms", max = "4ms"),
        reconcile = find_refund)]
-async fn refund(ctx: &Ctx, order_id: String, amount_cents: i64) -> Result<Refund, ToolError> {
-    send_refund(ctx, &order_id, amount_cents).await
+async fn refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount_cents: i64,
+) -> Result<Refund, ToolError> {
+    send_refund(ctx, key, &order_id, amount_cents).await
 }
 
 /// Refund an order at a payment provider that applies one idempotency key once.
 #[tool(side_effect = "write", key = [order_id], honours_key = true,
        retry(max_attempts = 3, base = "1ms", max = "4ms"), reconcile = find_refund)]
-async fn refund_keyed(ctx: &Ctx, order_id: String, amount_cents: i64) -> Result<Refund, ToolError> {
-    send_refund(ctx, &order_id, amount_cents).await
+async fn refund_keyed(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount_cents: i64,
+) -> Result<Refund, ToolError> {
+    send_refund(ctx, key, &order_id, amount_cents).await
 }
 
-async fn send_refund(ctx: &Ctx, order_id: &str, amount_cents: i64) -> Result<Refund, ToolError> {
+async fn send_refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: &str,
+    amount_cents: i64,
+) -> Result<Refund, ToolError> {
     let provider = ctx.state::<Arc<FakeProvider>>()?;
-    let key = ctx
-        .idempotency_key()
-        .ok_or_else(|| ToolError::internal("a write runs under an idempotency key"))?;
     provider.refund(key, order_id, amount_cents).await
 }
 
 /// Asks the provider for the refund under the operation's key.
 async fn find_refund(
     ctx: &Ctx,
+    key: &IdempotencyKey,
     order_id: String,
     amount_cents: i64,
 ) -> Result<Option<Refund>, ToolError> {
     let provider = ctx.state::<Arc<FakeProvider>>()?;
-    let key = ctx
-        .idempotency_key()
-        .ok_or_else(|| ToolError::internal("the reconciler passes the operation's key"))?;
     match provider.lookup(key).await? {
         Some(found) if found.order_id != order_id || found.amount_cents != amount_cents => {
             Err(ToolError::internal(format!(

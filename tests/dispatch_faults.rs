@@ -73,9 +73,14 @@ async fn get_customer(Args(query): Args<CustomerQuery>) -> Result<Value, ToolErr
     key = [order_id],
     timeout = "10s",
     retry(max_attempts = 3, base = "1ms", max = "2ms"),
-    reconcile = find_refund
+    reconcile = find_refund(ctx, key)
 )]
-async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+async fn refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
     let run = provider.runs.fetch_add(1, Ordering::SeqCst) + 1;
     match order_id.as_str() {
@@ -87,7 +92,7 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
         }
         _ => {}
     }
-    let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    let key = key.to_string();
     let receipt = json!({"refund_id": format!("re_{order_id}"), "amount": amount});
     provider
         .refunds
@@ -101,13 +106,9 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
 }
 
 /// Asks the provider for the refund under the operation's key.
-async fn find_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Option<Value>, ToolError> {
-    let _ = (order_id, amount);
+async fn find_refund(ctx: &Ctx, key: &IdempotencyKey) -> Result<Option<Value>, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
-    let key = ctx
-        .idempotency_key()
-        .expect("the reconciler passes the key");
-    Ok(provider.refunds.lock().unwrap().get(key).cloned())
+    Ok(provider.refunds.lock().unwrap().get(key.as_str()).cloned())
 }
 
 /// The stores under test. The SQLite file lives as long as its directory.

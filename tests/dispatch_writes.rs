@@ -48,10 +48,15 @@ impl Provider {
 
 /// Refund an order.
 #[tool(side_effect = "write", key = [order_id], timeout = "2s", retry(max_attempts = 3, base = "100ms", max = "1s"))]
-async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+async fn refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
     *provider.runs.lock().unwrap() += 1;
-    let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    let key = key.to_string();
     provider.keys.lock().unwrap().push(key.clone());
     let fault = provider.faults.lock().unwrap().pop_front();
     match fault {
@@ -85,10 +90,15 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
 
 /// Refund an order at a provider that applies one idempotency key once.
 #[tool(side_effect = "write", key = [order_id], timeout = "2s", honours_key = true)]
-async fn refund_keyed(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+async fn refund_keyed(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
     *provider.runs.lock().unwrap() += 1;
-    let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    let key = key.to_string();
     {
         let mut applied = provider.applied.lock().unwrap();
         if !applied.iter().any(|(_, k)| *k == key) {
@@ -419,28 +429,32 @@ async fn reads_are_retried_on_timeouts_and_never_stored() {
     assert!(desk.store.list_unknown(10).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn a_write_without_a_store_does_not_run() {
+#[test]
+fn a_write_without_a_store_is_a_build_error() {
     let mut registry = Registry::new();
     registry.register::<refund>().unwrap();
     let provider = Arc::new(Provider::default());
-    let dispatcher = Dispatcher::builder(registry)
+    let refused = Dispatcher::builder(registry)
         .state(provider.clone())
-        .build();
-    let call = ToolCall::from_json_text("c1", "refund", ARGS);
-    let result = dispatcher
-        .dispatch(&session("acme", "r"), call)
-        .await
-        .unwrap()
-        .result
-        .to_json();
-    assert_eq!(result["error"]["kind"], "internal");
-    assert!(
-        result["error"]["what"]
-            .as_str()
-            .unwrap()
-            .contains("no operation store")
+        .try_build()
+        .unwrap_err();
+    assert_eq!(
+        refused,
+        toolgate::BuildError::MissingStore {
+            tool: "refund",
+            side_effect: SideEffect::Write,
+        }
     );
+    let message = refused.to_string();
+    assert!(
+        message.starts_with("the tool `refund` is a write tool"),
+        "{message}"
+    );
+    assert!(
+        message.contains("add `DispatcherBuilder::store(...)`"),
+        "{message}"
+    );
+    assert!(message.contains("tool-store-sqlite"), "{message}");
     assert_eq!(provider.runs(), 0);
 }
 

@@ -50,7 +50,12 @@ impl Ledger {
 
 /// Post an amount to the ledger.
 #[tool(side_effect = "write", key = [entry], timeout = "10s")]
-async fn post_entry(ctx: &Ctx, entry: String, amount: i64) -> Result<Value, ToolError> {
+async fn post_entry(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    entry: String,
+    amount: i64,
+) -> Result<Value, ToolError> {
     let ledger = ctx.state::<Arc<Ledger>>()?;
     ledger.runs.fetch_add(1, Ordering::SeqCst);
     if let Some((answered, all)) = &ledger.gate {
@@ -61,9 +66,7 @@ async fn post_entry(ctx: &Ctx, entry: String, amount: i64) -> Result<Value, Tool
             .await
             .map_err(|_| ToolError::internal("the claim counter was dropped"))?;
     }
-    let key = ctx
-        .idempotency_key()
-        .ok_or_else(|| ToolError::internal("a write runs under an idempotency key"))?;
+    let key = key.as_str();
     sqlx::query("INSERT INTO ledger (entry, idempotency_key, pid) VALUES ($1, $2, $3)")
         .bind(&entry)
         .bind(key)

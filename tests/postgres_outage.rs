@@ -39,9 +39,14 @@ struct Ledger {
 
 /// Refund an order.
 #[tool(side_effect = "write", key = [order_id], timeout = "20s", reconcile = find_refund)]
-async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+async fn refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
     let ledger = ctx.state::<Arc<Ledger>>()?;
-    let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    let key = key.to_string();
     let receipt = json!({"refund_id": format!("re_{order_id}"), "amount": amount});
     *ledger
         .applied
@@ -60,13 +65,15 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
 }
 
 /// Asks the provider for the refund under the operation's key.
-async fn find_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Option<Value>, ToolError> {
+async fn find_refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Option<Value>, ToolError> {
     let _ = (order_id, amount);
     let ledger = ctx.state::<Arc<Ledger>>()?;
-    let key = ctx
-        .idempotency_key()
-        .expect("the reconciler passes the key");
-    Ok(ledger.receipts.lock().unwrap().get(key).cloned())
+    Ok(ledger.receipts.lock().unwrap().get(key.as_str()).cloned())
 }
 
 struct Outage {

@@ -22,11 +22,15 @@ struct Provider {
 }
 
 /// Refund an order.
-#[tool(side_effect = "write", key = [order_id], timeout = "1s", reconcile = find_refund)]
-async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
-    let provider = ctx.state::<Arc<Provider>>()?;
+#[tool(side_effect = "write", key = [order_id], timeout = "1s", reconcile = find_refund(provider, key))]
+async fn refund(
+    provider: State<Arc<Provider>>,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
     *provider.calls.lock().unwrap() += 1;
-    let key = ctx.idempotency_key().unwrap().to_owned();
+    let key = key.to_string();
     let receipt =
         json!({"refund_id": format!("re_{}", &key[3..9]), "order_id": order_id, "amount": amount});
     provider
@@ -41,17 +45,16 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
     Ok(receipt)
 }
 
-/// Asks the provider for the refund under the operation's key.
-async fn find_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Option<Value>, ToolError> {
-    let _ = (order_id, amount);
-    let provider = ctx.state::<Arc<Provider>>()?;
+/// Asks the provider for the refund under the operation's key: the hook takes only the
+/// parameters it uses.
+async fn find_refund(
+    provider: State<Arc<Provider>>,
+    key: &IdempotencyKey,
+) -> Result<Option<Value>, ToolError> {
     if *provider.lookup_down.lock().unwrap() {
         return Err(ToolError::unavailable("the lookup answered 503"));
     }
-    let key = ctx
-        .idempotency_key()
-        .expect("the reconciler passes the operation's key");
-    Ok(provider.refunds.lock().unwrap().get(key).cloned())
+    Ok(provider.refunds.lock().unwrap().get(key.as_str()).cloned())
 }
 
 struct Setup {

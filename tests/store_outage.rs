@@ -150,9 +150,14 @@ impl Provider {
 
 /// Refund an order.
 #[tool(side_effect = "write", key = [order_id], timeout = "10s")]
-async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+async fn refund(
+    ctx: &Ctx,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
-    let key = ctx.idempotency_key().expect("a write has a key").to_owned();
+    let key = key.to_string();
     *provider.attempts.lock().unwrap() += 1;
     if provider.unavailable_once.swap(false, Ordering::SeqCst) {
         provider

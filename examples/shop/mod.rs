@@ -252,10 +252,11 @@ pub(crate) async fn get_order(
     key = [order_id],
     timeout = "10s",
     retry(max_attempts = 4),
-    reconcile = find_refund
+    reconcile = find_refund(ctx, key)
 )]
 pub(crate) async fn issue_refund(
     ctx: &Ctx,
+    key: &IdempotencyKey,
     /// The order to refund, such as `ORD-1001`.
     #[schemars(pattern(ORDER_ID_PATTERN), length(max = ORDER_ID_MAX_LENGTH))]
     order_id: String,
@@ -273,29 +274,17 @@ pub(crate) async fn issue_refund(
     if cents > order.refundable_cents() {
         return Err(over_balance(&order, cents));
     }
-    let key = operation_key(ctx)?;
     Ok(payments.refund(key, &order_id, cents).await?.into())
 }
 
 /// Asks the payment provider for the refund under the operation's key, for a refund whose outcome
-/// is unknown; called with the refund's own arguments.
+/// is unknown; called with the refund's context and key.
 pub(crate) async fn find_refund(
     ctx: &Ctx,
-    order_id: String,
-    amount: f64,
+    key: &IdempotencyKey,
 ) -> Result<Option<RefundView>, ToolError> {
-    let _ = (order_id, amount);
-    let receipt = payments(ctx)?.lookup(operation_key(ctx)?).await?;
+    let receipt = payments(ctx)?.lookup(key).await?;
     Ok(receipt.map(RefundView::from))
-}
-
-/// The key the dispatcher derived for this refund: the provider's idempotency key.
-fn operation_key(ctx: &Ctx) -> Result<&str, ToolError> {
-    ctx.idempotency_key().ok_or_else(|| {
-        ToolError::internal("a refund needs an idempotency key")
-            .why("the dispatcher has no operation store, so it derived none")
-            .next("give the dispatcher a store")
-    })
 }
 
 fn to_cents(amount: f64) -> Result<u64, ToolError> {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use crate::auth::AuthContext;
 use crate::descriptor::ToolDescriptor;
 use crate::error::ToolError;
-use crate::state::State;
+use crate::key::IdempotencyKey;
+use crate::state::StateMap;
 
 /// Everything a tool may know about the call it serves. Declare a `ctx: &Ctx` parameter to get
 /// it; it never appears in the schema.
@@ -13,13 +14,10 @@ use crate::state::State;
 /// ```
 /// use toolgate::prelude::*;
 ///
-/// struct Shop { name: &'static str }
-///
-/// /// Say which shop and tenant this is.
+/// /// Say who calls, in which run.
 /// #[tool]
 /// async fn whoami(ctx: &Ctx) -> Result<String, ToolError> {
-///     let shop = ctx.state::<Shop>()?;
-///     Ok(format!("{} for {}", shop.name, ctx.auth().tenant()))
+///     Ok(format!("{} in run {}", ctx.auth().tenant(), ctx.run_id()))
 /// }
 /// ```
 #[derive(Debug)]
@@ -28,8 +26,8 @@ pub struct Ctx {
     run_id: Arc<str>,
     call_id: String,
     tool: &'static ToolDescriptor,
-    state: Arc<State>,
-    idempotency_key: Option<String>,
+    state: Arc<StateMap>,
+    idempotency_key: Option<IdempotencyKey>,
 }
 
 impl Ctx {
@@ -38,7 +36,7 @@ impl Ctx {
         run_id: Arc<str>,
         call_id: String,
         tool: &'static ToolDescriptor,
-        state: Arc<State>,
+        state: Arc<StateMap>,
     ) -> Self {
         Ctx {
             auth,
@@ -51,16 +49,25 @@ impl Ctx {
     }
 
     pub(crate) fn with_idempotency_key(mut self, key: String) -> Self {
-        self.idempotency_key = Some(key);
+        self.idempotency_key = Some(IdempotencyKey::new(key));
         self
     }
 
     /// The operation's idempotency key, for a write or destructive tool: hand it to the
     /// provider (an `Idempotency-Key` header, say). It is derived from the operation, not the
     /// call, so it is the same on every retry, after a restart and for the reconcile hook.
-    /// `None` for reads, which are never stored.
+    /// `None` for reads, which are never stored. A write or destructive tool can take it as a
+    /// `key: &IdempotencyKey` parameter instead, which is never `None`.
     pub fn idempotency_key(&self) -> Option<&str> {
         self.idempotency_key.as_deref()
+    }
+
+    pub(crate) fn operation_key(&self) -> Option<&IdempotencyKey> {
+        self.idempotency_key.as_ref()
+    }
+
+    pub(crate) fn state_map(&self) -> &StateMap {
+        &self.state
     }
 
     /// The authenticated caller.
@@ -84,7 +91,8 @@ impl Ctx {
     }
 
     /// The application value of type `T` given to the dispatcher, or an internal error that
-    /// names the missing type.
+    /// names the missing type. Checked only when called; a `State<T>` parameter is checked when
+    /// the dispatcher is built.
     pub fn state<T: Send + Sync + 'static>(&self) -> Result<&T, ToolError> {
         self.state.get::<T>()
     }

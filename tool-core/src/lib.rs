@@ -19,6 +19,7 @@ mod failpoint;
 pub mod idempotency;
 mod json_shape;
 mod json_text;
+mod key;
 mod probe;
 pub mod provider;
 mod quote;
@@ -33,6 +34,7 @@ mod state;
 pub mod store;
 mod tool;
 mod validate;
+mod wiring;
 
 pub use approval::ApprovalAmount;
 pub use auth::{AuthContext, Session};
@@ -48,15 +50,17 @@ pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
 pub use failpoint::{Failpoint, Failpoints};
 pub use json_text::JsonText;
+pub use key::IdempotencyKey;
 pub use rate_limit::RateLimit;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
 pub use result::{CallResult, Explanation, Status};
 pub use retry::{RetryPolicy, RetrySpec};
 pub use side_effect::SideEffect;
-pub use state::State;
+pub use state::{State, StateType};
 pub use tool::{Args, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool, ToolFuture};
 pub use validate::{ArgsValidator, SchemaError, Violation};
+pub use wiring::BuildError;
 
 /// What the code `#[tool]` generates refers to. Not a public API: it changes without notice.
 #[doc(hidden)]
@@ -71,8 +75,9 @@ pub mod __private {
     };
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
-        Args, Ctx, IntoReconciled, IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec,
-        SideEffect, Tool, ToolDescriptor, ToolError, ToolFuture,
+        Args, Ctx, IdempotencyKey, IntoReconciled, IntoToolOutput, KeyScope, RateLimit,
+        ReconcileFuture, RetrySpec, SideEffect, State, StateType, Tool, ToolDescriptor, ToolError,
+        ToolFuture,
     };
 
     use serde_json::Value;
@@ -88,6 +93,21 @@ pub mod __private {
                 .next(format!(
                     "call {tool} again with arguments that match its schema"
                 ))
+        })
+    }
+
+    /// The value a `State<T>` parameter receives.
+    pub fn state<T: Send + Sync + 'static>(ctx: &Ctx) -> Result<State<T>, ToolError> {
+        ctx.state_map().get_shared::<T>()
+    }
+
+    /// The key an `&IdempotencyKey` parameter receives. Every write and destructive call has
+    /// one; the error is for a tool invoked by hand without it.
+    pub fn idempotency_key(ctx: &Ctx) -> Result<&IdempotencyKey, ToolError> {
+        ctx.operation_key().ok_or_else(|| {
+            ToolError::internal("the tool was called without an idempotency key")
+                .why("only write and destructive calls made by the dispatcher or the reconciler carry one")
+                .next("do not repeat this call; tell the user something went wrong")
         })
     }
 

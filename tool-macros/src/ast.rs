@@ -1,9 +1,11 @@
 //! The fn under `#[tool]`, read into what the expansion needs: its doc, and each parameter as an
 //! injected context, the arguments struct, or a plain argument.
 
-use syn::{Attribute, FnArg, Ident, ItemFn, Pat, Type};
+use quote::ToTokens;
+use syn::{Attribute, FnArg, Ident, Pat, Type};
 
 use crate::errors::Errors;
+use crate::item::ToolItem;
 
 /// One parameter of the tool fn.
 pub(crate) enum Param {
@@ -11,6 +13,10 @@ pub(crate) enum Param {
     Ctx { ty: Type },
     /// `&AuthContext`: the session's caller.
     Auth { ty: Type },
+    /// `&IdempotencyKey`: the operation's key, on a write or destructive tool.
+    Key { ty: Type },
+    /// `State<T>`: an application value the dispatcher holds. `ty` is `T`.
+    State { ty: Type },
     /// `Args(pattern): Args<T>`: every argument in one struct `T`. `full` is `Args<T>`.
     Struct { ty: Type, full: Type },
     /// A plain argument that becomes one property of the schema.
@@ -78,9 +84,11 @@ fn type_agnostic(attr: &Attribute) -> bool {
 }
 
 pub(crate) struct ToolFn {
-    pub(crate) item: ItemFn,
+    pub(crate) item: ToolItem,
     pub(crate) doc: String,
     pub(crate) params: Vec<Param>,
+    /// The name each parameter of `params` is bound to, when its pattern is a plain name.
+    pub(crate) names: Vec<Option<Ident>>,
 }
 
 impl ToolFn {
@@ -101,18 +109,23 @@ impl ToolFn {
 
 /// Reads the fn, removing from it the parameter attributes that belong to the schema. Problems
 /// with the signature are recorded in `errors`; the fn is returned so it can still be emitted.
-pub(crate) fn read(mut item: ItemFn, errors: &mut Errors) -> ToolFn {
+pub(crate) fn read(mut item: ToolItem, errors: &mut Errors) -> ToolFn {
     let doc = doc_text(&item.attrs);
     let mut params = Vec::new();
+    let mut names = Vec::new();
     for input in item.sig.inputs.iter_mut() {
         match input {
             FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
                 &*receiver,
-                "#[tool] goes on a free fn, not a method: move it out of the impl block and take what `self` held from `ctx.state::<T>()`",
+                "#[tool] goes on a free fn, not a method: move it out of the impl block and take what `self` held as a `State<T>` parameter",
             )),
             FnArg::Typed(typed) => {
                 if let Some(param) = read_param(typed, errors) {
                     params.push(param);
+                    names.push(match &*typed.pat {
+                        Pat::Ident(pat) => Some(pat.ident.clone()),
+                        _ => None,
+                    });
                 }
             }
         }
@@ -132,7 +145,12 @@ pub(crate) fn read(mut item: ItemFn, errors: &mut Errors) -> ToolFn {
         }
         !repeated
     });
-    ToolFn { item, doc, params }
+    ToolFn {
+        item,
+        doc,
+        params,
+        names,
+    }
 }
 
 fn read_param(typed: &mut syn::PatType, errors: &mut Errors) -> Option<Param> {
@@ -184,7 +202,25 @@ fn read_param(typed: &mut syn::PatType, errors: &mut Errors) -> Option<Param> {
         }
         return Some(param);
     }
-    if let Some(ty) = args_struct_type(&typed.ty) {
+    if let Some(ty) = generic_argument(&typed.ty, "State") {
+        if let Some(attr) = &sensitive {
+            errors.push(syn::Error::new_spanned(attr, "`#[sensitive]` marks an argument the model sends; a `State<T>` is never in the arguments, so remove `#[sensitive]` here"));
+        }
+        return Some(Param::State { ty });
+    }
+    if let Type::Reference(reference) = &*typed.ty
+        && let Some(inner) = generic_argument(&reference.elem, "State")
+    {
+        errors.push(syn::Error::new_spanned(
+            &typed.ty,
+            format!(
+                "a `State<T>` is a shared handle taken by value: write `State<{}>`",
+                inner.to_token_stream()
+            ),
+        ));
+        return None;
+    }
+    if let Some(ty) = generic_argument(&typed.ty, "Args") {
         if let Some(attr) = &sensitive {
             errors.push(syn::Error::new_spanned(attr, "`#[sensitive]` marks one plain argument, and cannot mark a whole `Args<T>` struct: to redact a value, take the arguments as plain parameters and put `#[sensitive]` on that one"));
         }
@@ -285,7 +321,8 @@ fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     }
 }
 
-/// `&Ctx` and `&AuthContext` are injected; either by value is an error that says to borrow it.
+/// `&Ctx`, `&AuthContext` and `&IdempotencyKey` are injected; any of them by value is an error
+/// that says to borrow it.
 fn injected_kind(ty: &Type) -> Option<syn::Result<Param>> {
     let (inner, by_ref) = match ty {
         Type::Reference(reference) => (&*reference.elem, reference.mutability.is_none()),
@@ -295,6 +332,7 @@ fn injected_kind(ty: &Type) -> Option<syn::Result<Param>> {
     let param = match name.as_str() {
         "Ctx" => Param::Ctx { ty: ty.clone() },
         "AuthContext" => Param::Auth { ty: ty.clone() },
+        "IdempotencyKey" => Param::Key { ty: ty.clone() },
         _ => return None,
     };
     if by_ref {
@@ -302,15 +340,22 @@ fn injected_kind(ty: &Type) -> Option<syn::Result<Param>> {
     } else {
         Some(Err(syn::Error::new_spanned(
             ty,
-            format!("the tool receives the context by shared reference: write `&{name}`"),
+            format!(
+                "the tool receives {} by shared reference: write `&{name}`",
+                if name == "IdempotencyKey" {
+                    "the operation's key"
+                } else {
+                    "the context"
+                }
+            ),
         )))
     }
 }
 
-/// `Args<T>` gives `T`.
-fn args_struct_type(ty: &Type) -> Option<Type> {
+/// `T` of `Wrapper<T>` when the type is the wrapper `name` (`Args<T>`, `State<T>`).
+fn generic_argument(ty: &Type, name: &str) -> Option<Type> {
     let segment = last_segment(ty)?;
-    if segment.ident != "Args" {
+    if segment.ident != name {
         return None;
     }
     match &segment.arguments {

@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn suggests_the_nearest_key() {
-        let keys = crate::attr::KEYS;
+        let keys = &crate::keys::names(crate::keys::Level::Top);
         assert_eq!(nearest("sideeffect", keys), Some("side_effect"));
         assert_eq!(nearest("timout", keys), Some("timeout"));
         assert_eq!(nearest("permisson", keys), Some("permission"));

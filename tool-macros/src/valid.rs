@@ -1,6 +1,6 @@
-//! Checks of the attribute against the fn: every misuse becomes an error on the token at fault.
+//! Checks of the attribute against the fn, and between its keys: every misuse becomes an error on
+//! the token at fault.
 
-use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{Ident, ReturnType, Type};
 
@@ -13,6 +13,7 @@ pub(crate) fn check(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
     check_signature(tool, errors);
     check_params(tool, errors);
     check_policies(attr, tool, errors);
+    check_retry(attr, errors);
 }
 
 fn check_signature(tool: &ToolFn, errors: &mut Errors) {
@@ -95,6 +96,7 @@ fn check_params(tool: &ToolFn, errors: &mut Errors) {
             Param::Plain(plain) => {
                 first_plain.get_or_insert(plain);
             }
+            Param::Key { .. } | Param::State { .. } => {}
         }
     }
     if let (true, Some(plain)) = (struct_seen, first_plain) {
@@ -112,70 +114,61 @@ fn check_params(tool: &ToolFn, errors: &mut Errors) {
     }
 }
 
+/// The keys that apply only to write and destructive tools, with why.
+const ONLY_WRITES: &[(&str, &str)] = &[
+    ("approval_over", "a read never waits for a human"),
+    (
+        "key",
+        "reads are never stored, so they have no idempotency key",
+    ),
+    ("key_scope", "reads have no idempotency key"),
+    ("reconcile", "a read has no outcome to reconcile"),
+    ("resource", "reads run in parallel freely"),
+    ("honours_key", "reads have no idempotency key to hand on"),
+];
+
+/// Checks between the settings of `retry(...)`.
+fn check_retry(attr: &ToolAttr, errors: &mut Errors) {
+    let Some(retry) = &attr.retry else {
+        return;
+    };
+    if let (Some(base), Some(max)) = (&retry.value.base, &retry.value.max)
+        && base.value > max.value
+    {
+        errors.push(syn::Error::new(
+            base.span,
+            "the base delay is longer than the max delay; make `base` shorter than `max`",
+        ));
+    }
+}
+
 fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
-    let side_effect = attr
-        .side_effect
-        .as_ref()
-        .map_or(SideEffect::Read, |s| s.value);
-    let is_read = side_effect == SideEffect::Read && !attr.rejected("side_effect");
+    let is_read = attr.side_effect() == SideEffect::Read && !attr.rejected("side_effect");
     let names: Vec<String> = tool.plain_params().map(|p| p.ident.to_string()).collect();
     let has_struct = tool.struct_param().is_some();
 
-    let only_writes = |span: Span, key: &str, why: &str, errors: &mut Errors| {
-        errors.push(syn::Error::new(
-            span,
-            format!("`{key}` applies only to writes ({why}); add `side_effect = \"write\"` or `side_effect = \"destructive\"`, or remove `{key}`"),
-        ));
-    };
     if is_read {
-        if let Some(approval) = &attr.approval_over {
-            only_writes(
-                approval.key,
-                "approval_over",
-                "a read never waits for a human",
-                errors,
-            );
+        for (key, why) in ONLY_WRITES {
+            if let Some(span) = attr.key_span(key) {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{key}` applies only to writes ({why}); add `side_effect = \"write\"` or `side_effect = \"destructive\"`, or remove `{key}`"),
+                ));
+            }
         }
-        if let Some(key) = &attr.key {
-            only_writes(
-                key.key,
-                "key",
-                "reads are never stored, so they have no idempotency key",
-                errors,
-            );
+        for param in &tool.params {
+            if let Param::Key { ty } = param {
+                errors.push(syn::Error::new_spanned(
+                    ty,
+                    "a read has no idempotency key: only write and destructive calls are recorded under one; remove this parameter, or add `side_effect = \"write\"` if the tool changes state",
+                ));
+            }
         }
-        if let Some(scope) = &attr.key_scope {
-            only_writes(
-                scope.key,
-                "key_scope",
-                "reads have no idempotency key",
-                errors,
-            );
-        }
-        if let Some(path) = &attr.reconcile {
-            only_writes(
-                path.key,
-                "reconcile",
-                "a read has no outcome to reconcile",
-                errors,
-            );
-        }
-        if let Some(resource) = &attr.resource {
-            only_writes(
-                resource.key,
-                "resource",
-                "reads run in parallel freely",
-                errors,
-            );
-        }
-        if let Some(honours) = &attr.honours_key {
-            only_writes(
-                honours.key,
-                "honours_key",
-                "reads have no idempotency key to hand on",
-                errors,
-            );
-        }
+    }
+    if let Some(reconcile) = &attr.reconcile
+        && let Some(args) = &reconcile.value.args
+    {
+        check_hook_args(tool, args, errors);
     }
 
     // Names of arguments must exist; for an `Args<T>` struct the expansion checks the fields.
@@ -245,6 +238,36 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
             "approval_field names the argument that approval_over compares, and there is no approval_over: add `approval_over = <threshold>`, or remove approval_field",
         )),
         _ => {}
+    }
+}
+
+/// Each name in `reconcile = path(...)` must be a parameter of the tool, named once.
+fn check_hook_args(tool: &ToolFn, args: &[Ident], errors: &mut Errors) {
+    let names: Vec<String> = tool.names.iter().flatten().map(Ident::to_string).collect();
+    let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (index, arg) in args.iter().enumerate() {
+        let name = arg.to_string();
+        if args[..index].contains(arg) {
+            errors.push(syn::Error::new(
+                arg.span(),
+                format!("`{name}` is passed to the reconcile hook twice; name it once"),
+            ));
+        } else if !names.contains(&name) {
+            let listed = candidates
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let message = match nearest(&name, &candidates) {
+                Some(best) => format!(
+                    "the reconcile hook is given `{name}`, which is not a parameter of the tool: did you mean `{best}`? its parameters are {listed}"
+                ),
+                None => format!(
+                    "the reconcile hook is given `{name}`, which is not a parameter of the tool; its parameters are {listed}"
+                ),
+            };
+            errors.push(syn::Error::new(arg.span(), message));
+        }
     }
 }
 

@@ -9,8 +9,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::failpoint::Failpoints;
 use crate::registry::Registry;
 use crate::retry::RetryPolicy;
-use crate::state::State;
+use crate::state::StateMap;
 use crate::store::OperationStore;
+use crate::wiring::BuildError;
 
 use super::outage::{DEFAULT_STORE_RETRY, UnrecordedOutcomes};
 use super::{Dispatcher, Inner};
@@ -25,7 +26,7 @@ pub const DEFAULT_IN_PROGRESS_WAIT: Duration = Duration::from_secs(2);
 /// Configures a [`Dispatcher`].
 pub struct DispatcherBuilder {
     registry: Registry,
-    state: State,
+    state: StateMap,
     default_timeout: Duration,
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
@@ -47,7 +48,7 @@ impl Dispatcher {
     pub fn builder(registry: Registry) -> DispatcherBuilder {
         DispatcherBuilder {
             registry,
-            state: State::default(),
+            state: StateMap::default(),
             default_timeout: DEFAULT_TIMEOUT,
             store: None,
             clock: Arc::new(SystemClock),
@@ -73,8 +74,8 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The store that records write and destructive operations (required for them: a write
-    /// called without a store answers an `internal` error and does not run). An
+    /// The store that records write and destructive operations (required for them:
+    /// [`try_build`](Self::try_build) refuses a registry holding one when no store is given). An
     /// `Arc<dyn OperationStore>` (or an `Arc` of any store) is a store too, for a caller that
     /// keeps a handle on it.
     pub fn store(mut self, store: impl OperationStore) -> Self {
@@ -122,8 +123,24 @@ impl DispatcherBuilder {
     }
 
     /// The dispatcher.
+    ///
+    /// # Panics
+    ///
+    /// When the wiring is wrong, with the message of the [`BuildError`] that
+    /// [`try_build`](Self::try_build) returns.
     pub fn build(self) -> Dispatcher {
-        Dispatcher {
+        match self.try_build() {
+            Ok(dispatcher) => dispatcher,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// The dispatcher, or the first wiring mistake: a write or destructive tool without a
+    /// [`store`](Self::store), or a tool taking a [`State<T>`](crate::State) whose `T` was not
+    /// given with [`state`](Self::state).
+    pub fn try_build(self) -> Result<Dispatcher, BuildError> {
+        crate::wiring::check(&self.registry, self.store.is_some(), &self.state)?;
+        Ok(Dispatcher {
             inner: Arc::new(Inner {
                 registry: self.registry,
                 state: Arc::new(self.state),
@@ -137,6 +154,6 @@ impl DispatcherBuilder {
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),
             }),
-        }
+        })
     }
 }

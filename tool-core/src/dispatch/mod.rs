@@ -45,7 +45,7 @@ use crate::failpoint::Failpoints;
 use crate::registry::{RegisteredTool, Registry};
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
-use crate::state::State;
+use crate::state::StateMap;
 use crate::store::OperationStore;
 
 pub use builder::{DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, DispatcherBuilder};
@@ -110,7 +110,7 @@ pub struct Dispatcher {
 
 struct Inner {
     registry: Registry,
-    state: Arc<State>,
+    state: Arc<StateMap>,
     default_timeout: Duration,
     store: Option<Arc<dyn OperationStore>>,
     clock: Arc<dyn Clock>,
@@ -148,7 +148,7 @@ impl Dispatcher {
         self.inner.clock.now_ms()
     }
 
-    pub(crate) fn state(&self) -> Arc<State> {
+    pub(crate) fn state(&self) -> Arc<StateMap> {
         self.inner.state.clone()
     }
 
