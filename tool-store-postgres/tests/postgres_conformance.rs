@@ -1,15 +1,13 @@
-//! The store conformance suite of tool-core, against a real PostgreSQL server: each rule on a
-//! fresh database.
+//! The store conformance suite of toolgate-test, against a real PostgreSQL server: one test a
+//! rule, each on a fresh database.
 
 use tool_store_postgres::PostgresStore;
-use tool_store_postgres::testing::test_database;
+use toolgate_test::conformance::Case;
+use toolgate_test_postgres::test_database;
 
-#[tokio::test]
-async fn the_postgres_store_passes_the_conformance_suite() {
-    tool_core::store::conformance::run_all(|| async {
-        PostgresStore::connect(&test_database().await)
-            .await
-            .expect("connect to the test database")
-    })
-    .await;
-}
+toolgate_test::conformance_tests!(|case: Case| async move {
+    let store = PostgresStore::connect(&test_database().await)
+        .await
+        .expect("connect to the test database");
+    case.run(&store).await;
+});
