@@ -10,7 +10,7 @@
 //!   statement) against one `SELECT` of the row.
 //!
 //! The figure that matters is the ratio within each group. Needs a PostgreSQL server, found or
-//! started by `tool_store_postgres::testing` (or `DATABASE_URL`). Run with
+//! started by `toolgate_test_postgres` (or `DATABASE_URL`). Run with
 //! `cargo bench --bench store`.
 
 use std::hint::black_box;
@@ -23,8 +23,8 @@ use tokio::task::JoinSet;
 use tool_store_postgres::PostgresStore;
 use tool_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
 use tool_store_postgres::sqlx::{self, Row};
-use tool_store_postgres::testing::test_database;
 use toolgate::store::{Claim, ClaimRequest, OperationState, OperationStore, Owner};
+use toolgate_test_postgres::test_database;
 
 const TENANT: &str = "acme";
 const TOOL: &str = "issue_refund";

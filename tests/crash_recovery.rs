@@ -41,7 +41,8 @@ use serde_json::{Value, json};
 use tool_store_sqlite::SqliteStore;
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore};
-use toolgate::{DispatcherBuilder, Failpoint, Failpoints, ManualClock, Reconciler};
+use toolgate::{DispatcherBuilder, Failpoint, Reconciler};
+use toolgate_test::{ManualClock, RecordingFailpoints};
 
 /// Seeded runs, each killed once.
 const RUNS: u64 = 200;
@@ -333,14 +334,6 @@ impl StopAt {
     }
 }
 
-impl Failpoints for StopAt {
-    fn hit(&self, point: Failpoint) {
-        if self.point.failpoint() == Some(point) {
-            self.reached(self.point);
-        }
-    }
-}
-
 /// The child: dispatches the run's calls until it stops at its failpoint. Does nothing unless
 /// the parent test started it.
 #[test]
@@ -366,8 +359,15 @@ fn crash_child() {
         let store = SqliteStore::open(var(STORE_VAR))
             .await
             .expect("the store opens");
+        let failpoints = match point.failpoint() {
+            Some(failpoint) => {
+                let stop = stop.clone();
+                RecordingFailpoints::new().at(failpoint, move |_| stop.reached(point))
+            }
+            None => RecordingFailpoints::new(),
+        };
         let dispatcher = dispatcher(&store, &provider, LIFE_CLOCK_MS, LIFE_TIMEOUT, seed)
-            .failpoints(stop.clone())
+            .failpoints(Arc::new(failpoints))
             .build();
         for (i, call) in scenario.calls.iter().enumerate() {
             stop.current.store(i, Ordering::SeqCst);

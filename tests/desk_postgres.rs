@@ -11,7 +11,7 @@ use std::process::Stdio;
 
 use desk::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 use serde_json::{Value, json};
-use tool_store_postgres::testing::{OwnCluster, test_database};
+use toolgate_test_postgres::{OwnCluster, test_database};
 
 fn refund(id: &str, order: &str, amount: f64) -> String {
     call(

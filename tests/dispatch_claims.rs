@@ -4,24 +4,21 @@
 //! the replay; failed or purged: it claims the key and runs; unknown: unknown; still running:
 //! in progress).
 //!
-//! The PostgreSQL tests need a server: `tool_store_postgres::testing::test_database` finds or
+//! The PostgreSQL tests need a server: `toolgate_test_postgres::test_database` finds or
 //! starts one and gives each test a fresh database (a test fails, never skips, without one).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tool_store_postgres::PostgresStore;
-use tool_store_postgres::testing::test_database;
 use tool_store_sqlite::SqliteStore;
-use toolgate::ManualClock;
 use toolgate::prelude::*;
-use toolgate::store::{
-    AttemptError, Claim, ClaimRequest, MemoryStore, OperationRecord, OperationState,
-    OperationStore, Owner, Resolution, StoreError,
-};
+use toolgate::store::{AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner};
+use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};
+use toolgate_test_postgres::test_database;
 
 /// What the provider lets be refunded on any order.
 const REFUNDABLE: f64 = 100.0;
@@ -173,103 +170,25 @@ enum Then {
     KeepsRunning,
 }
 
-/// A store where another worker holds a claim, and settles it as planned the moment the
-/// duplicate first looks again (the duplicate's first `get`): the change happens while it
-/// waits, at no particular time.
-struct AnotherWorker {
-    inner: Arc<dyn OperationStore>,
-    plan: Mutex<Option<(Owner, Then)>>,
-}
-
-impl AnotherWorker {
-    async fn settle(&self, owner: &Owner, then: Then) {
-        let error = AttemptError {
-            attempt: 1,
-            kind: "refused".into(),
-            what: "the other worker's attempt was refused".into(),
-        };
-        let store = &self.inner;
-        match then {
-            Then::Succeeds => store
-                .succeed(owner, r#"{"refund_id":"re_other"}"#, NOW)
-                .await
-                .unwrap(),
-            Then::Fails => store.fail(owner, &error, NOW).await.unwrap(),
-            Then::BecomesUnknown => store.mark_unknown(owner, &error, NOW).await.unwrap(),
-            Then::IsPurged => {
-                store.fail(owner, &error, NOW).await.unwrap();
-                assert!(store.purge(NOW + 1).await.unwrap() >= 1);
-            }
-            Then::KeepsRunning => {}
+/// Settles the other worker's claim as `then` says.
+async fn settle(store: &dyn OperationStore, owner: &Owner, then: Then) {
+    let error = AttemptError {
+        attempt: 1,
+        kind: "refused".into(),
+        what: "the other worker's attempt was refused".into(),
+    };
+    match then {
+        Then::Succeeds => store
+            .succeed(owner, r#"{"refund_id":"re_other"}"#, NOW)
+            .await
+            .unwrap(),
+        Then::Fails => store.fail(owner, &error, NOW).await.unwrap(),
+        Then::BecomesUnknown => store.mark_unknown(owner, &error, NOW).await.unwrap(),
+        Then::IsPurged => {
+            store.fail(owner, &error, NOW).await.unwrap();
+            assert!(store.purge(NOW + 1).await.unwrap() >= 1);
         }
-    }
-
-    /// Whether the duplicate looked again (so it saw the claim running, and waited).
-    fn looked(&self) -> bool {
-        self.plan.lock().unwrap().is_none()
-    }
-}
-
-#[async_trait::async_trait]
-impl OperationStore for AnotherWorker {
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        self.inner.claim(request).await
-    }
-
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.succeed(owner, result, now_ms).await
-    }
-
-    async fn fail(&self, owner: &Owner, error: &AttemptError, now: i64) -> Result<(), StoreError> {
-        self.inner.fail(owner, error, now).await
-    }
-
-    async fn mark_unknown(
-        &self,
-        owner: &Owner,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.mark_unknown(owner, error, now_ms).await
-    }
-
-    async fn record_retry(
-        &self,
-        owner: &Owner,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.record_retry(owner, error, lease_until_ms).await
-    }
-
-    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
-        let planned = self.plan.lock().unwrap().take();
-        if let Some((owner, then)) = planned {
-            self.settle(&owner, then).await;
-        }
-        self.inner.get(tenant, key).await
-    }
-
-    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.inner.expire_leases(now_ms).await
-    }
-
-    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
-        self.inner.list_unknown(limit).await
-    }
-
-    async fn resolve(
-        &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Result<Option<OperationRecord>, StoreError> {
-        self.inner.resolve(tenant, key, resolution, now_ms).await
-    }
-
-    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        self.inner.purge(before_ms).await
+        Then::KeepsRunning => {}
     }
 }
 
@@ -296,13 +215,19 @@ async fn wait_on(store: &Arc<dyn OperationStore>, order_id: &str, then: Then) ->
         key,
         attempt: 1,
     };
-    let worker = Arc::new(AnotherWorker {
-        inner: store.clone(),
-        plan: Mutex::new(Some((other, then))),
+    // Another worker holds the claim and settles it the moment the duplicate first looks
+    // again (its first `get`): the change happens while it waits, at no particular time.
+    let worker = Arc::new(ControlledStore::new(store.clone()));
+    let inner = store.clone();
+    worker.before_next(Request::Get, move || async move {
+        settle(&*inner, &other, then).await;
     });
     let desk = desk(worker.clone(), Duration::from_millis(300));
     let answer = desk.refund(order_id, 50.0).await;
-    assert!(worker.looked(), "{order_id}: the duplicate did not wait");
+    assert!(
+        worker.asked(Request::Get) > 0,
+        "{order_id}: the duplicate did not wait"
+    );
     (answer, desk.runs())
 }
 

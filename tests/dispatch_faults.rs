@@ -4,7 +4,7 @@
 //! that run out (the record keeps each attempt's own error), and a store that fails after the
 //! tool ran (never told "it did not run").
 //!
-//! The PostgreSQL tests need a server: `tool_store_postgres::testing::test_database` finds or
+//! The PostgreSQL tests need a server: `toolgate_test_postgres::test_database` finds or
 //! starts one and gives each test a fresh database (a test fails, never skips, without one).
 
 use std::collections::BTreeMap;
@@ -14,14 +14,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tool_store_postgres::PostgresStore;
-use tool_store_postgres::testing::test_database;
 use tool_store_sqlite::SqliteStore;
 use toolgate::Reconciler;
 use toolgate::prelude::*;
-use toolgate::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
-    Resolution, StoreError,
-};
+use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};
+use toolgate_test::{ControlledStore, Fault, Request};
+use toolgate_test_postgres::test_database;
 
 /// Words with a NUL and other control characters, as a provider may send them.
 const AWKWARD: &str = "the provider refused: amount\0invalid \u{7}\u{1b}[0m\ttab\nline \u{2028}";
@@ -323,62 +321,6 @@ async fn the_record_keeps_every_attempts_own_error_on_postgres() {
     the_record_keeps_every_attempts_own_error(postgres().await).await;
 }
 
-/// A store whose writes after the claim fail: the tool has run by then.
-struct FailingAfterClaim(Arc<dyn OperationStore>);
-
-fn down() -> StoreError {
-    StoreError::Backend("the connection was reset".into())
-}
-
-#[async_trait::async_trait]
-impl OperationStore for FailingAfterClaim {
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        self.0.claim(request).await
-    }
-
-    async fn succeed(&self, _: &Owner, _: &str, _: i64) -> Result<(), StoreError> {
-        Err(down())
-    }
-
-    async fn fail(&self, _: &Owner, _: &AttemptError, _: i64) -> Result<(), StoreError> {
-        Err(down())
-    }
-
-    async fn mark_unknown(&self, _: &Owner, _: &AttemptError, _: i64) -> Result<(), StoreError> {
-        Err(down())
-    }
-
-    async fn record_retry(&self, _: &Owner, _: &AttemptError, _: i64) -> Result<(), StoreError> {
-        Err(down())
-    }
-
-    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
-        self.0.get(tenant, key).await
-    }
-
-    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.0.expire_leases(now_ms).await
-    }
-
-    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
-        self.0.list_unknown(limit).await
-    }
-
-    async fn resolve(
-        &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Result<Option<OperationRecord>, StoreError> {
-        self.0.resolve(tenant, key, resolution, now_ms).await
-    }
-
-    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        self.0.purge(before_ms).await
-    }
-}
-
 /// Once the tool ran, no answer says it did not. When the store cannot record what became of
 /// it: a refusal is still the tool's own refusal (it proves nothing was applied, and the
 /// dispatcher keeps it to record later); a fault whose retry cannot be recorded says the call was
@@ -386,7 +328,18 @@ impl OperationStore for FailingAfterClaim {
 #[tokio::test]
 async fn a_store_that_fails_after_the_tool_ran_is_never_said_to_have_stopped_it() {
     let (store, _dir) = sqlite().await;
-    let desk = desk(Arc::new(FailingAfterClaim(store)));
+    // Every write after the claim fails: the tool has run by then.
+    let failing = ControlledStore::new(store);
+    failing.fail(
+        &[
+            Request::Succeed,
+            Request::Fail,
+            Request::MarkUnknown,
+            Request::RecordRetry,
+        ],
+        Fault::Backend("the connection was reset".into()),
+    );
+    let desk = desk(Arc::new(failing));
     for (order_id, runs) in [("NUL", 1), ("DOWN", 2), ("PANIC-2", 3), ("ORD-9", 4)] {
         let result = desk
             .call("refund", json!({"order_id": order_id, "amount": 5.0}))

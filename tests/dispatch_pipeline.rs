@@ -78,7 +78,7 @@ fn dispatcher() -> (Dispatcher, Runs) {
     let runs = Runs::default();
     (
         Dispatcher::builder(registry)
-            .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+            .store(std::sync::Arc::new(toolgate_test::MemoryStore::new()))
             .state(runs.clone())
             .build(),
         runs,

@@ -3,7 +3,7 @@
 //! tool records each run as a row of the `ledger` table in the store's database, so the count is
 //! authoritative and shared by every process.
 //!
-//! Needs a PostgreSQL server: `tool_store_postgres::testing::test_database` finds or starts one
+//! Needs a PostgreSQL server: `toolgate_test_postgres::test_database` finds or starts one
 //! and gives each test a fresh database (a test fails, never skips, without one).
 
 use std::io::{BufRead, BufReader, Write};
@@ -17,12 +17,9 @@ use tokio::sync::{Barrier, watch};
 use tokio::task::JoinSet;
 use tool_store_postgres::PostgresStore;
 use tool_store_postgres::sqlx::{self, PgPool};
-use tool_store_postgres::testing::test_database;
 use toolgate::prelude::*;
-use toolgate::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
-    StoreError,
-};
+use toolgate_test::{ControlledStore, Request, Tally};
+use toolgate_test_postgres::test_database;
 
 /// One row a run of the tool. No unique key, so that a second run of an operation shows as a
 /// second row instead of failing.
@@ -35,7 +32,7 @@ struct Ledger {
     /// Runs of the tool in this process.
     runs: AtomicU32,
     /// When set, a run waits until the store has answered this many claims.
-    gate: Option<(watch::Receiver<usize>, usize)>,
+    gate: Option<(watch::Receiver<Tally>, usize)>,
 }
 
 impl Ledger {
@@ -62,7 +59,7 @@ async fn post_entry(
         // Bounded by the tool's timeout: a claim that never answers fails the test.
         let mut answered = answered.clone();
         answered
-            .wait_for(|n| *n >= *all)
+            .wait_for(|tally| tally.of(Request::Claim) >= *all as u64)
             .await
             .map_err(|_| ToolError::internal("the claim counter was dropped"))?;
     }
@@ -75,78 +72,6 @@ async fn post_entry(
         .await
         .map_err(|e| ToolError::internal(format!("the ledger insert failed: {e}")))?;
     Ok(json!({"entry": entry, "amount": amount, "pid": std::process::id()}))
-}
-
-/// The PostgreSQL store, counting the claims it has answered.
-struct CountingClaims {
-    inner: PostgresStore,
-    answered: watch::Sender<usize>,
-}
-
-#[async_trait::async_trait]
-impl OperationStore for CountingClaims {
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        let claim = self.inner.claim(request).await;
-        self.answered.send_modify(|n| *n += 1);
-        claim
-    }
-
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.succeed(owner, result, now_ms).await
-    }
-
-    async fn fail(
-        &self,
-        owner: &Owner,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.fail(owner, error, now_ms).await
-    }
-
-    async fn mark_unknown(
-        &self,
-        owner: &Owner,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.mark_unknown(owner, error, now_ms).await
-    }
-
-    async fn record_retry(
-        &self,
-        owner: &Owner,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.record_retry(owner, error, lease_until_ms).await
-    }
-
-    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
-        self.inner.get(tenant, key).await
-    }
-
-    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.inner.expire_leases(now_ms).await
-    }
-
-    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
-        self.inner.list_unknown(limit).await
-    }
-
-    async fn resolve(
-        &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Result<Option<OperationRecord>, StoreError> {
-        self.inner.resolve(tenant, key, resolution, now_ms).await
-    }
-
-    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        self.inner.purge(before_ms).await
-    }
 }
 
 fn registry() -> Registry {
@@ -187,17 +112,14 @@ async fn thirty_two_tasks_submitting_one_write_run_it_once() {
     let store = store_with_ledger(&test_database().await).await;
     // The tool's one run waits until every claim was answered, so all 31 duplicates meet the
     // operation while it is `processing`: the race the store must win is the hardest one.
-    let (answered, claims) = watch::channel(0);
+    let counting = Arc::new(ControlledStore::new(Arc::new(store.clone())));
     let ledger = Arc::new(Ledger {
-        gate: Some((claims, TASKS)),
+        gate: Some((counting.watch_answered(), TASKS)),
         ..Ledger::new(store.pool().clone())
     });
     let dispatcher = Dispatcher::builder(registry())
         .state(ledger.clone())
-        .store(Arc::new(CountingClaims {
-            inner: store.clone(),
-            answered,
-        }))
+        .store(counting)
         .build();
     let session = Arc::new(Session::new(AuthContext::new("acme", "agent"), "run-1"));
     let start = Arc::new(Barrier::new(TASKS));

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_store_postgres::PostgresStore;
-use tool_store_postgres::testing::OwnCluster;
+use toolgate::Reconciler;
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore};
-use toolgate::{ManualClock, Reconciler};
+use toolgate_test::ManualClock;
+use toolgate_test_postgres::OwnCluster;
 
 /// How long the store waits for a connection in this test.
 const ACQUIRE: Duration = Duration::from_secs(1);

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{ClaimRequest, MemoryStore, OperationState, OperationStore};
-use toolgate::{Clock, ManualClock, Reconciler};
+use toolgate::store::{ClaimRequest, OperationState, OperationStore};
+use toolgate::{Clock, Reconciler};
+use toolgate_test::{ManualClock, MemoryStore};
 
 /// A payment provider: refunds by idempotency key, and what the next refund call does.
 #[derive(Default)]

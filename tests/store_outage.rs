@@ -1,131 +1,22 @@
 //! The operation store out of reach, in one process: a claim is retried below the model and
 //! then answered as a transient fault that says nothing ran; an outcome that cannot be recorded
 //! keeps the tool's own words and is written when the store answers again; no duplicate is told
-//! that a call "is running" when it is not. The store is the memory store behind a switch that
-//! makes every request fail with `StoreError::Unreachable`; time is tokio's paused clock and the
-//! project's `ManualClock`.
+//! that a call "is running" when it is not. The store is the memory store behind
+//! `toolgate_test::ControlledStore`, which makes requests fail with `StoreError::Unreachable` on
+//! command; time is tokio's paused clock and the project's `ManualClock`.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{
-    AttemptError, Claim, ClaimRequest, MemoryStore, OperationRecord, OperationState,
-    OperationStore, Owner, Resolution, StoreError,
-};
-use toolgate::{DEFAULT_STORE_RETRY, ManualClock, Reconciler};
+use toolgate::store::{OperationState, OperationStore};
+use toolgate::{DEFAULT_STORE_RETRY, Reconciler};
+use toolgate_test::{ControlledStore, Fault, ManualClock, MemoryStore, Request};
 
-/// The memory store behind a switch: while `down`, every request fails as unreachable.
-#[derive(Default)]
-struct Switched {
-    inner: MemoryStore,
-    down: AtomicBool,
-    /// Claims asked for, answered or not.
-    claims: AtomicU32,
-    /// How many of the next claims fail as unreachable, whatever `down` says.
-    failing_claims: AtomicU32,
-    /// While set, only the writes that record an outcome fail as unreachable.
-    records_down: AtomicBool,
-}
-
-impl Switched {
-    fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::SeqCst);
-    }
-
-    fn reach_to_record(&self) -> Result<(), StoreError> {
-        if self.records_down.load(Ordering::SeqCst) {
-            return Err(StoreError::unreachable(
-                "test",
-                std::io::Error::from(std::io::ErrorKind::ConnectionReset),
-            ));
-        }
-        self.reach()
-    }
-
-    fn reach(&self) -> Result<(), StoreError> {
-        if self.down.load(Ordering::SeqCst) {
-            return Err(StoreError::unreachable(
-                "test",
-                std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
-            ));
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl OperationStore for Switched {
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        self.claims.fetch_add(1, Ordering::SeqCst);
-        let failing = self
-            .failing_claims
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        if failing.is_ok() {
-            self.set_down(true);
-            let refused = self.reach();
-            self.set_down(false);
-            refused?;
-        }
-        self.reach()?;
-        self.inner.claim(request).await
-    }
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
-        self.reach_to_record()?;
-        self.inner.succeed(owner, result, now_ms).await
-    }
-    async fn fail(&self, owner: &Owner, e: &AttemptError, now_ms: i64) -> Result<(), StoreError> {
-        self.reach_to_record()?;
-        self.inner.fail(owner, e, now_ms).await
-    }
-    async fn mark_unknown(
-        &self,
-        owner: &Owner,
-        e: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.reach_to_record()?;
-        self.inner.mark_unknown(owner, e, now_ms).await
-    }
-    async fn record_retry(
-        &self,
-        owner: &Owner,
-        e: &AttemptError,
-        until: i64,
-    ) -> Result<(), StoreError> {
-        self.reach()?;
-        self.inner.record_retry(owner, e, until).await
-    }
-    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
-        self.reach()?;
-        self.inner.get(tenant, key).await
-    }
-    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.reach()?;
-        self.inner.expire_leases(now_ms).await
-    }
-    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
-        self.reach()?;
-        self.inner.list_unknown(limit).await
-    }
-    async fn resolve(
-        &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Result<Option<OperationRecord>, StoreError> {
-        self.reach()?;
-        self.inner.resolve(tenant, key, resolution, now_ms).await
-    }
-    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        self.reach()?;
-        self.inner.purge(before_ms).await
-    }
-}
+/// The memory store behind a switch: while down, every request fails as unreachable.
+type Switched = ControlledStore<MemoryStore>;
 
 /// The provider: refunds applied, by key, and what the next run does after applying.
 #[derive(Default)]
@@ -189,7 +80,7 @@ struct Desk {
 }
 
 fn desk() -> Desk {
-    let store = Arc::new(Switched::default());
+    let store = Arc::new(Switched::new(Arc::new(MemoryStore::new())));
     let provider = Arc::new(Provider::default());
     *provider.store.lock().unwrap() = Some(store.clone());
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
@@ -272,8 +163,8 @@ async fn a_claim_while_the_store_is_down_is_retried_then_answered_unavailable() 
     assert_store_unreachable(&result);
     assert_eq!(desk.provider.runs(), 0, "nothing ran");
     assert_eq!(
-        desk.store.claims.load(Ordering::SeqCst),
-        DEFAULT_STORE_RETRY.max_attempts,
+        desk.store.asked(Request::Claim),
+        u64::from(DEFAULT_STORE_RETRY.max_attempts),
         "the claim was tried under the store policy"
     );
     // The backoffs of the store policy, no more: 100 ms then 200 ms at most.
@@ -283,10 +174,10 @@ async fn a_claim_while_the_store_is_down_is_retried_then_answered_unavailable() 
 #[tokio::test(start_paused = true)]
 async fn a_claim_that_fails_once_is_retried_below_the_model() {
     let desk = desk();
-    desk.store.failing_claims.store(1, Ordering::SeqCst);
+    desk.store.fail_next(Request::Claim, 1, Fault::Refused);
     let result = call(&desk, "c1").await;
     assert_eq!(result["status"], "succeeded", "{result}");
-    assert_eq!(desk.store.claims.load(Ordering::SeqCst), 2);
+    assert_eq!(desk.store.asked(Request::Claim), 2);
     assert_eq!(desk.provider.runs(), 1);
 }
 
@@ -327,7 +218,7 @@ async fn a_result_that_cannot_be_recorded_is_unknown_and_written_when_the_store_
     desk.store.set_down(false);
     let record = desk
         .store
-        .inner
+        .inner()
         .get("acme", &the_key(&desk))
         .await
         .unwrap()
@@ -371,7 +262,7 @@ async fn the_reconciler_writes_a_kept_result_and_another_process_is_told_only_wh
     Reconciler::new(&desk.dispatcher).run_once().await.unwrap();
     let record = desk
         .store
-        .inner
+        .inner()
         .get("acme", &the_key(&desk))
         .await
         .unwrap()
@@ -396,7 +287,7 @@ async fn a_kept_result_settles_the_unknown_outcome_its_expired_lease_became() {
     let report = Reconciler::new(&other).run_once().await.unwrap();
     assert_eq!(report.expired_leases, 1);
     let key = the_key(&desk);
-    let record = desk.store.inner.get("acme", &key).await.unwrap().unwrap();
+    let record = desk.store.inner().get("acme", &key).await.unwrap().unwrap();
     assert_eq!(
         record.state,
         OperationState::OutcomeUnknown,
@@ -405,7 +296,7 @@ async fn a_kept_result_settles_the_unknown_outcome_its_expired_lease_became() {
 
     // The process that ran it knows the result: the unknown outcome is settled with it.
     assert_eq!(desk.dispatcher.record_unrecorded().await, 0);
-    let record = desk.store.inner.get("acme", &key).await.unwrap().unwrap();
+    let record = desk.store.inner().get("acme", &key).await.unwrap().unwrap();
     assert_eq!(record.state, OperationState::Succeeded);
     assert_eq!(
         record.result.as_deref(),
@@ -436,7 +327,7 @@ async fn an_unknown_outcome_that_cannot_be_recorded_keeps_the_tools_own_why() {
     assert_eq!(again["replayed"], true, "{again}");
     let record = desk
         .store
-        .inner
+        .inner()
         .get("acme", &the_key(&desk))
         .await
         .unwrap()
@@ -448,7 +339,8 @@ async fn an_unknown_outcome_that_cannot_be_recorded_keeps_the_tools_own_why() {
 #[tokio::test(start_paused = true)]
 async fn a_duplicate_of_a_kept_outcome_is_told_it_ran_not_that_it_is_running() {
     let desk = desk();
-    desk.store.records_down.store(true, Ordering::SeqCst);
+    // Only the writes that record an outcome fail: the connection is lost under them.
+    desk.store.fail(&Request::OUTCOMES, Fault::Reset);
     assert_eq!(call(&desk, "c1").await["status"], "outcome_unknown");
 
     // Claims are answered again, outcomes still cannot be written: the record is `processing`,
@@ -465,7 +357,7 @@ async fn a_duplicate_of_a_kept_outcome_is_told_it_ran_not_that_it_is_running() {
         "answered without waiting for an outcome that no one is writing"
     );
 
-    desk.store.records_down.store(false, Ordering::SeqCst);
+    desk.store.stop_failing(&Request::OUTCOMES);
     let back = call(&desk, "c3").await;
     assert_eq!(back["status"], "succeeded", "{back}");
     assert_eq!(back["replayed"], true, "{back}");

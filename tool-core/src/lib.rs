@@ -40,7 +40,9 @@ pub use approval::ApprovalAmount;
 pub use auth::{AuthContext, Session};
 pub use backoff::Backoff;
 pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
-pub use clock::{Clock, ManualClock, SystemClock};
+#[cfg(feature = "test-util")]
+pub use clock::ManualClock;
+pub use clock::{Clock, SystemClock};
 pub use ctx::Ctx;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{

@@ -64,10 +64,6 @@ mod migrate;
 mod row;
 mod store;
 
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod testing;
-
 pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresConnect};
 pub use store::PostgresStore;
 

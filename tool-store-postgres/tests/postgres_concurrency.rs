@@ -8,7 +8,7 @@ use tokio::task::JoinSet;
 use tool_core::store::{AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner};
 use tool_store_postgres::PostgresStore;
 use tool_store_postgres::sqlx::postgres::PgPoolOptions;
-use tool_store_postgres::testing::test_database;
+use toolgate_test_postgres::test_database;
 
 const T0: i64 = 1_700_000_000_000;
 

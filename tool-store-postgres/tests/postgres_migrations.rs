@@ -7,7 +7,7 @@ use futures_util::future::join_all;
 use tool_core::store::{Claim, ClaimRequest, OperationStore};
 use tool_store_postgres::PostgresStore;
 use tool_store_postgres::sqlx;
-use tool_store_postgres::testing::test_database;
+use toolgate_test_postgres::test_database;
 
 fn request(key: &str) -> ClaimRequest<'_> {
     ClaimRequest {

@@ -1,5 +1,5 @@
-//! An operation store in memory. For unit tests only: it forgets everything when the process
-//! ends, so it cannot keep a write from running twice across a restart.
+//! An operation store in memory, for tests only (the `test-util` feature): it forgets everything
+//! when the process ends, so it cannot keep a write from running twice across a restart.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -11,9 +11,12 @@ use super::{
     Owner, Resolution, StoreError,
 };
 
-/// An [`OperationStore`] in a `HashMap`. **For unit tests only**: nothing survives the process,
-/// which is exactly what a durable store exists to survive. Use `tool-store-sqlite` or
+/// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
+/// is exactly what a durable store exists to survive. Use `tool-store-sqlite` or
 /// `tool-store-postgres` in programs.
+///
+/// Exported with the `test-util` feature, and by the `toolgate-test` crate. It passes the same
+/// conformance suite as the durable stores.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     records: Mutex<HashMap<(String, String), OperationRecord>>,
@@ -223,15 +226,5 @@ impl OperationStore for MemoryStore {
             records.retain(|_, r| !(r.state.is_terminal() && r.updated_ms < before_ms));
             (before - records.len()) as u64
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn the_memory_store_passes_the_conformance_suite() {
-        crate::store::conformance::run_all(|| async { MemoryStore::new() }).await;
     }
 }

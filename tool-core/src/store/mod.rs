@@ -4,18 +4,18 @@
 //! (one atomic insert-or-inspect, with a lease and an attempt counter), then records the outcome
 //! carrying the attempt it claimed, so a worker that lost its lease changes nothing. Stores:
 //! `tool-store-sqlite` (the embedded default), `tool-store-postgres` (many processes, one
-//! database) and [`MemoryStore`] (unit tests only). One conformance suite,
-//! [`conformance`], runs against all of them.
+//! database) and `MemoryStore` (tests only: the `test-util` feature, or the `toolgate-test`
+//! crate). Every store passes the conformance suite of `toolgate-test`, which a store of your
+//! own can run too.
 
+#[cfg(feature = "test-util")]
 mod memory;
 mod record;
 mod shared;
 
-#[doc(hidden)]
-pub mod conformance;
-
 use async_trait::async_trait;
 
+#[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
 pub use record::{
     AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, Owner,

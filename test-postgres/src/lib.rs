@@ -1,7 +1,8 @@
 //! A fresh database per test on a real PostgreSQL server, found or started with no manual step.
 //!
-//! For the tests of this crate and of crates that test against PostgreSQL (enable the `testing`
-//! feature in their `[dev-dependencies]`). Not part of the public API.
+//! The harness of this workspace's tests that need PostgreSQL (the store's own, the facade's,
+//! the benchmarks), as a dev-dependency. Not published: it starts and configures the machine's
+//! PostgreSQL as root, which no library should do.
 //!
 //! [`test_database`] finds the server once per process:
 //!

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use super::{T0, acquire, owner, request};
-use crate::store::{AttemptError, OperationStore, Resolution};
+use super::fixture::{T0, acquire, owner, request};
+use tool_core::store::{AttemptError, OperationStore, Resolution};
 
 /// Words with every kind of character a tool may write: NUL, other C0 controls, DEL, C1,
 /// quotes, a backslash, the line separators JavaScript chokes on, and characters outside the

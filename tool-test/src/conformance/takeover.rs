@@ -1,8 +1,8 @@
-//! A `failed` record is taken over by the next request under its key, corrected or not
-//! (DESIGN §4); another request is a conflict only while the first may have acted.
+//! A `failed` record is taken over by the next request under its key, corrected or not; another
+//! request is a conflict only while the first may have acted.
 
-use super::{T0, acquire, error, owner, request};
-use crate::store::{Claim, OperationState, OperationStore, Resolution};
+use super::fixture::{T0, acquire, error, owner, request};
+use tool_core::store::{Claim, OperationState, OperationStore, Resolution};
 
 /// The arguments a model sends after it corrected them.
 const CORRECTED: &str = r#"{"amount":300,"order_id":"ORD-1001"}"#;

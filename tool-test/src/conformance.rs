@@ -1,0 +1,255 @@
+//! The conformance suite every [`OperationStore`] must pass: one async fn a rule, each run on a
+//! fresh, empty store.
+//!
+//! A store of your own runs it from its tests in one of three ways:
+//!
+//! - [`conformance_tests!`](crate::conformance_tests) writes one `#[test]` a rule, named after
+//!   it, so a failure names the rule broken and the rules run in parallel;
+//! - [`run_all`] runs every rule in one test and, when some fail, panics naming each of them;
+//! - each rule is a public async fn taking `&dyn OperationStore`, for a `#[tokio::test]` of your
+//!   own.
+//!
+//! ```
+//! use tool_core::store::OperationStore;
+//! use toolgate_test::MemoryStore;
+//! use toolgate_test::conformance::{self, Case};
+//!
+//! /// A fresh store for one rule: a new database, file or schema in a real store.
+//! async fn fresh_store() -> MemoryStore {
+//!     MemoryStore::new()
+//! }
+//!
+//! // One test a rule. Anything the store needs to outlive the rule (a temporary directory, a
+//! // database handle) lives in the async block.
+//! toolgate_test::conformance_tests!(|case: Case| async move {
+//!     let store = fresh_store().await;
+//!     case.run(&store).await;
+//! });
+//!
+//! // Or every rule in one test.
+//! #[tokio::test]
+//! async fn my_store_passes_the_conformance_suite() {
+//!     conformance::run_all(fresh_store).await;
+//! }
+//!
+//! // Or one rule in a test of its own.
+//! #[tokio::test]
+//! async fn a_replay_returns_the_stored_result() {
+//!     conformance::a_replay_returns_the_stored_result(&fresh_store().await).await;
+//! }
+//! # fn main() {
+//! #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(
+//! #         conformance::run_all(fresh_store),
+//! #     );
+//! #     let store: &dyn OperationStore = &MemoryStore::new();
+//! #     let _ = store;
+//! # }
+//! ```
+//!
+//! The rules use fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a
+//! store must not read the clock itself.
+
+mod claims;
+mod fixture;
+mod outcomes;
+mod sweeps;
+mod takeover;
+mod text;
+
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+
+use futures_util::FutureExt;
+use tool_core::store::OperationStore;
+
+pub use claims::{
+    a_live_claim_is_in_progress, a_replay_returns_the_stored_result,
+    an_expired_lease_becomes_unknown_unless_taken_over, an_unknown_outcome_is_never_claimed_again,
+    another_request_under_the_same_key_is_a_conflict_and_stores_nothing,
+    concurrent_claims_acquire_once, failed_can_be_claimed_again, first_claim_acquires_attempt_one,
+    reordered_arguments_are_the_same_request, tenants_never_share_records,
+};
+pub use outcomes::{
+    a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
+};
+pub use sweeps::{
+    expire_leases_turns_only_expired_processing_into_unknown,
+    reconciliation_settles_unknown_outcomes, retention_purges_only_terminal_records,
+};
+pub use takeover::{
+    a_corrected_request_takes_over_a_failed_record,
+    a_request_takes_over_a_record_reconciled_as_not_applied,
+    another_request_is_a_conflict_while_the_first_may_have_acted,
+};
+pub use text::every_text_round_trips_whatever_its_characters;
+
+/// What a rule returns: the rule running on a store it borrows.
+#[doc(hidden)]
+pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// One rule of the suite: its name and the check, to run on a store.
+#[derive(Clone, Copy)]
+pub struct Case {
+    name: &'static str,
+    check: for<'a> fn(&'a dyn OperationStore) -> CaseFuture<'a>,
+}
+
+impl Case {
+    /// Made by the suite's own list; not for use outside this crate.
+    #[doc(hidden)]
+    pub const fn new(
+        name: &'static str,
+        check: for<'a> fn(&'a dyn OperationStore) -> CaseFuture<'a>,
+    ) -> Case {
+        Case { name, check }
+    }
+
+    /// The rule's name, which is also the name of its async fn in this module.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Runs the rule on `store`, which must be fresh and empty. Panics when the store breaks
+    /// the rule.
+    pub async fn run(&self, store: &dyn OperationStore) {
+        (self.check)(store).await;
+    }
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Case").field(&self.name).finish()
+    }
+}
+
+/// Every rule of the suite, in the order [`run_all`] runs them.
+pub fn cases() -> &'static [Case] {
+    const CASES: &[Case] = crate::__conformance_cases!(table());
+    CASES
+}
+
+/// Runs every rule, each on a fresh store from `make`. Every rule runs even when one fails;
+/// then, when some failed, panics naming each of them with its message.
+pub async fn run_all<S, F, Fut>(make: F)
+where
+    S: OperationStore,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    let mut failed = Vec::new();
+    for case in cases() {
+        let store = make().await;
+        if let Err(panic) = AssertUnwindSafe(case.run(&store)).catch_unwind().await {
+            failed.push(format!("{}: {}", case.name(), panic_message(&*panic)));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "the store breaks {} of the {} conformance rules:\n  {}",
+        failed.len(),
+        cases().len(),
+        failed.join("\n  ")
+    );
+}
+
+/// Runs the rule `name` through `run` on a runtime of its own: what each test written by
+/// [`conformance_tests!`](crate::conformance_tests) does.
+#[doc(hidden)]
+pub fn run_case<F, Fut>(name: &str, run: F)
+where
+    F: FnOnce(Case) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let case = cases()
+        .iter()
+        .find(|case| case.name() == name)
+        .copied()
+        .unwrap_or_else(|| panic!("{name} is not a rule of the conformance suite"));
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for the conformance rule")
+        .block_on(run(case));
+}
+
+/// The words a panic was raised with.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(a panic without words)")
+}
+
+/// Writes one `#[test]` for each rule of the [conformance suite](crate::conformance), named
+/// after the rule.
+///
+/// Give it a closure that takes the rule (a [`Case`](crate::conformance::Case)), opens a fresh
+/// store, and runs the rule on it with `case.run(&store).await`. Each test runs the closure on a
+/// current-thread tokio runtime of its own, with time and I/O enabled.
+///
+/// ```
+/// use toolgate_test::MemoryStore;
+/// use toolgate_test::conformance::Case;
+///
+/// toolgate_test::conformance_tests!(|case: Case| async move {
+///     case.run(&MemoryStore::new()).await;
+/// });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($run:expr $(,)?) => {
+        $crate::__conformance_cases!(tests($run));
+    };
+}
+
+/// The list of the rules, written once: the table of [`conformance::cases`] and the tests of
+/// [`conformance_tests!`] are both made from it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($mode:ident $args:tt) => {
+        $crate::__conformance_cases! { @list $mode $args
+            first_claim_acquires_attempt_one
+            a_replay_returns_the_stored_result
+            reordered_arguments_are_the_same_request
+            another_request_under_the_same_key_is_a_conflict_and_stores_nothing
+            tenants_never_share_records
+            a_stale_attempt_cannot_overwrite
+            failed_can_be_claimed_again
+            an_unknown_outcome_is_never_claimed_again
+            a_live_claim_is_in_progress
+            an_expired_lease_becomes_unknown_unless_taken_over
+            expire_leases_turns_only_expired_processing_into_unknown
+            retries_keep_every_error_and_renew_the_lease
+            reconciliation_settles_unknown_outcomes
+            retention_purges_only_terminal_records
+            concurrent_claims_acquire_once
+            a_corrected_request_takes_over_a_failed_record
+            a_request_takes_over_a_record_reconciled_as_not_applied
+            another_request_is_a_conflict_while_the_first_may_have_acted
+            every_text_round_trips_whatever_its_characters
+        }
+    };
+    (@list table () $($case:ident)*) => {
+        &[$({
+            fn check(
+                store: &dyn $crate::__private::OperationStore,
+            ) -> $crate::conformance::CaseFuture<'_> {
+                ::std::boxed::Box::pin($crate::conformance::$case(store))
+            }
+            $crate::conformance::Case::new(::std::stringify!($case), check)
+        }),*]
+    };
+    (@list tests ($run:expr) $($case:ident)*) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::run_case(::std::stringify!($case), $run);
+            }
+        )*
+    };
+}

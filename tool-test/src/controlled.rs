@@ -1,0 +1,498 @@
+//! A store wrapped for tests: its requests fail on command, the whole store goes down and comes
+//! back, another worker acts between two requests, and every request is counted.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+use tool_core::store::{
+    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
+    StoreError,
+};
+
+/// A request of the [`OperationStore`] trait: one variant a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Request {
+    /// [`OperationStore::claim`].
+    Claim,
+    /// [`OperationStore::succeed`].
+    Succeed,
+    /// [`OperationStore::fail`].
+    Fail,
+    /// [`OperationStore::mark_unknown`].
+    MarkUnknown,
+    /// [`OperationStore::record_retry`].
+    RecordRetry,
+    /// [`OperationStore::get`].
+    Get,
+    /// [`OperationStore::expire_leases`].
+    ExpireLeases,
+    /// [`OperationStore::list_unknown`].
+    ListUnknown,
+    /// [`OperationStore::resolve`].
+    Resolve,
+    /// [`OperationStore::purge`].
+    Purge,
+}
+
+/// How many kinds of request there are.
+const KINDS: usize = 10;
+
+impl Request {
+    /// Every request.
+    pub const ALL: [Request; KINDS] = [
+        Request::Claim,
+        Request::Succeed,
+        Request::Fail,
+        Request::MarkUnknown,
+        Request::RecordRetry,
+        Request::Get,
+        Request::ExpireLeases,
+        Request::ListUnknown,
+        Request::Resolve,
+        Request::Purge,
+    ];
+
+    /// The writes that record what became of a claimed write: `succeed`, `fail` and
+    /// `mark_unknown`.
+    pub const OUTCOMES: [Request; 3] = [Request::Succeed, Request::Fail, Request::MarkUnknown];
+
+    /// The method's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Request::Claim => "claim",
+            Request::Succeed => "succeed",
+            Request::Fail => "fail",
+            Request::MarkUnknown => "mark_unknown",
+            Request::RecordRetry => "record_retry",
+            Request::Get => "get",
+            Request::ExpireLeases => "expire_leases",
+            Request::ListUnknown => "list_unknown",
+            Request::Resolve => "resolve",
+            Request::Purge => "purge",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a request made to fail answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// The server refuses connections: [`StoreError::Unreachable`] whose source is an I/O
+    /// error of kind `ConnectionRefused`. Transient: the dispatcher retries it.
+    Refused,
+    /// The connection was lost during the request: [`StoreError::Unreachable`] whose source is
+    /// an I/O error of kind `ConnectionReset`. Transient too.
+    Reset,
+    /// The database answered with an error: [`StoreError::Backend`] with these words. Not
+    /// transient.
+    Backend(String),
+}
+
+impl Fault {
+    /// The error `request` answers with this fault.
+    pub fn error(&self, request: Request) -> StoreError {
+        let io = |kind| std::io::Error::from(kind);
+        match self {
+            Fault::Refused => {
+                StoreError::unreachable(request.name(), io(std::io::ErrorKind::ConnectionRefused))
+            }
+            Fault::Reset => {
+                StoreError::unreachable(request.name(), io(std::io::ErrorKind::ConnectionReset))
+            }
+            Fault::Backend(words) => StoreError::Backend(words.clone()),
+        }
+    }
+}
+
+/// How many requests of each kind a [`ControlledStore`] saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally([u64; KINDS]);
+
+impl Tally {
+    /// How many of `request`.
+    pub fn of(&self, request: Request) -> u64 {
+        self.0[request.index()]
+    }
+}
+
+/// What runs before a request: another worker's action, as a future.
+type Hook = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// What the test asked the store to do, by request.
+#[derive(Default)]
+struct Plan {
+    /// Fails the next `n` requests of a kind with the fault.
+    next: [Option<(u32, Fault)>; KINDS],
+    /// Fails every request of a kind with the fault, until told to stop.
+    always: [Option<Fault>; KINDS],
+    /// Runs once, before the next request of a kind.
+    hooks: [Option<Hook>; KINDS],
+}
+
+/// An [`OperationStore`] in front of another that a test controls: requests fail on command
+/// ([`ControlledStore::fail_next`], [`ControlledStore::fail`], the whole store with
+/// [`ControlledStore::set_down`]), a hook runs before a request ([`ControlledStore::before_next`],
+/// for another worker acting while the dispatcher waits), and every request is counted.
+///
+/// Every request, in this order: is counted as asked; runs the hook planned for it, if any;
+/// fails with the first fault that applies (the next-`n` faults, then the lasting ones, then
+/// the store being down); otherwise goes to the inner store. Then it is counted as answered,
+/// whatever it answered.
+pub struct ControlledStore<S: ?Sized = dyn OperationStore> {
+    inner: Arc<S>,
+    down: AtomicBool,
+    plan: Mutex<Plan>,
+    asked: [AtomicU64; KINDS],
+    answered: watch::Sender<Tally>,
+}
+
+impl<S: OperationStore + ?Sized> ControlledStore<S> {
+    /// `inner`, up, with no fault planned.
+    pub fn new(inner: Arc<S>) -> Self {
+        ControlledStore {
+            inner,
+            down: AtomicBool::new(false),
+            plan: Mutex::new(Plan::default()),
+            asked: Default::default(),
+            answered: watch::Sender::new(Tally::default()),
+        }
+    }
+
+    /// The store behind: requests to it bypass every fault and count.
+    pub fn inner(&self) -> &Arc<S> {
+        &self.inner
+    }
+
+    /// Takes the whole store down (every request fails with [`Fault::Refused`]) or brings it
+    /// back.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Fails the next `times` requests of `request` with `fault`, then lets them through.
+    pub fn fail_next(&self, request: Request, times: u32, fault: Fault) {
+        self.plan().next[request.index()] = (times > 0).then_some((times, fault));
+    }
+
+    /// Fails every one of `requests` with `fault` until [`ControlledStore::stop_failing`].
+    pub fn fail(&self, requests: &[Request], fault: Fault) {
+        let mut plan = self.plan();
+        for request in requests {
+            plan.always[request.index()] = Some(fault.clone());
+        }
+    }
+
+    /// Lets `requests` through again after [`ControlledStore::fail`].
+    pub fn stop_failing(&self, requests: &[Request]) {
+        let mut plan = self.plan();
+        for request in requests {
+            plan.always[request.index()] = None;
+        }
+    }
+
+    /// Runs `hook` once, before the next `request` goes on (and before its fault, if any):
+    /// another worker acting at that moment, for example settling a claim on the inner store.
+    pub fn before_next<F, Fut>(&self, request: Request, hook: F)
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.plan().hooks[request.index()] = Some(Box::new(move || Box::pin(hook())));
+    }
+
+    /// How many requests of `request` were asked, answered yet or not.
+    pub fn asked(&self, request: Request) -> u64 {
+        self.asked[request.index()].load(Ordering::SeqCst)
+    }
+
+    /// How many requests of `request` were answered, with a result or an error.
+    pub fn answered(&self, request: Request) -> u64 {
+        self.answered.borrow().of(request)
+    }
+
+    /// The answered requests as they change, to wait until some have been answered
+    /// (`receiver.wait_for(|tally| tally.of(Request::Claim) >= n)`).
+    pub fn watch_answered(&self) -> watch::Receiver<Tally> {
+        self.answered.subscribe()
+    }
+
+    fn plan(&self) -> MutexGuard<'_, Plan> {
+        self.plan
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Counts `request`, runs its hook, and answers the fault it meets, if any.
+    async fn enter(&self, request: Request) -> Result<(), StoreError> {
+        self.asked[request.index()].fetch_add(1, Ordering::SeqCst);
+        let hook = self.plan().hooks[request.index()].take();
+        if let Some(hook) = hook {
+            hook().await;
+        }
+        let fault = {
+            let mut plan = self.plan();
+            let slot = &mut plan.next[request.index()];
+            let next = slot.as_mut().map(|(left, fault)| {
+                *left -= 1;
+                fault.clone()
+            });
+            if matches!(slot, Some((0, _))) {
+                *slot = None;
+            }
+            next.or_else(|| plan.always[request.index()].clone())
+        };
+        let fault = fault.or_else(|| self.down.load(Ordering::SeqCst).then_some(Fault::Refused));
+        match fault {
+            Some(fault) => Err(fault.error(request)),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `request` through its plan, then on the inner store; counts the answer.
+    async fn run<T>(
+        &self,
+        request: Request,
+        on_inner: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let answer = match self.enter(request).await {
+            Ok(()) => on_inner.await,
+            Err(err) => Err(err),
+        };
+        self.answered
+            .send_modify(|tally| tally.0[request.index()] += 1);
+        answer
+    }
+}
+
+impl<S: ?Sized> fmt::Debug for ControlledStore<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControlledStore")
+            .field("down", &self.down.load(Ordering::SeqCst))
+            .field("answered", &*self.answered.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        self.run(Request::Claim, self.inner.claim(request)).await
+    }
+
+    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.run(Request::Succeed, self.inner.succeed(owner, result, now_ms))
+            .await
+    }
+
+    async fn fail(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.run(Request::Fail, self.inner.fail(owner, error, now_ms))
+            .await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.run(
+            Request::MarkUnknown,
+            self.inner.mark_unknown(owner, error, now_ms),
+        )
+        .await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &Owner,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.run(
+            Request::RecordRetry,
+            self.inner.record_retry(owner, error, lease_until_ms),
+        )
+        .await
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        self.run(Request::Get, self.inner.get(tenant, key)).await
+    }
+
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        self.run(Request::ExpireLeases, self.inner.expire_leases(now_ms))
+            .await
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        self.run(Request::ListUnknown, self.inner.list_unknown(limit))
+            .await
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        self.run(
+            Request::Resolve,
+            self.inner.resolve(tenant, key, resolution, now_ms),
+        )
+        .await
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        self.run(Request::Purge, self.inner.purge(before_ms)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tool_core::store::MemoryStore;
+
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+
+    fn claim(key: &str) -> ClaimRequest<'_> {
+        ClaimRequest {
+            tenant: "acme",
+            key,
+            tool: "issue_refund",
+            request_hash: "h1",
+            arguments: "{}",
+            now_ms: NOW,
+            lease: Duration::from_secs(30),
+            takeover: false,
+        }
+    }
+
+    fn store() -> ControlledStore<MemoryStore> {
+        ControlledStore::new(Arc::new(MemoryStore::new()))
+    }
+
+    /// The kind of I/O error behind an unreachable store.
+    fn io_kind(err: &StoreError) -> std::io::ErrorKind {
+        let source = std::error::Error::source(err).expect("a source");
+        source
+            .downcast_ref::<std::io::Error>()
+            .expect("an I/O error")
+            .kind()
+    }
+
+    #[tokio::test]
+    async fn a_store_that_is_down_refuses_every_request_until_it_is_back() {
+        let store = store();
+        store.set_down(true);
+        let err = store.claim(claim("k1")).await.unwrap_err();
+        assert!(err.is_unreachable(), "{err}");
+        assert_eq!(io_kind(&err), std::io::ErrorKind::ConnectionRefused);
+        assert!(store.get("acme", "k1").await.unwrap_err().is_unreachable());
+        assert!(store.purge(NOW).await.unwrap_err().is_unreachable());
+        assert_eq!(store.inner().get("acme", "k1").await.unwrap(), None);
+        store.set_down(false);
+        assert_eq!(
+            store.claim(claim("k1")).await.unwrap(),
+            Claim::Acquired { attempt: 1 }
+        );
+    }
+
+    #[tokio::test]
+    async fn the_next_faults_fail_exactly_that_many_requests_of_their_kind() {
+        let store = store();
+        store.fail_next(Request::Claim, 2, Fault::Reset);
+        for _ in 0..2 {
+            let err = store.claim(claim("k1")).await.unwrap_err();
+            assert_eq!(io_kind(&err), std::io::ErrorKind::ConnectionReset);
+        }
+        assert!(store.get("acme", "k1").await.is_ok(), "other requests pass");
+        assert_eq!(
+            store.claim(claim("k1")).await.unwrap(),
+            Claim::Acquired { attempt: 1 }
+        );
+        assert_eq!(store.asked(Request::Claim), 3);
+        assert_eq!(store.answered(Request::Claim), 3);
+    }
+
+    #[tokio::test]
+    async fn lasting_faults_hold_until_stopped_and_come_before_the_store_being_down() {
+        let store = store();
+        let Claim::Acquired { attempt } = store.claim(claim("k1")).await.unwrap() else {
+            panic!("a fresh key is acquired");
+        };
+        let owner = Owner {
+            tenant: "acme".into(),
+            key: "k1".into(),
+            attempt,
+        };
+        store.fail(&Request::OUTCOMES, Fault::Backend("disk full".into()));
+        store.set_down(true);
+        for _ in 0..2 {
+            let err = store.succeed(&owner, "1", NOW).await.unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Backend(words) if words == "disk full"),
+                "{err}"
+            );
+        }
+        let err = store.get("acme", "k1").await.unwrap_err();
+        assert!(err.is_unreachable(), "not an outcome: the store is down");
+        store.set_down(false);
+        store.stop_failing(&Request::OUTCOMES);
+        store.succeed(&owner, "1", NOW).await.unwrap();
+        assert_eq!(store.asked(Request::Succeed), 3);
+    }
+
+    #[tokio::test]
+    async fn a_hook_runs_once_before_its_request_reaches_the_store() {
+        let store = Arc::new(store());
+        let inner = store.inner().clone();
+        store.before_next(Request::Get, move || async move {
+            inner.claim(claim("k1")).await.unwrap();
+        });
+        let seen = store.get("acme", "k1").await.unwrap();
+        assert_eq!(
+            seen.map(|record| record.attempt),
+            Some(1),
+            "the hook ran first"
+        );
+        store.get("acme", "k1").await.unwrap();
+        assert_eq!(
+            store.claim(claim("k1")).await.unwrap(),
+            Claim::Existing(store.inner().get("acme", "k1").await.unwrap().unwrap()),
+            "the hook ran once"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_watcher_sees_each_answer() {
+        let store = store();
+        let mut answers = store.watch_answered();
+        store.claim(claim("k1")).await.unwrap();
+        store.set_down(true);
+        store.claim(claim("k2")).await.unwrap_err();
+        let tally = *answers
+            .wait_for(|tally| tally.of(Request::Claim) >= 2)
+            .await
+            .unwrap();
+        assert_eq!(tally.of(Request::Claim), 2);
+        assert_eq!(tally.of(Request::Get), 0);
+    }
+}

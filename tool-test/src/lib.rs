@@ -1,0 +1,58 @@
+//! Test support for toolgate, for its own tests and for those of programs and stores built on
+//! it. Add it to `[dev-dependencies]` only: nothing here belongs in a program.
+//!
+//! - [`conformance`]: the rules every operation store must keep, to run against a store of
+//!   your own ([`conformance_tests!`] writes one test a rule);
+//! - [`MemoryStore`]: an operation store in memory, and [`ManualClock`]: a clock moved by hand,
+//!   so a test decides when a lease expires;
+//! - [`RecordingFailpoints`]: records each step a write reaches (claimed, executed, recorded)
+//!   and can stop there, to play a crash at that point;
+//! - [`ControlledStore`]: a store wrapped so that a test can make its requests fail, or the
+//!   whole store go down, and count what was asked of it.
+//!
+//! Depending on this crate turns on the `test-util` feature of `tool-core`, which exports the
+//! same [`MemoryStore`] and [`ManualClock`] and the failpoint hooks of the dispatcher.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use tool_core::store::{Claim, ClaimRequest, OperationStore};
+//! use toolgate_test::{ControlledStore, MemoryStore, Request};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let store = ControlledStore::new(Arc::new(MemoryStore::new()));
+//! let claim = ClaimRequest {
+//!     tenant: "acme",
+//!     key: "refund-ORD-1",
+//!     tool: "issue_refund",
+//!     request_hash: "h1",
+//!     arguments: "{}",
+//!     now_ms: 1_700_000_000_000,
+//!     lease: std::time::Duration::from_secs(30),
+//!     takeover: false,
+//! };
+//! store.set_down(true);
+//! assert!(store.claim(claim).await.unwrap_err().is_unreachable());
+//! store.set_down(false);
+//! assert_eq!(store.claim(claim).await.unwrap(), Claim::Acquired { attempt: 1 });
+//! assert_eq!(store.asked(Request::Claim), 2);
+//! # }
+//! ```
+
+pub mod conformance;
+mod controlled;
+mod failpoints;
+
+pub use controlled::{ControlledStore, Fault, Request, Tally};
+pub use failpoints::RecordingFailpoints;
+#[doc(inline)]
+pub use tool_core::ManualClock;
+#[doc(inline)]
+pub use tool_core::store::MemoryStore;
+
+/// What the code written by [`conformance_tests!`] refers to. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use tool_core::store::OperationStore;
+}

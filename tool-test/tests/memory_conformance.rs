@@ -1,0 +1,61 @@
+//! The conformance suite on the memory store: one test a rule, every rule in one call, and the
+//! suite failing a store that breaks a rule, naming the rule.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use toolgate_test::conformance::{self, Case};
+use toolgate_test::{ControlledStore, Fault, MemoryStore, Request};
+
+toolgate_test::conformance_tests!(|case: Case| async move {
+    case.run(&MemoryStore::new()).await;
+});
+
+#[tokio::test]
+async fn every_rule_passes_in_one_call() {
+    conformance::run_all(|| async { MemoryStore::new() }).await;
+}
+
+/// A store whose `purge` fails breaks the retention rule, and only it: the suite runs every
+/// rule, then names the one broken with its message.
+#[tokio::test]
+async fn the_suite_names_each_rule_a_store_breaks() {
+    let broken = || async {
+        let store = ControlledStore::new(Arc::new(MemoryStore::new()));
+        store.fail(&[Request::Purge], Fault::Backend("purge is broken".into()));
+        store
+    };
+    let panic = AssertUnwindSafe(conformance::run_all(broken))
+        .catch_unwind()
+        .await
+        .expect_err("a store that cannot purge fails the suite");
+    let message = panic
+        .downcast_ref::<String>()
+        .expect("the suite panics with words");
+    assert!(
+        message.starts_with("the store breaks 1 of the 19 conformance rules:\n"),
+        "{message}"
+    );
+    assert!(
+        message.contains("\n  retention_purges_only_terminal_records: ")
+            && message.contains("purge is broken"),
+        "{message}"
+    );
+}
+
+/// The rules have one name each, the name of their fn, and `run_all` runs every one of them.
+#[test]
+fn the_suite_lists_each_rule_once() {
+    let names: Vec<&str> = conformance::cases().iter().map(Case::name).collect();
+    assert_eq!(names.len(), 19, "{names:?}");
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    assert_eq!(names[0], "first_claim_acquires_attempt_one");
+    assert_eq!(
+        names.last().copied(),
+        Some("every_text_round_trips_whatever_its_characters")
+    );
+}
