@@ -60,7 +60,7 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
         }
         Some(Fault::RateLimited(after)) => {
             return Err(
-                ToolError::rate_limited("the provider answered 429").with_retry_after(after)
+                ToolError::rate_limited("the provider answered 429").retry_after(after)
             );
         }
         Some(Fault::Refused) => return Err(ToolError::refused("over the refundable balance")),

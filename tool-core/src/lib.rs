@@ -49,7 +49,7 @@ pub use json_text::JsonText;
 pub use rate_limit::RateLimit;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
-pub use result::{CallResult, Explanation, Status};
+pub use result::{CallResult, Explanation, Outcome, Status};
 pub use retry::{RetryPolicy, RetrySpec};
 pub use side_effect::SideEffect;
 pub use state::State;

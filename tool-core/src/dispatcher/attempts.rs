@@ -148,7 +148,7 @@ impl Dispatcher {
                 )
             });
             let mut delay = backoff.next().unwrap_or(policy.max);
-            if let Some(after) = err.retry_after() {
+            if let Some(after) = err.get_retry_after() {
                 delay = delay.max(after);
             }
             let now = tokio::time::Instant::now();
@@ -248,7 +248,7 @@ fn exhausted(tool: &str, err: ToolError, attempts: u32) -> Failure {
     if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
         return Failure::new(err, attempts);
     }
-    let why = match err.reason() {
+    let why = match err.get_why() {
         Some(why) => format!("{}: {why}", err.what()),
         None => err.what().to_owned(),
     };
