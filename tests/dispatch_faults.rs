@@ -326,7 +326,7 @@ async fn the_record_keeps_every_attempts_own_error_on_postgres() {
 struct FailingAfterClaim(Arc<dyn OperationStore>);
 
 fn down() -> StoreError {
-    StoreError::Backend("the connection was reset".into())
+    StoreError::backend("the connection was reset")
 }
 
 #[async_trait::async_trait]

@@ -31,6 +31,7 @@ mod side_effect;
 mod state;
 pub mod store;
 mod tool;
+mod turn;
 mod validate;
 
 pub use approval::ApprovalAmount;
@@ -54,6 +55,7 @@ pub use retry::{RetryPolicy, RetrySpec};
 pub use side_effect::SideEffect;
 pub use state::State;
 pub use tool::{Args, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool, ToolFuture};
+pub use turn::{TurnAnswer, TurnError};
 pub use validate::{ArgsValidator, SchemaError, Violation};
 
 /// What the code `#[tool]` generates refers to. Not a public API: it changes without notice.

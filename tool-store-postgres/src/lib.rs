@@ -49,7 +49,7 @@
 //!
 //! # When the database is down
 //!
-//! A statement waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] (3 s; [`PostgresConnect::acquire_timeout`]
+//! A statement waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] (3 s; [`PostgresOptions::acquire_timeout`]
 //! sets another) for a connection. A server that cannot be reached (no connection in that time,
 //! a connection refused, reset or lost, SQLSTATE class `08`, `57P01`–`57P03`, `57P05`) is
 //! answered with [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable), which
@@ -68,7 +68,7 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 
-pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresConnect};
+pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions};
 pub use store::PostgresStore;
 
 /// The sqlx this crate is built with, to configure a pool for [`PostgresStore::from_pool`]

@@ -94,4 +94,5 @@ mod migrate;
 mod row;
 mod store;
 
+pub use connect::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
 pub use store::SqliteStore;

@@ -25,7 +25,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
 
 fn backend_message(opened: Result<SqliteStore, StoreError>) -> String {
     match opened {
-        Err(StoreError::Backend(message)) => message,
+        Err(StoreError::Backend { what, .. }) => what,
         Err(other) => panic!("expected a backend error, got {other:?}"),
         Ok(store) => panic!("expected the open to fail, got {store:?}"),
     }
