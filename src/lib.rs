@@ -3,6 +3,8 @@
 #[doc(inline)]
 pub use tool_core::*;
 
+pub mod store;
+
 /// Declares an async fn as a tool: a JSON schema for the model, a validator that enforces exactly
 /// that schema, a descriptor, and a type of the same name to register.
 ///
@@ -61,4 +63,6 @@ pub mod prelude {
         SideEffect, Status, ToolCall, ToolError,
     };
     pub use tool_macros::tool;
+
+    pub use tool_core::Outcome;
 }

@@ -373,8 +373,14 @@ mod tests {
 
         let cases = [
             (ToolError::not_found("no order"), Status::Error),
-            (ToolError::outcome_unknown("timed out"), Status::OutcomeUnknown),
-            (ToolError::new(ErrorKind::InProgress, "running"), Status::InProgress),
+            (
+                ToolError::outcome_unknown("timed out"),
+                Status::OutcomeUnknown,
+            ),
+            (
+                ToolError::new(ErrorKind::InProgress, "running"),
+                Status::InProgress,
+            ),
         ];
         for (err, status) in cases {
             let result = CallResult::from_error(&err);

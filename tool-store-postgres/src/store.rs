@@ -101,10 +101,9 @@ impl PostgresStore {
             | sqlx::migrate::MigrateError::ExecuteMigration(e, _) => {
                 store_error("migrate the store", e)
             }
-            other => StoreError::backend_with_source(
-                format!("cannot migrate the store: {other}"),
-                other,
-            ),
+            other => {
+                StoreError::backend_with_source(format!("cannot migrate the store: {other}"), other)
+            }
         })
     }
 

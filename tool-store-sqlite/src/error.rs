@@ -44,8 +44,8 @@ mod tests {
     use tool_core::store::{ClaimRequest, OperationStore};
 
     use super::*;
-    use crate::SqliteStore;
     use crate::DEFAULT_BUSY_TIMEOUT as BUSY_TIMEOUT;
+    use crate::SqliteStore;
 
     #[test]
     fn io_and_pool_timeouts_are_transient_and_a_closed_pool_is_not() {

@@ -10,8 +10,8 @@ use tool_core::store::{
     Resolution, StoreError,
 };
 
-use crate::error::backend;
 use crate::connect::SqliteOptions;
+use crate::error::backend;
 use crate::{claim, migrate, row};
 
 /// An [`OperationStore`] in one SQLite file, for one process (see the [crate docs](crate) for its
@@ -119,8 +119,7 @@ impl SqliteStore {
 
 /// An attempt's error as the JSON text appended to `errors`.
 fn error_json(error: &AttemptError) -> Result<String, StoreError> {
-    serde_json::to_string(error)
-        .map_err(|err| {
+    serde_json::to_string(error).map_err(|err| {
         StoreError::backend_with_source(format!("could not encode an attempt error: {err}"), err)
     })
 }
