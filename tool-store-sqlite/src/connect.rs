@@ -131,6 +131,35 @@ fn open_error(path: &Path, err: sqlx::Error) -> StoreError {
 mod tests {
     use super::*;
 
+    /// The settings of the options are the settings of the connections and pools.
+    #[tokio::test]
+    async fn the_options_set_the_busy_timeout_and_the_readers() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("operations.db");
+        for (options, busy_ms, readers) in [
+            (SqliteOptions::new(&path), 5000, 4),
+            (
+                SqliteOptions::new(&path)
+                    .busy_timeout(Duration::from_millis(250))
+                    .max_readers(2),
+                250,
+                2,
+            ),
+        ] {
+            let writer = options.writer().await.expect("open the writer");
+            let reader = options.reader().await.expect("open a reader");
+            for pool in [&writer, &reader] {
+                let busy: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+                    .fetch_one(pool)
+                    .await
+                    .expect("busy timeout");
+                assert_eq!(busy, busy_ms);
+            }
+            assert_eq!(reader.options().get_max_connections(), readers);
+            assert_eq!(writer.options().get_max_connections(), 1);
+        }
+    }
+
     /// The durability the crate docs promise is what the connections get.
     #[tokio::test]
     async fn every_connection_is_wal_with_full_sync() {
