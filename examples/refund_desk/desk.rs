@@ -80,7 +80,7 @@ impl OpenStore {
     async fn close(&self) {
         match self {
             OpenStore::Sqlite(store) => store.close().await,
-            OpenStore::Postgres(store) => store.pool().close().await,
+            OpenStore::Postgres(store) => store.close().await,
         }
     }
 }
