@@ -28,10 +28,7 @@ async fn issue_refund(ctx: &Ctx, order_id: String, amount: u32) -> Result<Value,
     let key = ctx.idempotency_key().unwrap_or_default().to_owned();
     let refund = json!({"refund_id": "re_1", "order_id": order_id, "amount": amount});
     payments.refunds.lock().unwrap().insert(key, refund);
-    tokio::time::sleep(Duration::from_secs(5)).await; // applied, but the answer never comes
-    Err(ToolError::internal(
-        "unreachable: the deadline passes first",
-    ))
+    std::future::pending().await // applied, but the answer never comes: the deadline passes
 }
 
 /// Asks the provider whether the refund under this operation's key exists.
@@ -68,13 +65,14 @@ async fn run(store_path: &std::path::Path) -> Result<[TurnAnswer; 2], Box<dyn st
     let first = dispatcher.answer_turn(&Anthropic, &session, turn).await?;
     println!("model sees:  {}", first.reports[0].result.to_json_string());
 
-    payments.found.notified().await; // the reconciler asked the provider...
+    // The reconciler asked the provider (a ceiling of 30 s, should it never)...
+    tokio::time::timeout(Duration::from_secs(30), payments.found.notified()).await?;
     let _ = stop.send(()); // ...and finishes the pass that settles the record before it stops.
     background.await??;
-    let record = dispatcher.store().unwrap().list_unknown(10).await?;
+    let unknown = dispatcher.store().unwrap().list_unknown(10).await?;
     println!(
-        "reconciler:  the provider has the refund; unknown outcomes left: {}",
-        record.len()
+        "reconciler:  settled; outcomes still unknown: {}",
+        unknown.len()
     );
 
     let again = dispatcher.answer_turn(&Anthropic, &session, turn).await?;

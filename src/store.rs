@@ -3,8 +3,8 @@
 //!
 //! | feature | store | for |
 //! |---|---|---|
-//! | `sqlite` | [`SqliteStore`] (`SqliteStore::open(path)`) | one process, one durable file |
-//! | `postgres` | [`PostgresStore`] (`PostgresStore::connect(url)`) | many processes and machines on one database |
+//! | `sqlite` | `SqliteStore` (`SqliteStore::open(path)`) | one process, one durable file |
+//! | `postgres` | `PostgresStore` (`PostgresStore::connect(url)`) | many processes and machines on one database |
 //!
 //! Both are configured alike (`options(…)`, then `open()` or `connect()`), migrate their schema
 //! when opened, and `close()` their connections; hand one to
