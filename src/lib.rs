@@ -3,6 +3,8 @@
 #[doc(inline)]
 pub use tool_core::*;
 
+pub mod store;
+
 #[doc(inline)]
 pub use tool_macros::tool;
 
@@ -10,7 +12,7 @@ pub use tool_macros::tool;
 pub mod prelude {
     pub use tool_core::{
         Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, IdempotencyKey,
-        Registry, Session, SideEffect, State, Status, ToolCall, ToolError,
+        Outcome, Registry, Session, SideEffect, State, Status, ToolCall, ToolError,
     };
     pub use tool_macros::tool;
 }

@@ -793,8 +793,8 @@ fn check_turn(
     for report in &reports {
         if count[report.call_id.as_str()] > 1 {
             prop_assert_eq!(
-                report.result.error.as_ref().map(|e| e.kind),
-                Some("invalid_arguments")
+                report.result.error_kind(),
+                Some(ErrorKind::InvalidArguments)
             );
         }
     }

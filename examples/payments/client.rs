@@ -410,10 +410,10 @@ mod tests {
         let err = payments.order(&huge).await.unwrap_err();
         assert_eq!(err.kind(), toolgate::ErrorKind::InvalidArguments, "{err:?}");
         assert!(
-            err.reason().unwrap().contains("nothing was sent"),
+            err.get_why().unwrap().contains("nothing was sent"),
             "{err:?}"
         );
-        assert!(err.next_step().contains("ORD-1001"), "{err:?}");
+        assert!(err.get_next().contains("ORD-1001"), "{err:?}");
         // The client still works.
         assert!(payments.order("ORD-1002").await.unwrap().is_some());
     }

@@ -80,7 +80,7 @@ impl OpenStore {
     async fn close(&self) {
         match self {
             OpenStore::Sqlite(store) => store.close().await,
-            OpenStore::Postgres(store) => store.pool().close().await,
+            OpenStore::Postgres(store) => store.close().await,
         }
     }
 }
@@ -213,7 +213,7 @@ impl Desk {
                 Ok(json!({ dialect.key(): format.render_results(&reports) }))
             }
             Err(aborted) => {
-                let kind = aborted.kind.wire_name();
+                let kind = aborted.kind.as_str();
                 self.say(
                     Voice::Bad,
                     &format!("the run is aborted ({kind}): {}", aborted.reason),

@@ -6,8 +6,16 @@ use std::time::Duration;
 
 /// What went wrong, as a caller can match on it.
 ///
-/// Each kind belongs to one [`ErrorClass`]. Kinds the model sees map to the `error.kind` strings
-/// of the result object ([`ErrorKind::wire_name`]).
+/// Each kind belongs to one [`ErrorClass`] and has one name ([`ErrorKind::as_str`]), which no
+/// other kind shares: the `error.kind` string of a result object, the kind of a stored attempt
+/// error, the kind of a run abort.
+///
+/// A result never carries [`ErrorKind::Unavailable`]: a transient fault reaches the model only
+/// once the runtime has spent every attempt on it, so [`ErrorKind::seen_by_model`] turns it into
+/// [`ErrorKind::RetryBudgetExhausted`] when the result is made. That is the one place where the
+/// kind the model reads differs from the kind of the error.
+///
+/// A kind compares equal to its name: `ErrorKind::NotFound == "not_found"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -23,7 +31,7 @@ pub enum ErrorKind {
     Refused,
     /// The call ran past its deadline before anything could have been applied.
     Timeout,
-    /// The tool or its provider is rate limited; see [`ToolError::retry_after`].
+    /// The tool or its provider is rate limited; see [`ToolError::get_retry_after`].
     RateLimited,
     /// The runtime retried a transient fault until its budget was spent.
     RetryBudgetExhausted,
@@ -75,17 +83,26 @@ impl ErrorKind {
         }
     }
 
-    /// The precise name of the kind, as attempt errors are stored: like
-    /// [`ErrorKind::wire_name`], except that a transient fault is `unavailable`.
-    pub const fn as_str(self) -> &'static str {
+    /// The kind as the model reads it in a result's `error.kind`: itself, except that a
+    /// transient fault ([`ErrorKind::Unavailable`]) that reaches the model has used up every
+    /// attempt it had, and reads [`ErrorKind::RetryBudgetExhausted`].
+    ///
+    /// ```
+    /// use toolgate::ErrorKind;
+    ///
+    /// assert_eq!(ErrorKind::Unavailable.seen_by_model(), ErrorKind::RetryBudgetExhausted);
+    /// assert_eq!(ErrorKind::NotFound.seen_by_model(), ErrorKind::NotFound);
+    /// ```
+    pub const fn seen_by_model(self) -> ErrorKind {
         match self {
-            ErrorKind::Unavailable => "unavailable",
-            other => other.wire_name(),
+            ErrorKind::Unavailable => ErrorKind::RetryBudgetExhausted,
+            other => other,
         }
     }
 
-    /// The `kind` string of the result object and of run aborts.
-    pub const fn wire_name(self) -> &'static str {
+    /// The kind's name, `snake_case`, which no other kind shares: `not_found`,
+    /// `retry_budget_exhausted`, `unavailable`, …
+    pub const fn as_str(self) -> &'static str {
         match self {
             ErrorKind::InvalidArguments => "invalid_arguments",
             ErrorKind::UnknownTool => "unknown_tool",
@@ -94,8 +111,8 @@ impl ErrorKind {
             ErrorKind::Refused => "refused",
             ErrorKind::Timeout => "timeout",
             ErrorKind::RateLimited => "rate_limited",
-            // A transient fault that reaches the model has used up every attempt it had.
-            ErrorKind::RetryBudgetExhausted | ErrorKind::Unavailable => "retry_budget_exhausted",
+            ErrorKind::RetryBudgetExhausted => "retry_budget_exhausted",
+            ErrorKind::Unavailable => "unavailable",
             ErrorKind::RepeatedCall => "repeated_call",
             ErrorKind::CallBudgetExhausted => "call_budget_exhausted",
             ErrorKind::Internal => "internal",
@@ -138,14 +155,42 @@ impl ErrorKind {
     }
 }
 
+/// The kind's name ([`ErrorKind::as_str`]).
 impl std::fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.wire_name())
+        f.write_str(self.as_str())
+    }
+}
+
+/// Serialized as its name ([`ErrorKind::as_str`]).
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A kind equals its name ([`ErrorKind::as_str`]).
+impl PartialEq<str> for ErrorKind {
+    fn eq(&self, name: &str) -> bool {
+        self.as_str() == name
+    }
+}
+
+/// A kind equals its name ([`ErrorKind::as_str`]).
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
     }
 }
 
 /// The error a tool returns, and the one the dispatcher reports: a kind plus the three-part
 /// message the model reads (what happened, why, what to try next).
+///
+/// One naming scheme, as `std::process::Command` has it: a constructor named after the kind
+/// takes `what`; the optional parts are added by builder methods named after the part (`why`,
+/// `next`, `retry_after`) and read back by the same name with `get_` (`get_why`, `get_next`,
+/// `get_retry_after`). What no builder sets reads without a prefix: [`ToolError::kind`],
+/// [`ToolError::class`], [`ToolError::what`].
 ///
 /// ```
 /// use toolgate::ToolError;
@@ -155,6 +200,8 @@ impl std::fmt::Display for ErrorKind {
 ///     .next("call get_order with one of ORD-1001, ORD-1002");
 /// assert_eq!(err.kind(), toolgate::ErrorKind::NotFound);
 /// assert_eq!(err.to_string(), "order ORD-9 does not exist");
+/// assert_eq!(err.get_why(), Some("no order has that id"));
+/// assert_eq!(err.get_next(), "call get_order with one of ORD-1001, ORD-1002");
 /// ```
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .0.what)]
@@ -224,7 +271,7 @@ impl ToolError {
         refused => Refused;
         /// The call ran out of time before anything could have been applied.
         timeout => Timeout;
-        /// The provider is rate limited; add [`ToolError::with_retry_after`] when it says how long.
+        /// The provider is rate limited; add [`ToolError::retry_after`] when it says how long.
         rate_limited => RateLimited;
         /// A transient fault that proves nothing was applied (503, connection refused).
         unavailable => Unavailable;
@@ -240,20 +287,20 @@ impl ToolError {
         policy_violation => PolicyViolation;
     }
 
-    /// Adds why it happened.
+    /// Adds why it happened; read it with [`ToolError::get_why`].
     pub fn why(mut self, why: impl Into<Cow<'static, str>>) -> Self {
         self.0.why = Some(why.into());
         self
     }
 
-    /// Adds what the model should try next.
+    /// Adds what the model should try next; read it with [`ToolError::get_next`].
     pub fn next(mut self, next: impl Into<Cow<'static, str>>) -> Self {
         self.0.next = Some(next.into());
         self
     }
 
-    /// Adds how long to wait before trying again.
-    pub fn with_retry_after(mut self, after: Duration) -> Self {
+    /// Adds how long to wait before trying again; read it with [`ToolError::get_retry_after`].
+    pub fn retry_after(mut self, after: Duration) -> Self {
         self.0.retry_after = Some(after);
         self
     }
@@ -273,18 +320,18 @@ impl ToolError {
         &self.0.what
     }
 
-    /// Why it happened, when known.
-    pub fn reason(&self) -> Option<&str> {
+    /// Why it happened, when known: what [`ToolError::why`] added.
+    pub fn get_why(&self) -> Option<&str> {
         self.0.why.as_deref()
     }
 
-    /// What to try next: the error's own advice, or the default for its kind.
-    pub fn next_step(&self) -> &str {
+    /// What to try next: the advice [`ToolError::next`] added, or the default for the kind.
+    pub fn get_next(&self) -> &str {
         self.0.next.as_deref().unwrap_or(self.0.kind.default_next())
     }
 
-    /// How long to wait before trying again, when the source said.
-    pub fn retry_after(&self) -> Option<Duration> {
+    /// How long to wait before trying again, when [`ToolError::retry_after`] said.
+    pub fn get_retry_after(&self) -> Option<Duration> {
         self.0.retry_after
     }
 }
@@ -302,7 +349,7 @@ pub struct RunAborted {
 
 impl RunAborted {
     pub(crate) fn from_error(err: &ToolError) -> Self {
-        let reason = match err.reason() {
+        let reason = match err.get_why() {
             Some(why) => format!("{}: {why}", err.what()),
             None => err.what().to_owned(),
         };
@@ -326,15 +373,62 @@ mod tests {
         assert_eq!(ErrorKind::OutcomeUnknown.class(), ErrorClass::Model);
     }
 
+    /// Every kind has a name of its own, and compares equal to it.
+    #[test]
+    fn no_two_kinds_share_a_name() {
+        let kinds = [
+            ErrorKind::InvalidArguments,
+            ErrorKind::UnknownTool,
+            ErrorKind::NotFound,
+            ErrorKind::Conflict,
+            ErrorKind::Refused,
+            ErrorKind::Timeout,
+            ErrorKind::RateLimited,
+            ErrorKind::RetryBudgetExhausted,
+            ErrorKind::RepeatedCall,
+            ErrorKind::CallBudgetExhausted,
+            ErrorKind::Internal,
+            ErrorKind::Unavailable,
+            ErrorKind::OutcomeUnknown,
+            ErrorKind::InProgress,
+            ErrorKind::PermissionDenied,
+            ErrorKind::CredentialsRevoked,
+            ErrorKind::RunBudgetExhausted,
+            ErrorKind::PolicyViolation,
+        ];
+        let names: std::collections::HashSet<_> = kinds.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), kinds.len());
+        for kind in kinds {
+            assert_eq!(kind, kind.as_str());
+            assert_eq!(kind.to_string(), kind.as_str());
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            let seen = kind.seen_by_model();
+            assert_eq!(seen == kind, kind != ErrorKind::Unavailable, "{kind}");
+        }
+        assert_eq!(ErrorKind::Unavailable.as_str(), "unavailable");
+    }
+
+    #[test]
+    fn each_part_is_read_by_its_builder_name_with_get() {
+        let err = ToolError::rate_limited("429")
+            .why("too many calls")
+            .next("wait a minute")
+            .retry_after(Duration::from_secs(60));
+        assert_eq!(err.get_why(), Some("too many calls"));
+        assert_eq!(err.get_next(), "wait a minute");
+        assert_eq!(err.get_retry_after(), Some(Duration::from_secs(60)));
+        assert_eq!(err.what(), "429");
+    }
+
     #[test]
     fn next_falls_back_to_the_kind_default() {
         let err = ToolError::repeated_call_for_test();
         assert_eq!(
-            err.next_step(),
+            err.get_next(),
             "that call already failed; change the approach"
         );
         let err = ToolError::refused("over balance").next("offer 100.00");
-        assert_eq!(err.next_step(), "offer 100.00");
+        assert_eq!(err.get_next(), "offer 100.00");
     }
 
     impl ToolError {

@@ -33,6 +33,7 @@ mod side_effect;
 mod state;
 pub mod store;
 mod tool;
+mod turn;
 mod validate;
 mod wiring;
 
@@ -56,11 +57,12 @@ pub use key::IdempotencyKey;
 pub use rate_limit::RateLimit;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
-pub use result::{CallResult, Explanation, Status};
+pub use result::{CallResult, Explanation, Outcome, Status};
 pub use retry::{RetryPolicy, RetrySpec};
 pub use side_effect::SideEffect;
 pub use state::{State, StateType};
 pub use tool::{Args, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool, ToolFuture};
+pub use turn::{TurnAnswer, TurnError};
 pub use validate::{ArgsValidator, SchemaError, Violation};
 pub use wiring::BuildError;
 

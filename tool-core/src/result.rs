@@ -58,8 +58,8 @@ impl Status {
 /// The explanation carried by a result that is not a plain success.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Explanation {
-    /// The `error.kind` string.
-    pub kind: &'static str,
+    /// The kind, as the model reads it in `error.kind` (see [`ErrorKind::seen_by_model`]).
+    pub kind: ErrorKind,
     /// What happened.
     pub what: String,
     /// Why, when known.
@@ -72,21 +72,23 @@ pub struct Explanation {
 impl From<&ToolError> for Explanation {
     fn from(err: &ToolError) -> Self {
         Explanation {
-            kind: err.kind().wire_name(),
+            kind: err.kind().seen_by_model(),
             what: err.what().to_owned(),
-            why: err.reason().map(str::to_owned),
-            next: err.next_step().to_owned(),
+            why: err.get_why().map(str::to_owned),
+            next: err.get_next().to_owned(),
         }
     }
 }
 
-/// The result object of one call, as DESIGN §11 lays it out.
+/// The result object of one call: what the model sees, and what the application matches on.
 ///
-/// `replayed` is present on every status but `error`; `data` on a success; `error` (kind, what,
-/// why, next) on every other status.
+/// As JSON, `replayed` is present on every status but `error`; `data` on a success; `error`
+/// (kind, what, why, next) on every other status. The application reads it typed instead:
+/// [`CallResult::outcome`] to match on, or the accessors [`CallResult::data`],
+/// [`CallResult::error_kind`], [`CallResult::explanation`].
 ///
 /// ```
-/// use toolgate::{CallResult, ToolError};
+/// use toolgate::{CallResult, ErrorKind, Outcome, ToolError};
 ///
 /// let data = toolgate::JsonText::of(&serde_json::json!({"refund_id": "re_1"})).unwrap();
 /// let ok = CallResult::succeeded(data);
@@ -96,6 +98,16 @@ impl From<&ToolError> for Explanation {
 /// );
 /// let err = CallResult::from_error(&ToolError::not_found("no order ORD-9"));
 /// assert_eq!(err.to_json()["error"]["kind"], "not_found");
+///
+/// match err.outcome() {
+///     Outcome::Succeeded(data) => println!("done: {}", data.as_str()),
+///     Outcome::Error(explanation) if explanation.kind == ErrorKind::NotFound => {
+///         assert_eq!(explanation.what, "no order ORD-9");
+///     }
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// assert_eq!(err.error_kind(), Some(ErrorKind::NotFound));
+/// assert!(ok.is_succeeded() && ok.data().is_some());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallResult {
@@ -127,7 +139,77 @@ impl Serialize for CallResult {
     }
 }
 
+/// A [`CallResult`] to match on: its status, with the part that status carries.
+///
+/// Every result the dispatcher makes carries data on a success and an explanation on every
+/// other status; a result built by hand without that part is [`Outcome::Unexplained`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome<'a> {
+    /// The operation happened; its data (`replayed` says whether it ran now or earlier).
+    Succeeded(&'a JsonText),
+    /// The operation definitely did not happen.
+    Failed(&'a Explanation),
+    /// The request was sent and nobody knows yet whether it was applied: not a failure.
+    OutcomeUnknown(&'a Explanation),
+    /// A duplicate of this call is running now.
+    InProgress(&'a Explanation),
+    /// The operation waits for a human decision.
+    AwaitingApproval(&'a Explanation),
+    /// A human rejected the operation.
+    Rejected(&'a Explanation),
+    /// Some steps succeeded and some did not.
+    Partial(&'a Explanation),
+    /// The call was not carried out; the explanation's `kind` says why.
+    Error(&'a Explanation),
+    /// A result of this status lacking the part the status needs (built by hand).
+    Unexplained(Status),
+}
+
 impl CallResult {
+    /// The status with the part it carries, to match on.
+    pub fn outcome(&self) -> Outcome<'_> {
+        let Some(explanation) = &self.error else {
+            return match (self.status, &self.data) {
+                (Status::Succeeded, Some(data)) => Outcome::Succeeded(data),
+                (status, _) => Outcome::Unexplained(status),
+            };
+        };
+        match self.status {
+            Status::Succeeded => match &self.data {
+                Some(data) => Outcome::Succeeded(data),
+                None => Outcome::Error(explanation),
+            },
+            Status::Failed => Outcome::Failed(explanation),
+            Status::OutcomeUnknown => Outcome::OutcomeUnknown(explanation),
+            Status::InProgress => Outcome::InProgress(explanation),
+            Status::AwaitingApproval => Outcome::AwaitingApproval(explanation),
+            Status::Rejected => Outcome::Rejected(explanation),
+            Status::Partial => Outcome::Partial(explanation),
+            Status::Error => Outcome::Error(explanation),
+        }
+    }
+
+    /// Whether the operation happened (status `succeeded`), now or in an earlier call.
+    pub fn is_succeeded(&self) -> bool {
+        self.status == Status::Succeeded
+    }
+
+    /// The tool's output, on a success.
+    pub fn data(&self) -> Option<&JsonText> {
+        self.data.as_ref()
+    }
+
+    /// The explanation (kind, what, why, next), on every status but a plain success.
+    pub fn explanation(&self) -> Option<&Explanation> {
+        self.error.as_ref()
+    }
+
+    /// The explanation's kind, as the model reads it in `error.kind`.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        self.error.as_ref().map(|explanation| explanation.kind)
+    }
+
     /// A success carrying `data`, the tool's output as JSON text.
     pub fn succeeded(data: JsonText) -> Self {
         CallResult {
@@ -278,5 +360,59 @@ mod tests {
         assert_eq!(json["status"], "outcome_unknown");
         assert_eq!(json["replayed"], false);
         assert!(!json.to_string().contains("\"failed\""));
+    }
+
+    #[test]
+    fn the_outcome_names_the_status_with_its_part() {
+        let data = JsonText::parse(r#"{"refund_id":"re_1"}"#).unwrap();
+        let ok = CallResult::succeeded(data.clone());
+        assert_eq!(ok.outcome(), Outcome::Succeeded(&data));
+        assert!(ok.is_succeeded());
+        assert_eq!(ok.data(), Some(&data));
+        assert_eq!((ok.explanation(), ok.error_kind()), (None, None));
+
+        let cases = [
+            (ToolError::not_found("no order"), Status::Error),
+            (
+                ToolError::outcome_unknown("timed out"),
+                Status::OutcomeUnknown,
+            ),
+            (
+                ToolError::new(ErrorKind::InProgress, "running"),
+                Status::InProgress,
+            ),
+        ];
+        for (err, status) in cases {
+            let result = CallResult::from_error(&err);
+            let explanation = result.explanation().expect("an explanation");
+            let expected = match status {
+                Status::Error => Outcome::Error(explanation),
+                Status::OutcomeUnknown => Outcome::OutcomeUnknown(explanation),
+                _ => Outcome::InProgress(explanation),
+            };
+            assert_eq!(result.outcome(), expected, "{err:?}");
+            assert_eq!(result.error_kind(), Some(err.kind()));
+            assert!(!result.is_succeeded());
+            assert_eq!(result.data(), None);
+        }
+
+        // Statuses the dispatcher does not make yet, built by hand, still match by status.
+        let mut rejected = CallResult::from_error(&ToolError::refused("no"));
+        rejected.status = Status::Rejected;
+        assert!(matches!(rejected.outcome(), Outcome::Rejected(e) if e.kind == ErrorKind::Refused));
+        rejected.error = None;
+        assert_eq!(rejected.outcome(), Outcome::Unexplained(Status::Rejected));
+    }
+
+    /// A transient fault that reaches the model reads as a spent retry budget, typed and as text.
+    #[test]
+    fn an_unavailable_error_reads_as_a_spent_retry_budget() {
+        let result = CallResult::from_error(&ToolError::unavailable("the provider answered 503"));
+        assert_eq!(result.error_kind(), Some(ErrorKind::RetryBudgetExhausted));
+        assert_eq!(result.to_json()["error"]["kind"], "retry_budget_exhausted");
+        assert_eq!(
+            result.to_json()["error"]["next"],
+            "the service is unavailable; try again later or tell the user"
+        );
     }
 }

@@ -158,7 +158,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::InvalidArguments);
         assert!(
-            err.reason()
+            err.get_why()
                 .unwrap()
                 .contains("/amount: -5 is less than or equal to the minimum of 0"),
             "{err:?}"
@@ -201,7 +201,7 @@ mod tests {
         let err = validator
             .validate("issue_refund", &json!({"order_id": "é".repeat(5_000_000)}))
             .unwrap_err();
-        let why = err.reason().unwrap();
+        let why = err.get_why().unwrap();
         assert!(why.starts_with("/order_id: \"éé"), "{why}");
         assert!(why.contains("…"), "{why}");
         assert!(why.len() < 1024, "{} bytes", why.len());
@@ -223,7 +223,7 @@ mod tests {
         let err = validator
             .validate("issue_refund", &json!({"lines": many}))
             .unwrap_err();
-        let why = err.reason().unwrap();
+        let why = err.get_why().unwrap();
         assert_eq!(why.matches("is not of type").count(), MAX_LISTED, "{why}");
         assert!(why.ends_with("; and 80 more"), "{why}");
         assert_eq!(
@@ -238,7 +238,7 @@ mod tests {
         let err = validator
             .validate("issue_refund", &json!({"lines": long}))
             .unwrap_err();
-        let why = err.reason().unwrap();
+        let why = err.get_why().unwrap();
         let listed = why.matches("is not of type").count();
         assert!((1..MAX_LISTED).contains(&listed), "{listed}: {why}");
         assert!(
@@ -260,7 +260,7 @@ mod tests {
         let violations = validator.violations(&args);
         assert_eq!(violations[0].pointer, format!("/{key}"), "exact, for code");
         let err = validator.validate("t", &args).unwrap_err();
-        let why = err.reason().unwrap();
+        let why = err.get_why().unwrap();
         assert!(why.starts_with("/kkk"), "{why}");
         assert!(why.len() < 1024, "{} bytes", why.len());
     }

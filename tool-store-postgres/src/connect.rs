@@ -1,4 +1,5 @@
-//! How a [`PostgresStore`] connects: the pool's settings, with a bounded wait for a connection.
+//! How a [`PostgresStore`] connects: the settings of [`PostgresStore::options`], with a bounded
+//! wait for a connection.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use crate::error::store_error;
 /// (sqlx tries again while the server refuses connections or is starting up). sqlx's own
 /// default is 30 seconds, which would hold every call for half a minute while the database is
 /// down; the dispatcher retries an unreachable store itself, a few times within the call's
-/// budget, so each wait is kept short. Set it with [`PostgresConnect::acquire_timeout`].
+/// budget, so each wait is kept short. Set it with [`PostgresOptions::acquire_timeout`].
 pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Settings for [`PostgresStore::connect`], made by [`PostgresStore::options`].
@@ -33,15 +34,15 @@ pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct PostgresConnect {
+pub struct PostgresOptions {
     url: String,
     acquire_timeout: Duration,
     max_connections: Option<u32>,
 }
 
-impl PostgresConnect {
+impl PostgresOptions {
     pub(crate) fn new(url: &str) -> Self {
-        PostgresConnect {
+        PostgresOptions {
             url: url.to_owned(),
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             max_connections: None,

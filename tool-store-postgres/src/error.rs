@@ -11,7 +11,7 @@ pub(crate) fn store_error(doing: &'static str, error: sqlx::Error) -> StoreError
     if is_unreachable(&error) {
         StoreError::unreachable(doing, error)
     } else {
-        StoreError::Backend(format!("could not {doing}: {error}"))
+        StoreError::backend_with_source(format!("could not {doing}: {error}"), error)
     }
 }
 
@@ -85,7 +85,9 @@ mod tests {
             sqlx::Error::Protocol("unexpected message".to_owned()),
         ] {
             let err = store_error("read a record", error);
-            assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+            assert!(matches!(err, StoreError::Backend { .. }), "{err:?}");
+            let source = std::error::Error::source(&err).expect("the sqlx error is the source");
+            assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
         }
     }
 }

@@ -38,8 +38,9 @@ pub(crate) fn record(row: &PgRow) -> Result<OperationRecord, StoreError> {
 
 /// `error` as a one-element JSON array, to append to the `errors` column.
 pub(crate) fn error_list(error: &AttemptError) -> Result<String, StoreError> {
-    serde_json::to_string(&[error])
-        .map_err(|e| StoreError::Backend(format!("cannot encode an attempt error: {e}")))
+    serde_json::to_string(&[error]).map_err(|e| {
+        StoreError::backend_with_source(format!("cannot encode an attempt error: {e}"), e)
+    })
 }
 
 /// An attempt number as stored (`BIGINT`).

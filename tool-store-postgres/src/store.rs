@@ -7,7 +7,7 @@ use tool_core::store::{
     Owner, Resolution, StoreError,
 };
 
-use crate::connect::PostgresConnect;
+use crate::connect::PostgresOptions;
 use crate::error::store_error;
 use crate::migrate::migrator;
 use crate::row::{self, columns};
@@ -72,9 +72,9 @@ impl PostgresStore {
         PostgresStore::options(url).connect().await
     }
 
-    /// The settings of a connection to `url`, to change before [`PostgresConnect::connect`].
-    pub fn options(url: &str) -> PostgresConnect {
-        PostgresConnect::new(url)
+    /// The settings of a connection to `url`, to change before [`PostgresOptions::connect`].
+    pub fn options(url: &str) -> PostgresOptions {
+        PostgresOptions::new(url)
     }
 
     /// A store on a pool the application configured itself. Applies no migration: call
@@ -101,13 +101,22 @@ impl PostgresStore {
             | sqlx::migrate::MigrateError::ExecuteMigration(e, _) => {
                 store_error("migrate the store", e)
             }
-            other => StoreError::Backend(format!("cannot migrate the store: {other}")),
+            other => {
+                StoreError::backend_with_source(format!("cannot migrate the store: {other}"), other)
+            }
         })
     }
 
     /// The pool the store runs on.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Closes every connection of this store and its clones, waiting for the statements in
+    /// flight. Dropping the last clone closes them too, in the background; every committed
+    /// write is in the database either way.
+    pub async fn close(&self) {
+        self.pool.close().await;
     }
 
     /// Inserts a new record in `processing`, attempt 1, or reads the record under the key, in
@@ -267,7 +276,7 @@ impl OperationStore for PostgresStore {
                 return Ok(claim);
             }
         }
-        Err(StoreError::Backend(format!(
+        Err(StoreError::backend(format!(
             "the record of {} was deleted under every claim of it ({CLAIM_ROUNDS} rounds)",
             request.key
         )))

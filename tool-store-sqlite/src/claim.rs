@@ -46,7 +46,7 @@ pub(crate) async fn claim(
                 .await
                 .map_err(backend("read a claimed record"))?
                 .ok_or_else(|| {
-                    StoreError::Backend(format!(
+                    StoreError::backend(format!(
                         "the record {}/{} conflicted on insert but cannot be read",
                         request.tenant, request.key
                     ))

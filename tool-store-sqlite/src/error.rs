@@ -16,7 +16,7 @@ pub(crate) fn backend(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreE
         if is_unreachable(&err) {
             StoreError::unreachable(format!("SQLite: {doing}"), err)
         } else {
-            StoreError::Backend(format!("SQLite: could not {doing}: {err}"))
+            StoreError::backend_with_source(format!("SQLite: could not {doing}: {err}"), err)
         }
     }
 }
@@ -44,8 +44,8 @@ mod tests {
     use tool_core::store::{ClaimRequest, OperationStore};
 
     use super::*;
+    use crate::DEFAULT_BUSY_TIMEOUT as BUSY_TIMEOUT;
     use crate::SqliteStore;
-    use crate::connect::BUSY_TIMEOUT;
 
     #[test]
     fn io_and_pool_timeouts_are_transient_and_a_closed_pool_is_not() {
@@ -53,7 +53,9 @@ mod tests {
         assert!(backend("read a record")(io).is_unreachable());
         assert!(backend("read a record")(sqlx::Error::PoolTimedOut).is_unreachable());
         let closed = backend("read a record")(sqlx::Error::PoolClosed);
-        assert!(matches!(closed, StoreError::Backend(_)), "{closed:?}");
+        assert!(matches!(closed, StoreError::Backend { .. }), "{closed:?}");
+        let source = std::error::Error::source(&closed).expect("sqlx's error is kept");
+        assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
     }
 
     /// Another connection holds the file's write lock past the busy timeout: the claim answers

@@ -1,47 +1,51 @@
-//! The embedded operation store of toolgate: every write operation's record (DESIGN §4) in one
-//! durable SQLite file, for one process.
+//! The embedded operation store of toolgate: every write operation's record in one durable
+//! SQLite file, for one process.
 //!
 //! [`SqliteStore`] implements [`OperationStore`](tool_core::store::OperationStore): a claim is
 //! one atomic insert-or-inspect in an immediate transaction, every later write is one `UPDATE`
 //! that carries the attempt it claimed, and a transition is on disk before the call that made it
-//! returns (see [Durability](#durability)). Hand it to the dispatcher as its store; it passes the
-//! same conformance suite as every other store.
+//! returns (see [Durability](#durability)). It passes the same conformance suite as every other
+//! store.
+//!
+//! Through the facade, enable the feature `sqlite` of `toolgate` and name it
+//! `toolgate::store::SqliteStore`. Open the file once and hand the store to the dispatcher;
+//! every write tool's calls are then recorded in it:
 //!
 //! ```
-//! use std::time::Duration;
+//! use std::sync::Arc;
 //!
-//! use tool_core::store::{Claim, ClaimRequest, OperationStore, Owner};
 //! use tool_store_sqlite::SqliteStore;
+//! use toolgate::prelude::*;
+//!
+//! /// Refund an order. The refund is final.
+//! #[tool(side_effect = "write", key = [order_id])]
+//! async fn issue_refund(ctx: &Ctx, order_id: String, amount: u32) -> Result<String, ToolError> {
+//!     // Call the payment provider here, passing it `ctx.idempotency_key()`.
+//!     Ok(format!("refunded {amount} on {order_id}"))
+//! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), tool_core::store::StoreError> {
-//! # let dir = tempfile::tempdir().expect("a temporary directory");
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
 //! // Creates the file, and its schema, on first use.
 //! let store = SqliteStore::open(dir.path().join("operations.db")).await?;
+//! let mut registry = Registry::new();
+//! registry.register::<issue_refund>()?;
+//! let dispatcher = Dispatcher::builder(registry)
+//!     .store(Arc::new(store.clone()))
+//!     .build();
 //!
-//! let request = ClaimRequest {
-//!     tenant: "acme",
-//!     key: "refund-ORD-1001",
-//!     tool: "issue_refund",
-//!     request_hash: "3f1c…",
-//!     arguments: r#"{"amount":500,"order_id":"ORD-1001"}"#,
-//!     now_ms: 1_700_000_000_000,
-//!     lease: Duration::from_secs(30),
-//!     takeover: false,
-//! };
-//! let Claim::Acquired { attempt } = store.claim(request).await? else {
-//!     unreachable!("a new key is acquired");
-//! };
-//! // ... call the provider, then record its outcome under the attempt claimed.
-//! let owner = Owner { tenant: "acme".into(), key: "refund-ORD-1001".into(), attempt };
-//! store.succeed(&owner, r#"{"refund_id":"re_1"}"#, request.now_ms + 120).await?;
+//! let session = Session::new(AuthContext::new("acme", "support-agent"), "run-1");
+//! let args = serde_json::json!({"order_id": "ORD-1001", "amount": 500});
+//! let report = dispatcher.dispatch(&session, ToolCall::new("c1", "issue_refund", args.clone())).await?;
+//! assert!(report.result.is_succeeded());
 //!
 //! // The same call again (a retry, or a replay after a restart) gets the stored result back
 //! // instead of a second refund.
-//! let Claim::Existing(record) = store.claim(request).await? else {
-//!     unreachable!("the key is taken");
-//! };
-//! assert_eq!(record.result.as_deref(), Some(r#"{"refund_id":"re_1"}"#));
+//! let again = dispatcher.dispatch(&session, ToolCall::new("c2", "issue_refund", args)).await?;
+//! assert!(again.result.replayed);
+//! assert_eq!(again.result.data(), report.result.data());
+//! store.close().await;
 //! # Ok(())
 //! # }
 //! ```
@@ -94,4 +98,5 @@ mod migrate;
 mod row;
 mod store;
 
+pub use connect::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
 pub use store::SqliteStore;

@@ -95,11 +95,11 @@ fn check(application_id: i64, version: i64) -> Result<i64, StoreError> {
         // A new (or empty) file.
         (0, 0) => Ok(0),
         (APPLICATION_ID, 0..=LATEST) => Ok(version),
-        (APPLICATION_ID, _) => Err(StoreError::Backend(format!(
+        (APPLICATION_ID, _) => Err(StoreError::backend(format!(
             "the operation store's schema is version {version}, newer than this build knows \
              ({LATEST}): upgrade toolgate"
         ))),
-        _ => Err(StoreError::Backend(format!(
+        _ => Err(StoreError::backend(format!(
             "the file is not a toolgate operation store (application_id {application_id}, \
              user_version {version})"
         ))),

@@ -10,8 +10,9 @@ use tool_core::store::{
     Resolution, StoreError,
 };
 
+use crate::connect::SqliteOptions;
 use crate::error::backend;
-use crate::{claim, connect, migrate, row};
+use crate::{claim, migrate, row};
 
 /// An [`OperationStore`] in one SQLite file, for one process (see the [crate docs](crate) for its
 /// limits and durability).
@@ -26,10 +27,12 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens the store in the file at `path`, creating the file if needed (but not its
-    /// directory), and migrates its schema to this version's.
+    /// directory), and migrates its schema to this version's; [`SqliteStore::options`] opens
+    /// it with other settings.
     ///
     /// Fails with [`StoreError::Backend`] when the file cannot be opened or created (a missing
-    /// directory, no permission), or when it belongs to another program or a newer version.
+    /// directory, no permission; SQLite's error is its source), or when it belongs to another
+    /// program or a newer version.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -40,11 +43,17 @@ impl SqliteStore {
     /// # }
     /// ```
     pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
-        let path = path.as_ref();
-        let writer = connect::writer(path).await?;
-        migrate::migrate(&writer).await?;
-        let reader = connect::reader(path).await?;
-        Ok(SqliteStore { writer, reader })
+        SqliteStore::options(path).open().await
+    }
+
+    /// The settings of the store in the file at `path`, to change before
+    /// [`SqliteOptions::open`].
+    pub fn options(path: impl AsRef<Path>) -> SqliteOptions {
+        SqliteOptions::new(path.as_ref())
+    }
+
+    pub(crate) fn from_pools(writer: SqlitePool, reader: SqlitePool) -> SqliteStore {
+        SqliteStore { writer, reader }
     }
 
     /// Migrates the file's schema to this version's. [`SqliteStore::open`] already does; running
@@ -110,8 +119,9 @@ impl SqliteStore {
 
 /// An attempt's error as the JSON text appended to `errors`.
 fn error_json(error: &AttemptError) -> Result<String, StoreError> {
-    serde_json::to_string(error)
-        .map_err(|err| StoreError::Backend(format!("could not encode an attempt error: {err}")))
+    serde_json::to_string(error).map_err(|err| {
+        StoreError::backend_with_source(format!("could not encode an attempt error: {err}"), err)
+    })
 }
 
 #[async_trait]

@@ -25,7 +25,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
 
 fn backend_message(opened: Result<SqliteStore, StoreError>) -> String {
     match opened {
-        Err(StoreError::Backend(message)) => message,
+        Err(StoreError::Backend { what, .. }) => what,
         Err(other) => panic!("expected a backend error, got {other:?}"),
         Ok(store) => panic!("expected the open to fail, got {store:?}"),
     }
@@ -48,7 +48,11 @@ async fn opening_in_a_directory_that_does_not_exist_says_which() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let missing = dir.path().join("no-such-dir");
     let path = missing.join("operations.db");
-    let message = backend_message(SqliteStore::open(&path).await);
+    let opened = SqliteStore::open(&path).await;
+    let err = opened.as_ref().expect_err("the directory is missing");
+    let source = std::error::Error::source(err).expect("SQLite's error is kept as the source");
+    assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
+    let message = backend_message(opened);
     assert!(message.contains(&path.display().to_string()), "{message}");
     assert!(
         message.contains(&format!(

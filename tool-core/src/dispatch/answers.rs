@@ -75,7 +75,7 @@ pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Optio
     if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
         return None;
     }
-    let why = match err.reason() {
+    let why = match err.get_why() {
         Some(why) => format!("{}: {why}", err.what()),
         None => err.what().to_owned(),
     };

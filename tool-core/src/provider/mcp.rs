@@ -68,7 +68,7 @@ impl Mcp {
             .result
             .error
             .as_ref()
-            .is_some_and(|error| error.kind == ErrorKind::UnknownTool.wire_name());
+            .is_some_and(|error| error.kind == ErrorKind::UnknownTool);
         if unknown_tool {
             let message = if report.tool.is_empty() {
                 "Invalid params: the request names no tool".to_owned()

@@ -89,8 +89,9 @@ pub struct FormatError {
     pub reason: String,
 }
 
-/// One provider's wire format.
-pub trait WireFormat {
+/// One provider's wire format. `Send + Sync`, so that one format serves every task of an
+/// application (an `Arc<dyn WireFormat>`, or a `&'static` one).
+pub trait WireFormat: Send + Sync {
     /// The format's name, as `--format` spells it (`openai`, `anthropic`, …).
     fn name(&self) -> &'static str;
 

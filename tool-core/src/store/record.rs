@@ -206,8 +206,15 @@ pub enum StoreError {
         attempt: u32,
     },
     /// The database answered with an error, or failed in a way that is not known to pass.
-    #[error("the operation store failed: {0}")]
-    Backend(String),
+    #[error("the operation store failed: {what}")]
+    Backend {
+        /// What failed, in words for the operator.
+        what: String,
+        /// The backend's error, when one caused it (a `sqlx::Error` in the stores of toolgate),
+        /// also returned by [`std::error::Error::source`].
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
     /// The database could not be reached: no connection within the store's bounded wait, a
     /// connection lost, a server shutting down or not yet accepting connections. Transient: the
     /// same request may succeed in a moment. A write that failed this way may or may not have
@@ -234,6 +241,27 @@ impl StoreError {
         StoreError::Unreachable {
             doing: doing.into(),
             source: source.into(),
+        }
+    }
+
+    /// A [`StoreError::Backend`] saying `what` failed, with no error of the backend's behind it
+    /// (a file that belongs to another program, a stored value that cannot be encoded).
+    pub fn backend(what: impl Into<String>) -> Self {
+        StoreError::Backend {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A [`StoreError::Backend`] saying `what` failed, keeping the backend's error as its
+    /// [`source`](std::error::Error::source).
+    pub fn backend_with_source(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        StoreError::Backend {
+            what: what.into(),
+            source: Some(source.into()),
         }
     }
 
