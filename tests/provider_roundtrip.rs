@@ -2,13 +2,10 @@
 //! and the rendering checked against the shapes of PROVIDERS.md, with a success, a tool error and
 //! a malformed call in every turn.
 
-#[path = "../examples/shop/mod.rs"]
-#[allow(dead_code)]
-mod shop;
-
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses, WireFormat};
+use toolgate_demo::shop;
 
 fn dispatcher() -> Dispatcher {
     Dispatcher::builder(shop::registry())
