@@ -4,8 +4,8 @@
 
 use std::process::Stdio;
 
-use toolgate_demo::harness::{FakePayments, call, desk, only_result, play, read_lines};
 use serde_json::json;
+use toolgate_demo::harness::{FakePayments, call, desk, only_result, play, read_lines};
 
 /// Each run refunds each order once: order, amount.
 const REFUNDS: [(&str, u64); 4] = [

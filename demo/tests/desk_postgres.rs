@@ -5,9 +5,9 @@
 
 use std::process::Stdio;
 
-use toolgate_demo::harness::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 use serde_json::{Value, json};
 use tool_store_postgres::testing::{OwnCluster, test_database};
+use toolgate_demo::harness::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 
 fn refund(id: &str, order: &str, amount: f64) -> String {
     call(

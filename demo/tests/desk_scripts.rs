@@ -1,8 +1,10 @@
 //! The refund desk run as a process on scripts, on its default SQLite store with the provider in
 //! process: each story's answers and the provider's ledger, exact.
 
-use toolgate_demo::harness::{call, desk, json_lines, only_result, openai_results, play, play_bytes, play_output};
 use serde_json::{Value, json};
+use toolgate_demo::harness::{
+    call, desk, json_lines, only_result, openai_results, play, play_bytes, play_output,
+};
 
 /// The ledger the desk prints last, with every order untouched but those in `refunded`.
 fn ledger(refunded: &[(&str, &str, u64)], refund_requests: u64, lookups: u64) -> Value {
@@ -695,10 +697,7 @@ fn openai_turn(calls: &[(&str, &str, String)]) -> Vec<u8> {
 /// in bounded answers, and nothing reaches the provider's refunds.
 #[test]
 fn a_hostile_script_is_answered_line_by_line_and_refunds_nothing() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/hostile-turns.jsonl"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/hostile-turns.jsonl");
     let mut script = std::fs::read(path).unwrap();
     let huge_id = format!("ORD-{}", "1".repeat(300_000));
     script.extend(openai_turn(&[

@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use toolgate::{ErrorKind, ToolError};
 
-use crate::shop::{ORDERS, OrderState, Receipt, money, over_balance, unknown_order};
 use crate::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
+use crate::shop::{ORDERS, OrderState, Receipt, money, over_balance, unknown_order};
 
 /// The largest request body the provider reads.
 const MAX_BODY: usize = 64 * 1024;
@@ -137,10 +137,7 @@ pub struct PaymentsServer {
 impl PaymentsServer {
     /// A provider with its ledger at `ledger` (created if missing, continued if not). `on_applied`
     /// is called with each new refund once it is in the ledger, before the answer.
-    pub fn open(
-        ledger: impl Into<PathBuf>,
-        on_applied: Option<OnApplied>,
-    ) -> io::Result<Self> {
+    pub fn open(ledger: impl Into<PathBuf>, on_applied: Option<OnApplied>) -> io::Result<Self> {
         let mut provider = FakeProvider::open(ledger, KeyMode::Honours)?;
         if let Some(hook) = on_applied {
             provider = provider.on_applied(move |refund| hook(&receipt(refund)));
