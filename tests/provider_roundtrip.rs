@@ -1,6 +1,6 @@
 //! A model turn in each provider's format: parsed, dispatched against the demo shop, rendered,
-//! and the rendering checked against the shapes of PROVIDERS.md, with a success, a tool error and
-//! a malformed call in every turn.
+//! and the rendering checked against the shapes each provider's API documents, with a success, a
+//! tool error and a malformed call in every turn.
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;

@@ -19,7 +19,8 @@ use toolgate_demo::shop::{self, Provider};
 use crate::narrate::{Narrator, Voice};
 use crate::script::{Dialect, Line, shortened};
 
-/// What `approve` and `reject` lines answer in this release.
+/// What `approve` and `reject` lines answer: each tool's `approval_over` is recorded and not yet
+/// acted on, so no call waits for a decision.
 const NO_APPROVALS: &str = "approvals arrive with a later release: this one records each tool's \
      `approval_over` threshold but runs every call without waiting for a decision, so nothing \
      is waiting to be approved or rejected";
