@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
-use tool_store_postgres::PostgresStore;
+use toolgate::store::PostgresStore;
 use tool_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
 use tool_store_postgres::sqlx::{self, Row};
 use toolgate::store::{Claim, ClaimRequest, OperationState, OperationStore, Owner};

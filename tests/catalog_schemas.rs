@@ -2,15 +2,12 @@
 //! every strict-mode rule, the Gemini ones have no `$ref`. Checked on the demo shop's tools and on
 //! a tool with nested structs, enums, options and vectors.
 
-#[path = "../examples/shop/mod.rs"]
-#[allow(dead_code)]
-mod shop;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::Registry;
 use toolgate::prelude::*;
 use toolgate::provider::{FORMAT_NAMES, format_by_name};
+use toolgate_demo::shop;
 
 #[allow(dead_code)] // only its schema matters here
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

@@ -24,9 +24,6 @@
 //! Unix only: it kills with `SIGKILL` and checks the signal.
 #![cfg(unix)]
 
-#[path = "support/fake_provider.rs"]
-mod fake_provider;
-
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -36,13 +33,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 use serde_json::{Value, json};
-use tool_store_sqlite::SqliteStore;
+use toolgate::store::SqliteStore;
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore};
 use toolgate::{DispatcherBuilder, Failpoint, Reconciler};
 use toolgate_test::{ManualClock, RecordingFailpoints};
+use toolgate_demo::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 
 /// Seeded runs, each killed once.
 const RUNS: u64 = 200;

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tool_store_postgres::PostgresStore;
-use tool_store_sqlite::SqliteStore;
+use toolgate::store::PostgresStore;
+use toolgate::store::SqliteStore;
 use toolgate::prelude::*;
 use toolgate::store::{AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner};
 use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tool_store_postgres::PostgresStore;
-use tool_store_sqlite::SqliteStore;
+use toolgate::store::PostgresStore;
+use toolgate::store::SqliteStore;
 use toolgate::Reconciler;
 use toolgate::prelude::*;
 use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, watch};
 use tokio::task::JoinSet;
-use tool_store_postgres::PostgresStore;
+use toolgate::store::PostgresStore;
 use tool_store_postgres::sqlx::{self, PgPool};
 use toolgate::prelude::*;
 use toolgate_test::{ControlledStore, Request, Tally};

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_store_postgres::PostgresStore;
+use toolgate::store::PostgresStore;
 use toolgate::Reconciler;
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore};

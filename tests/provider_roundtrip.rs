@@ -1,14 +1,11 @@
 //! A model turn in each provider's format: parsed, dispatched against the demo shop, rendered,
-//! and the rendering checked against the shapes of PROVIDERS.md, with a success, a tool error and
-//! a malformed call in every turn.
-
-#[path = "../examples/shop/mod.rs"]
-#[allow(dead_code)]
-mod shop;
+//! and the rendering checked against the shapes each provider's API documents, with a success, a
+//! tool error and a malformed call in every turn.
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses, WireFormat};
+use toolgate_demo::shop;
 
 fn dispatcher() -> Dispatcher {
     Dispatcher::builder(shop::registry())

@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::{Tool, ToolDescriptor, ToolFuture};
 
-#[path = "support/json_args.rs"]
 mod json_args;
 use json_args::any_number;
 

@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 
-#[path = "support/json_args.rs"]
 mod json_args;
 use json_args::any_number;
 

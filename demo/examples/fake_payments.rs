@@ -1,6 +1,6 @@
 //! The fake payment provider of the refund desk as a process of its own: refunds under an
 //! `Idempotency-Key` header, lookups by key, `GET /ledger`, and faults armed over HTTP (the routes
-//! are listed in `examples/payments/mod.rs`).
+//! are listed in the docs of `toolgate_demo::payments`).
 //!
 //! ```sh
 //! cargo run --example fake_payments -- --port 7070
@@ -15,18 +15,11 @@
 //! is a fresh file that goes away with the process. The file is read once, at start, and then
 //! only appended to: a second provider on the same ledger refuses to start while this one runs.
 
-#[allow(dead_code)]
-#[path = "payments/mod.rs"]
-mod payments;
-#[allow(dead_code)]
-#[path = "shop/mod.rs"]
-mod shop;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use payments::server::PaymentsServer;
-use shop::money;
+use toolgate_demo::payments::server::PaymentsServer;
+use toolgate_demo::shop::{self, money};
 
 fn main() -> ExitCode {
     let mut port: u16 = 0;

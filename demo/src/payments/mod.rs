@@ -1,8 +1,8 @@
 //! The fake payment provider over HTTP: the server the refund desk starts (or `fake_payments` runs
 //! as its own process) and the client the demo tools call it with.
 //!
-//! The provider itself, its durable ledger and its faults, is `tests/support/fake_provider.rs`,
-//! the one the crash tests drive in process; this module puts it on loopback HTTP:
+//! The provider itself, its durable ledger and its faults, is [`crate::fake_provider`], the one
+//! the crash tests drive in process; this module puts it on loopback HTTP:
 //!
 //! | request | answer |
 //! |---|---|
@@ -15,9 +15,6 @@
 //! An `{id}` or `{key}` is one percent-encoded path segment (`ORD-1001%2F..` is the order
 //! `ORD-1001/..`, which does not exist). Errors are `{"error": "…"}`. Only `/refunds` counts as provider requests (`refund` and
 //! `lookup`) and only those take faults; orders are read from the shop's table and the ledger.
-//!
-//! Shared by the examples with `#[path = "payments/mod.rs"] mod payments;`, next to
-//! `#[path = "shop/mod.rs"] mod shop;`.
 
-pub(crate) mod client;
-pub(crate) mod server;
+pub mod client;
+pub mod server;

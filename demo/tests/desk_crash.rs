@@ -2,14 +2,10 @@
 //! the answer to a refund it applied, then run again on the same SQLite file: the reconciler
 //! settles what the dead desk left, and every refund is in the provider's ledger exactly once.
 
-#[allow(dead_code)]
-#[path = "support/desk.rs"]
-mod desk;
-
 use std::process::Stdio;
 
-use desk::{FakePayments, call, desk, only_result, play, read_lines};
 use serde_json::json;
+use toolgate_demo::harness::{FakePayments, call, desk, only_result, play, read_lines};
 
 /// Each run refunds each order once: order, amount.
 const REFUNDS: [(&str, u64); 4] = [

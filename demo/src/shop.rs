@@ -2,10 +2,8 @@
 //! two tools the model may call.
 //!
 //! The tools reach the provider through a [`Provider`] in the dispatcher's state. The refund desk
-//! gives them an HTTP client of the fake payment provider (`examples/payments/`); the catalog and
+//! gives them an HTTP client of the fake payment provider ([`crate::payments`]); the catalog and
 //! the tests that need no network give them [`Shop`], the same provider in memory.
-//!
-//! Shared by the examples with `#[path = "shop/mod.rs"] mod shop;`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -16,13 +14,13 @@ use toolgate::prelude::*;
 /// What an order id looks like, as the tools' schemas tell the model: `ORD-` and up to ten
 /// digits. The dispatcher refuses any other id (`invalid_arguments`) before a tool runs, so no
 /// model text but an order id reaches the payment provider's URLs.
-pub(crate) const ORDER_ID_PATTERN: &str = "^ORD-[0-9]{1,10}$";
+pub const ORDER_ID_PATTERN: &str = "^ORD-[0-9]{1,10}$";
 
 /// The longest order id [`ORDER_ID_PATTERN`] admits.
-pub(crate) const ORDER_ID_MAX_LENGTH: u32 = 14;
+pub const ORDER_ID_MAX_LENGTH: u32 = 14;
 
 /// The shop's orders: id, paid and already refunded, in cents.
-pub(crate) const ORDERS: [(&str, u64, u64); 4] = [
+pub const ORDERS: [(&str, u64, u64); 4] = [
     ("ORD-1001", 50_000, 0),
     ("ORD-1002", 800_000, 0),
     ("ORD-1003", 12_000, 2_000),
@@ -30,42 +28,42 @@ pub(crate) const ORDERS: [(&str, u64, u64); 4] = [
 ];
 
 /// "500.00" from 50000.
-pub(crate) fn money(cents: u64) -> String {
+pub fn money(cents: u64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
 }
 
 /// An order as the payment provider knows it, amounts in cents.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct OrderState {
+pub struct OrderState {
     /// The order's id.
-    pub(crate) order_id: String,
+    pub order_id: String,
     /// What the customer paid.
-    pub(crate) paid_cents: u64,
+    pub paid_cents: u64,
     /// What has been refunded so far.
-    pub(crate) refunded_cents: u64,
+    pub refunded_cents: u64,
 }
 
 impl OrderState {
     /// What can still be refunded.
-    pub(crate) fn refundable_cents(&self) -> u64 {
+    pub fn refundable_cents(&self) -> u64 {
         self.paid_cents.saturating_sub(self.refunded_cents)
     }
 }
 
 /// A refund the payment provider applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Receipt {
+pub struct Receipt {
     /// The provider's id for the refund.
-    pub(crate) refund_id: String,
+    pub refund_id: String,
     /// The refunded order.
-    pub(crate) order_id: String,
+    pub order_id: String,
     /// The amount, in cents.
-    pub(crate) amount_cents: u64,
+    pub amount_cents: u64,
 }
 
 /// What the tools ask of the payment provider.
 #[async_trait::async_trait]
-pub(crate) trait Payments: Send + Sync + 'static {
+pub trait Payments: Send + Sync + 'static {
     /// The order `order_id`, or `None` when the provider has no such order.
     async fn order(&self, order_id: &str) -> Result<Option<OrderState>, ToolError>;
 
@@ -84,16 +82,17 @@ pub(crate) trait Payments: Send + Sync + 'static {
 
 /// The payment provider the tools use: put one in the dispatcher's state.
 #[derive(Clone)]
-pub(crate) struct Provider(pub(crate) Arc<dyn Payments>);
+pub struct Provider(pub Arc<dyn Payments>);
 
 impl Provider {
-    pub(crate) fn new(payments: impl Payments) -> Self {
+    /// The provider `payments`, ready to go in a dispatcher's state (`DispatcherBuilder::state`).
+    pub fn new(payments: impl Payments) -> Self {
         Provider(Arc::new(payments))
     }
 }
 
 /// The error for an order id the shop does not have; lists the ones it has.
-pub(crate) fn unknown_order(order_id: &str) -> ToolError {
+pub fn unknown_order(order_id: &str) -> ToolError {
     let known = ORDERS.map(|(id, _, _)| id).join(", ");
     ToolError::not_found(format!("there is no order {order_id}"))
         .why(format!("the known orders are {known}"))
@@ -103,7 +102,7 @@ pub(crate) fn unknown_order(order_id: &str) -> ToolError {
 }
 
 /// The error for a refund larger than what `order` can still refund.
-pub(crate) fn over_balance(order: &OrderState, amount_cents: u64) -> ToolError {
+pub fn over_balance(order: &OrderState, amount_cents: u64) -> ToolError {
     let refundable = money(order.refundable_cents());
     ToolError::refused(format!(
         "a refund of {} exceeds what {} can refund",
@@ -120,7 +119,7 @@ pub(crate) fn over_balance(order: &OrderState, amount_cents: u64) -> ToolError {
 
 /// The payment provider in memory, honouring idempotency keys: for unit tests and the catalog.
 #[derive(Debug)]
-pub(crate) struct Shop {
+pub struct Shop {
     inner: Mutex<ShopState>,
 }
 
@@ -195,7 +194,7 @@ impl Payments for Shop {
 
 /// An order as the model sees it.
 #[derive(Debug, Serialize)]
-pub(crate) struct OrderView {
+pub struct OrderView {
     order_id: String,
     paid: String,
     refunded: String,
@@ -204,7 +203,7 @@ pub(crate) struct OrderView {
 
 /// A refund as the model sees it.
 #[derive(Debug, Serialize)]
-pub(crate) struct RefundView {
+pub struct RefundView {
     refund_id: String,
     order_id: String,
     amount: String,
@@ -226,7 +225,7 @@ fn payments(ctx: &Ctx) -> Result<&dyn Payments, ToolError> {
 
 /// Look up an order: what was paid, what was refunded already, and what can still be refunded.
 #[tool(permission = "orders:read", timeout = "5s")]
-pub(crate) async fn get_order(
+pub async fn get_order(
     ctx: &Ctx,
     /// The order id, such as `ORD-1001`.
     #[schemars(pattern(ORDER_ID_PATTERN), length(max = ORDER_ID_MAX_LENGTH))]
@@ -254,7 +253,7 @@ pub(crate) async fn get_order(
     retry(max_attempts = 4),
     reconcile = find_refund(ctx, key)
 )]
-pub(crate) async fn issue_refund(
+pub async fn issue_refund(
     ctx: &Ctx,
     key: &IdempotencyKey,
     /// The order to refund, such as `ORD-1001`.
@@ -279,7 +278,7 @@ pub(crate) async fn issue_refund(
 
 /// Asks the payment provider for the refund under the operation's key, for a refund whose outcome
 /// is unknown; called with the refund's context and key.
-pub(crate) async fn find_refund(
+pub async fn find_refund(
     ctx: &Ctx,
     key: &IdempotencyKey,
 ) -> Result<Option<RefundView>, ToolError> {
@@ -306,7 +305,7 @@ fn to_cents(amount: f64) -> Result<u64, ToolError> {
 }
 
 /// A registry with the shop's tools.
-pub(crate) fn registry() -> Registry {
+pub fn registry() -> Registry {
     let mut registry = Registry::new();
     registry
         .register::<get_order>()

@@ -1,24 +1,26 @@
 //! The desk: the demo tools behind a dispatcher on a durable store, driven one script line at a
-//! time, each line answered as `examples/scenarios/README.md` says and told to the narrator.
+//! time, each line answered as `demo/scenarios/README.md` says and told to the narrator.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_store_postgres::PostgresStore;
-use tool_store_sqlite::SqliteStore;
+use toolgate::store::PostgresStore;
+use toolgate::store::SqliteStore;
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::OperationStore;
 use toolgate::{Clock, Reconciler, SystemClock, ToolCall};
 
-use crate::narrate::{Narrator, Voice};
-use crate::payments::client::HttpPayments;
-use crate::script::{Dialect, Line, shortened};
-use crate::shop::{self, Provider};
+use toolgate_demo::payments::client::HttpPayments;
+use toolgate_demo::shop::{self, Provider};
 
-/// What `approve` and `reject` lines answer in this release.
+use crate::narrate::{Narrator, Voice};
+use crate::script::{Dialect, Line, shortened};
+
+/// What `approve` and `reject` lines answer: each tool's `approval_over` is recorded and not yet
+/// acted on, so no call waits for a decision.
 const NO_APPROVALS: &str = "approvals arrive with a later release: this one records each tool's \
      `approval_over` threshold but runs every call without waiting for a decision, so nothing \
      is waiting to be approved or rejected";
@@ -128,7 +130,7 @@ pub(crate) struct Desk {
 
 impl Desk {
     /// Opens the store and builds the dispatcher, with the default session and run of
-    /// `examples/scenarios/README.md`.
+    /// `demo/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
         let clock: Arc<dyn Clock> = Arc::new(AheadClock {

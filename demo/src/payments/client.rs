@@ -1,5 +1,5 @@
 //! The demo tools' HTTP client of the fake payment provider: [`Payments`] over the routes of the
-//! table in `mod.rs`, with the provider's faults told apart the way a real client must.
+//! table in [`crate::payments`], with the provider's faults told apart the way a real client must.
 //!
 //! | what happened | a refund (a write) | a read |
 //! |---|---|---|
@@ -31,11 +31,11 @@ use toolgate::ToolError;
 use crate::shop::{OrderState, Payments, Receipt, money};
 
 /// Told what the client sends and what comes back, one line each, for the desk's narration.
-pub(crate) type Log = Arc<dyn Fn(&str) + Send + Sync>;
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The fake payment provider at one address.
 #[derive(Clone)]
-pub(crate) struct HttpPayments {
+pub struct HttpPayments {
     /// `host:port`.
     authority: String,
     timeout: Duration,
@@ -48,7 +48,7 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'
 
 /// `text` as one path segment of a URL: percent-encoded, so that `/`, `?`, `#`, `%` and `..` in it
 /// are data, never a route, a query or a fragment.
-pub(crate) fn segment(text: &str) -> String {
+pub fn segment(text: &str) -> String {
     utf8_percent_encode(text, SEGMENT).to_string()
 }
 
@@ -74,7 +74,7 @@ struct ErrorBody {
 impl HttpPayments {
     /// A client of the provider at `url` (`http://host:port`, or `host:port`) that waits
     /// `timeout` for each answer.
-    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, String> {
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, String> {
         let authority = url
             .strip_prefix("http://")
             .unwrap_or(url)
@@ -92,13 +92,13 @@ impl HttpPayments {
     }
 
     /// Tells `log` about every request and answer.
-    pub(crate) fn with_log(mut self, log: Log) -> Self {
+    pub fn with_log(mut self, log: Log) -> Self {
         self.log = Some(log);
         self
     }
 
     /// Arms a fault: `spec` is a refund desk script's `fault` object.
-    pub(crate) async fn arm_fault(&self, spec: &Value) -> Result<(), String> {
+    pub async fn arm_fault(&self, spec: &Value) -> Result<(), String> {
         let body = serde_json::to_vec(spec).expect("a JSON value serializes");
         match self.send(Method::POST, "/faults", None, Some(body)).await {
             Ok((StatusCode::NO_CONTENT, _)) => Ok(()),
@@ -108,7 +108,7 @@ impl HttpPayments {
     }
 
     /// The provider's ledger and request counts: `{"ledger": …, "provider_requests": …}`.
-    pub(crate) async fn ledger(&self) -> Result<Value, String> {
+    pub async fn ledger(&self) -> Result<Value, String> {
         match self.send(Method::GET, "/ledger", None, None).await {
             Ok((StatusCode::OK, body)) => {
                 serde_json::from_slice(&body).map_err(|err| format!("a bad ledger: {err}"))

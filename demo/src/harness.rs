@@ -1,8 +1,10 @@
-//! Runs the refund desk and the fake payment provider as processes, as a user would.
+//! Runs the refund desk and the fake payment provider as processes, as a user would: the rig of
+//! the tests that play scripts on the `refund_desk` example.
 //!
-//! Include it with `#[path = "support/desk.rs"] mod desk;`. The first use builds both examples
-//! with the cargo that runs the tests (a no-op when `cargo test` built them already), so a test
-//! never runs a stale binary.
+//! Only for tests run by cargo: the first use builds both examples with the cargo that built the
+//! calling test (a no-op when `cargo test` built them already), so a test never runs a stale
+//! binary; they are found next to the test binary, in `target/<profile>/examples`. The functions
+//! panic when something fails, as a test should.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -14,7 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// How long a test waits for a process to say something before failing.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
+pub const PATIENCE: Duration = Duration::from_secs(120);
 
 /// The directory holding the example binaries, built once per test process.
 fn examples_dir() -> &'static Path {
@@ -29,7 +31,8 @@ fn examples_dir() -> &'static Path {
         let mut cargo = Command::new(env!("CARGO"));
         cargo
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "--example", "refund_desk"])
+            .args(["build", "--quiet", "--package", env!("CARGO_PKG_NAME")])
+            .args(["--example", "refund_desk"])
             .args(["--example", "fake_payments"]);
         if profile_dir.ends_with("release") {
             cargo.arg("--release");
@@ -41,14 +44,14 @@ fn examples_dir() -> &'static Path {
 }
 
 /// The refund desk binary, ready to take flags.
-pub(crate) fn desk() -> Command {
+pub fn desk() -> Command {
     let mut command = Command::new(examples_dir().join("refund_desk"));
     command.env("NO_COLOR", "1");
     command
 }
 
 /// The lines of a desk's stdout, each parsed as JSON.
-pub(crate) fn json_lines(stdout: &[u8]) -> Vec<Value> {
+pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
         .map(|line| {
@@ -59,7 +62,7 @@ pub(crate) fn json_lines(stdout: &[u8]) -> Vec<Value> {
 
 /// Plays `script` on a desk with `args`; panics unless it exits 0. Answers stdout, each line
 /// parsed.
-pub(crate) fn play(script: &str, args: &[&str]) -> Vec<Value> {
+pub fn play(script: &str, args: &[&str]) -> Vec<Value> {
     let output = play_output(script, args);
     assert!(
         output.status.success(),
@@ -71,12 +74,12 @@ pub(crate) fn play(script: &str, args: &[&str]) -> Vec<Value> {
 }
 
 /// Plays `script` (given on stdin) on a desk with `args`; answers the whole output.
-pub(crate) fn play_output(script: &str, args: &[&str]) -> Output {
+pub fn play_output(script: &str, args: &[&str]) -> Output {
     play_bytes(script.as_bytes(), args)
 }
 
 /// [`play_output`] with a script of any bytes, UTF-8 or not.
-pub(crate) fn play_bytes(script: &[u8], args: &[&str]) -> Output {
+pub fn play_bytes(script: &[u8], args: &[&str]) -> Output {
     let mut child = desk()
         .args(["--script", "-"])
         .args(args)
@@ -95,7 +98,7 @@ pub(crate) fn play_bytes(script: &[u8], args: &[&str]) -> Output {
 }
 
 /// The contents of a result's `content` (OpenAI) string, parsed: the result object.
-pub(crate) fn openai_results(answer: &Value) -> Vec<Value> {
+pub fn openai_results(answer: &Value) -> Vec<Value> {
     answer["openai"]
         .as_array()
         .unwrap_or_else(|| panic!("not an openai answer: {answer}"))
@@ -108,14 +111,14 @@ pub(crate) fn openai_results(answer: &Value) -> Vec<Value> {
 }
 
 /// The one result of a one-call OpenAI answer.
-pub(crate) fn only_result(answer: &Value) -> Value {
+pub fn only_result(answer: &Value) -> Value {
     let mut results = openai_results(answer);
     assert_eq!(results.len(), 1, "{answer}");
     results.remove(0)
 }
 
 /// One OpenAI turn line calling `tool` with `arguments` (a JSON object) as call `id`.
-pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> String {
+pub fn call(id: &str, tool: &str, arguments: Value) -> String {
     let turn = serde_json::json!({"openai": {
         "role": "assistant",
         "content": null,
@@ -128,16 +131,16 @@ pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> String {
 }
 
 /// A fake payment provider running as its own process; killed when dropped.
-pub(crate) struct FakePayments {
+pub struct FakePayments {
     child: Child,
     /// `http://127.0.0.1:PORT`.
-    pub(crate) url: String,
+    pub url: String,
     lines: Receiver<String>,
 }
 
 impl FakePayments {
     /// Starts `fake_payments` on a free port and waits until it listens.
-    pub(crate) fn start() -> Self {
+    pub fn start() -> Self {
         let mut child = Command::new(examples_dir().join("fake_payments"))
             .stdout(Stdio::piped())
             .spawn()
@@ -155,7 +158,7 @@ impl FakePayments {
 
     /// Waits for the provider to print a line starting with `prefix` (such as `applied
     /// re_000003`), skipping the others; answers it.
-    pub(crate) fn wait_for(&self, prefix: &str) -> String {
+    pub fn wait_for(&self, prefix: &str) -> String {
         loop {
             let line = self
                 .lines
@@ -176,7 +179,7 @@ impl Drop for FakePayments {
 }
 
 /// Every line `stdout` prints, as it prints it.
-pub(crate) fn read_lines(stdout: ChildStdout) -> Receiver<String> {
+pub fn read_lines(stdout: ChildStdout) -> Receiver<String> {
     let (send, receive) = channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {

@@ -1,5 +1,6 @@
 //! Generators of tool arguments for the property tests: JSON numbers at the edges of every
-//! numeric type, and objects that are mostly right.
+//! numeric type, and objects that are mostly right. Each test that uses them declares
+//! `mod json_args;`.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

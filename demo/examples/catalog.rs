@@ -7,14 +7,10 @@
 //! `--format` is one of `openai`, `openai-strict`, `openai-responses`, `anthropic`, `gemini` or
 //! `mcp` (default `openai`). The output is one JSON array on stdout.
 
-// The catalog needs only the declarations, not the shop's state.
-#[allow(dead_code)]
-#[path = "shop/mod.rs"]
-mod shop;
-
 use std::process::ExitCode;
 
 use toolgate::provider::{FORMAT_NAMES, format_by_name};
+use toolgate_demo::shop;
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

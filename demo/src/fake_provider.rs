@@ -2,10 +2,6 @@
 //! every refund it applied, and misbehaves when told to. No HTTP here: the crash and retry tests
 //! call it in process, and an HTTP server can wrap the same core.
 //!
-//! Include it with `#[path = "support/fake_provider.rs"] mod fake_provider;` from a test, or
-//! `#[path = "../tests/support/fake_provider.rs"] mod fake_provider;` from an example (add
-//! `#[allow(dead_code)]` on that line if the example uses only part of it).
-//!
 //! # The ledger
 //!
 //! One JSON object a line, one line a refund, appended to a file. The ledger must survive a
@@ -42,7 +38,7 @@ use toolgate::ToolError;
 
 /// Whether the provider applies one idempotency key once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyMode {
+pub enum KeyMode {
     /// A second refund under a key answers the first refund and applies nothing.
     Honours,
     /// Every refund is a new one, whatever its key (the key is kept, so lookups still work).
@@ -51,7 +47,7 @@ pub(crate) enum KeyMode {
 
 /// The requests the provider serves; faults are scripted per operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Operation {
+pub enum Operation {
     /// [`FakeProvider::refund`].
     Refund,
     /// [`FakeProvider::lookup`].
@@ -60,7 +56,7 @@ pub(crate) enum Operation {
 
 /// How one request misbehaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fault {
+pub enum Fault {
     /// Answers 503 ([`ToolError::unavailable`]); nothing is applied.
     UnavailableBeforeApply,
     /// Applies the request, then never answers: the caller's deadline passes.
@@ -75,22 +71,22 @@ pub(crate) enum Fault {
 
 /// One refund the provider applied: a line of the ledger, and what a refund request answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Refund {
+pub struct Refund {
     /// The provider's id, `re_000001` for the first line of the ledger.
-    pub(crate) refund_id: String,
+    pub refund_id: String,
     /// The idempotency key the refund was requested under.
-    pub(crate) key: String,
+    pub key: String,
     /// The refunded order.
-    pub(crate) order_id: String,
+    pub order_id: String,
     /// The amount, in cents.
-    pub(crate) amount_cents: i64,
+    pub amount_cents: i64,
 }
 
 /// Called with each new refund once it is in the ledger, before the provider answers.
 type AppliedHook = Box<dyn Fn(&Refund) + Send + Sync>;
 
 /// The provider: a ledger, a key mode, a fault script per operation.
-pub(crate) struct FakeProvider {
+pub struct FakeProvider {
     /// Where the ledger is kept.
     path: PathBuf,
     ledger: Mutex<Ledger>,
@@ -143,7 +139,7 @@ impl FakeProvider {
     /// A provider whose ledger is the file at `ledger`: created empty if missing, or read as a
     /// restarted provider would, refunds and ids continuing where they stopped. The only time
     /// the file is read. An error if another provider, in this process or another, has it open.
-    pub(crate) fn open(ledger: impl Into<PathBuf>, mode: KeyMode) -> io::Result<Self> {
+    pub fn open(ledger: impl Into<PathBuf>, mode: KeyMode) -> io::Result<Self> {
         let path = ledger.into();
         let file = OpenOptions::new()
             .read(true)
@@ -183,14 +179,14 @@ impl FakeProvider {
     /// Calls `hook` with each new refund once it is in the ledger and before the provider
     /// answers (not for a refund answered again under a honoured key). A crash test stops the
     /// process there: applied, never answered.
-    pub(crate) fn on_applied(mut self, hook: impl Fn(&Refund) + Send + Sync + 'static) -> Self {
+    pub fn on_applied(mut self, hook: impl Fn(&Refund) + Send + Sync + 'static) -> Self {
         self.on_applied = Some(Box::new(hook));
         self
     }
 
     /// The next `times` requests of `operation` (after those already scripted) misbehave as
     /// `fault` says.
-    pub(crate) fn inject(&self, operation: Operation, fault: Fault, times: u32) {
+    pub fn inject(&self, operation: Operation, fault: Fault, times: u32) {
         let mut faults = self
             .faults
             .lock()
@@ -199,7 +195,7 @@ impl FakeProvider {
     }
 
     /// Forgets every scripted fault.
-    pub(crate) fn clear_faults(&self) {
+    pub fn clear_faults(&self) {
         let mut faults = self
             .faults
             .lock()
@@ -208,17 +204,17 @@ impl FakeProvider {
     }
 
     /// How many requests of `operation` this provider received, misbehaving ones included.
-    pub(crate) fn requests(&self, operation: Operation) -> u32 {
+    pub fn requests(&self, operation: Operation) -> u32 {
         self.requests[operation as usize].load(Ordering::SeqCst)
     }
 
     /// Every refund applied so far, oldest first: a copy, for tests.
-    pub(crate) fn ledger(&self) -> Vec<Refund> {
+    pub fn ledger(&self) -> Vec<Refund> {
         self.with_ledger(<[Refund]>::to_vec)
     }
 
     /// `read` of every refund applied so far, oldest first, without a copy.
-    pub(crate) fn with_ledger<R>(&self, read: impl FnOnce(&[Refund]) -> R) -> R {
+    pub fn with_ledger<R>(&self, read: impl FnOnce(&[Refund]) -> R) -> R {
         read(&self.lock_ledger().refunds)
     }
 
@@ -231,7 +227,7 @@ impl FakeProvider {
     /// Refunds `amount_cents` on `order_id` under the idempotency `key`, and answers the refund.
     /// With [`KeyMode::Honours`], a key already in the ledger answers its refund and applies
     /// nothing.
-    pub(crate) async fn refund(
+    pub async fn refund(
         &self,
         key: &str,
         order_id: &str,
@@ -244,7 +240,7 @@ impl FakeProvider {
     /// [`FakeProvider::refund`], first asking `check` about the refund given every refund in the
     /// ledger, under the ledger's lock: an error from `check` is the answer, and nothing is
     /// applied. A honoured key answers its refund without asking.
-    pub(crate) async fn refund_checked(
+    pub async fn refund_checked(
         &self,
         key: &str,
         order_id: &str,
@@ -262,7 +258,7 @@ impl FakeProvider {
     }
 
     /// The first refund applied under `key`, if any: what a reconcile hook asks.
-    pub(crate) async fn lookup(&self, key: &str) -> Result<Option<Refund>, ToolError> {
+    pub async fn lookup(&self, key: &str) -> Result<Option<Refund>, ToolError> {
         let fault = self.arrive(Operation::Lookup).await?;
         let found = self.lock_ledger().first_under(key).cloned();
         answer(fault, found).await

@@ -1,12 +1,10 @@
 //! The refund desk run as a process on scripts, on its default SQLite store with the provider in
 //! process: each story's answers and the provider's ledger, exact.
 
-#[allow(dead_code)]
-#[path = "support/desk.rs"]
-mod desk;
-
-use desk::{call, desk, json_lines, only_result, openai_results, play, play_bytes, play_output};
 use serde_json::{Value, json};
+use toolgate_demo::harness::{
+    call, desk, json_lines, only_result, openai_results, play, play_bytes, play_output,
+};
 
 /// The ledger the desk prints last, with every order untouched but those in `refunded`.
 fn ledger(refunded: &[(&str, &str, u64)], refund_requests: u64, lookups: u64) -> Value {
@@ -60,7 +58,7 @@ fn the_narrated_story_shows_the_timeout_and_one_refund() {
 
 #[test]
 fn every_example_script_gives_the_same_output_twice() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
     let mut scripts: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -94,7 +92,7 @@ fn every_example_script_gives_the_same_output_twice() {
 fn a_timed_out_refund_asked_again_is_reconciled_and_applied_once() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/examples/scenarios/timeout-after-apply.jsonl"
+        "/scenarios/timeout-after-apply.jsonl"
     ))
     .unwrap();
     let answers = play(&text, &FAST);
@@ -214,7 +212,7 @@ fn a_refund_over_the_refundable_balance_is_refused_and_never_sent() {
 fn every_bad_argument_gets_an_error_the_model_can_act_on() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/examples/scenarios/bad-arguments.jsonl"
+        "/scenarios/bad-arguments.jsonl"
     ))
     .unwrap();
     let answers = play(&text, &FAST);
@@ -692,17 +690,14 @@ fn openai_turn(calls: &[(&str, &str, String)]) -> Vec<u8> {
         .into_bytes()
 }
 
-/// `examples/scenarios/hostile-turns.jsonl` (a byte-order mark, order ids with `/`, `?`, `%`,
+/// `demo/scenarios/hostile-turns.jsonl` (a byte-order mark, order ids with `/`, `?`, `%`,
 /// `#` and `..`, deep nesting, a line not in UTF-8, a key given twice, a fault of four billion
 /// requests), then turns too large to commit: a 300 KB order id beside a good read, a 10 MB
 /// amount, 20,000 unknown fields, a 1 MB key. Every line is answered, each turn's every call id,
 /// in bounded answers, and nothing reaches the provider's refunds.
 #[test]
 fn a_hostile_script_is_answered_line_by_line_and_refunds_nothing() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/scenarios/hostile-turns.jsonl"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/hostile-turns.jsonl");
     let mut script = std::fs::read(path).unwrap();
     let huge_id = format!("ORD-{}", "1".repeat(300_000));
     script.extend(openai_turn(&[

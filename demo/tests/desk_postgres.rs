@@ -3,15 +3,11 @@
 //! payment provider, refund every order exactly once; a restart while the database is down is
 //! reported on its line and the desk opens the store again on the next line that needs it.
 
-#[allow(dead_code)]
-#[path = "support/desk.rs"]
-mod desk;
-
 use std::process::Stdio;
 
-use desk::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 use serde_json::{Value, json};
 use toolgate_test_postgres::{OwnCluster, test_database};
+use toolgate_demo::harness::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 
 fn refund(id: &str, order: &str, amount: f64) -> String {
     call(
@@ -30,7 +26,7 @@ async fn a_script_gives_the_same_answers_on_postgres_and_sqlite() {
     let url = test_database().await;
     let mut lines: Vec<String> = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/examples/scenarios/timeout-after-apply.jsonl"
+        "/scenarios/timeout-after-apply.jsonl"
     ))
     .unwrap()
     .lines()

@@ -1,9 +1,5 @@
-//! The fake payment provider's HTTP server: the routes of the table in `mod.rs` over
+//! The fake payment provider's HTTP server: the routes of the table in [`crate::payments`] over
 //! [`FakeProvider`], with the shop's orders.
-
-#[allow(dead_code)]
-#[path = "../../tests/support/fake_provider.rs"]
-pub(crate) mod fake_provider;
 
 use std::io;
 use std::net::SocketAddr;
@@ -24,20 +20,20 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use toolgate::{ErrorKind, ToolError};
 
+use crate::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 use crate::shop::{ORDERS, OrderState, Receipt, money, over_balance, unknown_order};
-use fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 
 /// The largest request body the provider reads.
 const MAX_BODY: usize = 64 * 1024;
 
 /// Called with each new refund once it is in the ledger, before the answer.
-pub(crate) type OnApplied = Box<dyn Fn(&Receipt) + Send + Sync>;
+pub type OnApplied = Box<dyn Fn(&Receipt) + Send + Sync>;
 
 /// The most requests one `fault` line may script: each is kept until a request takes it.
-pub(crate) const MAX_FAULT_TIMES: u32 = 1000;
+pub const MAX_FAULT_TIMES: u32 = 1000;
 
 /// The longest a `slow` fault may hold a request, in milliseconds.
-pub(crate) const MAX_FAULT_MS: u64 = 60_000;
+pub const MAX_FAULT_MS: u64 = 60_000;
 
 /// A `fault` line of a refund desk script: the next `times` requests of `operation` misbehave.
 #[derive(Debug, Deserialize)]
@@ -134,17 +130,14 @@ impl std::error::Error for ConnectionDropped {}
 /// The fake payment provider: a [`FakeProvider`] that honours idempotency keys, and the shop's
 /// orders.
 #[derive(Debug)]
-pub(crate) struct PaymentsServer {
+pub struct PaymentsServer {
     provider: FakeProvider,
 }
 
 impl PaymentsServer {
     /// A provider with its ledger at `ledger` (created if missing, continued if not). `on_applied`
     /// is called with each new refund once it is in the ledger, before the answer.
-    pub(crate) fn open(
-        ledger: impl Into<PathBuf>,
-        on_applied: Option<OnApplied>,
-    ) -> io::Result<Self> {
+    pub fn open(ledger: impl Into<PathBuf>, on_applied: Option<OnApplied>) -> io::Result<Self> {
         let mut provider = FakeProvider::open(ledger, KeyMode::Honours)?;
         if let Some(hook) = on_applied {
             provider = provider.on_applied(move |refund| hook(&receipt(refund)));
@@ -153,7 +146,7 @@ impl PaymentsServer {
     }
 
     /// Serves HTTP on `listener` until the task is dropped.
-    pub(crate) async fn serve(self: Arc<Self>, listener: TcpListener) {
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         loop {
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
@@ -178,7 +171,7 @@ impl PaymentsServer {
     }
 
     /// Starts the provider on an ephemeral loopback port, on the current runtime.
-    pub(crate) async fn spawn(self) -> io::Result<SocketAddr> {
+    pub async fn spawn(self) -> io::Result<SocketAddr> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         tokio::spawn(Arc::new(self).serve(listener));

@@ -4,18 +4,18 @@
 //! cargo run --example refund_desk
 //! ```
 //!
-//! With no flags the desk tells its seed story (`examples/scenarios/timeout-after-apply.jsonl`)
+//! With no flags the desk tells its seed story (`demo/scenarios/timeout-after-apply.jsonl`)
 //! on stdout: a model asks for a refund of 500.00 on ORD-1001, the payment provider applies it and
 //! its answer times out, the model asks again, the reconciler settles the refund, and the
 //! provider's ledger at the end shows the customer refunded exactly once. It runs on a fresh
 //! SQLite file and a fake payment provider started in process on a free loopback port.
 //!
 //! ```sh
-//! cargo run --example refund_desk -- --script examples/scenarios/bad-arguments.jsonl
+//! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
 //! ```
 //!
 //! `--script FILE` (`-` for stdin) replays any story written as JSON Lines
-//! (`examples/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
+//! (`demo/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
 //! on stdout, and ends with the provider's ledger; the narration goes to stderr. The answers carry
 //! no clock or random value: the same script gives the same output.
 //!
@@ -37,13 +37,6 @@
 //! script cannot be read, the store or the provider cannot be reached, or the ledger cannot be
 //! read at the end.
 
-#[path = "../payments/mod.rs"]
-mod payments;
-// The desk uses the shop's tools over HTTP, not its in-memory provider.
-#[allow(dead_code)]
-#[path = "../shop/mod.rs"]
-mod shop;
-
 mod desk;
 mod narrate;
 mod script;
@@ -57,11 +50,14 @@ use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
 
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};
-use payments::client::HttpPayments;
-use payments::server::PaymentsServer;
+use toolgate_demo::payments::client::HttpPayments;
+use toolgate_demo::payments::server::PaymentsServer;
 
 /// The story the desk tells when given no script.
-const SEED_STORY: &str = include_str!("../scenarios/timeout-after-apply.jsonl");
+const SEED_STORY: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/scenarios/timeout-after-apply.jsonl"
+));
 
 const USAGE: &str = "usage: refund_desk [--script FILE|-] [--store sqlite:PATH|postgres://…] \
      [--provider-url URL] [--provider-timeout-ms N] [--clock-ahead-secs N]";

@@ -1,0 +1,26 @@
+//! The refund desk demo of toolgate: a shop whose tools an LLM agent calls, a payment provider
+//! that misbehaves on cue, and the examples that put them together. Not published: it is the code
+//! the examples and the tests share.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`shop`] | the shop's four orders and its two tools, `get_order` and `issue_refund` |
+//! | [`fake_provider`] | the fake payment provider: a durable ledger, idempotency keys, scripted faults |
+//! | [`payments`] | that provider over loopback HTTP: its server and the client the tools call it with |
+//! | [`harness`] | runs the `refund_desk` and `fake_payments` examples as processes, for tests |
+//!
+//! The examples, run from the repository's root:
+//!
+//! ```sh
+//! cargo run --example refund_desk                       # the seed story, told on stderr
+//! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
+//! cargo run --example fake_payments -- --port 7070      # the provider as a process of its own
+//! cargo run --example catalog -- --format openai-strict # the tools as the model sees them
+//! ```
+//!
+//! The script format of the refund desk is in `demo/scenarios/README.md`.
+
+pub mod fake_provider;
+pub mod harness;
+pub mod payments;
+pub mod shop;
