@@ -10,10 +10,11 @@ use std::time::Duration;
 /// other kind shares: the `error.kind` string of a result object, the kind of a stored attempt
 /// error, the kind of a run abort.
 ///
-/// A result never carries [`ErrorKind::Unavailable`]: a transient fault reaches the model only
-/// once the runtime has spent every attempt on it, so [`ErrorKind::seen_by_model`] turns it into
-/// [`ErrorKind::RetryBudgetExhausted`] when the result is made. That is the one place where the
-/// kind the model reads differs from the kind of the error.
+/// A result made from an error ([`CallResult::from_error`](crate::CallResult::from_error)) never
+/// carries [`ErrorKind::Unavailable`]: a transient fault reaches the model only once the runtime
+/// has spent every attempt on it, so [`ErrorKind::seen_by_model`] turns it into
+/// [`ErrorKind::RetryBudgetExhausted`] there. That is the one place where the kind the model
+/// reads differs from the kind of the error.
 ///
 /// A kind compares equal to its name: `ErrorKind::NotFound == "not_found"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
