@@ -330,7 +330,7 @@ async fn a_store_that_fails_after_the_tool_ran_is_never_said_to_have_stopped_it(
     let (store, _dir) = sqlite().await;
     // Every write after the claim fails: the tool has run by then.
     let failing = ControlledStore::new(store);
-    failing.fail(
+    failing.fail_all(
         &[
             Request::Succeed,
             Request::Fail,

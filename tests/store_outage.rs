@@ -340,7 +340,7 @@ async fn an_unknown_outcome_that_cannot_be_recorded_keeps_the_tools_own_why() {
 async fn a_duplicate_of_a_kept_outcome_is_told_it_ran_not_that_it_is_running() {
     let desk = desk();
     // Only the writes that record an outcome fail: the connection is lost under them.
-    desk.store.fail(&Request::OUTCOMES, Fault::Reset);
+    desk.store.fail_all(&Request::OUTCOMES, Fault::Reset);
     assert_eq!(call(&desk, "c1").await["status"], "outcome_unknown");
 
     // Claims are answered again, outcomes still cannot be written: the record is `processing`,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tool_core::store::{OperationStore, StoreError};
 use tool_store_postgres::PostgresStore;
 use tool_store_postgres::sqlx;
-use tool_store_postgres::testing::test_database;
+use toolgate_test_postgres::test_database;
 
 #[tokio::test]
 async fn a_closed_store_answers_a_backend_error_with_sqlx_as_its_source() {

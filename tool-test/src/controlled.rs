@@ -108,7 +108,7 @@ impl Fault {
             Fault::Reset => {
                 StoreError::unreachable(request.name(), io(std::io::ErrorKind::ConnectionReset))
             }
-            Fault::Backend(words) => StoreError::Backend(words.clone()),
+            Fault::Backend(words) => StoreError::backend(words.clone()),
         }
     }
 }
@@ -184,7 +184,7 @@ impl<S: OperationStore + ?Sized> ControlledStore<S> {
     }
 
     /// Fails every one of `requests` with `fault` until [`ControlledStore::stop_failing`].
-    pub fn fail(&self, requests: &[Request], fault: Fault) {
+    pub fn fail_all(&self, requests: &[Request], fault: Fault) {
         let mut plan = self.plan();
         for request in requests {
             plan.always[request.index()] = Some(fault.clone());
@@ -443,12 +443,12 @@ mod tests {
             key: "k1".into(),
             attempt,
         };
-        store.fail(&Request::OUTCOMES, Fault::Backend("disk full".into()));
+        store.fail_all(&Request::OUTCOMES, Fault::Backend("disk full".into()));
         store.set_down(true);
         for _ in 0..2 {
             let err = store.succeed(&owner, "1", NOW).await.unwrap_err();
             assert!(
-                matches!(&err, StoreError::Backend(words) if words == "disk full"),
+                matches!(&err, StoreError::Backend { what, .. } if what == "disk full"),
                 "{err}"
             );
         }

@@ -23,7 +23,7 @@ async fn every_rule_passes_in_one_call() {
 async fn the_suite_names_each_rule_a_store_breaks() {
     let broken = || async {
         let store = ControlledStore::new(Arc::new(MemoryStore::new()));
-        store.fail(&[Request::Purge], Fault::Backend("purge is broken".into()));
+        store.fail_all(&[Request::Purge], Fault::Backend("purge is broken".into()));
         store
     };
     let panic = AssertUnwindSafe(conformance::run_all(broken))
