@@ -21,9 +21,9 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 use toolgate::store::PostgresStore;
-use tool_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
-use tool_store_postgres::sqlx::{self, Row};
-use toolgate::store::{Claim, ClaimRequest, OperationState, OperationStore, Owner};
+use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState, OperationStore};
+use toolgate_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
+use toolgate_store_postgres::sqlx::{self, Row};
 use toolgate_test_postgres::test_database;
 
 const TENANT: &str = "acme";
@@ -94,7 +94,7 @@ async fn with_toolgate(store: &PostgresStore) {
         Claim::Acquired { attempt } => attempt,
         other => panic!("a new key is acquired: {other:?}"),
     };
-    let owner = Owner {
+    let owner = ClaimToken {
         tenant: TENANT.to_owned(),
         key,
         attempt,
@@ -214,7 +214,7 @@ fn store(c: &mut Criterion) {
             store.claim(request(&done, now)).await.unwrap(),
             Claim::Acquired { attempt: 1 }
         );
-        let owner = Owner {
+        let owner = ClaimToken {
             tenant: TENANT.to_owned(),
             key: done.clone(),
             attempt: 1,

@@ -1,18 +1,18 @@
 #![doc = include_str!("../README.md")]
 
 #[doc(inline)]
-pub use tool_core::*;
+pub use toolgate_core::*;
 
 pub mod store;
 
 #[doc(inline)]
-pub use tool_macros::tool;
+pub use toolgate_macros::tool;
 
 /// The names most programs need: `use toolgate::prelude::*;`.
 pub mod prelude {
-    pub use tool_core::{
+    pub use toolgate_core::{
         Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, IdempotencyKey,
         Outcome, Registry, Session, SideEffect, State, Status, ToolCall, ToolError,
     };
-    pub use tool_macros::tool;
+    pub use toolgate_macros::tool;
 }

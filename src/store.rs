@@ -11,12 +11,12 @@
 //! [`DispatcherBuilder::store`](crate::DispatcherBuilder::store).
 
 #[doc(inline)]
-pub use tool_core::store::*;
+pub use toolgate_core::store::*;
 
 #[cfg(feature = "sqlite")]
 #[doc(inline)]
-pub use tool_store_sqlite::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, SqliteStore};
+pub use toolgate_store_sqlite::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, SqliteStore};
 
 #[cfg(feature = "postgres")]
 #[doc(inline)]
-pub use tool_store_postgres::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions, PostgresStore};
+pub use toolgate_store_postgres::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions, PostgresStore};

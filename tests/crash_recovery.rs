@@ -34,12 +34,12 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate::store::SqliteStore;
 use toolgate::prelude::*;
+use toolgate::store::SqliteStore;
 use toolgate::store::{OperationState, OperationStore};
 use toolgate::{DispatcherBuilder, Failpoint, Reconciler};
-use toolgate_test::{ManualClock, RecordingFailpoints};
 use toolgate_demo::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
+use toolgate_test::{ManualClock, RecordingFailpoints};
 
 /// Seeded runs, each killed once.
 const RUNS: u64 = 200;

@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use toolgate::prelude::*;
 use toolgate::store::PostgresStore;
 use toolgate::store::SqliteStore;
-use toolgate::prelude::*;
-use toolgate::store::{AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner};
+use toolgate::store::{
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+};
 use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};
 use toolgate_test_postgres::test_database;
 
@@ -171,7 +173,7 @@ enum Then {
 }
 
 /// Settles the other worker's claim as `then` says.
-async fn settle(store: &dyn OperationStore, owner: &Owner, then: Then) {
+async fn settle(store: &dyn OperationStore, owner: &ClaimToken, then: Then) {
     let error = AttemptError {
         attempt: 1,
         kind: "refused".into(),
@@ -210,7 +212,7 @@ async fn wait_on(store: &Arc<dyn OperationStore>, order_id: &str, then: Then) ->
         .await
         .unwrap();
     assert_eq!(claimed, Claim::Acquired { attempt: 1 }, "{order_id}");
-    let other = Owner {
+    let other = ClaimToken {
         tenant: "acme".into(),
         key,
         attempt: 1,

@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use toolgate::store::PostgresStore;
-use toolgate::store::SqliteStore;
 use toolgate::Reconciler;
 use toolgate::prelude::*;
+use toolgate::store::PostgresStore;
+use toolgate::store::SqliteStore;
 use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};
 use toolgate_test::{ControlledStore, Fault, Request};
 use toolgate_test_postgres::test_database;

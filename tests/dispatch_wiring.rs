@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use toolgate::prelude::*;
-use toolgate::store::MemoryStore;
 use toolgate::{BuildError, StateType};
+use toolgate_test::MemoryStore;
 
 /// The shop a tool reads from.
 struct Shop {
@@ -84,7 +84,7 @@ fn a_destructive_tool_without_a_store_is_a_build_error() {
         .unwrap_err();
     assert_eq!(
         refused.to_string(),
-        "the tool `delete_order` is a destructive tool and its operations must be recorded, but the dispatcher has no store: add `DispatcherBuilder::store(...)` with a store such as `SqliteStore` (crate tool-store-sqlite) or `PostgresStore` (crate tool-store-postgres)"
+        "the tool `delete_order` is a destructive tool and its operations must be recorded, but the dispatcher has no store: add `DispatcherBuilder::store(...)` with a store such as `toolgate::store::SqliteStore` (feature `sqlite`) or `toolgate::store::PostgresStore` (feature `postgres`)"
     );
 }
 

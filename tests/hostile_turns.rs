@@ -74,7 +74,7 @@ fn desk() -> (Dispatcher, Arc<Ledger>) {
         .unwrap();
     let ledger = Arc::new(Ledger::default());
     let dispatcher = Dispatcher::builder(registry)
-        .store(Arc::new(toolgate::store::MemoryStore::new()))
+        .store(toolgate_test::MemoryStore::new())
         .state(ledger.clone())
         .build();
     (dispatcher, ledger)

@@ -174,7 +174,7 @@ async fn every_form_dispatches() {
         .register::<hello>()
         .unwrap();
     let dispatcher = Dispatcher::builder(registry)
-        .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+        .store(toolgate_test::MemoryStore::new())
         .build();
     let session = Session::new(
         AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),

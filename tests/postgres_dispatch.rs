@@ -15,9 +15,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, watch};
 use tokio::task::JoinSet;
-use toolgate::store::PostgresStore;
-use tool_store_postgres::sqlx::{self, PgPool};
 use toolgate::prelude::*;
+use toolgate::store::PostgresStore;
+use toolgate_store_postgres::sqlx::{self, PgPool};
 use toolgate_test::{ControlledStore, Request, Tally};
 use toolgate_test_postgres::test_database;
 

@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate::store::PostgresStore;
 use toolgate::Reconciler;
 use toolgate::prelude::*;
+use toolgate::store::PostgresStore;
 use toolgate::store::{OperationState, OperationStore};
 use toolgate_test::ManualClock;
 use toolgate_test_postgres::OwnCluster;

@@ -9,7 +9,7 @@ use toolgate_demo::shop;
 
 fn dispatcher() -> Dispatcher {
     Dispatcher::builder(shop::registry())
-        .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+        .store(toolgate_test::MemoryStore::new())
         .state(shop::Provider::new(shop::Shop::default()))
         .build()
 }

@@ -204,7 +204,7 @@ fn setup() -> (Dispatcher, tokio::runtime::Runtime) {
         .unwrap();
     (
         Dispatcher::builder(registry)
-            .store(std::sync::Arc::new(toolgate::store::MemoryStore::new()))
+            .store(toolgate_test::MemoryStore::new())
             .build(),
         runtime,
     )

@@ -278,10 +278,7 @@ pub async fn issue_refund(
 
 /// Asks the payment provider for the refund under the operation's key, for a refund whose outcome
 /// is unknown; called with the refund's context and key.
-pub async fn find_refund(
-    ctx: &Ctx,
-    key: &IdempotencyKey,
-) -> Result<Option<RefundView>, ToolError> {
+pub async fn find_refund(ctx: &Ctx, key: &IdempotencyKey) -> Result<Option<RefundView>, ToolError> {
     let receipt = payments(ctx)?.lookup(key).await?;
     Ok(receipt.map(RefundView::from))
 }

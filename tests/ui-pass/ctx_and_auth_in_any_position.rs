@@ -39,7 +39,7 @@ async fn main() {
         .unwrap()
         .register::<whoami>()
         .unwrap();
-    let dispatcher = Dispatcher::builder(registry).store(std::sync::Arc::new(toolgate::store::MemoryStore::new())).build();
+    let dispatcher = Dispatcher::builder(registry).store(toolgate_test::MemoryStore::new()).build();
     let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
     let calls = vec![
         ToolCall::new("1", "tag_order", json!({"order_id": "ORD-1", "tag": "vip"})),

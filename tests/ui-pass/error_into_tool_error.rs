@@ -38,7 +38,7 @@ async fn get_order(order_id: String) -> Result<Order, LookupError> {
 async fn main() {
     let mut registry = Registry::new();
     registry.register::<get_order>().unwrap();
-    let dispatcher = Dispatcher::builder(registry).store(std::sync::Arc::new(toolgate::store::MemoryStore::new())).build();
+    let dispatcher = Dispatcher::builder(registry).store(toolgate_test::MemoryStore::new()).build();
     let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
     let calls = vec![
         ToolCall::new("1", "get_order", json!({"order_id": "ORD-1"})),

@@ -40,7 +40,7 @@ async fn main() {
 
     let mut registry = Registry::new();
     registry.register::<ship_order>().unwrap();
-    let dispatcher = Dispatcher::builder(registry).store(std::sync::Arc::new(toolgate::store::MemoryStore::new())).build();
+    let dispatcher = Dispatcher::builder(registry).store(toolgate_test::MemoryStore::new()).build();
     let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
     let calls = vec![
         ToolCall::new(

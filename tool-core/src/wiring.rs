@@ -11,7 +11,7 @@ use crate::state::StateMap;
 pub enum BuildError {
     /// A write or destructive tool is registered, but no store records its operations.
     #[error(
-        "the tool `{tool}` is a {side_effect} tool and its operations must be recorded, but the dispatcher has no store: add `DispatcherBuilder::store(...)` with a store such as `SqliteStore` (crate tool-store-sqlite) or `PostgresStore` (crate tool-store-postgres)"
+        "the tool `{tool}` is a {side_effect} tool and its operations must be recorded, but the dispatcher has no store: add `DispatcherBuilder::store(...)` with a store such as `toolgate::store::SqliteStore` (feature `sqlite`) or `toolgate::store::PostgresStore` (feature `postgres`)"
     )]
     MissingStore {
         /// The tool's wire name.

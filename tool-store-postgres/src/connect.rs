@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
-use tool_core::store::StoreError;
+use toolgate_core::store::StoreError;
 
 use crate::PostgresStore;
 use crate::error::store_error;
@@ -23,9 +23,9 @@ pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use tool_store_postgres::PostgresStore;
+/// use toolgate_store_postgres::PostgresStore;
 ///
-/// # async fn run() -> Result<(), tool_core::store::StoreError> {
+/// # async fn run() -> Result<(), toolgate_core::store::StoreError> {
 /// let store = PostgresStore::options("postgres://toolgate:secret@db.internal/toolgate")
 ///     .acquire_timeout(Duration::from_secs(1))
 ///     .connect()

@@ -1,7 +1,7 @@
 //! sqlx's errors in the store's words: a database that cannot be reached is told apart from one
 //! that answered with an error.
 
-use tool_core::store::StoreError;
+use toolgate_core::store::StoreError;
 
 /// The store's error for `error`, met while it tried to `doing` (a few words: "claim a key").
 ///

@@ -1,4 +1,4 @@
-//! The PostgreSQL [`OperationStore`](tool_core::store::OperationStore) of toolgate: one
+//! The PostgreSQL [`OperationStore`](toolgate_core::store::OperationStore) of toolgate: one
 //! database shared by many processes and machines, each of them running the dispatcher.
 //!
 //! Every write operation an agent asks for is recorded before it runs: a worker
@@ -14,7 +14,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use tool_store_postgres::PostgresStore;
+//! use toolgate_store_postgres::PostgresStore;
 //! use toolgate::prelude::*;
 //!
 //! /// Refund an order. The refund is final.
@@ -51,10 +51,10 @@
 //! A statement waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] (3 s; [`PostgresOptions::acquire_timeout`]
 //! sets another) for a connection. A server that cannot be reached (no connection in that time,
 //! a connection refused, reset or lost, SQLSTATE class `08`, `57P01`–`57P03`, `57P05`) is
-//! answered with [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable), which
+//! answered with [`StoreError::Unreachable`](toolgate_core::store::StoreError::Unreachable), which
 //! keeps sqlx's error as its source: the dispatcher treats it as a transient fault (it retries,
 //! then tells the model the store could not be reached). Any other failure is
-//! [`StoreError::Backend`](tool_core::store::StoreError::Backend). The pool reconnects by itself
+//! [`StoreError::Backend`](toolgate_core::store::StoreError::Backend). The pool reconnects by itself
 //! once the server is back.
 
 mod connect;

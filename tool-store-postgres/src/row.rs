@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 use sqlx::postgres::PgRow;
-use tool_core::store::{AttemptError, OperationRecord, OperationState, StoreError};
+use toolgate_core::store::{AttemptError, OperationRecord, OperationState, StoreError};
 
 /// The columns of a record, in the order [`record`] reads them; `errors` as JSON text.
 macro_rules! columns {

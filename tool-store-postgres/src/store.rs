@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgQueryResult};
-use tool_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, OperationStore,
-    Owner, Resolution, StoreError,
+use toolgate_core::store::{
+    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
+    OperationStore, Resolution, StoreError,
 };
 
 use crate::connect::PostgresOptions;
@@ -48,10 +48,10 @@ macro_rules! append_error {
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use tool_core::store::OperationStore;
-/// use tool_store_postgres::PostgresStore;
+/// use toolgate_core::store::OperationStore;
+/// use toolgate_store_postgres::PostgresStore;
 ///
-/// # async fn run() -> Result<(), tool_core::store::StoreError> {
+/// # async fn run() -> Result<(), toolgate_core::store::StoreError> {
 /// let store = PostgresStore::connect("postgres://toolgate:secret@db.internal/toolgate").await?;
 /// let store: Arc<dyn OperationStore> = Arc::new(store);
 /// # Ok(()) }
@@ -219,7 +219,7 @@ impl PostgresStore {
     }
 
     /// Turns the result of an owner-checked `UPDATE` into `LostClaim` when no row matched.
-    fn owned(owner: &Owner, done: PgQueryResult) -> Result<(), StoreError> {
+    fn owned(owner: &ClaimToken, done: PgQueryResult) -> Result<(), StoreError> {
         if done.rows_affected() == 0 {
             return Err(StoreError::LostClaim {
                 key: owner.key.clone(),
@@ -232,7 +232,7 @@ impl PostgresStore {
     /// Moves an owned `processing` record to `state`, appending `error`.
     async fn settle_with_error(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         state: OperationState,
         error: &AttemptError,
         now_ms: i64,
@@ -282,7 +282,12 @@ impl OperationStore for PostgresStore {
         )))
     }
 
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         let done = sqlx::query(
             "UPDATE toolgate_operations SET state = 'succeeded', result = $4, updated_ms = $5 \
              WHERE tenant_id = $1 AND idempotency_key = $2 \
@@ -301,7 +306,7 @@ impl OperationStore for PostgresStore {
 
     async fn fail(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -311,7 +316,7 @@ impl OperationStore for PostgresStore {
 
     async fn mark_unknown(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -321,7 +326,7 @@ impl OperationStore for PostgresStore {
 
     async fn record_retry(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {

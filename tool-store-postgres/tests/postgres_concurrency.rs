@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
-use tool_core::store::{AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner};
-use tool_store_postgres::PostgresStore;
-use tool_store_postgres::sqlx::postgres::PgPoolOptions;
+use toolgate_core::store::{
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+};
+use toolgate_store_postgres::PostgresStore;
+use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_test_postgres::test_database;
 
 const T0: i64 = 1_700_000_000_000;
@@ -107,7 +109,7 @@ async fn thirty_two_tasks_taking_a_key_again_take_it_once() {
             store.claim(request(failed)).await.unwrap(),
             Claim::Acquired { attempt: 1 }
         );
-        let owner = Owner {
+        let owner = ClaimToken {
             tenant: "acme".into(),
             key: failed.into(),
             attempt: 1,
@@ -186,7 +188,7 @@ async fn two_processes_racing_for_200_keys_acquire_each_once() {
     let twice: Vec<_> = times_acquired.iter().filter(|(_, n)| **n != 1).collect();
     assert!(twice.is_empty(), "acquired more than once: {twice:?}");
 
-    let (rows, attempts): (i64, i64) = tool_store_postgres::sqlx::query_as(
+    let (rows, attempts): (i64, i64) = toolgate_store_postgres::sqlx::query_as(
         "SELECT count(*), COALESCE(sum(attempt), 0)::bigint FROM toolgate_operations",
     )
     .fetch_one(processes[0].pool())
@@ -200,7 +202,7 @@ async fn a_claim_that_waited_on_another_uncommitted_claim_answers_its_record() {
     let store = process_store(&test_database().await).await;
     // Another process's claim of the key: inserted, not committed yet.
     let mut other = store.pool().begin().await.unwrap();
-    tool_store_postgres::sqlx::query(
+    toolgate_store_postgres::sqlx::query(
         "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
          arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
          VALUES ('acme', 'raced', 'issue_refund', 'h1', '{}', 'processing', 1, $1, $2, $2)",
@@ -218,7 +220,7 @@ async fn a_claim_that_waited_on_another_uncommitted_claim_answers_its_record() {
     // committed, so the statement cannot see the row it collided with.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let waiting: bool = tool_store_postgres::sqlx::query_scalar(
+        let waiting: bool = toolgate_store_postgres::sqlx::query_scalar(
             "SELECT EXISTS (SELECT FROM pg_stat_activity \
              WHERE datname = current_database() AND wait_event_type = 'Lock')",
         )

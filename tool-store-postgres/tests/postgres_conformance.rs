@@ -2,7 +2,7 @@
 //! rule, each on a fresh database.
 
 use tokio::sync::Mutex;
-use tool_store_postgres::PostgresStore;
+use toolgate_store_postgres::PostgresStore;
 use toolgate_test::conformance::Case;
 use toolgate_test_postgres::test_database;
 

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use tool_core::store::{OperationStore, StoreError};
-use tool_store_postgres::PostgresStore;
-use tool_store_postgres::sqlx;
+use toolgate_core::store::{OperationStore, StoreError};
+use toolgate_store_postgres::PostgresStore;
+use toolgate_store_postgres::sqlx;
 use toolgate_test_postgres::test_database;
 
 #[tokio::test]

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use tool_core::store::{Claim, ClaimRequest, OperationStore};
-use tool_store_postgres::PostgresStore;
-use tool_store_postgres::sqlx;
+use toolgate_core::store::{Claim, ClaimRequest, OperationStore};
+use toolgate_store_postgres::PostgresStore;
+use toolgate_store_postgres::sqlx;
 use toolgate_test_postgres::test_database;
 
 fn request(key: &str) -> ClaimRequest<'_> {
@@ -71,9 +71,9 @@ async fn processes_connecting_at_once_to_an_empty_database_all_start() {
 #[tokio::test]
 async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after() {
     use std::borrow::Cow;
-    use tool_core::store::{AttemptError, OperationState, Owner};
-    use tool_store_postgres::sqlx::SqlSafeStr;
-    use tool_store_postgres::sqlx::migrate::{Migration, MigrationType, Migrator};
+    use toolgate_core::store::{AttemptError, ClaimToken, OperationState};
+    use toolgate_store_postgres::sqlx::SqlSafeStr;
+    use toolgate_store_postgres::sqlx::migrate::{Migration, MigrationType, Migrator};
 
     let url = test_database().await;
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
@@ -111,7 +111,7 @@ async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after()
         kind: "refused".into(),
         what: "amount\0invalid".into(),
     };
-    let owner = Owner {
+    let owner = ClaimToken {
         tenant: "acme".into(),
         key: "k1".into(),
         attempt: 1,

@@ -6,8 +6,8 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use tool_core::store::{ClaimRequest, OperationStore};
-use tool_store_postgres::{DEFAULT_ACQUIRE_TIMEOUT, PostgresStore};
+use toolgate_core::store::{ClaimRequest, OperationStore};
+use toolgate_store_postgres::{DEFAULT_ACQUIRE_TIMEOUT, PostgresStore};
 
 /// A listener that accepts every connection and keeps it open, silent. Answers its URL.
 fn silent_server() -> String {

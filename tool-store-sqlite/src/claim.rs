@@ -1,8 +1,8 @@
 //! The claim: one immediate transaction that inserts the record, or inspects the one there and
-//! moves it on as [`OperationStore::claim`](tool_core::store::OperationStore::claim) says.
+//! moves it on as [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
 
 use sqlx::SqlitePool;
-use tool_core::store::{Claim, ClaimRequest, ClaimStep as Step, StoreError};
+use toolgate_core::store::{Claim, ClaimRequest, ClaimStep as Step, StoreError};
 
 use crate::error::backend;
 use crate::row;

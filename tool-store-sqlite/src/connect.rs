@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use tool_core::store::StoreError;
+use toolgate_core::store::StoreError;
 
 use crate::SqliteStore;
 
@@ -25,10 +25,10 @@ const DEFAULT_READERS: u32 = 4;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_store_sqlite::SqliteStore;
+/// use toolgate_store_sqlite::SqliteStore;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), tool_core::store::StoreError> {
+/// # async fn main() -> Result<(), toolgate_core::store::StoreError> {
 /// # let dir = tempfile::tempdir().expect("a temporary directory");
 /// let store = SqliteStore::options(dir.path().join("operations.db"))
 ///     .busy_timeout(Duration::from_secs(1))

@@ -1,7 +1,7 @@
 //! sqlx's errors in the store's words: a file that is busy or cannot be read or written right now
 //! is told apart from a statement that failed.
 
-use tool_core::store::StoreError;
+use toolgate_core::store::StoreError;
 
 /// SQLite's primary result codes (the low byte of an extended code) that pass with time.
 const SQLITE_BUSY: i64 = 5;
@@ -41,7 +41,7 @@ mod tests {
 
     use sqlx::Connection;
     use sqlx::sqlite::SqliteConnection;
-    use tool_core::store::{ClaimRequest, OperationStore};
+    use toolgate_core::store::{ClaimRequest, OperationStore};
 
     use super::*;
     use crate::DEFAULT_BUSY_TIMEOUT as BUSY_TIMEOUT;

@@ -1,7 +1,7 @@
 //! The embedded operation store of toolgate: every write operation's record in one durable
 //! SQLite file, for one process.
 //!
-//! [`SqliteStore`] implements [`OperationStore`](tool_core::store::OperationStore): a claim is
+//! [`SqliteStore`] implements [`OperationStore`](toolgate_core::store::OperationStore): a claim is
 //! one atomic insert-or-inspect in an immediate transaction, every later write is one `UPDATE`
 //! that carries the attempt it claimed, and a transition is on disk before the call that made it
 //! returns (see [Durability](#durability)). It passes the same conformance suite as every other
@@ -14,7 +14,7 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use tool_store_sqlite::SqliteStore;
+//! use toolgate_store_sqlite::SqliteStore;
 //! use toolgate::prelude::*;
 //!
 //! /// Refund an order. The refund is final.
@@ -60,8 +60,8 @@
 //! - Other processes must not use the file. SQLite's locks would keep them consistent on one
 //!   machine, but this store neither tests nor supports it: their writes contend for one lock,
 //!   and a write that waits longer than the busy timeout (5 s) fails with
-//!   [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable). Several processes
-//!   or machines share one `tool-store-postgres` database instead.
+//!   [`StoreError::Unreachable`](toolgate_core::store::StoreError::Unreachable). Several processes
+//!   or machines share one `toolgate-store-postgres` database instead.
 //! - Never put the file on a network filesystem (NFS, SMB): WAL mode needs shared memory and
 //!   working file locks, which those do not give.
 //! - Keep the file's `-wal` and `-shm` companions next to it; copying the `.db` file alone while
@@ -71,10 +71,10 @@
 //!
 //! A file that cannot be used right now (its lock held past the busy timeout, `SQLITE_BUSY` or
 //! `SQLITE_LOCKED`; a disk read or write that failed, `SQLITE_IOERR`; an I/O error) is answered
-//! with [`StoreError::Unreachable`](tool_core::store::StoreError::Unreachable), SQLite's error
+//! with [`StoreError::Unreachable`](toolgate_core::store::StoreError::Unreachable), SQLite's error
 //! kept as its source: a transient fault the dispatcher tries again, then reports as the store
 //! being out of reach. Every other failure is
-//! [`StoreError::Backend`](tool_core::store::StoreError::Backend).
+//! [`StoreError::Backend`](toolgate_core::store::StoreError::Backend).
 //!
 //! # Durability
 //!

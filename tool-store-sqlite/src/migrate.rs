@@ -4,7 +4,7 @@
 //! edited: a change is a new one at the end.
 
 use sqlx::{AssertSqlSafe, SqlitePool};
-use tool_core::store::StoreError;
+use toolgate_core::store::StoreError;
 
 use crate::error::backend;
 
@@ -24,7 +24,7 @@ CREATE TABLE operations (
     attempt         INTEGER NOT NULL CHECK (attempt >= 1),
     lease_until_ms  INTEGER NOT NULL,
     result          TEXT,
-    -- Every attempt's error: a JSON array of tool_core's AttemptError.
+    -- Every attempt's error: a JSON array of toolgate_core's AttemptError.
     errors          TEXT    NOT NULL DEFAULT '[]'
         CHECK (json_valid(errors) AND json_type(errors) = 'array'),
     reconcile_tries INTEGER NOT NULL DEFAULT 0 CHECK (reconcile_tries >= 0),

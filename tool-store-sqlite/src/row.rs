@@ -2,7 +2,7 @@
 
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Decode, Row, Sqlite, Type};
-use tool_core::store::{AttemptError, OperationRecord, OperationState, StoreError};
+use toolgate_core::store::{AttemptError, OperationRecord, OperationState, StoreError};
 
 /// Decodes a row selected with `*` (or returned with `RETURNING *`).
 pub(crate) fn record(row: &SqliteRow) -> Result<OperationRecord, StoreError> {

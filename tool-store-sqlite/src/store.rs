@@ -5,8 +5,8 @@ use std::path::Path;
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqlitePool};
-use tool_core::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationState, OperationStore, Owner,
+use toolgate_core::store::{
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationState, OperationStore,
     Resolution, StoreError,
 };
 
@@ -36,9 +36,9 @@ impl SqliteStore {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), tool_core::store::StoreError> {
+    /// # async fn main() -> Result<(), toolgate_core::store::StoreError> {
     /// # let dir = tempfile::tempdir().expect("a temporary directory");
-    /// let store = tool_store_sqlite::SqliteStore::open(dir.path().join("operations.db")).await?;
+    /// let store = toolgate_store_sqlite::SqliteStore::open(dir.path().join("operations.db")).await?;
     /// # Ok(())
     /// # }
     /// ```
@@ -75,7 +75,7 @@ impl SqliteStore {
     /// Moves an owned `processing` record to `state`, appending `error`.
     async fn settle_with_error(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         state: OperationState,
         error: &AttemptError,
         now_ms: i64,
@@ -95,7 +95,7 @@ impl SqliteStore {
 
     async fn owned(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         query: sqlx::query::Query<'_, Sqlite, SqliteArguments>,
         doing: &'static str,
     ) -> Result<(), StoreError> {
@@ -130,7 +130,12 @@ impl OperationStore for SqliteStore {
         claim::claim(&self.writer, &request).await
     }
 
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         let query = sqlx::query(
             "UPDATE operations SET state = 'succeeded', result = ?1, updated_ms = ?2 \
              WHERE tenant_id = ?3 AND idempotency_key = ?4 \
@@ -143,7 +148,7 @@ impl OperationStore for SqliteStore {
 
     async fn fail(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -159,7 +164,7 @@ impl OperationStore for SqliteStore {
 
     async fn mark_unknown(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -175,7 +180,7 @@ impl OperationStore for SqliteStore {
 
     async fn record_retry(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {

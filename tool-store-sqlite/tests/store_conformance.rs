@@ -1,7 +1,7 @@
 //! The store conformance suite of toolgate-test, against real files: one test a rule, each on a
 //! new file in a temporary directory of its own.
 
-use tool_store_sqlite::SqliteStore;
+use toolgate_store_sqlite::SqliteStore;
 use toolgate_test::conformance::Case;
 
 toolgate_test::conformance_tests!(|case: Case| async move {

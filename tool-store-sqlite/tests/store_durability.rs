@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use tool_core::store::{
-    AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner, StoreError,
+use toolgate_core::store::{
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore, StoreError,
 };
-use tool_store_sqlite::SqliteStore;
+use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -22,8 +22,8 @@ fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {
     }
 }
 
-fn owner(key: &str, attempt: u32) -> Owner {
-    Owner {
+fn owner(key: &str, attempt: u32) -> ClaimToken {
+    ClaimToken {
         tenant: "acme".into(),
         key: key.into(),
         attempt,

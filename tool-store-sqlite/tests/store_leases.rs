@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use tool_core::store::{Claim, ClaimRequest, OperationState, OperationStore, StoreError};
-use tool_store_sqlite::SqliteStore;
+use toolgate_core::store::{Claim, ClaimRequest, OperationState, OperationStore, StoreError};
+use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;
 

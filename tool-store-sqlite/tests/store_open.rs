@@ -5,8 +5,10 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
-use tool_core::store::{Claim, ClaimRequest, OperationState, OperationStore, Owner, StoreError};
-use tool_store_sqlite::SqliteStore;
+use toolgate_core::store::{
+    Claim, ClaimRequest, ClaimToken, OperationState, OperationStore, StoreError,
+};
+use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -77,7 +79,7 @@ async fn a_second_store_on_the_same_file_sees_and_settles_the_first_ones_records
     let second = SqliteStore::open(&path).await?;
     let seen = second.get("acme", "refund").await?.expect("shared file");
     assert_eq!(seen.state, OperationState::Processing);
-    let me = Owner {
+    let me = ClaimToken {
         tenant: "acme".into(),
         key: "refund".into(),
         attempt,

@@ -10,7 +10,7 @@
 //!   own.
 //!
 //! ```
-//! use tool_core::store::OperationStore;
+//! use toolgate_core::store::OperationStore;
 //! use toolgate_test::MemoryStore;
 //! use toolgate_test::conformance::{self, Case};
 //!
@@ -62,7 +62,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 
 use futures_util::FutureExt;
-use tool_core::store::OperationStore;
+use toolgate_core::store::OperationStore;
 
 pub use claims::{
     a_live_claim_is_in_progress, a_replay_returns_the_stored_result,

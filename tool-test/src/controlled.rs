@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use tokio::sync::watch;
-use tool_core::store::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
+use toolgate_core::store::{
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationStore, Resolution,
     StoreError,
 };
 
@@ -288,14 +288,19 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
         self.run(Request::Claim, self.inner.claim(request)).await
     }
 
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         self.run(Request::Succeed, self.inner.succeed(owner, result, now_ms))
             .await
     }
 
     async fn fail(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -305,7 +310,7 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
 
     async fn mark_unknown(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -318,7 +323,7 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
 
     async fn record_retry(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {
@@ -366,7 +371,7 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
 mod tests {
     use std::time::Duration;
 
-    use tool_core::store::MemoryStore;
+    use toolgate_core::store::MemoryStore;
 
     use super::*;
 
@@ -438,7 +443,7 @@ mod tests {
         let Claim::Acquired { attempt } = store.claim(claim("k1")).await.unwrap() else {
             panic!("a fresh key is acquired");
         };
-        let owner = Owner {
+        let owner = ClaimToken {
             tenant: "acme".into(),
             key: "k1".into(),
             attempt,

@@ -10,13 +10,13 @@
 //! - [`ControlledStore`]: a store wrapped so that a test can make its requests fail, or the
 //!   whole store go down, and count what was asked of it.
 //!
-//! Depending on this crate turns on the `test-util` feature of `tool-core`, which exports the
+//! Depending on this crate turns on the `test-util` feature of `toolgate-core`, which exports the
 //! same [`MemoryStore`] and [`ManualClock`] and the failpoint hooks of the dispatcher.
 //!
 //! ```
 //! use std::sync::Arc;
 //!
-//! use tool_core::store::{Claim, ClaimRequest, OperationStore};
+//! use toolgate_core::store::{Claim, ClaimRequest, OperationStore};
 //! use toolgate_test::{ControlledStore, MemoryStore, Request};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -47,12 +47,12 @@ mod failpoints;
 pub use controlled::{ControlledStore, Fault, Request, Tally};
 pub use failpoints::RecordingFailpoints;
 #[doc(inline)]
-pub use tool_core::ManualClock;
+pub use toolgate_core::ManualClock;
 #[doc(inline)]
-pub use tool_core::store::MemoryStore;
+pub use toolgate_core::store::MemoryStore;
 
 /// What the code written by [`conformance_tests!`] refers to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use tool_core::store::OperationStore;
+    pub use toolgate_core::store::OperationStore;
 }

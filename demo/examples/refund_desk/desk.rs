@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::store::PostgresStore;
-use toolgate::store::SqliteStore;
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::OperationStore;
+use toolgate::store::PostgresStore;
+use toolgate::store::SqliteStore;
 use toolgate::{Clock, Reconciler, SystemClock, ToolCall};
 
 use toolgate_demo::payments::client::HttpPayments;

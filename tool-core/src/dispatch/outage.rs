@@ -32,7 +32,7 @@ use crate::backoff::Backoff;
 use crate::error::ToolError;
 use crate::retry::RetryPolicy;
 use crate::store::{
-    AttemptError, Claim, ClaimRequest, OperationState, OperationStore, Owner, Resolution,
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore, Resolution,
     StoreError,
 };
 
@@ -42,7 +42,7 @@ use super::{Dispatcher, answers};
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
 /// backoff from 100 ms up to 1 s with full jitter, and no try starting later than the tool's
 /// deadline after the first failure. Each try waits at most the store's own bound for a
-/// connection (3 s for `tool-store-postgres` by default), so a claim gives up within about
+/// connection (3 s for `toolgate-store-postgres` by default), so a claim gives up within about
 /// 3 × 3 s + 0.3 s on PostgreSQL.
 pub const DEFAULT_STORE_RETRY: RetryPolicy = RetryPolicy {
     max_attempts: 3,
@@ -65,7 +65,7 @@ pub(super) enum Outcome {
 /// One operation this dispatcher ran and could not record.
 #[derive(Debug)]
 struct Unrecorded {
-    owner: Owner,
+    owner: ClaimToken,
     outcome: Outcome,
 }
 
@@ -85,7 +85,7 @@ impl UnrecordedOutcomes {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn keep(&self, owner: &Owner, outcome: Outcome) {
+    fn keep(&self, owner: &ClaimToken, outcome: Outcome) {
         let key = (owner.tenant.clone(), owner.key.clone());
         let owner = owner.clone();
         let mut map = self.map();
@@ -242,7 +242,7 @@ impl Dispatcher {
 /// The one store write that records `outcome`.
 async fn write(
     store: &dyn OperationStore,
-    owner: &Owner,
+    owner: &ClaimToken,
     outcome: &Outcome,
     now_ms: i64,
 ) -> Result<(), StoreError> {

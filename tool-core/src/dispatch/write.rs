@@ -17,7 +17,7 @@ use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
-use crate::store::{Claim, ClaimRequest, OperationStore, Owner};
+use crate::store::{Claim, ClaimRequest, ClaimToken, OperationStore};
 
 use super::attempt::Input;
 use super::failure::Failure;
@@ -30,7 +30,7 @@ use super::{Dispatcher, answers, unwind};
 /// attempt of the operation.
 pub(super) struct HeldClaim<'a> {
     pub(super) store: &'a dyn OperationStore,
-    pub(super) owner: &'a Owner,
+    pub(super) owner: &'a ClaimToken,
     /// How long the claim holds; each retry renews it.
     pub(super) lease: Duration,
     /// The attempt running now (1 for the first), for a panic to be recorded under.
@@ -90,7 +90,7 @@ impl Dispatcher {
                 }
             }
         };
-        let owner = Owner {
+        let owner = ClaimToken {
             tenant: tenant.to_owned(),
             key: key.clone(),
             attempt,

@@ -7,13 +7,13 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, OperationStore,
-    Owner, Resolution, StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
+    OperationStore, Resolution, StoreError,
 };
 
 /// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
-/// is exactly what a durable store exists to survive. Use `tool-store-sqlite` or
-/// `tool-store-postgres` in programs.
+/// is exactly what a durable store exists to survive. Use `toolgate-store-sqlite` or
+/// `toolgate-store-postgres` in programs.
 ///
 /// Exported with the `test-util` feature, and by the `toolgate-test` crate. It passes the same
 /// conformance suite as the durable stores.
@@ -39,7 +39,7 @@ impl MemoryStore {
     /// Moves an owned `processing` record to `state`, appending `error`.
     fn settle_with_error(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         state: OperationState,
         error: &AttemptError,
         now_ms: i64,
@@ -53,7 +53,7 @@ impl MemoryStore {
 
     fn owned<T>(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         f: impl FnOnce(&mut OperationRecord) -> T,
     ) -> Result<T, StoreError> {
         self.with(
@@ -124,7 +124,12 @@ impl OperationStore for MemoryStore {
         })
     }
 
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         self.owned(owner, |record| {
             record.state = OperationState::Succeeded;
             record.result = Some(result.to_owned());
@@ -134,7 +139,7 @@ impl OperationStore for MemoryStore {
 
     async fn fail(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -143,7 +148,7 @@ impl OperationStore for MemoryStore {
 
     async fn mark_unknown(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -152,7 +157,7 @@ impl OperationStore for MemoryStore {
 
     async fn record_retry(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {

@@ -3,7 +3,7 @@
 //! A store keeps one record per `(tenant, key)`. The dispatcher claims a key before a write runs
 //! (one atomic insert-or-inspect, with a lease and an attempt counter), then records the outcome
 //! carrying the attempt it claimed, so a worker that lost its lease changes nothing. Stores:
-//! `tool-store-sqlite` (the embedded default), `tool-store-postgres` (many processes, one
+//! `toolgate-store-sqlite` (the embedded default), `toolgate-store-postgres` (many processes, one
 //! database) and `MemoryStore` (tests only: the `test-util` feature, or the `toolgate-test`
 //! crate). Every store passes the conformance suite of `toolgate-test`, which a store of your
 //! own can run too.
@@ -18,7 +18,7 @@ use async_trait::async_trait;
 #[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
 pub use record::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, Owner,
+    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
     Resolution, StoreError,
 };
 
@@ -47,13 +47,18 @@ pub trait OperationStore: Send + Sync + 'static {
 
     /// `processing` → `succeeded` with the tool's result. [`StoreError::LostClaim`] when the
     /// record is no longer `processing` under `owner.attempt`.
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError>;
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
 
     /// `processing` → `failed` (definitely not applied), appending `error` to the record's
     /// attempt errors. Same ownership rule as [`OperationStore::succeed`].
     async fn fail(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError>;
@@ -62,7 +67,7 @@ pub trait OperationStore: Send + Sync + 'static {
     /// ownership rule as [`OperationStore::succeed`].
     async fn mark_unknown(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError>;
@@ -71,7 +76,7 @@ pub trait OperationStore: Send + Sync + 'static {
     /// its lease is renewed until `lease_until_ms`. Same ownership rule.
     async fn record_retry(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError>;

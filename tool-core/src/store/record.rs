@@ -172,7 +172,7 @@ pub enum Claim {
 
 /// The claim a worker holds: it must present it to record an outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
+pub struct ClaimToken {
     /// The tenant.
     pub tenant: String,
     /// The key.

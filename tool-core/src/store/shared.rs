@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AttemptError, Claim, ClaimRequest, OperationRecord, OperationStore, Owner, Resolution,
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationStore, Resolution,
     StoreError,
 };
 
@@ -16,13 +16,18 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
         (**self).claim(request).await
     }
 
-    async fn succeed(&self, owner: &Owner, result: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         (**self).succeed(owner, result, now_ms).await
     }
 
     async fn fail(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -31,7 +36,7 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
 
     async fn mark_unknown(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -40,7 +45,7 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
 
     async fn record_retry(
         &self,
-        owner: &Owner,
+        owner: &ClaimToken,
         error: &AttemptError,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tool_core::store::{AttemptError, Claim, ClaimRequest, OperationStore, Owner};
+use toolgate_core::store::{AttemptError, Claim, ClaimRequest, ClaimToken, OperationStore};
 
 /// The time of every case's first request, in milliseconds since the Unix epoch.
 pub(super) const T0: i64 = 1_700_000_000_000;
@@ -30,8 +30,8 @@ pub(super) fn request<'a>(
 }
 
 /// The claim on `key` held by `attempt`.
-pub(super) fn owner(tenant: &str, key: &str, attempt: u32) -> Owner {
-    Owner {
+pub(super) fn owner(tenant: &str, key: &str, attempt: u32) -> ClaimToken {
+    ClaimToken {
         tenant: tenant.into(),
         key: key.into(),
         attempt,

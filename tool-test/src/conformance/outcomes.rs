@@ -1,6 +1,6 @@
 //! Recording what became of a claimed attempt: only the attempt that holds the claim may, and a
 //! retried attempt keeps its error.
-use tool_core::store::{OperationState, OperationStore, StoreError};
+use toolgate_core::store::{OperationState, OperationStore, StoreError};
 
 use super::fixture::{T0, acquire, error, owner, request};
 

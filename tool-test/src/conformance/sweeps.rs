@@ -1,6 +1,6 @@
 //! The requests of the reconciler and of retention, across records: expiring dead leases,
 //! listing and settling unknown outcomes, purging old terminal records.
-use tool_core::store::{OperationState, OperationStore, Resolution};
+use toolgate_core::store::{OperationState, OperationStore, Resolution};
 
 use super::fixture::{T0, acquire, error, owner, request};
 

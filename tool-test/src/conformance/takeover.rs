@@ -2,7 +2,7 @@
 //! request is a conflict only while the first may have acted.
 
 use super::fixture::{T0, acquire, error, owner, request};
-use tool_core::store::{Claim, OperationState, OperationStore, Resolution};
+use toolgate_core::store::{Claim, OperationState, OperationStore, Resolution};
 
 /// The arguments a model sends after it corrected them.
 const CORRECTED: &str = r#"{"amount":300,"order_id":"ORD-1001"}"#;

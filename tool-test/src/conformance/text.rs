@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::fixture::{T0, acquire, owner, request};
-use tool_core::store::{AttemptError, OperationStore, Resolution};
+use toolgate_core::store::{AttemptError, OperationStore, Resolution};
 
 /// Words with every kind of character a tool may write: NUL, other C0 controls, DEL, C1,
 /// quotes, a backslash, the line separators JavaScript chokes on, and characters outside the
