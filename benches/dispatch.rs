@@ -85,7 +85,7 @@ mod by_hand {
         pub(crate) arguments: String,
     }
 
-    /// The result object of DESIGN §11, the content both paths send back.
+    /// The result object, the content both paths send back.
     #[derive(Serialize)]
     pub(crate) struct Envelope<'a, T> {
         pub(crate) status: &'static str,

@@ -15,32 +15,33 @@ use toolgate::store::SqliteStore;
 use toolgate::{Reconciler, TurnAnswer};
 
 /// The payment provider: refunds by idempotency key. It applies the first one and then hangs.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Payments {
-    refunds: Mutex<HashMap<String, Value>>,
-    found: tokio::sync::Notify,
+    refunds: Arc<Mutex<HashMap<String, Value>>>,
+    asked: Arc<tokio::sync::Notify>,
 }
 
 /// Refund an order. The refund is final.
-#[tool(side_effect = "write", key = [order_id], timeout = "200ms", reconcile = find_refund)]
-async fn issue_refund(ctx: &Ctx, order_id: String, amount: u32) -> Result<Value, ToolError> {
-    let payments = ctx.state::<Arc<Payments>>()?;
-    let key = ctx.idempotency_key().unwrap_or_default().to_owned();
+#[tool(side_effect = "write", key = [order_id], timeout = "200ms",
+       reconcile = find_refund(payments, key))]
+async fn issue_refund(
+    payments: State<Payments>,
+    key: &IdempotencyKey,
+    order_id: String,
+    amount: u32,
+) -> Result<Value, ToolError> {
     let refund = json!({"refund_id": "re_1", "order_id": order_id, "amount": amount});
-    payments.refunds.lock().unwrap().insert(key, refund);
+    payments.refunds.lock().unwrap().insert(key.to_string(), refund);
     std::future::pending().await // applied, but the answer never comes: the deadline passes
 }
 
 /// Asks the provider whether the refund under this operation's key exists.
 async fn find_refund(
-    ctx: &Ctx,
-    _order_id: String,
-    _amount: u32,
+    payments: State<Payments>,
+    key: &IdempotencyKey,
 ) -> Result<Option<Value>, ToolError> {
-    let payments = ctx.state::<Arc<Payments>>()?;
-    let key = ctx.idempotency_key().unwrap_or_default();
-    let found = payments.refunds.lock().unwrap().get(key).cloned();
-    payments.found.notify_one();
+    let found = payments.refunds.lock().unwrap().get(key.as_str()).cloned();
+    payments.asked.notify_one();
     Ok(found)
 }
 
@@ -48,12 +49,12 @@ async fn find_refund(
 async fn run(store_path: &std::path::Path) -> Result<[TurnAnswer; 2], Box<dyn std::error::Error>> {
     let mut registry = Registry::new();
     registry.register::<issue_refund>()?;
-    let payments = Arc::new(Payments::default());
+    let payments = Payments::default();
     let store = SqliteStore::open(store_path).await?;
     let dispatcher = Dispatcher::builder(registry)
-        .store(Arc::new(store.clone()))
+        .store(store.clone())
         .state(payments.clone())
-        .build();
+        .try_build()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let reconciler = Reconciler::new(&dispatcher);
     let background =
@@ -66,7 +67,7 @@ async fn run(store_path: &std::path::Path) -> Result<[TurnAnswer; 2], Box<dyn st
     println!("model sees:  {}", first.reports[0].result.to_json_string());
 
     // The reconciler asked the provider (a ceiling of 30 s, should it never)...
-    tokio::time::timeout(Duration::from_secs(30), payments.found.notified()).await?;
+    tokio::time::timeout(Duration::from_secs(30), payments.asked.notified()).await?;
     let _ = stop.send(()); // ...and finishes the pass that settles the record before it stops.
     background.await??;
     let unknown = dispatcher.store().unwrap().list_unknown(10).await?;

@@ -1,7 +1,6 @@
 //! The per-tenant rate a tool declares with `rate_limit = "N/min"`.
 //!
-//! Release 0.1 records the rate in the descriptor; enforcement (a token bucket per tool and
-//! tenant) arrives with the budgets release.
+//! The rate is recorded in the descriptor and not enforced yet.
 
 use std::time::Duration;
 

@@ -8,9 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
-use toolgate::store::OperationStore;
-use toolgate::store::PostgresStore;
-use toolgate::store::SqliteStore;
+use toolgate::store::{OperationStore, PostgresStore, SqliteStore};
 use toolgate::{Clock, Reconciler, SystemClock, ToolCall};
 
 use toolgate_demo::payments::client::HttpPayments;
@@ -229,37 +227,37 @@ impl Desk {
     }
 
     fn tell_result(&self, report: &CallReport) {
-        let result = report.result.to_json();
-        let status = result["status"].as_str().unwrap_or("?");
-        let replayed = result["replayed"].as_bool() == Some(true);
+        let result = &report.result;
+        let status = result.status.as_str();
+        let replayed = result.replayed;
         let head = format!(
             "toolgate → {} {}: {status}{}",
             shortened(&report.call_id, 80),
             shortened(&report.tool, 80),
             if replayed { " (replayed)" } else { "" }
         );
-        match (&result["data"], &result["error"]) {
-            (Value::Null, Value::Null) => self.say(Voice::Good, &head),
-            (data, Value::Null) => self.say(Voice::Good, &format!("{head} {data}")),
-            (_, error) => {
-                let kind = error["kind"].as_str().unwrap_or("?");
-                let mut text = if kind == status {
-                    format!("{head} {}", text_of(&error["what"]))
+        match (result.data(), result.explanation()) {
+            (None, None) => self.say(Voice::Good, &head),
+            (Some(data), None) => self.say(Voice::Good, &format!("{head} {}", data.to_value())),
+            (_, Some(error)) => {
+                let kind = error.kind;
+                let mut text = if kind.as_str() == status {
+                    format!("{head} {}", error.what)
                 } else {
-                    format!("{head} ({kind}) {}", text_of(&error["what"]))
+                    format!("{head} ({kind}) {}", error.what)
                 };
-                for (label, field) in [("why", "why"), ("next", "next")] {
-                    if let Some(part) = error[field].as_str() {
+                for (label, part) in [("why", error.why.as_deref()), ("next", Some(&*error.next))] {
+                    if let Some(part) = part {
                         text.push_str(&format!("\n      {label}: {part}"));
                     }
                 }
-                let voice = if status == "succeeded" {
+                let voice = if result.is_succeeded() {
                     Voice::Good
                 } else {
                     Voice::Bad
                 };
                 self.say(voice, &text);
-                if replayed && kind == "outcome_unknown" {
+                if replayed && kind == ErrorKind::OutcomeUnknown {
                     self.aside(
                         "Asked again under the same key while the first refund's outcome is \
                          unknown: toolgate says so instead of sending a second refund.",
@@ -277,22 +275,22 @@ impl Desk {
         }
     }
 
-    fn explain_kind(&self, kind: &str) {
+    fn explain_kind(&self, kind: ErrorKind) {
         let why = match kind {
-            "outcome_unknown" => {
+            ErrorKind::OutcomeUnknown => {
                 "The refund was sent and no answer came: the provider may have applied it. \
                  toolgate records outcome_unknown, never failed, and will not send this refund \
                  again on its own; the reconciler asks the provider what happened."
             }
-            "invalid_arguments" => {
+            ErrorKind::InvalidArguments => {
                 "Rejected before anything ran: the model is told every violation, with its JSON \
                  pointer, and can correct the call."
             }
-            "conflict" => {
+            ErrorKind::Conflict => {
                 "Same order, same run, another amount: the key is the same and the request is \
                  not, so nothing runs and nothing is stored for it."
             }
-            "refused" => "The business rule said no before anything was sent to the provider.",
+            ErrorKind::Refused => "The business rule said no before anything was sent to the provider.",
             _ => return,
         };
         self.aside(why);
@@ -427,9 +425,3 @@ fn fault_story(spec: &Value) -> String {
     format!("provider, told: the {requests} will {what}")
 }
 
-fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}

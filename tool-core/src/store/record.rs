@@ -308,7 +308,7 @@ mod tests {
         }
     }
 
-    /// DESIGN §4: another request is a conflict only while the earlier one may have acted or
+    /// Another request is a conflict only while the earlier one may have acted or
     /// may still act; a `failed` record is taken over by it.
     #[test]
     fn another_hash_is_a_conflict_unless_the_record_failed() {
