@@ -32,7 +32,7 @@ pub struct Violation {
 }
 
 impl std::fmt::Display for Violation {
-    /// `pointer: message`, the pointer shortened with `…` past [`MAX_POINTER`] characters.
+    /// `pointer: message`, the pointer shortened with `…` past 200 characters.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let at = if self.pointer.is_empty() {
             "/".into()
@@ -64,7 +64,7 @@ impl ArgsValidator {
     }
 
     /// Every violation of the schema, in the order the validator finds them. A message quotes
-    /// the value at fault up to [`MAX_QUOTED`] characters and is itself bounded; the pointer is
+    /// the value at fault up to 80 characters and is itself bounded; the pointer is
     /// exact.
     pub fn violations(&self, args: &Value) -> Vec<Violation> {
         self.validator
