@@ -453,7 +453,10 @@ fn a_write_without_a_store_is_a_build_error() {
         message.contains("add `DispatcherBuilder::store(...)`"),
         "{message}"
     );
-    assert!(message.contains("`toolgate::store::SqliteStore` (feature `sqlite`)"), "{message}");
+    assert!(
+        message.contains("`toolgate::store::SqliteStore` (feature `sqlite`)"),
+        "{message}"
+    );
     assert_eq!(provider.runs(), 0);
 }
 

@@ -31,7 +31,11 @@ async fn issue_refund(
     amount: u32,
 ) -> Result<Value, ToolError> {
     let refund = json!({"refund_id": "re_1", "order_id": order_id, "amount": amount});
-    payments.refunds.lock().unwrap().insert(key.to_string(), refund);
+    payments
+        .refunds
+        .lock()
+        .unwrap()
+        .insert(key.to_string(), refund);
     std::future::pending().await // applied, but the answer never comes: the deadline passes
 }
 

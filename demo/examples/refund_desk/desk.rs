@@ -290,7 +290,9 @@ impl Desk {
                 "Same order, same run, another amount: the key is the same and the request is \
                  not, so nothing runs and nothing is stored for it."
             }
-            ErrorKind::Refused => "The business rule said no before anything was sent to the provider.",
+            ErrorKind::Refused => {
+                "The business rule said no before anything was sent to the provider."
+            }
             _ => return,
         };
         self.aside(why);
@@ -424,4 +426,3 @@ fn fault_story(spec: &Value) -> String {
     };
     format!("provider, told: the {requests} will {what}")
 }
-
