@@ -224,7 +224,9 @@ async fn wait_on(store: &Arc<dyn OperationStore>, order_id: &str, then: Then) ->
     worker.before_next(Request::Get, move || async move {
         settle(&*inner, &other, then).await;
     });
-    let desk = desk(worker.clone(), Duration::from_millis(300));
+    // Long enough that a claim slowed by a loaded database still leaves the duplicate time to
+    // look again; only `KeepsRunning` waits it out (in paused time on the memory store).
+    let desk = desk(worker.clone(), Duration::from_secs(2));
     let answer = desk.refund(order_id, 50.0).await;
     assert!(
         worker.asked(Request::Get) > 0,
