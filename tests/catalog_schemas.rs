@@ -354,10 +354,8 @@ fn descriptions_state_the_side_effect_class() {
         refund.contains("returns the original result instead of acting twice"),
         "{refund}"
     );
-    assert!(
-        refund.contains("over 5000 wait for a human approval"),
-        "{refund}"
-    );
+    // `approval_over` is recorded, not enforced yet: the model is not promised an approval.
+    assert!(!refund.contains("approval"), "{refund}");
     assert!(description("delete_customer").contains("irreversibly"));
 }
 

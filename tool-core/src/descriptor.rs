@@ -18,8 +18,8 @@ pub enum KeyScope {
 }
 
 /// An approval threshold: calls whose amount exceeds `over` are meant to wait for a human
-/// decision. It is recorded and stated in the tool's description; the dispatcher does not hold
-/// calls for approval yet.
+/// decision. It is recorded in the descriptor only: the dispatcher does not hold calls for
+/// approval yet, so the tool's description does not tell the model that it does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ApprovalPolicy {
     /// The threshold: an amount strictly greater needs approval.
@@ -189,8 +189,8 @@ impl ToolDescriptor {
         }
     }
 
-    /// The description the model reads: the doc comment, then the side-effect sentence, then the
-    /// approval threshold when there is one.
+    /// The description the model reads: the doc comment, then the side-effect sentence. The
+    /// approval threshold is not stated, since no call waits for an approval yet.
     pub fn model_description(&self) -> String {
         let mut text = self.doc.trim().to_owned();
         if !text.is_empty() && !text.ends_with(['.', '!', '?', ':']) {
@@ -200,12 +200,6 @@ impl ToolDescriptor {
             text.push(' ');
         }
         text.push_str(self.side_effect.sentence());
-        if let Some(approval) = self.approval {
-            text.push_str(&format!(
-                " Calls with `{}` over {} wait for a human approval.",
-                approval.field, approval.over
-            ));
-        }
         text
     }
 }
@@ -215,14 +209,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn description_states_the_side_effect_and_threshold() {
+    fn description_states_the_side_effect_and_promises_no_approval() {
         let d = ToolDescriptor::new("issue_refund", "Refund an order")
             .with_side_effect(SideEffect::Write)
             .with_approval(5000.0, "amount");
         let text = d.model_description();
         assert!(text.starts_with("Refund an order. Side effect: this tool changes state."));
         assert!(text.contains("returns the original result"));
-        assert!(text.ends_with("Calls with `amount` over 5000 wait for a human approval."));
+        // The threshold is recorded, not enforced: the model is not told calls wait for it.
+        assert!(!text.contains("approval"), "{text}");
+        assert!(
+            text.ends_with("returns the original result instead of acting twice."),
+            "{text}"
+        );
     }
 
     #[test]
