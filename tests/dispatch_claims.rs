@@ -12,15 +12,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use toolgate::prelude::*;
-use toolgate::store::PostgresStore;
-use toolgate::store::SqliteStore;
 use toolgate::store::{
     AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
 };
 use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};
-use toolgate_test_postgres::test_database;
+
+mod stores;
+use stores::{postgres, sqlite};
 
 /// What the provider lets be refunded on any order.
 const REFUNDABLE: f64 = 100.0;
@@ -43,22 +42,6 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
         .next("call refund again with an amount within the balance"));
     }
     Ok(json!({"refund_id": format!("re_{order_id}"), "amount": amount}))
-}
-
-async fn sqlite() -> (Arc<dyn OperationStore>, TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("operations.db"))
-        .await
-        .unwrap();
-    (Arc::new(store), dir)
-}
-
-async fn postgres() -> Arc<dyn OperationStore> {
-    Arc::new(
-        PostgresStore::connect(&test_database().await)
-            .await
-            .unwrap(),
-    )
 }
 
 const NOW: i64 = 1_700_000_000_000;

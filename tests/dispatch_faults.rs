@@ -12,14 +12,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use toolgate::Reconciler;
 use toolgate::prelude::*;
-use toolgate::store::PostgresStore;
-use toolgate::store::SqliteStore;
 use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};
 use toolgate_test::{ControlledStore, Fault, Request};
-use toolgate_test_postgres::test_database;
+
+mod stores;
+use stores::{postgres, sqlite};
 
 /// Words with a NUL and other control characters, as a provider may send them.
 const AWKWARD: &str = "the provider refused: amount\0invalid \u{7}\u{1b}[0m\ttab\nline \u{2028}";
@@ -107,23 +106,6 @@ async fn refund(
 async fn find_refund(ctx: &Ctx, key: &IdempotencyKey) -> Result<Option<Value>, ToolError> {
     let provider = ctx.state::<Arc<Provider>>()?;
     Ok(provider.refunds.lock().unwrap().get(key.as_str()).cloned())
-}
-
-/// The stores under test. The SQLite file lives as long as its directory.
-async fn sqlite() -> (Arc<dyn OperationStore>, TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("operations.db"))
-        .await
-        .unwrap();
-    (Arc::new(store), dir)
-}
-
-async fn postgres() -> Arc<dyn OperationStore> {
-    Arc::new(
-        PostgresStore::connect(&test_database().await)
-            .await
-            .unwrap(),
-    )
 }
 
 struct Desk {

@@ -424,13 +424,7 @@ pub(crate) fn duration_value(
     errors: &mut Errors,
 ) -> syn::Result<Option<Spanned<Millis>>> {
     let lit = string(meta, key, with_seconds)?;
-    match parse_duration(&lit.value()) {
-        Ok(ms) => Ok(Some(Spanned::new(ms, lit.span()))),
-        Err(message) => {
-            errors.push(syn::Error::new(lit.span(), message));
-            Ok(None)
-        }
-    }
+    Ok(parsed(&lit, parse_duration, errors))
 }
 
 pub(crate) fn rate(
@@ -438,11 +432,20 @@ pub(crate) fn rate(
     errors: &mut Errors,
 ) -> syn::Result<Option<Spanned<Rate>>> {
     let lit = string(meta, "rate_limit", as_written)?;
-    match parse_rate(&lit.value()) {
-        Ok(rate) => Ok(Some(Spanned::new(rate, lit.span()))),
+    Ok(parsed(&lit, parse_rate, errors))
+}
+
+/// A string literal read by `parse`, or its error collected on the literal.
+fn parsed<T>(
+    lit: &LitStr,
+    parse: fn(&str) -> Result<T, String>,
+    errors: &mut Errors,
+) -> Option<Spanned<T>> {
+    match parse(&lit.value()) {
+        Ok(value) => Some(Spanned::new(value, lit.span())),
         Err(message) => {
             errors.push(syn::Error::new(lit.span(), message));
-            Ok(None)
+            None
         }
     }
 }
