@@ -126,6 +126,40 @@ impl ErrorKind {
         }
     }
 
+    /// Every kind, in the order of the enum.
+    pub const ALL: [ErrorKind; 18] = [
+        ErrorKind::InvalidArguments,
+        ErrorKind::UnknownTool,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::Refused,
+        ErrorKind::Timeout,
+        ErrorKind::RateLimited,
+        ErrorKind::RetryBudgetExhausted,
+        ErrorKind::RepeatedCall,
+        ErrorKind::CallBudgetExhausted,
+        ErrorKind::Internal,
+        ErrorKind::Unavailable,
+        ErrorKind::OutcomeUnknown,
+        ErrorKind::InProgress,
+        ErrorKind::PermissionDenied,
+        ErrorKind::CredentialsRevoked,
+        ErrorKind::RunBudgetExhausted,
+        ErrorKind::PolicyViolation,
+    ];
+
+    /// The kind named `name` ([`ErrorKind::as_str`]), if there is one.
+    ///
+    /// ```
+    /// use toolgate::ErrorKind;
+    ///
+    /// assert_eq!(ErrorKind::from_name("repeated_call"), Some(ErrorKind::RepeatedCall));
+    /// assert_eq!(ErrorKind::from_name("nope"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
     /// The advice given when the error does not carry its own `next`.
     const fn default_next(self) -> &'static str {
         match self {

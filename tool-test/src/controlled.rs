@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use toolgate_core::store::{
     AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationStore, Resolution,
-    StoreError,
+    RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 /// A request of the [`OperationStore`] trait: one variant a method.
@@ -37,10 +37,20 @@ pub enum Request {
     Resolve,
     /// [`OperationStore::purge`].
     Purge,
+    /// [`OperationStore::begin_turn`].
+    BeginTurn,
+    /// [`OperationStore::charge_attempt`].
+    ChargeAttempt,
+    /// [`OperationStore::note_failure`].
+    NoteFailure,
+    /// [`OperationStore::abort_run`].
+    AbortRun,
+    /// [`OperationStore::run`].
+    Run,
 }
 
 /// How many kinds of request there are.
-const KINDS: usize = 10;
+const KINDS: usize = 15;
 
 impl Request {
     /// Every request.
@@ -55,6 +65,11 @@ impl Request {
         Request::ListUnknown,
         Request::Resolve,
         Request::Purge,
+        Request::BeginTurn,
+        Request::ChargeAttempt,
+        Request::NoteFailure,
+        Request::AbortRun,
+        Request::Run,
     ];
 
     /// The writes that record what became of a claimed write: `succeed`, `fail` and
@@ -74,6 +89,11 @@ impl Request {
             Request::ListUnknown => "list_unknown",
             Request::Resolve => "resolve",
             Request::Purge => "purge",
+            Request::BeginTurn => "begin_turn",
+            Request::ChargeAttempt => "charge_attempt",
+            Request::NoteFailure => "note_failure",
+            Request::AbortRun => "abort_run",
+            Request::Run => "run",
         }
     }
 
@@ -364,6 +384,47 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
         self.run(Request::Purge, self.inner.purge(before_ms)).await
+    }
+
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        self.run(Request::BeginTurn, self.inner.begin_turn(request))
+            .await
+    }
+
+    async fn charge_attempt(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        retry_budget: Option<u32>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let inner = self.inner.charge_attempt(run, tool, retry_budget, now_ms);
+        self.run(Request::ChargeAttempt, inner).await
+    }
+
+    async fn note_failure(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let inner = self.inner.note_failure(run, tool, request_hash, now_ms);
+        self.run(Request::NoteFailure, inner).await
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<RunAbort, StoreError> {
+        self.run(Request::AbortRun, self.inner.abort_run(run, abort, now_ms))
+            .await
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        self.run(Request::Run, self.inner.run(run)).await
     }
 }
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::{
     AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
-    OperationStore, Resolution, StoreError,
+    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 /// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
@@ -20,6 +20,7 @@ use super::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     records: Mutex<HashMap<(String, String), OperationRecord>>,
+    runs: Mutex<HashMap<(String, String), RunRecord>>,
 }
 
 impl MemoryStore {
@@ -34,6 +35,13 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         f(&mut records)
+    }
+
+    /// `f` on the record of `run`, created empty if it has none.
+    fn with_run<T>(&self, run: RunKey<'_>, f: impl FnOnce(&mut RunRecord) -> T) -> T {
+        let mut runs = self.runs.lock().unwrap_or_else(|poison| poison.into_inner());
+        let id = (run.tenant.to_owned(), run.run_id.to_owned());
+        f(runs.entry(id).or_default())
     }
 
     /// Moves an owned `processing` record to `state`, appending `error`.
@@ -226,10 +234,54 @@ impl OperationStore for MemoryStore {
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        Ok(self.with(|records| {
+        let purged = self.with(|records| {
             let before = records.len();
             records.retain(|_, r| !(r.state.is_terminal() && r.updated_ms < before_ms));
             (before - records.len()) as u64
-        }))
+        });
+        let mut runs = self.runs.lock().unwrap_or_else(|poison| poison.into_inner());
+        runs.retain(|_, run| run.updated_ms >= before_ms);
+        Ok(purged)
+    }
+
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        Ok(self.with_run(request.run, |run| run.begin_turn(&request)))
+    }
+
+    async fn charge_attempt(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        retry_budget: Option<u32>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with_run(run, |run| run.charge_attempt(tool, retry_budget, now_ms)))
+    }
+
+    async fn note_failure(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.with_run(run, |run| run.note_failure(tool, request_hash, now_ms));
+        Ok(())
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<RunAbort, StoreError> {
+        Ok(self.with_run(run, |run| run.abort(abort, now_ms)))
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        let runs = self.runs.lock().unwrap_or_else(|poison| poison.into_inner());
+        Ok(runs
+            .get(&(run.tenant.to_owned(), run.run_id.to_owned()))
+            .cloned())
     }
 }

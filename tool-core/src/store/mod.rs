@@ -11,6 +11,7 @@
 #[cfg(feature = "test-util")]
 mod memory;
 mod record;
+mod run;
 mod shared;
 
 use async_trait::async_trait;
@@ -21,6 +22,7 @@ pub use record::{
     AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
     Resolution, StoreError,
 };
+pub use run::{Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest};
 
 /// Where write operations are recorded. Object safe: the dispatcher holds an
 /// `Arc<dyn OperationStore>`.
@@ -104,6 +106,51 @@ pub trait OperationStore: Send + Sync + 'static {
     ) -> Result<Option<OperationRecord>, StoreError>;
 
     /// Deletes `succeeded` and `failed` records last changed before `before_ms`. `processing`
-    /// and `outcome_unknown` records are never purged. Answers how many.
+    /// and `outcome_unknown` records are never purged. Answers how many. Runs last changed
+    /// before `before_ms` are deleted too (not counted in the answer): their counters, failed
+    /// calls and abort.
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError>;
+
+    /// Starts a model turn of `request.run`, atomically, creating the run's record if it has
+    /// none (see [`RunRecord::begin_turn`], which every store follows):
+    ///
+    /// - an aborted run: [`TurnGrant::Aborted`], nothing counted;
+    /// - `steps >= max_steps`: [`TurnGrant::StepLimit`], nothing counted;
+    /// - otherwise the turn counts as a step; then, when `tool_calls` plus the turn's calls
+    ///   would pass `max_tool_calls`: [`TurnGrant::CallLimit`], no call counted;
+    /// - otherwise every call is counted, each tool is granted as many of its calls as its
+    ///   retry budget has attempts left (those grants are added to its attempts), and the answer
+    ///   lists the run's failed calls of the requested tools: [`TurnGrant::Admitted`].
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError>;
+
+    /// One more attempt of `tool` in `run` (a retry below the model), atomically: `false`, and
+    /// nothing counted, when its attempts have reached `retry_budget`.
+    async fn charge_attempt(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        retry_budget: Option<u32>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Notes that a call of `tool` with the request hash `request_hash` failed in `run` (noting
+    /// it again changes nothing).
+    async fn note_failure(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Aborts `run`: the first abort stands. Answers the abort that stands.
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<RunAbort, StoreError>;
+
+    /// The record of `run`, if it has one.
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError>;
 }

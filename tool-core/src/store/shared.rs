@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::{
     AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationStore, Resolution,
-    StoreError,
+    RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -76,5 +76,44 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
         (**self).purge(before_ms).await
+    }
+
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        (**self).begin_turn(request).await
+    }
+
+    async fn charge_attempt(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        retry_budget: Option<u32>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        (**self)
+            .charge_attempt(run, tool, retry_budget, now_ms)
+            .await
+    }
+
+    async fn note_failure(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        (**self).note_failure(run, tool, request_hash, now_ms).await
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<RunAbort, StoreError> {
+        (**self).abort_run(run, abort, now_ms).await
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        (**self).run(run).await
     }
 }

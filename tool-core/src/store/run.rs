@@ -1,0 +1,198 @@
+//! The records of an agent run: its counters against its [`RunLimits`], the calls that failed in
+//! it (for repeat detection), and why it was aborted, if it was.
+//!
+//! A run is identified by its tenant and its run id ([`RunKey`]). The dispatcher asks the store
+//! once a turn ([`OperationStore::begin_turn`](super::OperationStore::begin_turn)), once more
+//! for each retry below the model
+//! ([`OperationStore::charge_attempt`](super::OperationStore::charge_attempt)), and writes only
+//! when a call fails or the run aborts, so a restarted process keeps every counter.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::run_limits::RunLimits;
+
+/// One run of one tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunKey<'a> {
+    /// The tenant.
+    pub tenant: &'a str,
+    /// The run id (the session's).
+    pub run_id: &'a str,
+}
+
+/// A model turn about to run: how many calls of each tool it holds.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnRequest<'a> {
+    /// The run.
+    pub run: RunKey<'a>,
+    /// Each tool the turn calls, once, with how many calls of it the turn holds.
+    pub tools: &'a [(&'a str, u32)],
+    /// The run's limits.
+    pub limits: RunLimits,
+    /// Now, by the dispatcher's clock.
+    pub now_ms: i64,
+}
+
+impl TurnRequest<'_> {
+    /// The calls of the turn.
+    pub fn calls(&self) -> u32 {
+        self.tools
+            .iter()
+            .fold(0u32, |sum, (_, calls)| sum.saturating_add(*calls))
+    }
+}
+
+/// Why a run stopped, as stored: the name of the [`ErrorKind`](crate::ErrorKind)
+/// (`permission_denied`, `run_budget_exhausted`, …) and the reason for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAbort {
+    /// The kind's name.
+    pub kind: String,
+    /// The reason.
+    pub reason: String,
+}
+
+/// A failed call of a run, for repeat detection.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FailedCall {
+    /// The tool's name.
+    pub tool: String,
+    /// The hash of the tool name and the canonical arguments
+    /// ([`request_hash`](crate::idempotency::request_hash)).
+    pub request_hash: String,
+}
+
+/// What [`OperationStore::begin_turn`](super::OperationStore::begin_turn) decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnGrant {
+    /// The run was aborted earlier; nothing was counted.
+    Aborted(RunAbort),
+    /// The run has had `max_steps` turns already; nothing was counted. The dispatcher aborts
+    /// the run.
+    StepLimit {
+        /// The limit.
+        max_steps: u32,
+    },
+    /// The turn's calls would pass the tool-call limit: the turn counted as a step, none of its
+    /// calls was counted, and none runs.
+    CallLimit {
+        /// Calls counted in the run before this turn.
+        used: u32,
+        /// The limit.
+        max_tool_calls: u32,
+    },
+    /// The turn runs.
+    Admitted(Admission),
+}
+
+/// A turn that runs: its step number, the attempts granted to each tool, and the calls that
+/// failed earlier in the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// This turn's number in the run (1 for the first).
+    pub step: u32,
+    /// For each entry of [`TurnRequest::tools`], in order, how many of its calls may run: the
+    /// calls of the tool, or fewer when its retry budget runs out. The first calls of the turn
+    /// (in the order the model emitted them) get the grants.
+    pub granted: Vec<u32>,
+    /// Every call of the requested tools that failed earlier in the run.
+    pub failed: Vec<FailedCall>,
+}
+
+/// A run as stored, for operators and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Turns counted.
+    pub steps: u32,
+    /// Tool calls counted.
+    pub tool_calls: u32,
+    /// Attempts counted, by tool.
+    pub attempts: BTreeMap<String, u32>,
+    /// Calls that failed, by tool and request hash.
+    pub failed: BTreeSet<FailedCall>,
+    /// Why the run stopped, if it did.
+    pub aborted: Option<RunAbort>,
+    /// When it last changed.
+    pub updated_ms: i64,
+}
+
+impl RunRecord {
+    /// [`OperationStore::begin_turn`](super::OperationStore::begin_turn) on this record: the
+    /// rules every store follows, for the stores that keep a run in memory.
+    pub fn begin_turn(&mut self, request: &TurnRequest<'_>) -> TurnGrant {
+        if let Some(abort) = &self.aborted {
+            return TurnGrant::Aborted(abort.clone());
+        }
+        let limits = request.limits;
+        if let Some(max_steps) = limits.max_steps
+            && self.steps >= max_steps
+        {
+            return TurnGrant::StepLimit { max_steps };
+        }
+        self.steps += 1;
+        self.updated_ms = request.now_ms;
+        let calls = request.calls();
+        if let Some(max_tool_calls) = limits.max_tool_calls
+            && self.tool_calls.saturating_add(calls) > max_tool_calls
+        {
+            return TurnGrant::CallLimit {
+                used: self.tool_calls,
+                max_tool_calls,
+            };
+        }
+        self.tool_calls = self.tool_calls.saturating_add(calls);
+        let granted = request
+            .tools
+            .iter()
+            .map(|(tool, wanted)| {
+                let spent = self.attempts.entry((*tool).to_owned()).or_default();
+                let left = limits
+                    .retry_budget
+                    .map_or(u32::MAX, |budget| budget.saturating_sub(*spent));
+                let granted = (*wanted).min(left);
+                *spent = spent.saturating_add(granted);
+                granted
+            })
+            .collect();
+        let failed = self
+            .failed
+            .iter()
+            .filter(|failed| request.tools.iter().any(|(tool, _)| *tool == failed.tool))
+            .cloned()
+            .collect();
+        TurnGrant::Admitted(Admission {
+            step: self.steps,
+            granted,
+            failed,
+        })
+    }
+
+    /// [`OperationStore::charge_attempt`](super::OperationStore::charge_attempt) on this record.
+    pub fn charge_attempt(&mut self, tool: &str, retry_budget: Option<u32>, now_ms: i64) -> bool {
+        let spent = self.attempts.entry(tool.to_owned()).or_default();
+        if retry_budget.is_some_and(|budget| *spent >= budget) {
+            return false;
+        }
+        *spent = spent.saturating_add(1);
+        self.updated_ms = now_ms;
+        true
+    }
+
+    /// [`OperationStore::note_failure`](super::OperationStore::note_failure) on this record.
+    pub fn note_failure(&mut self, tool: &str, request_hash: &str, now_ms: i64) {
+        self.failed.insert(FailedCall {
+            tool: tool.to_owned(),
+            request_hash: request_hash.to_owned(),
+        });
+        self.updated_ms = now_ms;
+    }
+
+    /// [`OperationStore::abort_run`](super::OperationStore::abort_run) on this record.
+    pub fn abort(&mut self, abort: &RunAbort, now_ms: i64) -> RunAbort {
+        if self.aborted.is_none() {
+            self.aborted = Some(abort.clone());
+            self.updated_ms = now_ms;
+        }
+        self.aborted.clone().expect("set above")
+    }
+}
