@@ -1,9 +1,11 @@
 //! Who is calling: the session's authenticated context, never taken from arguments.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::RunAborted;
+use crate::run_limits::RunLimits;
+use crate::store::RunRecord;
 
 /// The authenticated caller of a session: tenant, user and the permissions they hold.
 ///
@@ -65,15 +67,25 @@ impl AuthContext {
     }
 }
 
-/// One agent run: who is calling and the run id that scopes idempotency keys.
+/// One agent run: who is calling, the run id that scopes idempotency keys and the run's
+/// counters, and the run's limits when they differ from the dispatcher's.
 ///
 /// Once a call aborts the run (a missing permission, say), every later dispatch in the session
 /// returns the same [`RunAborted`] without running anything.
+///
+/// The run's counters (turns, calls, attempts of each tool, failed calls) live in the
+/// dispatcher's operation store when it has one, so a restarted process (a new `Session` with
+/// the same tenant and run id) keeps them, and so does its abort. A dispatcher without a store
+/// keeps them in memory, in this `Session` and its clones: a new `Session` value starts a new
+/// count.
 #[derive(Debug, Clone)]
 pub struct Session {
     auth: Arc<AuthContext>,
     run_id: Arc<str>,
     aborted: Arc<OnceLock<RunAborted>>,
+    limits: Option<RunLimits>,
+    /// The run's counters when the dispatcher has no store.
+    local: Arc<Mutex<RunRecord>>,
 }
 
 impl Session {
@@ -83,7 +95,33 @@ impl Session {
             auth: Arc::new(auth),
             run_id: Arc::from(run_id.into()),
             aborted: Arc::new(OnceLock::new()),
+            limits: None,
+            local: Arc::default(),
         }
+    }
+
+    /// This run's limits, in place of the dispatcher's
+    /// ([`DispatcherBuilder::run_limits`](crate::DispatcherBuilder::run_limits)).
+    ///
+    /// ```
+    /// use toolgate::{AuthContext, RunLimits, Session};
+    ///
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1")
+    ///     .with_limits(RunLimits::DEFAULT.max_steps(8));
+    /// assert_eq!(session.limits().unwrap().max_steps, Some(8));
+    /// ```
+    pub fn with_limits(mut self, limits: RunLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// This run's own limits, if it has some.
+    pub fn limits(&self) -> Option<RunLimits> {
+        self.limits
+    }
+
+    pub(crate) fn local_run(&self) -> &Mutex<RunRecord> {
+        &self.local
     }
 
     /// The authenticated caller.

@@ -153,14 +153,6 @@ impl Arguments {
             Held::Text(text) => parse_checked(&text),
         }
     }
-
-    /// The text, if the arguments arrived as text; the tree otherwise.
-    pub(crate) fn into_text(self) -> Result<String, Value> {
-        match self.0 {
-            Held::Text(text) => Ok(text),
-            Held::Tree(value) => Err(value),
-        }
-    }
 }
 
 /// Text that [`Arguments::from_text`] accepted, parsed.

@@ -157,7 +157,9 @@ impl ErrorKind {
     /// assert_eq!(ErrorKind::from_name("nope"), None);
     /// ```
     pub fn from_name(name: &str) -> Option<ErrorKind> {
-        ErrorKind::ALL.into_iter().find(|kind| kind.as_str() == name)
+        ErrorKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
     }
 
     /// The advice given when the error does not carry its own `next`.
@@ -223,8 +225,8 @@ impl PartialEq<&str> for ErrorKind {
 ///
 /// One naming scheme, as `std::process::Command` has it: a constructor named after the kind
 /// takes `what`; the optional parts are added by builder methods named after the part (`why`,
-/// `next`, `retry_after`) and read back by the same name with `get_` (`get_why`, `get_next`,
-/// `get_retry_after`). What no builder sets reads without a prefix: [`ToolError::kind`],
+/// `next`, `retry_after`, `timed_out_after`, `may_still_be_running`) and read back by the same
+/// name with `get_` (`get_why`, `get_next`, `get_retry_after`, …). What no builder sets reads without a prefix: [`ToolError::kind`],
 /// [`ToolError::class`], [`ToolError::what`].
 ///
 /// ```
@@ -251,6 +253,8 @@ struct Parts {
     why: Option<Cow<'static, str>>,
     next: Option<Cow<'static, str>>,
     retry_after: Option<Duration>,
+    timed_out_after: Option<Duration>,
+    may_still_be_running: Option<bool>,
 }
 
 impl std::fmt::Debug for ToolError {
@@ -261,6 +265,8 @@ impl std::fmt::Debug for ToolError {
             why,
             next,
             retry_after,
+            timed_out_after,
+            may_still_be_running,
         } = &*self.0;
         f.debug_struct("ToolError")
             .field("kind", kind)
@@ -268,6 +274,8 @@ impl std::fmt::Debug for ToolError {
             .field("why", why)
             .field("next", next)
             .field("retry_after", retry_after)
+            .field("timed_out_after", timed_out_after)
+            .field("may_still_be_running", may_still_be_running)
             .finish()
     }
 }
@@ -292,6 +300,8 @@ impl ToolError {
             why: None,
             next: None,
             retry_after: None,
+            timed_out_after: None,
+            may_still_be_running: None,
         }))
     }
 
@@ -338,6 +348,31 @@ impl ToolError {
     pub fn retry_after(mut self, after: Duration) -> Self {
         self.0.retry_after = Some(after);
         self
+    }
+
+    /// Adds how long the call ran before its deadline stopped it (the model reads `after_ms`);
+    /// read it with [`ToolError::get_timed_out_after`].
+    pub fn timed_out_after(mut self, after: Duration) -> Self {
+        self.0.timed_out_after = Some(after);
+        self
+    }
+
+    /// Adds whether the work the call started may still be going on after the dispatcher
+    /// stopped waiting (a provider applying a write, say); the model reads
+    /// `may_still_be_running`. Read it with [`ToolError::get_may_still_be_running`].
+    pub fn may_still_be_running(mut self, may: bool) -> Self {
+        self.0.may_still_be_running = Some(may);
+        self
+    }
+
+    /// How long the call ran before its deadline stopped it, if it timed out.
+    pub fn get_timed_out_after(&self) -> Option<Duration> {
+        self.0.timed_out_after
+    }
+
+    /// Whether the work may still be going on, when the error says.
+    pub fn get_may_still_be_running(&self) -> Option<bool> {
+        self.0.may_still_be_running
     }
 
     /// The kind of error.

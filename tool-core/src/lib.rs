@@ -16,6 +16,7 @@ mod dispatch;
 mod error;
 #[cfg(feature = "test-util")]
 mod failpoint;
+mod fate;
 pub mod idempotency;
 mod json_shape;
 mod json_text;
@@ -24,11 +25,11 @@ mod probe;
 pub mod provider;
 mod quote;
 mod rate_limit;
-mod run_limits;
 mod reconciler;
 mod registry;
 mod result;
 mod retry;
+mod run_limits;
 pub mod schema;
 mod side_effect;
 mod state;
@@ -53,14 +54,15 @@ pub use dispatch::{
 pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
 pub use failpoint::{Failpoint, Failpoints};
+pub use fate::{CallFate, Fate, TurnAborted};
 pub use json_text::JsonText;
 pub use key::IdempotencyKey;
 pub use rate_limit::RateLimit;
-pub use run_limits::RunLimits;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
 pub use result::{CallResult, Explanation, Outcome, Status};
 pub use retry::{RetryPolicy, RetrySpec};
+pub use run_limits::RunLimits;
 pub use side_effect::SideEffect;
 pub use state::{State, StateType};
 pub use tool::{Args, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool, ToolFuture};

@@ -57,6 +57,7 @@ impl Status {
 
 /// The explanation carried by a result that is not a plain success.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Explanation {
     /// The kind, as the model reads it in `error.kind` (see [`ErrorKind::seen_by_model`]).
     pub kind: ErrorKind,
@@ -67,15 +68,30 @@ pub struct Explanation {
     pub why: Option<String>,
     /// What to try next.
     pub next: String,
+    /// How long to wait before calling again, in milliseconds (`rate_limited`, and a provider
+    /// that said when to come back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// How long the call ran before its deadline stopped it, in milliseconds (a timeout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<u64>,
+    /// Whether the work may still be going on after the dispatcher stopped waiting for it (a
+    /// timed-out write the provider may still apply: `true`; a read that was stopped: `false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub may_still_be_running: Option<bool>,
 }
 
 impl From<&ToolError> for Explanation {
     fn from(err: &ToolError) -> Self {
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         Explanation {
             kind: err.kind().seen_by_model(),
             what: err.what().to_owned(),
             why: err.get_why().map(str::to_owned),
             next: err.get_next().to_owned(),
+            retry_after_ms: err.get_retry_after().map(millis),
+            after_ms: err.get_timed_out_after().map(millis),
+            may_still_be_running: err.get_may_still_be_running(),
         }
     }
 }

@@ -4,22 +4,23 @@
 use serde_json::Value;
 
 use crate::call::CallReport;
-use crate::error::RunAborted;
+use crate::fate::TurnAborted;
 use crate::provider::{FormatError, WireFormat};
 use crate::{Dispatcher, Session};
 
 /// Why a turn got no answer: it could not be read, or the run stopped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TurnError {
     /// The turn is not a message of the format at all; no call of it ran. (A turn whose calls
     /// are malformed one by one is answered: each such call gets an `invalid_arguments` result.)
     #[error(transparent)]
     Unreadable(#[from] FormatError),
-    /// A call aborted the run (a missing permission, revoked credentials, a policy violation):
-    /// end the run; the model is not told the detail.
+    /// The run is aborted (a missing permission, revoked credentials, a policy violation, a
+    /// run budget spent): end the run; the model is not told the detail. What became of each
+    /// call of the turn is in [`TurnAborted::calls`].
     #[error(transparent)]
-    Aborted(#[from] RunAborted),
+    Aborted(#[from] TurnAborted),
 }
 
 /// The answer to one model turn: the message to send back, and the reports it was rendered
@@ -41,7 +42,8 @@ impl Dispatcher {
     /// ([`WireFormat::render_results`]).
     ///
     /// `Err(TurnError::Unreadable)` when the turn is not a message of the format (nothing ran);
-    /// `Err(TurnError::Aborted)` when a call aborted the run (the session stays aborted).
+    /// `Err(TurnError::Aborted)` when the run is aborted, with what became of each call (the
+    /// session stays aborted).
     ///
     /// ```
     /// use toolgate::prelude::*;
@@ -264,7 +266,9 @@ mod tests {
         let TurnError::Aborted(aborted) = err else {
             panic!("aborted, got {err:?}");
         };
-        assert_eq!(aborted.kind, ErrorKind::PermissionDenied);
+        assert_eq!(aborted.reason.kind, ErrorKind::PermissionDenied);
+        assert_eq!(aborted.calls.len(), 1);
+        assert_eq!(aborted.calls[0].fate, crate::Fate::AbortedRun);
         assert!(session.aborted().is_some());
     }
 }

@@ -50,13 +50,19 @@ pub(super) fn permission_denied(session: &Session, tool: &str, permission: &str)
 /// outcome is unknown, never a failure.
 pub(super) fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> ToolError {
     if is_read {
-        ToolError::timeout(format!("{tool} did not answer within {deadline:?}")).next(format!(
-            "call {tool} again, or tell the user the system is slow"
-        ))
+        ToolError::timeout(format!("{tool} did not answer within {deadline:?}"))
+            .why("the read was stopped at its deadline; it changed nothing")
+            .next(format!(
+                "call {tool} again, or tell the user the system is slow"
+            ))
+            .timed_out_after(deadline)
+            .may_still_be_running(false)
     } else {
         ToolError::outcome_unknown(format!("{tool} did not finish within {deadline:?}"))
-            .why("the request may have been applied before the deadline passed")
+            .why("the request may have been applied before the deadline passed, or may still be")
             .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+            .timed_out_after(deadline)
+            .may_still_be_running(true)
     }
 }
 
@@ -85,8 +91,70 @@ pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Optio
             format!("{tool} failed {attempts} times in a row; nothing was applied"),
         )
         .why(why)
-        .next("try again later, or tell the user the service is unavailable"),
+        .next(format!(
+            "tell the user the service is unavailable; calling {tool} again with the same arguments in this run will not run it"
+        )),
     )
+}
+
+/// A call of `tool` whose retry budget in the run is spent before it ran.
+pub(super) fn retry_budget_spent(tool: &str, budget: u32) -> ToolError {
+    ToolError::new(
+        ErrorKind::RetryBudgetExhausted,
+        format!("{tool} did not run: it has used its {budget} attempts in this run"),
+    )
+    .why(format!(
+        "every call of {tool} in this run, and every retry of one, counts toward its budget of {budget} attempts"
+    ))
+    .next(format!(
+        "stop retrying: do not call {tool} again in this run; tell the user what could not be done"
+    ))
+}
+
+/// Retries of `tool` stopped because its retry budget in the run is spent; the last of
+/// `attempts` attempts failed with `err`, a fault that proves nothing was applied.
+pub(super) fn run_budget_stopped_retries(
+    tool: &str,
+    err: &ToolError,
+    attempts: u32,
+    budget: u32,
+) -> ToolError {
+    let why = match err.get_why() {
+        Some(why) => format!("{}: {why}", err.what()),
+        None => err.what().to_owned(),
+    };
+    ToolError::new(
+        ErrorKind::RetryBudgetExhausted,
+        format!(
+            "{tool} failed {attempts} times in a row and its {budget} attempts in this run are used up; nothing was applied"
+        ),
+    )
+    .why(why)
+    .next(format!(
+        "stop retrying: do not call {tool} again in this run; tell the user the service is unavailable"
+    ))
+}
+
+/// A call identical to one of `tool` that failed earlier in the run.
+pub(super) fn repeated_call(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::RepeatedCall,
+        format!("{tool} already failed with these arguments in this run; it did not run again"),
+    )
+    .why("repeating a call that failed fails the same way")
+    .next("that call already failed; change the approach: other arguments, another tool, or tell the user")
+}
+
+/// A turn of `calls` calls that would pass the run's tool-call limit.
+pub(super) fn call_budget_spent(used: u32, max: u32, calls: usize) -> ToolError {
+    ToolError::new(
+        ErrorKind::CallBudgetExhausted,
+        format!("none of this turn's {calls} calls ran: the run's tool-call budget is spent"),
+    )
+    .why(format!(
+        "the run allows {max} tool calls; {used} were made before this turn"
+    ))
+    .next("stop calling tools; answer the user with what you have")
 }
 
 /// A read whose tool panicked.

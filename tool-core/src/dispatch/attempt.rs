@@ -36,6 +36,8 @@ use crate::result::CallResult;
 use crate::tool::ToolFuture;
 
 use super::failure::Failure;
+use super::ledger::Ledger;
+use super::plan::PreparedWrite;
 use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
@@ -51,6 +53,7 @@ impl Dispatcher {
         args: Input<'a>,
         first: Option<ToolFuture<'a>>,
         claim: Option<&HeldClaim<'_>>,
+        ledger: &Ledger<'_>,
     ) -> Result<JsonText, Failure> {
         let mut call = first.unwrap_or_else(|| args.invoke(registered, ctx));
         let first = match poll_once(&mut call).await {
@@ -58,7 +61,7 @@ impl Dispatcher {
             Poll::Ready(Err(err)) => Err(err),
             Poll::Pending => Ok(call),
         };
-        Box::pin(self.after_first_poll(registered, ctx, args, claim, first)).await
+        Box::pin(self.after_first_poll(registered, ctx, args, claim, first, ledger)).await
     }
 
     /// The rest of the attempts, after the first poll of the first one: `first` is that call,
@@ -70,6 +73,7 @@ impl Dispatcher {
         args: Input<'a>,
         claim: Option<&HeldClaim<'_>>,
         first: Result<ToolFuture<'a>, ToolError>,
+        ledger: &Ledger<'_>,
     ) -> Result<JsonText, Failure> {
         let timeout = self.timeout_of(registered);
         let err = match first {
@@ -79,19 +83,20 @@ impl Dispatcher {
             },
             Err(err) => err,
         };
-        self.retries(registered, ctx, args, claim, timeout, err)
+        self.retries(registered, ctx, args, claim, timeout, err, ledger)
             .await
     }
 
     /// The write path of a call, on the heap.
-    pub(super) fn write_on_heap(
-        &self,
-        session: &Session,
-        call_id: &str,
-        registered: &RegisteredTool,
-        args: Value,
-    ) -> Pin<Box<impl Future<Output = Result<CallResult, ToolError>>>> {
-        Box::pin(self.write(session, call_id, registered, args))
+    pub(super) fn write_on_heap<'a>(
+        &'a self,
+        session: &'a Session,
+        call_id: &'a str,
+        registered: &'a RegisteredTool,
+        write: PreparedWrite,
+        ledger: &'a Ledger<'a>,
+    ) -> Pin<Box<impl Future<Output = Result<CallResult, ToolError>> + 'a>> {
+        Box::pin(self.write(session, call_id, registered, write, ledger))
     }
 }
 

@@ -9,6 +9,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::failpoint::Failpoints;
 use crate::registry::Registry;
 use crate::retry::RetryPolicy;
+use crate::run_limits::RunLimits;
 use crate::state::StateMap;
 use crate::store::OperationStore;
 use crate::wiring::BuildError;
@@ -33,6 +34,8 @@ pub struct DispatcherBuilder {
     in_progress_wait: Duration,
     store_retry: RetryPolicy,
     seed: u64,
+    run_limits: RunLimits,
+    spawn_calls: bool,
     #[cfg(feature = "test-util")]
     failpoints: Option<Arc<dyn Failpoints>>,
 }
@@ -55,6 +58,8 @@ impl Dispatcher {
             in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
             store_retry: DEFAULT_STORE_RETRY,
             seed: SystemClock.now_ms().unsigned_abs(),
+            run_limits: RunLimits::DEFAULT,
+            spawn_calls: true,
             #[cfg(feature = "test-util")]
             failpoints: None,
         }
@@ -108,6 +113,25 @@ impl DispatcherBuilder {
         self
     }
 
+    /// The limits of every run (default [`RunLimits::DEFAULT`]); a session may carry its own
+    /// ([`Session::with_limits`](crate::Session::with_limits)). With a [`store`](Self::store),
+    /// a run's counters live in it, so a restarted process keeps them; without one they live in
+    /// the session.
+    pub fn run_limits(mut self, limits: RunLimits) -> Self {
+        self.run_limits = limits;
+        self
+    }
+
+    /// Whether the calls of a turn run on tasks of their own (default `true`): then a tool body
+    /// that blocks its thread or burns CPU does not stall its siblings on a multi-threaded
+    /// runtime, and a write in flight runs to its end even if the turn's future is dropped. Each
+    /// task costs a spawn and a few reference counts per call; with `false` the calls of a turn
+    /// are polled together on the caller's task. A turn of one call never spawns.
+    pub fn spawn_calls(mut self, spawn: bool) -> Self {
+        self.spawn_calls = spawn;
+        self
+    }
+
     /// The seed of the backoff jitter, for reproducible runs (default: drawn at start).
     pub fn jitter_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -150,6 +174,8 @@ impl DispatcherBuilder {
                 in_progress_wait: self.in_progress_wait,
                 store_retry: self.store_retry,
                 seed: self.seed,
+                run_limits: self.run_limits,
+                spawn_calls: self.spawn_calls,
                 #[cfg(feature = "test-util")]
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),

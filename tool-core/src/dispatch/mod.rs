@@ -1,9 +1,14 @@
 //! The pipeline every call goes through: look up, validate, authorise, execute under a deadline,
 //! and one result per call id.
 //!
-//! This file is the public face: [`Dispatcher`], [`Dispatcher::dispatch`] and
-//! [`Dispatcher::dispatch_turn`]. The rest, one concept a file:
+//! This file is the public face: [`Dispatcher`]. The rest, one concept a file:
 //!
+//! - `batch`: [`Dispatcher::dispatch_turn`] and [`Dispatcher::dispatch`]: a turn counted, its
+//!   calls run concurrently, and an abort that loses nothing;
+//! - `plan`: a turn's calls before any runs (looked up, permitted, a write's key derived) and
+//!   the order they run in;
+//! - `ledger`: the run's counters, in the store or in the session;
+//! - `repeat`: which failed calls a repeat of is refused;
 //! - `builder`: [`DispatcherBuilder`] and the defaults;
 //! - `admit`: the tool looked up, its arguments validated, the session's permission checked;
 //! - `read`: the read path;
@@ -20,11 +25,15 @@
 mod admit;
 mod answers;
 mod attempt;
+mod batch;
 mod builder;
 mod failure;
+mod ledger;
 mod outage;
+mod plan;
 mod read;
 mod recorded;
+mod repeat;
 mod retries;
 mod unwind;
 mod write;
@@ -32,19 +41,14 @@ mod write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::join_all;
-
 use crate::auth::Session;
-use crate::call::{Arguments, CallReport, MalformedCall, ToolCall};
-use crate::call_ids::{self, Split};
 use crate::clock::Clock;
 use crate::ctx::Ctx;
-use crate::error::{ErrorClass, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
 use crate::registry::{RegisteredTool, Registry};
-use crate::result::CallResult;
 use crate::retry::RetryPolicy;
+use crate::run_limits::RunLimits;
 use crate::state::StateMap;
 use crate::store::OperationStore;
 
@@ -117,6 +121,8 @@ struct Inner {
     in_progress_wait: Duration,
     store_retry: RetryPolicy,
     seed: u64,
+    run_limits: RunLimits,
+    spawn_calls: bool,
     #[cfg(feature = "test-util")]
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
@@ -162,138 +168,6 @@ impl Dispatcher {
             .descriptor()
             .timeout
             .unwrap_or(self.inner.default_timeout)
-    }
-
-    /// Runs every call of one model turn concurrently; one report per call id, in the order
-    /// given.
-    ///
-    /// Each call id gets exactly one report. When several calls of the turn share an id, none
-    /// of them runs: a result could not be matched to one of them. That id gets one report, at
-    /// the place of its first call, an `invalid_arguments` error saying so; the other calls of
-    /// the turn run as usual. (The provider formats give a call that came without an id one
-    /// that no other call of its turn has, so a shared id is always the model's.)
-    ///
-    /// If any call aborts the run, the turn answers `Err` and the session stays aborted.
-    ///
-    /// ```
-    /// use toolgate::prelude::*;
-    ///
-    /// /// Look up an order by its id.
-    /// #[tool]
-    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
-    ///     Ok(format!("{order_id}: paid"))
-    /// }
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-    /// let mut registry = Registry::new();
-    /// registry.register::<get_order>().unwrap();
-    /// let dispatcher = Dispatcher::builder(registry).build();
-    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
-    /// let call = |id: &str, order: &str| {
-    ///     ToolCall::new(id, "get_order", serde_json::json!({"order_id": order}))
-    /// };
-    /// let turn = vec![call("c1", "ORD-1"), call("c2", "ORD-2"), call("c1", "ORD-3")];
-    /// let reports = dispatcher.dispatch_turn(&session, turn).await.unwrap();
-    /// assert_eq!(reports.len(), 2);
-    /// assert_eq!(reports[0].call_id, "c1");
-    /// assert_eq!(reports[0].result.error.as_ref().unwrap().kind, "invalid_arguments");
-    /// assert_eq!(reports[1].call_id, "c2");
-    /// assert_eq!(reports[1].result.to_json()["data"], "ORD-2: paid");
-    /// # });
-    /// ```
-    pub async fn dispatch_turn(
-        &self,
-        session: &Session,
-        calls: Vec<ToolCall>,
-    ) -> Result<Vec<CallReport>, RunAborted> {
-        if calls.len() == 1 {
-            // The common turn: one call, no need to join.
-            let call = calls.into_iter().next().expect("one call");
-            return Ok(vec![self.dispatch(session, call).await?]);
-        }
-        let Split { runs, answered } = match call_ids::split_shared(calls) {
-            Ok(split) => split,
-            Err(calls) => {
-                let reports =
-                    join_all(calls.into_iter().map(|call| self.dispatch(session, call))).await;
-                return reports.into_iter().collect();
-            }
-        };
-        if let Some(aborted) = session.aborted() {
-            return Err(aborted.clone());
-        }
-        let ran = join_all(
-            runs.into_iter()
-                .map(|(place, call)| async move { (place, self.dispatch(session, call).await) }),
-        )
-        .await;
-        let mut reports = answered;
-        for (place, report) in ran {
-            reports.push((place, report?));
-        }
-        reports.sort_by_key(|(place, _)| *place);
-        Ok(reports.into_iter().map(|(_, report)| report).collect())
-    }
-
-    /// Runs one call through the pipeline. `Err` means the run is aborted (a missing permission,
-    /// revoked credentials, a policy violation); every other outcome is a report for the model.
-    pub async fn dispatch(
-        &self,
-        session: &Session,
-        call: ToolCall,
-    ) -> Result<CallReport, RunAborted> {
-        if let Some(aborted) = session.aborted() {
-            return Err(aborted.clone());
-        }
-        let ToolCall {
-            id,
-            name,
-            arguments,
-        } = call;
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = %format_args!("execute_tool {name}"),
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %name,
-            gen_ai.tool.call.id = %id,
-            gen_ai.tool.type = "function",
-            toolgate.status = tracing::field::Empty,
-        );
-        let outcome = attempt::in_span(&span, self.run(session, &id, &name, arguments)).await;
-        let result = match outcome {
-            Ok(result) => result,
-            Err(err) if err.class() == ErrorClass::Abort => {
-                span.record("toolgate.status", "run_aborted");
-                return Err(session.abort(RunAborted::from_error(&err)));
-            }
-            Err(err) => CallResult::from_error(&err),
-        };
-        if !span.is_disabled() {
-            span.record("toolgate.status", tracing::field::debug(result.status));
-        }
-        Ok(CallReport {
-            call_id: id,
-            tool: name,
-            result,
-        })
-    }
-
-    /// The call, inside its span: admitted, then the read path or the write path.
-    async fn run(
-        &self,
-        session: &Session,
-        call_id: &str,
-        name: &str,
-        arguments: Result<Arguments, MalformedCall>,
-    ) -> Result<CallResult, ToolError> {
-        let (registered, arguments) = self.admit(name, arguments)?;
-        if registered.descriptor().side_effect.is_read() {
-            let ctx = self.ctx(session, call_id, registered);
-            return self.read(session, registered, &ctx, arguments).await;
-        }
-        let args = self.validated(registered, arguments.into_value())?;
-        admit::permitted(session, registered.descriptor())?;
-        self.write_on_heap(session, call_id, registered, args).await
     }
 
     /// The tool's context for one call.

@@ -1,11 +1,10 @@
-//! The read path: no store, no key; the attempts run as soon as the arguments are valid and the
-//! session holds the tool's permission.
+//! The read path: no store, no key; the attempts run as soon as the arguments are valid (the
+//! session's permission was checked when the turn was planned).
 
 use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
-use crate::auth::Session;
 use crate::call::{Arguments, parse_checked};
 use crate::ctx::Ctx;
 use crate::error::ToolError;
@@ -14,7 +13,8 @@ use crate::result::CallResult;
 
 use super::attempt::Input;
 use super::failure::Failure;
-use super::{Dispatcher, admit, answers, unwind};
+use super::ledger::Ledger;
+use super::{Dispatcher, answers, unwind};
 
 impl Dispatcher {
     /// A read: its arguments validated, its permission checked, its attempts run. Arguments
@@ -23,30 +23,28 @@ impl Dispatcher {
     /// tree; any others as a tree, against the schema.
     pub(super) async fn read(
         &self,
-        session: &Session,
         registered: &RegisteredTool,
         ctx: &Ctx,
-        arguments: Arguments,
+        arguments: &Arguments,
+        ledger: &Ledger<'_>,
     ) -> Result<CallResult, ToolError> {
         let name = registered.descriptor().name;
-        let text;
-        let read_from_text = match arguments.into_text() {
-            Ok(owned) => {
-                text = owned;
+        let read_from_text = match arguments.as_text() {
+            Some(text) => {
                 // Reading the text into the tool's parameters runs the tool's own code.
                 let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    registered.tool().invoke_text(ctx, &text)
+                    registered.tool().invoke_text(ctx, text)
                 }));
                 match built {
-                    Ok(Some(call)) => Ok((Input::Text(&text), call)),
-                    Ok(None) => Err(parse_checked(&text)),
+                    Ok(Some(call)) => Ok((Input::Text(text), call)),
+                    Ok(None) => Err(parse_checked(text)),
                     Err(payload) => {
                         unwind::trace(name, &*payload);
                         return Err(answers::read_panicked(name));
                     }
                 }
             }
-            Err(tree) => Err(tree),
+            None => Err(arguments.to_value()),
         };
         let tree;
         let (input, first) = match read_from_text {
@@ -56,8 +54,7 @@ impl Dispatcher {
                 (Input::Tree(&tree), None)
             }
         };
-        admit::permitted(session, registered.descriptor())?;
-        let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None));
+        let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None, ledger));
         match attempts.catch_unwind().await {
             Ok(outcome) => outcome
                 .map(CallResult::succeeded)

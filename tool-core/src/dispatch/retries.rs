@@ -15,6 +15,7 @@ use crate::store::AttemptError;
 
 use super::attempt::{Input, attempt};
 use super::failure::Failure;
+use super::ledger::Ledger;
 use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
@@ -29,6 +30,7 @@ impl Dispatcher {
         claim: Option<&HeldClaim<'_>>,
         timeout: Duration,
         mut err: ToolError,
+        ledger: &Ledger<'_>,
     ) -> Result<JsonText, Failure> {
         let descriptor = registered.descriptor();
         let policy = RetryPolicy::of(descriptor);
@@ -66,6 +68,25 @@ impl Dispatcher {
             });
             if now + delay >= budget_end {
                 return Err(exhausted(descriptor.name, err, attempt_number));
+            }
+            // Every retry counts against the tool's retry budget in the run.
+            match ledger.charge_attempt(descriptor.name).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
+                    let answer = answers::run_budget_stopped_retries(
+                        descriptor.name,
+                        &err,
+                        attempt_number,
+                        budget,
+                    );
+                    return Err(Failure::new(err, attempt_number).answered(answer));
+                }
+                Err(store_err) => {
+                    tracing::warn!(error = %store_err, tool = descriptor.name, "a retry could not be counted; the call stops");
+                    let answer = answers::not_retried(descriptor.name, err.clone(), &store_err);
+                    return Err(Failure::new(err, attempt_number).answered(answer));
+                }
             }
             if let Some(claim) = claim {
                 let record = AttemptError {

@@ -7,13 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use serde_json::Value;
 
 use crate::auth::Session;
 use crate::error::ToolError;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoint;
-use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
@@ -21,7 +19,9 @@ use crate::store::{Claim, ClaimRequest, ClaimToken, OperationStore};
 
 use super::attempt::Input;
 use super::failure::Failure;
+use super::ledger::Ledger;
 use super::outage::Outcome;
+use super::plan::PreparedWrite;
 use super::recorded::{CLAIM_ROUNDS, Recorded};
 use super::retries::seed_of;
 use super::{Dispatcher, answers, unwind};
@@ -46,16 +46,21 @@ impl Dispatcher {
         session: &Session,
         call_id: &str,
         registered: &RegisteredTool,
-        args: Value,
+        write: PreparedWrite,
+        ledger: &Ledger<'_>,
     ) -> Result<CallResult, ToolError> {
         let descriptor = registered.descriptor();
         let Some(store) = self.inner.store.as_deref() else {
             return Err(answers::no_store(descriptor.name));
         };
         let tenant = session.auth().tenant();
-        let canonical = canonical_json(&args);
-        let hash = request_hash(descriptor.name, &canonical);
-        let key = operation_key(descriptor, tenant, session.run_id(), &args);
+        let PreparedWrite {
+            args,
+            canonical,
+            hash,
+            key,
+            ..
+        } = write;
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
         // The store's faults are retried within the tool's deadline (see `outage`).
@@ -112,6 +117,7 @@ impl Dispatcher {
             Input::Tree(&args),
             None,
             Some(&claim),
+            ledger,
         ));
         let outcome = match attempts.catch_unwind().await {
             Ok(outcome) => outcome,

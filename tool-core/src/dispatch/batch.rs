@@ -1,0 +1,503 @@
+//! A model turn as a batch: the run's counters asked once, the calls planned, then run
+//! concurrently (each unit on its own task when the dispatcher spawns them), one result per
+//! call id; and what happens to the others when one call aborts the run.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::{Either, join_all, select};
+use tokio::sync::Notify;
+
+use crate::auth::Session;
+use crate::call::{CallReport, ToolCall};
+use crate::call_ids::{self, Split};
+use crate::error::{ErrorClass, ErrorKind, RunAborted, ToolError};
+use crate::fate::{CallFate, Fate, TurnAborted};
+use crate::registry::RegisteredTool;
+use crate::result::CallResult;
+use crate::store::TurnGrant;
+
+use super::ledger::{Ledger, aborted_from};
+use super::plan::{self, Planned, Step};
+use super::{Dispatcher, answers, attempt, repeat};
+
+/// Raised once, when a call of the turn aborts the run: calls not started never start, reads in
+/// flight stop.
+#[derive(Default)]
+pub(super) struct Signal {
+    fired: OnceLock<()>,
+    notify: Notify,
+}
+
+impl Signal {
+    fn fire(&self) {
+        if self.fired.set(()).is_ok() {
+            self.notify.notify_waiters();
+        }
+    }
+
+    fn is_fired(&self) -> bool {
+        self.fired.get().is_some()
+    }
+
+    /// Ready once the signal is raised.
+    async fn raised(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_fired() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// What every call of one turn shares.
+#[derive(Default)]
+pub(super) struct Shared {
+    signal: Signal,
+    /// The run's failed calls of the turn's tools: tool → fingerprints.
+    failed: HashMap<String, HashSet<String>>,
+}
+
+/// How one call ended.
+struct Ended {
+    place: usize,
+    id: String,
+    name: String,
+    fate: Fate,
+}
+
+impl Dispatcher {
+    /// Runs every call of one model turn; one report per call id, in the order given.
+    ///
+    /// The turn first counts against the run's limits
+    /// ([`RunLimits`](crate::RunLimits)): a turn past the step limit aborts the run; a turn
+    /// that would pass the tool-call limit runs none of its calls, each answering
+    /// `call_budget_exhausted`; a call of a tool whose retry budget is spent answers
+    /// `retry_budget_exhausted` without running; a call identical to one that failed earlier in
+    /// the run answers `repeated_call` without running.
+    ///
+    /// The calls then run concurrently, each unit on a task of its own unless
+    /// [`DispatcherBuilder::spawn_calls`](crate::DispatcherBuilder::spawn_calls) is off. Writes
+    /// naming the same `resource` value, or sharing an idempotency key, run one after the other
+    /// in the order the model emitted them; a write identical to an earlier one of the turn
+    /// (same key, same arguments) runs once, and answers that one's outcome as a replay.
+    ///
+    /// Each call id gets exactly one report. When several calls of the turn share an id, none
+    /// of them runs: a result could not be matched to one of them. That id gets one report, at
+    /// the place of its first call, an `invalid_arguments` error saying so; the other calls of
+    /// the turn run as usual. (The provider formats give a call that came without an id one
+    /// that no other call of its turn has, so a shared id is always the model's.)
+    ///
+    /// When a call aborts the run (a missing permission, checked for every call before any
+    /// runs; an abort its tool returns; the step limit), the turn answers `Err`: calls that had
+    /// not started never start, reads in flight are stopped, writes in flight run to their end
+    /// (their outcome recorded), and [`TurnAborted::calls`] says what became of each call. The
+    /// session stays aborted, and so does the run in the store: later turns run nothing.
+    ///
+    /// ```
+    /// use toolgate::prelude::*;
+    ///
+    /// /// Look up an order by its id.
+    /// #[tool]
+    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
+    ///     Ok(format!("{order_id}: paid"))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut registry = Registry::new();
+    /// registry.register::<get_order>().unwrap();
+    /// let dispatcher = Dispatcher::builder(registry).build();
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    /// let call = |id: &str, order: &str| {
+    ///     ToolCall::new(id, "get_order", serde_json::json!({"order_id": order}))
+    /// };
+    /// let turn = vec![call("c1", "ORD-1"), call("c2", "ORD-2"), call("c1", "ORD-3")];
+    /// let reports = dispatcher.dispatch_turn(&session, turn).await.unwrap();
+    /// assert_eq!(reports.len(), 2);
+    /// assert_eq!(reports[0].call_id, "c1");
+    /// assert_eq!(reports[0].result.error.as_ref().unwrap().kind, "invalid_arguments");
+    /// assert_eq!(reports[1].call_id, "c2");
+    /// assert_eq!(reports[1].result.to_json()["data"], "ORD-2: paid");
+    /// # });
+    /// ```
+    pub async fn dispatch_turn(
+        &self,
+        session: &Session,
+        calls: Vec<ToolCall>,
+    ) -> Result<Vec<CallReport>, TurnAborted> {
+        if let Some(aborted) = session.aborted() {
+            return Err(TurnAborted {
+                reason: aborted.clone(),
+                calls: Vec::new(),
+            });
+        }
+        let (runs, answered) = match call_ids::split_shared(calls) {
+            Ok(Split { runs, answered }) => (runs, answered),
+            Err(calls) => (calls.into_iter().enumerate().collect(), Vec::new()),
+        };
+        let mut planned: Vec<Planned> = runs
+            .into_iter()
+            .map(|(place, call)| self.prepare(session, place, call))
+            .collect();
+        let answered: Vec<Ended> = answered
+            .into_iter()
+            .map(|(place, report)| Ended {
+                place,
+                id: report.call_id,
+                name: report.tool,
+                fate: Fate::Answered(report.result),
+            })
+            .collect();
+        let ledger = self.ledger(session);
+        if let Some(err) = planned.iter().find_map(|call| call.step.abort()) {
+            // A call the session may not make: the run stops before anything starts.
+            let reason = ledger.abort(RunAborted::from_error(err)).await;
+            let ended = planned.into_iter().map(|call| {
+                let fate = match call.step.abort() {
+                    Some(_) => Fate::AbortedRun,
+                    None => Fate::NotStarted,
+                };
+                Ended::of(call, fate)
+            });
+            return Err(aborted(reason, ended.chain(answered).collect()));
+        }
+        let counts = plan::tool_counts(&planned);
+        let mut shared = Shared::default();
+        match ledger.begin_turn(&counts).await {
+            Err(err) => {
+                tracing::warn!(error = %err, "the run's counters could not be read; the turn did not run");
+                let ended = planned.into_iter().map(|call| {
+                    let err = answers::store_failed(&call.name, &err);
+                    Ended::of(call, Fate::Answered(CallResult::from_error(&err)))
+                });
+                return Ok(reports(ended.chain(answered).collect()));
+            }
+            Ok(TurnGrant::Aborted(record)) => {
+                let reason = session.abort(aborted_from(record));
+                return Err(aborted(reason, Vec::new()));
+            }
+            Ok(TurnGrant::StepLimit { max_steps }) => {
+                let reason = ledger
+                    .abort(RunAborted {
+                        kind: ErrorKind::RunBudgetExhausted,
+                        reason: format!("the run reached its limit of {max_steps} model turns"),
+                    })
+                    .await;
+                let ended = planned
+                    .into_iter()
+                    .map(|call| Ended::of(call, Fate::NotStarted));
+                return Err(aborted(reason, ended.chain(answered).collect()));
+            }
+            Ok(TurnGrant::CallLimit {
+                used,
+                max_tool_calls,
+            }) => {
+                let calls = planned.len() + answered.len();
+                let ended = planned.into_iter().map(|call| {
+                    let err = answers::call_budget_spent(used, max_tool_calls, calls);
+                    Ended::of(call, Fate::Answered(CallResult::from_error(&err)))
+                });
+                return Ok(reports(ended.chain(answered).collect()));
+            }
+            Ok(TurnGrant::Admitted(admission)) => {
+                plan::apply_grants(&mut planned, &counts, &admission.granted);
+                for failed in admission.failed {
+                    shared
+                        .failed
+                        .entry(failed.tool)
+                        .or_default()
+                        .insert(failed.request_hash);
+                }
+            }
+        }
+        let units = plan::units(&mut planned);
+        let shared = Arc::new(shared);
+        let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+        let units: Vec<Vec<Planned>> = units
+            .into_iter()
+            .map(|unit| {
+                unit.into_iter()
+                    .filter_map(|index| slots[index].take())
+                    .collect()
+            })
+            .collect();
+        let mut ended = self.run_units(session, units, &shared).await;
+        ended.extend(answered);
+        if shared.signal.is_fired() {
+            let reason = session
+                .aborted()
+                .cloned()
+                .expect("the signal is raised after the session is aborted");
+            return Err(aborted(reason, ended));
+        }
+        Ok(reports(ended))
+    }
+
+    /// Runs one call through the pipeline: a turn of one call. `Err` means the run is aborted
+    /// (a missing permission, revoked credentials, a policy violation, a run budget spent);
+    /// every other outcome is a report for the model.
+    pub async fn dispatch(
+        &self,
+        session: &Session,
+        call: ToolCall,
+    ) -> Result<CallReport, RunAborted> {
+        match self.dispatch_turn(session, vec![call]).await {
+            Ok(mut reports) => Ok(reports.pop().expect("one report per call")),
+            Err(aborted) => Err(aborted.reason),
+        }
+    }
+
+    /// Every unit, concurrently: on tasks of their own when there are several and the
+    /// dispatcher spawns them, else joined here.
+    async fn run_units(
+        &self,
+        session: &Session,
+        units: Vec<Vec<Planned>>,
+        shared: &Arc<Shared>,
+    ) -> Vec<Ended> {
+        if units.len() > 1 && self.inner.spawn_calls {
+            let handles: Vec<_> = units
+                .into_iter()
+                .map(|unit| {
+                    let dispatcher = self.clone();
+                    let session = session.clone();
+                    let shared = shared.clone();
+                    let places: Vec<(usize, String, String)> = unit
+                        .iter()
+                        .map(|call| (call.place, call.id.clone(), call.name.clone()))
+                        .collect();
+                    let task =
+                        tokio::spawn(
+                            async move { dispatcher.run_unit(&session, unit, &shared).await },
+                        );
+                    (places, task)
+                })
+                .collect();
+            let mut ended = Vec::new();
+            for (places, task) in handles {
+                match task.await {
+                    Ok(unit) => ended.extend(unit),
+                    Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                    // The runtime is shutting down: the unit's calls were stopped.
+                    Err(_) => ended.extend(places.into_iter().map(|(place, id, name)| Ended {
+                        place,
+                        id,
+                        name,
+                        fate: Fate::Cancelled,
+                    })),
+                }
+            }
+            ended
+        } else {
+            let runs = units
+                .into_iter()
+                .map(|unit| self.run_unit(session, unit, shared));
+            join_all(runs).await.into_iter().flatten().collect()
+        }
+    }
+
+    /// The calls of one unit, one after the other.
+    async fn run_unit(&self, session: &Session, unit: Vec<Planned>, shared: &Shared) -> Vec<Ended> {
+        let ledger = self.ledger(session);
+        let mut ended: Vec<Ended> = Vec::with_capacity(unit.len());
+        for call in unit {
+            let fate = if shared.signal.is_fired() || session.aborted().is_some() {
+                Fate::NotStarted
+            } else if let Some(first) = call.copy_of {
+                // The same write as an earlier one of the turn: its outcome, as a replay.
+                match ended
+                    .iter()
+                    .find(|done| done.place == first)
+                    .map(|done| &done.fate)
+                {
+                    Some(Fate::Answered(result)) => Fate::Answered(CallResult {
+                        replayed: true,
+                        ..result.clone()
+                    }),
+                    _ => Fate::NotStarted,
+                }
+            } else {
+                let (place, id, name) = (call.place, call.id.clone(), call.name.clone());
+                let fate = self.run_planned(session, &ledger, call, shared).await;
+                ended.push(Ended {
+                    place,
+                    id,
+                    name,
+                    fate,
+                });
+                continue;
+            };
+            ended.push(Ended::of(call, fate));
+        }
+        ended
+    }
+
+    /// One call of the turn, in its span.
+    async fn run_planned(
+        &self,
+        session: &Session,
+        ledger: &Ledger<'_>,
+        call: Planned,
+        shared: &Shared,
+    ) -> Fate {
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            gen_ai.tool.type = "function",
+            toolgate.status = tracing::field::Empty,
+        );
+        let fate = attempt::in_span(&span, self.run_step(session, ledger, call, shared)).await;
+        if !span.is_disabled() {
+            let status = match &fate {
+                Fate::Answered(result) => result.status.as_str(),
+                Fate::AbortedRun => "run_aborted",
+                other => other.status(),
+            };
+            span.record("toolgate.status", status);
+        }
+        fate
+    }
+
+    /// The call's step: refused, or run (after the budget and repeat checks), its failure noted
+    /// for repeat detection, its abort raised.
+    async fn run_step(
+        &self,
+        session: &Session,
+        ledger: &Ledger<'_>,
+        call: Planned,
+        shared: &Shared,
+    ) -> Fate {
+        let Planned {
+            id, step, granted, ..
+        } = call;
+        // The outcome, and the call's fingerprint when a failure of it is to be noted.
+        let (outcome, note): (Result<CallResult, ToolError>, Option<(&str, String)>) = match step {
+            Step::Refused {
+                tool,
+                err,
+                fingerprint,
+            } => (Err(err), tool.zip(fingerprint)),
+            Step::Read { tool, .. } | Step::Write(plan::PreparedWrite { tool, .. }) if !granted => {
+                let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
+                (Err(answers::retry_budget_spent(tool, budget)), None)
+            }
+            Step::Read { tool, arguments } => {
+                let registered = self.registered(tool);
+                let failed = shared.failed.get(tool);
+                let fingerprint = failed.map(|_| repeat::fingerprint(tool, &arguments));
+                if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
+                    && failed.contains(fingerprint)
+                {
+                    (Err(answers::repeated_call(tool)), None)
+                } else {
+                    let ctx = self.ctx(session, &id, registered);
+                    let read = std::pin::pin!(self.read(registered, &ctx, &arguments, ledger));
+                    let raised = std::pin::pin!(shared.signal.raised());
+                    match select(read, raised).await {
+                        Either::Left((Ok(result), _)) => (Ok(result), None),
+                        Either::Left((Err(err), _)) => {
+                            let fingerprint = fingerprint
+                                .unwrap_or_else(|| repeat::fingerprint(tool, &arguments));
+                            (Err(err), Some((tool, fingerprint)))
+                        }
+                        // The run aborted while the read ran: it is stopped here.
+                        Either::Right(((), _)) => return Fate::Cancelled,
+                    }
+                }
+            }
+            Step::Write(write) => {
+                let tool = write.tool;
+                let repeated = shared
+                    .failed
+                    .get(tool)
+                    .is_some_and(|failed| failed.contains(&write.hash));
+                if repeated {
+                    (Err(answers::repeated_call(tool)), None)
+                } else {
+                    let hash = write.hash.clone();
+                    let registered = self.registered(tool);
+                    let outcome = self
+                        .write_on_heap(session, &id, registered, write, ledger)
+                        .await;
+                    (outcome, Some((tool, hash)))
+                }
+            }
+        };
+        match outcome {
+            Ok(result) => Fate::Answered(result),
+            Err(err) if err.class() == ErrorClass::Abort => {
+                ledger.abort(RunAborted::from_error(&err)).await;
+                shared.signal.fire();
+                Fate::AbortedRun
+            }
+            Err(err) => {
+                if let Some((tool, fingerprint)) = note
+                    && repeat::counts(err.kind())
+                {
+                    ledger.note_failure(tool, &fingerprint).await;
+                }
+                Fate::Answered(CallResult::from_error(&err))
+            }
+        }
+    }
+
+    /// The registered tool named `tool`, which the plan found.
+    fn registered(&self, tool: &str) -> &RegisteredTool {
+        self.inner
+            .registry
+            .get(tool)
+            .expect("a planned call names a registered tool")
+    }
+}
+
+impl Ended {
+    fn of(call: Planned, fate: Fate) -> Self {
+        Ended {
+            place: call.place,
+            id: call.id,
+            name: call.name,
+            fate,
+        }
+    }
+}
+
+/// The reports of a turn that ran, in the order the model emitted its calls.
+fn reports(mut ended: Vec<Ended>) -> Vec<CallReport> {
+    ended.sort_by_key(|ended| ended.place);
+    ended
+        .into_iter()
+        .map(|ended| {
+            let result = match ended.fate {
+                Fate::Answered(result) => result,
+                // Only a turn that did not abort is reported: every call of it was answered.
+                other => unreachable!("a call of a turn that ran ended {other:?}"),
+            };
+            CallReport {
+                call_id: ended.id,
+                tool: ended.name,
+                result,
+            }
+        })
+        .collect()
+}
+
+/// The abort of a turn, with its calls in the order the model emitted them.
+fn aborted(reason: RunAborted, mut ended: Vec<Ended>) -> TurnAborted {
+    ended.sort_by_key(|ended| ended.place);
+    TurnAborted {
+        reason,
+        calls: ended
+            .into_iter()
+            .map(|ended| CallFate {
+                call_id: ended.id,
+                tool: ended.name,
+                fate: ended.fate,
+            })
+            .collect(),
+    }
+}

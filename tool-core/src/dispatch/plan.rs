@@ -1,0 +1,253 @@
+//! A turn's calls before any of them runs: each looked up and its permission checked (a missing
+//! one aborts the run before anything starts), a write's arguments validated and its key
+//! derived; then the order they run in. Writes naming the same `resource` value, or sharing an
+//! idempotency key, run one after the other in the order the model emitted them, and a write
+//! identical to an earlier one of the turn (same key, same arguments) runs once; every other
+//! call runs concurrently.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::auth::Session;
+use crate::call::{Arguments, ToolCall};
+use crate::error::{ErrorClass, ToolError};
+use crate::idempotency::{canonical_json, operation_key, request_hash};
+use crate::schema::normalize_numbers;
+use crate::validate::invalid_arguments;
+
+use super::{Dispatcher, admit};
+
+/// One call of a turn, ready to run.
+pub(super) struct Planned {
+    /// Its place in the turn.
+    pub(super) place: usize,
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) step: Step,
+    /// Whether the run's retry budget lets it run.
+    pub(super) granted: bool,
+    /// The place of an earlier write of the turn with the same key and arguments, whose outcome
+    /// this one answers, as a replay, without running.
+    pub(super) copy_of: Option<usize>,
+}
+
+/// What a planned call does.
+pub(super) enum Step {
+    /// A read; its arguments are validated when it runs (from text, when the tool can).
+    Read {
+        tool: &'static str,
+        arguments: Arguments,
+    },
+    /// A write with valid arguments.
+    Write(PreparedWrite),
+    /// Answered without running: an unknown tool, unreadable or invalid arguments, a missing
+    /// permission (which aborts the run).
+    Refused {
+        /// The tool, when it is registered.
+        tool: Option<&'static str>,
+        err: ToolError,
+        /// The call's fingerprint, when its arguments could be read (for repeat detection).
+        fingerprint: Option<String>,
+    },
+}
+
+/// A write whose arguments are valid, with its operation's key.
+pub(super) struct PreparedWrite {
+    pub(super) tool: &'static str,
+    pub(super) args: Value,
+    pub(super) canonical: String,
+    pub(super) hash: String,
+    pub(super) key: String,
+    /// The canonical JSON of the tool's `resource` argument, when it declares one.
+    pub(super) resource: Option<String>,
+}
+
+impl Step {
+    /// The registered tool the call names, if any.
+    pub(super) fn tool(&self) -> Option<&'static str> {
+        match self {
+            Step::Read { tool, .. } => Some(tool),
+            Step::Write(write) => Some(write.tool),
+            Step::Refused { tool, .. } => *tool,
+        }
+    }
+
+    /// The error that aborts the run, if the call is refused with one.
+    pub(super) fn abort(&self) -> Option<&ToolError> {
+        match self {
+            Step::Refused { err, .. } if err.class() == ErrorClass::Abort => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl Dispatcher {
+    /// `call`, looked up, permitted and, for a write, validated.
+    pub(super) fn prepare(&self, session: &Session, place: usize, call: ToolCall) -> Planned {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let step = match self.admit(&name, arguments) {
+            Err(err) => Step::Refused {
+                tool: None,
+                err,
+                fingerprint: None,
+            },
+            Ok((registered, arguments)) => {
+                let descriptor = registered.descriptor();
+                let tool = descriptor.name;
+                if let Err(err) = admit::permitted(session, descriptor) {
+                    Step::Refused {
+                        tool: Some(tool),
+                        err,
+                        fingerprint: None,
+                    }
+                } else if descriptor.side_effect.is_read() {
+                    Step::Read { tool, arguments }
+                } else {
+                    let mut args = arguments.into_value();
+                    normalize_numbers(&mut args);
+                    let canonical = canonical_json(&args);
+                    let hash = request_hash(tool, &canonical);
+                    let violations = registered.validator().violations_if_invalid(&args);
+                    if violations.is_empty() {
+                        let tenant = session.auth().tenant();
+                        let key = operation_key(descriptor, tenant, session.run_id(), &args);
+                        let resource = descriptor
+                            .resource
+                            .and_then(|field| args.get(field))
+                            .map(canonical_json);
+                        Step::Write(PreparedWrite {
+                            tool,
+                            args,
+                            canonical,
+                            hash,
+                            key,
+                            resource,
+                        })
+                    } else {
+                        Step::Refused {
+                            tool: Some(tool),
+                            err: invalid_arguments(tool, &violations),
+                            fingerprint: Some(hash),
+                        }
+                    }
+                }
+            }
+        };
+        Planned {
+            place,
+            id,
+            name,
+            step,
+            granted: true,
+            copy_of: None,
+        }
+    }
+}
+
+/// The calls of each tool in the turn, each tool once, in the order of its first call.
+pub(super) fn tool_counts(planned: &[Planned]) -> Vec<(&'static str, u32)> {
+    let mut counts: Vec<(&'static str, u32)> = Vec::new();
+    for tool in planned.iter().filter_map(|call| call.step.tool()) {
+        match counts.iter_mut().find(|(name, _)| *name == tool) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((tool, 1)),
+        }
+    }
+    counts
+}
+
+/// Marks the calls of each tool beyond its grant (the last ones of the turn) as not granted.
+pub(super) fn apply_grants(
+    planned: &mut [Planned],
+    counts: &[(&'static str, u32)],
+    granted: &[u32],
+) {
+    let mut left: Vec<u32> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, _)| granted.get(i).copied().unwrap_or(0))
+        .collect();
+    for call in planned.iter_mut() {
+        let Some(tool) = call.step.tool() else {
+            continue;
+        };
+        let Some(i) = counts.iter().position(|(name, _)| *name == tool) else {
+            continue;
+        };
+        if left[i] > 0 {
+            left[i] -= 1;
+        } else {
+            call.granted = false;
+        }
+    }
+}
+
+/// The units the turn runs concurrently: each a list of indices into `planned`, run one after
+/// the other. Writes on one resource value or key share a unit (in the order emitted, merged
+/// when a write joins two); every other call is a unit of its own. Marks identical writes.
+pub(super) fn units(planned: &mut [Planned]) -> Vec<Vec<usize>> {
+    let mut units: Vec<Vec<usize>> = Vec::with_capacity(planned.len());
+    let mut unit_of_label: HashMap<String, usize> = HashMap::new();
+    let mut first_of: HashMap<(String, String), usize> = HashMap::new();
+    for index in 0..planned.len() {
+        let Step::Write(write) = &planned[index].step else {
+            units.push(vec![index]);
+            continue;
+        };
+        let labels: Vec<String> = write
+            .resource
+            .iter()
+            .map(|value| format!("resource:{value}"))
+            .chain(std::iter::once(format!("key:{}", write.key)))
+            .collect();
+        let identical = (write.key.clone(), write.hash.clone());
+        let mut joined: Option<usize> = None;
+        for label in &labels {
+            let Some(&found) = unit_of_label.get(label) else {
+                continue;
+            };
+            joined = Some(match joined {
+                None => found,
+                Some(kept) if kept == found => kept,
+                Some(kept) => {
+                    // This write joins two units: one unit, still in the order emitted.
+                    let moved = std::mem::take(&mut units[found]);
+                    units[kept].extend(moved);
+                    units[kept].sort_unstable();
+                    for unit in unit_of_label.values_mut() {
+                        if *unit == found {
+                            *unit = kept;
+                        }
+                    }
+                    kept
+                }
+            });
+        }
+        let unit = match joined {
+            Some(unit) => {
+                units[unit].push(index);
+                unit
+            }
+            None => {
+                units.push(vec![index]);
+                units.len() - 1
+            }
+        };
+        for label in labels {
+            unit_of_label.insert(label, unit);
+        }
+        match first_of.get(&identical) {
+            Some(&first) => planned[index].copy_of = Some(planned[first].place),
+            None => {
+                first_of.insert(identical, index);
+            }
+        }
+    }
+    units.retain(|unit| !unit.is_empty());
+    units
+}
