@@ -61,6 +61,7 @@ mod connect;
 mod error;
 mod migrate;
 mod row;
+mod run;
 mod store;
 
 pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions};

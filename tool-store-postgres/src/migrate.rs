@@ -31,6 +31,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             include_str!("../migrations/0002_errors_keep_every_character.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            3,
+            Cow::Borrowed("runs"),
+            MigrationType::Simple,
+            include_str!("../migrations/0003_runs.sql").into_sql_str(),
+            false,
+        ),
     ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);

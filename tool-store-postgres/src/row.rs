@@ -56,7 +56,8 @@ where
         .map_err(|e| StoreError::Corrupt(format!("column {column}: {e}")))
 }
 
-fn count(value: i64, column: &str) -> Result<u32, StoreError> {
+/// A counter as stored (`BIGINT`) that must fit a `u32`.
+pub(crate) fn count(value: i64, column: &str) -> Result<u32, StoreError> {
     u32::try_from(value)
         .map_err(|_| StoreError::Corrupt(format!("{column} {value} is out of range")))
 }

@@ -4,13 +4,14 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgQueryResult};
 use toolgate_core::store::{
     AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
-    OperationStore, Resolution, StoreError,
+    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::connect::PostgresOptions;
 use crate::error::store_error;
 use crate::migrate::migrator;
 use crate::row::{self, columns};
+use crate::run;
 
 /// How many times a claim inserts again when the record it collided with was purged before it
 /// could be read. Only retention deletes records, and only settled ones, so a second round
@@ -429,7 +430,50 @@ impl OperationStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map_err(backend)?;
+        // A run's attempts and failures go with it (ON DELETE CASCADE).
+        sqlx::query("DELETE FROM toolgate_runs WHERE updated_ms < $1")
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
         Ok(done.rows_affected())
+    }
+
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        run::begin_turn(&self.pool, &request).await
+    }
+
+    async fn charge_attempt(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        retry_budget: Option<u32>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        run::charge_attempt(&self.pool, run, tool, retry_budget, now_ms).await
+    }
+
+    async fn note_failure(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        run::note_failure(&self.pool, run, tool, request_hash, now_ms).await
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<RunAbort, StoreError> {
+        run::abort_run(&self.pool, run, abort, now_ms).await
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        run::run(&self.pool, run).await
     }
 }
 

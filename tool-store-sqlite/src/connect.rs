@@ -76,14 +76,16 @@ impl SqliteOptions {
         Ok(SqliteStore::from_pools(writer, reader))
     }
 
-    /// The settings of every connection: WAL, `synchronous = FULL` (the crate docs say why), and
-    /// a busy timeout.
+    /// The settings of every connection: WAL, `synchronous = FULL` (the crate docs say why), a
+    /// busy timeout, and foreign keys enforced.
     fn connection(&self) -> SqliteConnectOptions {
         SqliteConnectOptions::new()
             .filename(&self.path)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(self.busy_timeout)
+            // A run's attempts and failed calls are deleted with it.
+            .foreign_keys(true)
     }
 
     /// The pool every write goes through: one connection, so the store's writes queue fairly in

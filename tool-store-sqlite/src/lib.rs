@@ -96,6 +96,7 @@ mod connect;
 mod error;
 mod migrate;
 mod row;
+mod run;
 mod store;
 
 pub use connect::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};

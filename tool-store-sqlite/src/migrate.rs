@@ -40,7 +40,45 @@ CREATE INDEX operations_by_state_age
     ON operations (state, updated_ms, tenant_id, idempotency_key);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1];
+/// Version 2: the run ledger. One row a run (its counters and its abort), one a tool a run has
+/// called (its attempts), one a call that failed in a run; a run's rows go with it.
+const V2: &str = r#"
+CREATE TABLE runs (
+    tenant_id      TEXT    NOT NULL,
+    run_id         TEXT    NOT NULL,
+    steps          INTEGER NOT NULL DEFAULT 0 CHECK (steps BETWEEN 0 AND 4294967295),
+    tool_calls     INTEGER NOT NULL DEFAULT 0 CHECK (tool_calls BETWEEN 0 AND 4294967295),
+    -- Why the run stopped (the error kind's name and the reason), both or neither.
+    aborted_kind   TEXT,
+    aborted_reason TEXT,
+    updated_ms     INTEGER NOT NULL,
+    CHECK ((aborted_kind IS NULL) = (aborted_reason IS NULL)),
+    PRIMARY KEY (tenant_id, run_id)
+) STRICT;
+
+-- purge: runs by age.
+CREATE INDEX runs_by_age ON runs (updated_ms);
+
+CREATE TABLE run_attempts (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    tool      TEXT    NOT NULL,
+    attempts  INTEGER NOT NULL CHECK (attempts BETWEEN 0 AND 4294967295),
+    PRIMARY KEY (tenant_id, run_id, tool),
+    FOREIGN KEY (tenant_id, run_id) REFERENCES runs (tenant_id, run_id) ON DELETE CASCADE
+) STRICT;
+
+CREATE TABLE run_failures (
+    tenant_id    TEXT NOT NULL,
+    run_id       TEXT NOT NULL,
+    tool         TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, tool, request_hash),
+    FOREIGN KEY (tenant_id, run_id) REFERENCES runs (tenant_id, run_id) ON DELETE CASCADE
+) STRICT;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -7,12 +7,12 @@ use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqlitePool};
 use toolgate_core::store::{
     AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationState, OperationStore,
-    Resolution, StoreError,
+    Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::connect::SqliteOptions;
 use crate::error::backend;
-use crate::{claim, migrate, row};
+use crate::{claim, migrate, row, run};
 
 /// An [`OperationStore`] in one SQLite file, for one process (see the [crate docs](crate) for its
 /// limits and durability).
@@ -285,6 +285,49 @@ impl OperationStore for SqliteStore {
         .execute(&self.writer)
         .await
         .map_err(backend("purge settled records"))?;
+        // A run's attempts and failures go with it (ON DELETE CASCADE).
+        sqlx::query("DELETE FROM runs WHERE updated_ms < ?1")
+            .bind(before_ms)
+            .execute(&self.writer)
+            .await
+            .map_err(backend("purge old runs"))?;
         Ok(done.rows_affected())
+    }
+
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        run::begin_turn(&self.writer, &request).await
+    }
+
+    async fn charge_attempt(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        retry_budget: Option<u32>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        run::charge_attempt(&self.writer, run, tool, retry_budget, now_ms).await
+    }
+
+    async fn note_failure(
+        &self,
+        run: RunKey<'_>,
+        tool: &str,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        run::note_failure(&self.writer, run, tool, request_hash, now_ms).await
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<RunAbort, StoreError> {
+        run::abort_run(&self.writer, run, abort, now_ms).await
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        run::run(&self.reader, run).await
     }
 }

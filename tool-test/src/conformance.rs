@@ -46,12 +46,15 @@
 //! # }
 //! ```
 //!
-//! The rules use fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a
-//! store must not read the clock itself.
+//! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text) and the
+//! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention). They use
+//! fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not read
+//! the clock itself.
 
 mod claims;
 mod fixture;
 mod outcomes;
+mod runs;
 mod sweeps;
 mod takeover;
 mod text;
@@ -73,6 +76,16 @@ pub use claims::{
 };
 pub use outcomes::{
     a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
+};
+pub use runs::{
+    a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn, a_run_reads_back_every_counter,
+    a_turn_is_the_next_step_and_grants_every_call,
+    a_turn_past_the_call_limit_counts_its_step_and_no_call,
+    a_turn_past_the_step_limit_counts_nothing,
+    charge_attempt_counts_until_the_budget_and_then_nothing,
+    concurrent_turns_never_grant_past_the_budget, retention_purges_old_runs_and_keeps_recent_ones,
+    runs_of_two_tenants_never_share_counters, the_first_abort_stands_and_refuses_every_later_turn,
+    the_retry_budget_grants_the_first_calls_in_order,
 };
 pub use sweeps::{
     expire_leases_turns_only_expired_processing_into_unknown,
@@ -231,6 +244,17 @@ macro_rules! __conformance_cases {
             a_corrected_request_takes_over_a_failed_record
             a_request_takes_over_a_record_reconciled_as_not_applied
             another_request_is_a_conflict_while_the_first_may_have_acted
+            a_turn_is_the_next_step_and_grants_every_call
+            a_turn_past_the_step_limit_counts_nothing
+            a_turn_past_the_call_limit_counts_its_step_and_no_call
+            the_retry_budget_grants_the_first_calls_in_order
+            charge_attempt_counts_until_the_budget_and_then_nothing
+            a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn
+            the_first_abort_stands_and_refuses_every_later_turn
+            runs_of_two_tenants_never_share_counters
+            a_run_reads_back_every_counter
+            retention_purges_old_runs_and_keeps_recent_ones
+            concurrent_turns_never_grant_past_the_budget
             every_text_round_trips_whatever_its_characters
         }
     };

@@ -129,7 +129,7 @@ impl RunRecord {
         {
             return TurnGrant::StepLimit { max_steps };
         }
-        self.steps += 1;
+        self.steps = self.steps.saturating_add(1);
         self.updated_ms = request.now_ms;
         let calls = request.calls();
         if let Some(max_tool_calls) = limits.max_tool_calls
