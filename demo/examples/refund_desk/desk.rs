@@ -213,6 +213,7 @@ impl Desk {
                 Ok(json!({ dialect.key(): format.render_results(&reports) }))
             }
             Err(aborted) => {
+                let aborted = aborted.reason;
                 let kind = aborted.kind.as_str();
                 self.say(
                     Voice::Bad,
