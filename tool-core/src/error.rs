@@ -157,7 +157,9 @@ impl ErrorKind {
     /// assert_eq!(ErrorKind::from_name("nope"), None);
     /// ```
     pub fn from_name(name: &str) -> Option<ErrorKind> {
-        ErrorKind::ALL.into_iter().find(|kind| kind.as_str() == name)
+        ErrorKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
     }
 
     /// The advice given when the error does not carry its own `next`.

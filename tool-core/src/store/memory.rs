@@ -39,7 +39,10 @@ impl MemoryStore {
 
     /// `f` on the record of `run`, created empty if it has none.
     fn with_run<T>(&self, run: RunKey<'_>, f: impl FnOnce(&mut RunRecord) -> T) -> T {
-        let mut runs = self.runs.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut runs = self
+            .runs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
         let id = (run.tenant.to_owned(), run.run_id.to_owned());
         f(runs.entry(id).or_default())
     }
@@ -239,7 +242,10 @@ impl OperationStore for MemoryStore {
             records.retain(|_, r| !(r.state.is_terminal() && r.updated_ms < before_ms));
             (before - records.len()) as u64
         });
-        let mut runs = self.runs.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut runs = self
+            .runs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
         runs.retain(|_, run| run.updated_ms >= before_ms);
         Ok(purged)
     }
@@ -279,7 +285,10 @@ impl OperationStore for MemoryStore {
     }
 
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
-        let runs = self.runs.lock().unwrap_or_else(|poison| poison.into_inner());
+        let runs = self
+            .runs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
         Ok(runs
             .get(&(run.tenant.to_owned(), run.run_id.to_owned()))
             .cloned())
