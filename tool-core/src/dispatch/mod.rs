@@ -42,6 +42,7 @@ use crate::ctx::Ctx;
 use crate::error::{ErrorClass, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::rate_limit::RateLimiters;
 use crate::registry::{RegisteredTool, Registry};
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
@@ -121,6 +122,8 @@ struct Inner {
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
     unrecorded: UnrecordedOutcomes,
+    /// The buckets of the tools' `rate_limit`s, per tenant.
+    rate_limits: RateLimiters,
 }
 
 impl std::fmt::Debug for Inner {
@@ -293,6 +296,9 @@ impl Dispatcher {
         }
         let args = self.validated(registered, arguments.into_value())?;
         admit::permitted(session, registered.descriptor())?;
+        self.inner
+            .rate_limits
+            .check(registered.descriptor(), session.auth().tenant())?;
         self.write_on_heap(session, call_id, registered, args).await
     }
 

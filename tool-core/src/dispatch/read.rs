@@ -1,5 +1,5 @@
-//! The read path: no store, no key; the attempts run as soon as the arguments are valid and the
-//! session holds the tool's permission.
+//! The read path: no store, no key; the attempts run as soon as the arguments are valid, the
+//! session holds the tool's permission and the tenant is within the tool's rate limit.
 
 use std::panic::AssertUnwindSafe;
 
@@ -17,7 +17,7 @@ use super::failure::Failure;
 use super::{Dispatcher, admit, answers, unwind};
 
 impl Dispatcher {
-    /// A read: its arguments validated, its permission checked, its attempts run. Arguments
+    /// A read: its arguments validated, its permission and rate limit checked, its attempts run. Arguments
     /// that arrived as text are validated as the tool's types read them, when those decide
     /// exactly as the schema would ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no
     /// tree; any others as a tree, against the schema.
@@ -57,6 +57,9 @@ impl Dispatcher {
             }
         };
         admit::permitted(session, registered.descriptor())?;
+        self.inner
+            .rate_limits
+            .check(registered.descriptor(), session.auth().tenant())?;
         let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None));
         match attempts.catch_unwind().await {
             Ok(outcome) => outcome
