@@ -13,7 +13,8 @@ pub(crate) use limiters::RateLimiters;
 /// The dispatcher enforces it per tool and per tenant with a token bucket: a tenant may make
 /// `count` calls of the tool at once, then one more every `per / count` as its bucket refills.
 /// A call is checked after its arguments are validated and its permission is checked, and
-/// before it runs (a write before its idempotency key is claimed). A call over the limit does
+/// before it runs; a write before its idempotency key is claimed, so a duplicate that would be
+/// answered from the store spends a call too. A call over the limit does
 /// not run: it answers [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)
 /// (`rate_limited`), with how long to wait in
 /// [`ToolError::get_retry_after`](crate::ToolError::get_retry_after) and in its `next` ("wait
@@ -24,8 +25,8 @@ pub(crate) use limiters::RateLimiters;
 /// # Several processes
 ///
 /// The buckets live in the memory of the [`Dispatcher`](crate::Dispatcher) (its clones share
-/// them), so the limit is per process: each process has its own buckets, and K processes let a
-/// tenant through up to K × `count` calls per `per`. To hold a tenant to one rate across K
+/// them; two dispatchers built apart do not), so the limit is per process: each process has its
+/// own buckets, and K processes let a tenant through up to K × `count` calls per `per`. To hold a tenant to one rate across K
 /// processes, give each process a K-th of it (`"20/min"` over 4 processes: `"5/min"` each), or
 /// put a shared limiter in front of the tool's service. A service's own limit still protects
 /// it: a tool that answers its 429 with
@@ -206,6 +207,9 @@ mod tests {
         }
         let refused = call(&dispatcher, &acme, "refund", "ORD-3").await;
         assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
+        // The limit is checked before the key: a duplicate is refused, not replayed.
+        let duplicate = call(&dispatcher, &acme, "refund", "ORD-1").await;
+        assert_eq!(duplicate.error_kind(), Some(ErrorKind::RateLimited));
         assert_eq!(refunds.load(Ordering::SeqCst), 2);
 
         clock.advance_ms(500);

@@ -17,10 +17,11 @@ use super::failure::Failure;
 use super::{Dispatcher, admit, answers, unwind};
 
 impl Dispatcher {
-    /// A read: its arguments validated, its permission and rate limit checked, its attempts run. Arguments
-    /// that arrived as text are validated as the tool's types read them, when those decide
-    /// exactly as the schema would ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no
-    /// tree; any others as a tree, against the schema.
+    /// A read: its arguments validated, its permission and rate limit checked, its attempts
+    /// run. Arguments that arrived as text are validated as the tool's types read them, when
+    /// those decide exactly as the schema would
+    /// ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no tree; any others as a tree,
+    /// against the schema.
     pub(super) async fn read(
         &self,
         session: &Session,

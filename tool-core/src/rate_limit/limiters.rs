@@ -114,7 +114,12 @@ impl Limiter {
         let Some(count) = NonZeroU32::new(rate.count) else {
             return Some(Limiter::Closed);
         };
-        let quota = Quota::with_period(rate.per / count.get())?.allow_burst(count);
+        if rate.per.is_zero() {
+            return None;
+        }
+        // A period shorter than `count` nanoseconds still limits: one call a nanosecond.
+        let per_call = (rate.per / count.get()).max(Duration::from_nanos(1));
+        let quota = Quota::with_period(per_call)?.allow_burst(count);
         Some(Limiter::Buckets {
             buckets: RateLimiter::new(quota, HashMapStateStore::default(), clock.clone()),
             checks: AtomicU32::new(0),
