@@ -46,6 +46,7 @@ use crate::clock::Clock;
 use crate::ctx::Ctx;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::rate_limit::RateLimiters;
 use crate::registry::{RegisteredTool, Registry};
 use crate::retry::RetryPolicy;
 use crate::run_limits::RunLimits;
@@ -127,6 +128,8 @@ struct Inner {
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
     unrecorded: UnrecordedOutcomes,
+    /// The buckets of the tools' `rate_limit`s, per tenant.
+    rate_limits: RateLimiters,
 }
 
 impl std::fmt::Debug for Inner {
