@@ -58,8 +58,8 @@ pub struct ToolDescriptor {
     pub rate_limit: Option<RateLimit>,
     /// The path of the reconcile hook, as written (the [`crate::Reconciler`] calls it).
     pub reconcile: Option<&'static str>,
-    /// The argument whose value is meant to serialise writes within a batch (recorded; not acted
-    /// on yet).
+    /// The argument whose value serialises writes within a turn: writes naming the same value
+    /// run one after the other, in the order the model emitted them.
     pub resource: Option<&'static str>,
     /// Whether the tool's provider honours the idempotency key (`honours_key = true`): then a
     /// write whose outcome is unknown (a timeout, a dropped connection) is retried with the same
