@@ -63,7 +63,9 @@ async fn pay(world: State<Arc<World>>, invoice: String) -> Result<String, ToolEr
 #[tool(timeout = "60s")]
 async fn revoked(world: State<Arc<World>>) -> Result<String, ToolError> {
     world.abort_gate.notified().await;
-    Err(ToolError::credentials_revoked("the upstream token was revoked"))
+    Err(ToolError::credentials_revoked(
+        "the upstream token was revoked",
+    ))
 }
 
 /// Says when it is dropped.
@@ -94,10 +96,15 @@ async fn get_order(order_id: String) -> Result<String, ToolError> {
 #[tool(side_effect = "write", resource = account, timeout = "20s")]
 async fn adjust(world: State<Arc<World>>, account: String, delta: i64) -> Result<i64, ToolError> {
     world.adjusts.fetch_add(1, Ordering::SeqCst);
-    world.log.lock().unwrap().push(format!("start {account} {delta}"));
+    world
+        .log
+        .lock()
+        .unwrap()
+        .push(format!("start {account} {delta}"));
     match (account.as_str(), delta) {
         ("A", 5) => {
-            let alongside = tokio::time::timeout(Duration::from_secs(10), world.b_started.notified());
+            let alongside =
+                tokio::time::timeout(Duration::from_secs(10), world.b_started.notified());
             if alongside.await.is_err() {
                 return Err(ToolError::refused("B's adjustment never ran alongside"));
             }
@@ -105,8 +112,16 @@ async fn adjust(world: State<Arc<World>>, account: String, delta: i64) -> Result
         ("B", _) => world.b_started.notify_one(),
         _ => {}
     }
-    world.log.lock().unwrap().push(format!("end {account} {delta}"));
-    world.applied.lock().unwrap().push(format!("{account} {delta}"));
+    world
+        .log
+        .lock()
+        .unwrap()
+        .push(format!("end {account} {delta}"));
+    world
+        .applied
+        .lock()
+        .unwrap()
+        .push(format!("{account} {delta}"));
     Ok(delta)
 }
 
@@ -128,9 +143,16 @@ async fn stuck(id: u32) -> Result<u32, ToolError> {
 #[tool(timeout = "10s")]
 async fn blocking(world: State<Arc<BlockingGate>>) -> Result<String, ToolError> {
     // Blocks the thread, not just the task: a sibling joined on this task could never run.
-    match world.rx.lock().unwrap().recv_timeout(Duration::from_secs(5)) {
+    match world
+        .rx
+        .lock()
+        .unwrap()
+        .recv_timeout(Duration::from_secs(5))
+    {
         Ok(()) => Ok("unblocked".into()),
-        Err(_) => Err(ToolError::internal("no sibling ran while this call held its thread")),
+        Err(_) => Err(ToolError::internal(
+            "no sibling ran while this call held its thread",
+        )),
     }
 }
 
@@ -229,7 +251,11 @@ async fn an_abort_loses_no_applied_write(store: Arc<dyn OperationStore>, first: 
         }
     }
     let aborted = turn.await.unwrap().expect_err("the run aborts");
-    assert_eq!(aborted.reason.kind, ErrorKind::CredentialsRevoked, "{first:?}");
+    assert_eq!(
+        aborted.reason.kind,
+        ErrorKind::CredentialsRevoked,
+        "{first:?}"
+    );
     assert_eq!(
         statuses(&aborted),
         [("w1", "succeeded"), ("a", "aborted"), ("r", "cancelled")],
@@ -337,11 +363,23 @@ async fn writes_on_one_resource_run_in_order(store: Arc<dyn OperationStore>) {
     ];
     let reports = dispatcher.dispatch_turn(&s, calls).await.unwrap();
     let results: Vec<_> = reports.iter().map(|r| r.result.to_json()).collect();
-    assert_eq!(results[0], json!({"status": "succeeded", "replayed": false, "data": 5}));
-    assert_eq!(results[1], json!({"status": "succeeded", "replayed": false, "data": 7}));
-    assert_eq!(results[2], json!({"status": "succeeded", "replayed": false, "data": -2}));
+    assert_eq!(
+        results[0],
+        json!({"status": "succeeded", "replayed": false, "data": 5})
+    );
+    assert_eq!(
+        results[1],
+        json!({"status": "succeeded", "replayed": false, "data": 7})
+    );
+    assert_eq!(
+        results[2],
+        json!({"status": "succeeded", "replayed": false, "data": -2})
+    );
     // The same key and arguments as c1: run once, answered as a replay.
-    assert_eq!(results[3], json!({"status": "succeeded", "replayed": true, "data": 5}));
+    assert_eq!(
+        results[3],
+        json!({"status": "succeeded", "replayed": true, "data": 5})
+    );
     assert_eq!(world.adjusts.load(Ordering::SeqCst), 3);
     let log = world.log();
     let at = |event: &str| log.iter().position(|e| e == event).unwrap();
@@ -421,7 +459,10 @@ async fn a_timeout_in_a_batch_is_a_labelled_result() {
     assert_eq!(error["what"], "stuck did not answer within 50ms");
     assert_eq!(error["after_ms"], 50);
     assert_eq!(error["may_still_be_running"], false);
-    assert!(error["why"].as_str().unwrap().contains("stopped"), "{error}");
+    assert!(
+        error["why"].as_str().unwrap().contains("stopped"),
+        "{error}"
+    );
 }
 
 /// A tool body that blocks its thread does not stall its siblings: each call of the turn runs
