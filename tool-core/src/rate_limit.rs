@@ -184,8 +184,9 @@ mod tests {
         let clock = Arc::new(ManualClock::new(0));
         let (dispatcher, lookups, _) = dispatcher(&clock);
         let acme = session("acme");
-        for _ in 0..5 {
-            let call = ToolCall::new("c1", "lookup", json!({"order": 7}));
+        // Other arguments each time: the same invalid call again would be a repeat.
+        for order in 0..5 {
+            let call = ToolCall::new("c1", "lookup", json!({"order": order}));
             let result = dispatcher.dispatch(&acme, call).await.unwrap().result;
             assert_eq!(result.error_kind(), Some(ErrorKind::InvalidArguments));
         }

@@ -7,14 +7,20 @@
 /// [`Session::with_limits`](crate::Session::with_limits). `None` means no limit.
 ///
 /// - **Steps** are model turns: every [`Dispatcher::dispatch_turn`](crate::Dispatcher::dispatch_turn)
-///   (and every [`Dispatcher::dispatch`], a turn of one call) is one. The turn after the last
+///   (and every [`Dispatcher::dispatch`](crate::Dispatcher::dispatch), a turn of one call) is
+///   one. The turn after the last
 ///   allowed one aborts the run with `run_budget_exhausted`.
-/// - **Tool calls** are counted per turn: a turn that would pass the limit runs none of its
-///   calls, and each answers `call_budget_exhausted` (the turn still counts as a step).
+/// - **Tool calls** are counted per turn (the calls of registered tools): a turn that would pass
+///   the limit runs none of its calls, and each answers `call_budget_exhausted` (the turn still
+///   counts as a step).
 /// - **The retry budget** is the attempts of one tool in the run: every call of the tool counts
 ///   one (whether it then runs, is refused, or is answered from a stored outcome), and every
 ///   retry below the model one more. Once spent, a call of the tool answers
 ///   `retry_budget_exhausted` without running, and a retry in progress stops there.
+///
+/// The counters live in the dispatcher's operation store when it has one, so a restarted
+/// process keeps them (and a run's abort); without a store they live in the
+/// [`Session`](crate::Session) value and its clones.
 ///
 /// ```
 /// use toolgate::RunLimits;

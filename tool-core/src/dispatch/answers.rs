@@ -110,27 +110,37 @@ pub(super) fn retry_budget_spent(tool: &str, budget: u32) -> ToolError {
 }
 
 /// Retries of `tool` stopped because its retry budget in the run is spent; the last of
-/// `attempts` attempts failed with `err`, a fault that proves nothing was applied.
+/// `attempts` attempts failed with `err`. `None` when that error itself is the answer: a fault
+/// other than [`ErrorKind::Unavailable`] (an unknown outcome stays unknown).
 pub(super) fn run_budget_stopped_retries(
     tool: &str,
     err: &ToolError,
     attempts: u32,
     budget: u32,
-) -> ToolError {
+) -> Option<ToolError> {
+    if err.kind() != ErrorKind::Unavailable {
+        return None;
+    }
     let why = match err.get_why() {
         Some(why) => format!("{}: {why}", err.what()),
         None => err.what().to_owned(),
     };
-    ToolError::new(
-        ErrorKind::RetryBudgetExhausted,
-        format!(
-            "{tool} failed {attempts} times in a row and its {budget} attempts in this run are used up; nothing was applied"
-        ),
+    let failed = match attempts {
+        1 => "failed".to_owned(),
+        n => format!("failed {n} times in a row"),
+    };
+    Some(
+        ToolError::new(
+            ErrorKind::RetryBudgetExhausted,
+            format!(
+                "{tool} {failed} and its {budget} attempts in this run are used up; nothing was applied"
+            ),
+        )
+        .why(why)
+        .next(format!(
+            "stop retrying: do not call {tool} again in this run; tell the user the service is unavailable"
+        )),
     )
-    .why(why)
-    .next(format!(
-        "stop retrying: do not call {tool} again in this run; tell the user the service is unavailable"
-    ))
 }
 
 /// A call identical to one of `tool` that failed earlier in the run.

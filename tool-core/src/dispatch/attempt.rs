@@ -83,7 +83,7 @@ impl Dispatcher {
             },
             Err(err) => err,
         };
-        self.retries(registered, ctx, args, claim, timeout, err, ledger)
+        self.retries(registered, ctx, args, claim, err, ledger)
             .await
     }
 

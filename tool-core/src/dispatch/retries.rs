@@ -3,7 +3,6 @@
 //! each retry of a write recorded under its claim before it is sent.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::ctx::Ctx;
@@ -28,11 +27,11 @@ impl Dispatcher {
         ctx: &Ctx,
         args: Input<'_>,
         claim: Option<&HeldClaim<'_>>,
-        timeout: Duration,
         mut err: ToolError,
         ledger: &Ledger<'_>,
     ) -> Result<JsonText, Failure> {
         let descriptor = registered.descriptor();
+        let timeout = self.timeout_of(registered);
         let policy = RetryPolicy::of(descriptor);
         // The total deadline: every remaining attempt's, counted from the first failure.
         let mut budget_end: Option<tokio::time::Instant> = None;
@@ -71,16 +70,18 @@ impl Dispatcher {
             }
             // Every retry counts against the tool's retry budget in the run.
             if !ledger.charge_attempt(descriptor.name).await {
-                {
-                    let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
-                    let answer = answers::run_budget_stopped_retries(
-                        descriptor.name,
-                        &err,
-                        attempt_number,
-                        budget,
-                    );
-                    return Err(Failure::new(err, attempt_number).answered(answer));
-                }
+                let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
+                let stopped = answers::run_budget_stopped_retries(
+                    descriptor.name,
+                    &err,
+                    attempt_number,
+                    budget,
+                );
+                let failure = Failure::new(err, attempt_number);
+                return Err(match stopped {
+                    Some(answer) => failure.answered(answer),
+                    None => failure,
+                });
             }
             if let Some(claim) = claim {
                 let record = AttemptError {
