@@ -552,6 +552,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_fault_for_one_order_waits_for_a_request_about_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        provider.inject_for(Operation::Order, "ORD-2", Fault::UnavailableBeforeApply, 1);
+        let read = |order: &'static str| provider.read_order(order, move |_| order);
+        assert_eq!(
+            read("ORD-1").await.unwrap(),
+            "ORD-1",
+            "another order passes it by"
+        );
+        assert!(read("ORD-2").await.is_err(), "the order it names takes it");
+        assert_eq!(read("ORD-2").await.unwrap(), "ORD-2", "once");
+        assert_eq!(provider.requests(Operation::Order), 3);
+        // A refund of that order takes a refund fault for it; order reads are scripted apart.
+        provider.inject_for(Operation::Refund, "ORD-2", Fault::UnavailableBeforeApply, 1);
+        provider.inject(Operation::Order, Fault::UnavailableBeforeApply, 1);
+        assert!(provider.refund("k1", "ORD-1", 100).await.is_ok());
+        assert!(provider.refund("k2", "ORD-2", 100).await.is_err());
+        assert!(
+            read("ORD-3").await.is_err(),
+            "a fault that names no order takes any"
+        );
+    }
+
+    #[tokio::test]
     async fn the_applied_hook_sees_each_new_refund_once() {
         let dir = tempfile::tempdir().unwrap();
         let seen = std::sync::Arc::new(Mutex::new(Vec::new()));

@@ -912,11 +912,7 @@ fn an_order_id_that_is_not_one_is_invalid_arguments() {
 
 /// The text of the story `name` in `demo/scenarios/`.
 fn story(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/scenarios/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
+    std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// `looping-model.jsonl`: the same refund failing turn after turn is stopped by the run's limits,
@@ -930,8 +926,7 @@ fn a_looping_model_is_stopped_by_its_run_limits() {
     let first = only_result(&answers[0]);
     assert_eq!(first["error"]["kind"], "retry_budget_exhausted", "{first}");
     assert_eq!(
-        first["error"]["what"],
-        "issue_refund failed 4 times in a row; nothing was applied",
+        first["error"]["what"], "issue_refund failed 4 times in a row; nothing was applied",
         "retried below the model, four attempts"
     );
     let repeated = only_result(&answers[1]);
@@ -993,9 +988,7 @@ fn a_looping_model_is_stopped_by_its_run_limits() {
 fn two_refunds_of_one_order_in_one_turn() {
     let answers = play(&story("two-refunds-one-order.jsonl"), &FAST);
     assert_eq!(answers.len(), 3, "{answers:?}");
-    let refund = |id: &str, amount: &str| {
-        json!({"refund_id": id, "order_id": if id == "re_000001" { "ORD-1001" } else { "ORD-1002" }, "amount": amount})
-    };
+    let refund = |id: &str, amount: &str| json!({"refund_id": id, "order_id": if id == "re_000001" { "ORD-1001" } else { "ORD-1002" }, "amount": amount});
     let identical = openai_results(&answers[0]);
     assert_eq!(
         identical,
@@ -1010,7 +1003,11 @@ fn two_refunds_of_one_order_in_one_turn() {
         json!({"status": "succeeded", "replayed": false, "data": refund("re_000002", "100.00")})
     );
     assert_eq!(different[1]["status"], "error", "{}", different[1]);
-    assert_eq!(different[1]["error"]["kind"], "conflict", "{}", different[1]);
+    assert_eq!(
+        different[1]["error"]["kind"], "conflict",
+        "{}",
+        different[1]
+    );
     assert_eq!(
         answers[2],
         ledger(
@@ -1039,7 +1036,9 @@ fn a_burst_over_the_rate_limit_never_reaches_the_provider() {
         .collect();
     assert_eq!(
         ids,
-        ["call_1", "call_2", "call_3", "call_4", "call_5", "call_6", "call_7"]
+        [
+            "call_1", "call_2", "call_3", "call_4", "call_5", "call_6", "call_7"
+        ]
     );
     let results = openai_results(&answers[0]);
     let succeeded = results
@@ -1047,7 +1046,10 @@ fn a_burst_over_the_rate_limit_never_reaches_the_provider() {
         .filter(|result| result["status"] == "succeeded")
         .count();
     assert_eq!(succeeded, 5, "{results:?}");
-    for limited in results.iter().filter(|result| result["status"] != "succeeded") {
+    for limited in results
+        .iter()
+        .filter(|result| result["status"] != "succeeded")
+    {
         assert_eq!(limited["error"]["kind"], "rate_limited", "{limited}");
         let wait = limited["error"]["retry_after_ms"].as_u64().unwrap();
         assert!((1..=200).contains(&wait), "{limited}");
@@ -1147,5 +1149,41 @@ fn a_bad_run_line_is_an_error() {
     );
     // A limit of 0 turns is a limit: the turn aborts the run.
     assert_eq!(answers[2]["run_aborted"]["kind"], "run_budget_exhausted");
+    assert_eq!(answers[3], ledger(&[], 0, 0));
+}
+
+/// A fault may name the order whose requests take it: a slow read of ORD-1002 leaves a read of
+/// ORD-1001 alone. A lookup asks for a key, so a lookup fault naming an order is an error.
+#[test]
+fn a_fault_may_name_its_order() {
+    let output = play_output(
+        &script(&[
+            json!({"fault": {"operation": "lookup", "order_id": "ORD-1001", "kind": "slow", "ms": 5}})
+                .to_string(),
+            json!({"fault": {"operation": "order", "order_id": "ORD-1002", "kind": "unavailable_before_apply", "times": 3}})
+                .to_string(),
+            call("call_1", "get_order", json!({"order_id": "ORD-1001"})),
+            call("call_2", "get_order", json!({"order_id": "ORD-1002"})),
+        ]),
+        &FAST,
+    );
+    let answers = json_lines(&output.stdout);
+    assert!(
+        answers[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("a `lookup` fault takes no `order_id`"),
+        "{answers:?}"
+    );
+    assert_eq!(only_result(&answers[1])["status"], "succeeded");
+    let failed = only_result(&answers[2]);
+    assert_eq!(
+        failed["error"]["kind"], "retry_budget_exhausted",
+        "{failed}"
+    );
+    assert_eq!(
+        failed["error"]["what"],
+        "get_order failed 3 times in a row; nothing was applied"
+    );
     assert_eq!(answers[3], ledger(&[], 0, 0));
 }
