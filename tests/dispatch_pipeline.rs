@@ -478,7 +478,14 @@ async fn a_turn_with_an_aborting_call_aborts_as_a_whole() {
         ),
     ];
     let aborted = d.dispatch_turn(&s, calls).await.unwrap_err();
-    assert_eq!(aborted.kind, ErrorKind::PermissionDenied);
+    assert_eq!(aborted.reason.kind, ErrorKind::PermissionDenied);
+    // Permissions are checked before any call starts: the read never ran.
+    let fates: Vec<(&str, &str)> = aborted
+        .calls
+        .iter()
+        .map(|call| (call.call_id.as_str(), call.fate.status()))
+        .collect();
+    assert_eq!(fates, vec![("a", "not_started"), ("b", "aborted")]);
 }
 
 /// A value of 10 MB where a number belongs is answered in a few hundred bytes that still say
