@@ -53,7 +53,10 @@ pub(crate) async fn charge_attempt(
     retry_budget: Option<u32>,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool.begin().await.map_err(fault("begin charging an attempt"))?;
+    let mut tx = pool
+        .begin()
+        .await
+        .map_err(fault("begin charging an attempt"))?;
     let mut record = lock(&mut tx, run, now_ms).await?;
     if !record.charge_attempt(tool, retry_budget, now_ms) {
         tx.rollback()

@@ -120,9 +120,7 @@ pub(crate) async fn abort_run(
         .map_err(backend("begin aborting a run"))?;
     let mut record = counters(&mut tx, run).await?.unwrap_or_default();
     if let Some(stands) = record.aborted.clone() {
-        tx.rollback()
-            .await
-            .map_err(backend("end a second abort"))?;
+        tx.rollback().await.map_err(backend("end a second abort"))?;
         return Ok(stands);
     }
     let stands = record.abort(abort, now_ms);
@@ -137,7 +135,10 @@ pub(crate) async fn run(
     reader: &SqlitePool,
     run: RunKey<'_>,
 ) -> Result<Option<RunRecord>, StoreError> {
-    let mut tx = reader.begin().await.map_err(backend("begin reading a run"))?;
+    let mut tx = reader
+        .begin()
+        .await
+        .map_err(backend("begin reading a run"))?;
     let Some(mut record) = counters(&mut tx, run).await? else {
         return Ok(None);
     };

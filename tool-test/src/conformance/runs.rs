@@ -90,7 +90,14 @@ pub async fn a_turn_is_the_next_step_and_grants_every_call(store: &dyn Operation
             failed: vec![],
         }
     );
-    let second = admitted(store, run, &[("get_order", 1)], RunLimits::UNLIMITED, T0 + 1).await;
+    let second = admitted(
+        store,
+        run,
+        &[("get_order", 1)],
+        RunLimits::UNLIMITED,
+        T0 + 1,
+    )
+    .await;
     assert_eq!((second.step, second.granted), (2, vec![1]));
     let stored = record(store, run).await;
     assert_eq!((stored.steps, stored.tool_calls), (2, 4));
@@ -126,7 +133,14 @@ pub async fn a_turn_past_the_call_limit_counts_its_step_and_no_call(store: &dyn 
     let limits = RunLimits::UNLIMITED.max_tool_calls(3);
     admitted(store, run, &[("get_order", 2)], limits, T0).await;
     assert_eq!(
-        turn(store, run, &[("get_order", 1), ("issue_refund", 1)], limits, T0 + 1).await,
+        turn(
+            store,
+            run,
+            &[("get_order", 1), ("issue_refund", 1)],
+            limits,
+            T0 + 1
+        )
+        .await,
         TurnGrant::CallLimit {
             used: 2,
             max_tool_calls: 3,
@@ -169,7 +183,12 @@ pub async fn the_retry_budget_grants_the_first_calls_in_order(store: &dyn Operat
 pub async fn charge_attempt_counts_until_the_budget_and_then_nothing(store: &dyn OperationStore) {
     let run = key("acme");
     admitted(store, run, &[("issue_refund", 1)], RunLimits::UNLIMITED, T0).await;
-    let charges = [(T0 + 1, true), (T0 + 2, true), (T0 + 3, false), (T0 + 4, false)];
+    let charges = [
+        (T0 + 1, true),
+        (T0 + 2, true),
+        (T0 + 3, false),
+        (T0 + 4, false),
+    ];
     for (now_ms, counted) in charges {
         let charged = store
             .charge_attempt(run, "issue_refund", Some(3), now_ms)
@@ -179,7 +198,11 @@ pub async fn charge_attempt_counts_until_the_budget_and_then_nothing(store: &dyn
     }
     let stored = record(store, run).await;
     assert_eq!(stored.attempts, attempts(&[("issue_refund", 3)]));
-    assert_eq!(stored.updated_ms, T0 + 2, "a refused attempt writes nothing");
+    assert_eq!(
+        stored.updated_ms,
+        T0 + 2,
+        "a refused attempt writes nothing"
+    );
     for now_ms in [T0 + 5, T0 + 6] {
         let charged = store
             .charge_attempt(run, "issue_refund", None, now_ms)
@@ -189,7 +212,11 @@ pub async fn charge_attempt_counts_until_the_budget_and_then_nothing(store: &dyn
     }
     let stored = record(store, run).await;
     assert_eq!(stored.attempts, attempts(&[("issue_refund", 5)]));
-    assert_eq!((stored.steps, stored.tool_calls), (1, 1), "no step, no call");
+    assert_eq!(
+        (stored.steps, stored.tool_calls),
+        (1, 1),
+        "no step, no call"
+    );
 }
 
 /// Noting a failure twice keeps one; a turn lists the failures of the tools it calls, and only
@@ -250,7 +277,14 @@ pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn Ope
     assert_eq!(aborted.aborted.as_ref(), Some(&first));
     assert_eq!(aborted.updated_ms, T0 + 1, "the second abort wrote nothing");
     assert_eq!(
-        turn(store, run, &[("get_order", 1)], RunLimits::UNLIMITED, T0 + 3).await,
+        turn(
+            store,
+            run,
+            &[("get_order", 1)],
+            RunLimits::UNLIMITED,
+            T0 + 3
+        )
+        .await,
         TurnGrant::Aborted(first.clone())
     );
     assert_eq!(record(store, run).await, aborted, "nothing counted");
@@ -260,7 +294,10 @@ pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn Ope
         tenant: "acme",
         run_id: "run-2",
     };
-    assert_eq!(store.abort_run(early, &second, T0 + 4).await.unwrap(), second);
+    assert_eq!(
+        store.abort_run(early, &second, T0 + 4).await.unwrap(),
+        second
+    );
     let stored = record(store, early).await;
     assert_eq!(
         stored,
@@ -303,7 +340,10 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
             .unwrap()
     );
     let stored = record(store, globex).await;
-    assert_eq!((stored.steps, stored.tool_calls, stored.aborted), (1, 2, None));
+    assert_eq!(
+        (stored.steps, stored.tool_calls, stored.aborted),
+        (1, 2, None)
+    );
     assert_eq!(
         stored.attempts,
         attempts(&[("get_order", 1), ("issue_refund", 2)])
@@ -318,7 +358,14 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
 pub async fn a_run_reads_back_every_counter(store: &dyn OperationStore) {
     let run = key("acme");
     let limits = RunLimits::DEFAULT.retry_budget(4);
-    admitted(store, run, &[("get_order", 1), ("issue_refund", 3)], limits, T0).await;
+    admitted(
+        store,
+        run,
+        &[("get_order", 1), ("issue_refund", 3)],
+        limits,
+        T0,
+    )
+    .await;
     assert!(
         store
             .charge_attempt(run, "issue_refund", Some(4), T0 + 1)
@@ -376,7 +423,11 @@ pub async fn retention_purges_old_runs_and_keeps_recent_ones(store: &dyn Operati
         .await
         .unwrap();
     let kept = record(store, recent).await;
-    assert_eq!(store.purge(T0 + 5).await.unwrap(), 0, "runs are not counted");
+    assert_eq!(
+        store.purge(T0 + 5).await.unwrap(),
+        0,
+        "runs are not counted"
+    );
     assert_eq!(store.run(old).await.unwrap(), None);
     assert_eq!(record(store, recent).await, kept);
     let again = admitted(store, old, &[("issue_refund", 1)], limits, T0 + 20).await;
@@ -404,7 +455,8 @@ pub async fn concurrent_turns_never_grant_past_the_budget(store: &dyn OperationS
             now_ms: T0,
         })
     }));
-    let charges = join_all((0..16).map(|_| store.charge_attempt(run, "issue_refund", Some(12), T0)));
+    let charges =
+        join_all((0..16).map(|_| store.charge_attempt(run, "issue_refund", Some(12), T0)));
     let (turns, charges) = join(turns, charges).await;
     let granted: u32 = turns
         .into_iter()
