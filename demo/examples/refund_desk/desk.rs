@@ -220,6 +220,10 @@ impl Desk {
         for call in &calls {
             self.say(Voice::Model, &call_story(call));
         }
+        let sent: Vec<(String, String)> = calls
+            .iter()
+            .map(|call| (call.id.clone(), call.name.clone()))
+            .collect();
         let dispatcher = self.dispatcher().await?;
         match dispatcher.dispatch_turn(&self.session, calls).await {
             Ok(reports) => {
@@ -228,23 +232,31 @@ impl Desk {
                 }
                 Ok(json!({ dialect.key(): format.render_results(&reports) }))
             }
-            Err(aborted) => Ok(self.tell_abort(&aborted)),
+            Err(aborted) => Ok(self.tell_abort(&aborted, &sent)),
         }
     }
 
     /// A turn that aborted the run: the reason, and what became of each of its calls, for the
     /// application (the model is told only that the run stopped).
-    fn tell_abort(&self, aborted: &TurnAborted) -> Value {
+    /// `sent` are the turn's calls, id and tool, as the model sent them.
+    fn tell_abort(&self, aborted: &TurnAborted, sent: &[(String, String)]) -> Value {
         let kind = aborted.reason.kind.as_str();
         self.say(
             Voice::Bad,
             &format!("the run is aborted ({kind}): {}", aborted.reason.reason),
         );
         if aborted.calls.is_empty() {
-            self.say(
-                Voice::Bad,
-                "  no call of this turn ran: the run was aborted before it",
-            );
+            // A turn of a run aborted before it: none of its calls ran.
+            for (id, tool) in sent {
+                self.say(
+                    Voice::Bad,
+                    &format!(
+                        "  {} {}: not started (the run was aborted before this turn)",
+                        shortened(id, 80),
+                        shortened(tool, 80)
+                    ),
+                );
+            }
         }
         let calls: Vec<Value> = aborted
             .calls
@@ -260,8 +272,8 @@ impl Desk {
                  before any runs: the model does not get to try around it."
             }
             ErrorKind::RunBudgetExhausted => {
-                "The run used every model turn its limits allow: it stops here, and so does a \
-                 model that would go on looping."
+                "The run reached its limits: it stops here, and so does a model that would go on \
+                 looping."
             }
             _ => "The run stopped: calls not started never start, and later turns run nothing.",
         };
@@ -490,7 +502,7 @@ fn call_story(call: &ToolCall) -> String {
     }
 }
 
-/// "at most 3 turns, 200 calls, 2 attempts of each tool".
+/// "at most 3 turns, 200 tool calls, 6 attempts of each tool".
 fn limits_story(limits: &RunLimits) -> String {
     let limit = |value: Option<u32>, what: &str| match value {
         Some(value) => format!("{value} {what}"),
