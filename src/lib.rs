@@ -11,8 +11,9 @@ pub use toolgate_macros::tool;
 /// The names most programs need: `use toolgate::prelude::*;`.
 pub mod prelude {
     pub use toolgate_core::{
-        Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, IdempotencyKey,
-        Outcome, Registry, Session, SideEffect, State, Status, ToolCall, ToolError,
+        Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, Fate,
+        IdempotencyKey, Outcome, Registry, RunLimits, Session, SideEffect, State, Status, ToolCall,
+        ToolError, TurnAborted,
     };
     pub use toolgate_macros::tool;
 }

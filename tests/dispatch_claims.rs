@@ -101,7 +101,9 @@ fn derived(order_id: &str, amount: i64) -> (String, String, String) {
 }
 
 /// A refund refused as over the balance stores nothing applied; the corrected call takes the
-/// operation over, runs and succeeds; the first arguments again are then a conflict.
+/// operation over, runs and succeeds; the first arguments again are then refused without
+/// running: that call already failed in this run (a repeat), and its key is held by the
+/// corrected one.
 async fn a_corrected_call_runs_after_a_definitive_failure(store: Arc<dyn OperationStore>) {
     let desk = desk(store.clone(), Duration::from_secs(2));
     let refused = desk.refund("ORD-1", 150.0).await;
@@ -123,7 +125,7 @@ async fn a_corrected_call_runs_after_a_definitive_failure(store: Arc<dyn Operati
     assert_eq!(record.errors[0].kind, "refused");
 
     let again = desk.refund("ORD-1", 150.0).await;
-    assert_eq!(again["error"]["kind"], "conflict", "{again}");
+    assert_eq!(again["error"]["kind"], "repeated_call", "{again}");
     assert_eq!(desk.runs(), 2);
     let replay = desk.refund("ORD-1", 80.0).await;
     assert_eq!(replay["replayed"], true, "{replay}");

@@ -346,9 +346,12 @@ async fn child_of_two_processes_submitting_the_same_writes() {
         .await
         .expect("connect");
     let ledger = Arc::new(Ledger::new(store.pool().clone()));
+    // One run of 1,000 calls: more than the default limits of a run allow, which this test is
+    // not about.
     let dispatcher = Dispatcher::builder(registry())
         .state(ledger.clone())
         .store(Arc::new(store))
+        .run_limits(RunLimits::UNLIMITED)
         .build();
     // The same tenant and run in both processes: the same idempotency keys.
     let session = Session::new(AuthContext::new("acme", "agent"), "run-two-processes");

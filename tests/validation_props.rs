@@ -157,7 +157,11 @@ fn check(
     runtime: &tokio::runtime::Runtime,
     args: Value,
 ) -> Result<bool, TestCaseError> {
-    let session = Session::new(AuthContext::new("t", "u"), "r");
+    // A run of its own for each check: the run's limits and repeat detection are not what this
+    // property is about.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let session = Session::new(AuthContext::new("t", "u"), format!("r{run}"));
     let call = ToolCall::new("c", "everything", args.clone());
     let report = runtime
         .block_on(dispatcher.dispatch(&session, call))

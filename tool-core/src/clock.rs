@@ -1,4 +1,4 @@
-//! Wall-clock time for leases and retention, injected so tests can move it by hand.
+//! Wall-clock time for leases, retention and rate limits, injected so tests can move it by hand.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -8,7 +8,8 @@ mod manual;
 #[cfg(feature = "test-util")]
 pub use manual::ManualClock;
 
-/// Where the dispatcher and the reconciler read the time they store (leases, retention).
+/// Where the dispatcher and the reconciler read the time they store (leases, retention), and
+/// the time the buckets of rate limits refill on.
 /// Waiting (timeouts, backoff) uses tokio's clock, which tests pause and advance.
 pub trait Clock: Send + Sync + 'static {
     /// Milliseconds since the Unix epoch.

@@ -53,12 +53,13 @@ pub struct ToolDescriptor {
     pub timeout: Option<Duration>,
     /// The retry policy over the defaults of the side-effect class ([`crate::RetryPolicy`]).
     pub retry: RetrySpec,
-    /// The per-tenant rate (recorded; not enforced yet).
+    /// The per-tenant rate, enforced by the dispatcher per tool, per tenant and per process
+    /// ([`RateLimit`]).
     pub rate_limit: Option<RateLimit>,
     /// The path of the reconcile hook, as written (the [`crate::Reconciler`] calls it).
     pub reconcile: Option<&'static str>,
-    /// The argument whose value is meant to serialise writes within a batch (recorded; not acted
-    /// on yet).
+    /// The argument whose value serialises writes within a turn: writes naming the same value
+    /// run one after the other, in the order the model emitted them.
     pub resource: Option<&'static str>,
     /// Whether the tool's provider honours the idempotency key (`honours_key = true`): then a
     /// write whose outcome is unknown (a timeout, a dropped connection) is retried with the same
@@ -138,7 +139,7 @@ impl ToolDescriptor {
         self
     }
 
-    /// Sets the per-tenant rate.
+    /// Sets the per-tenant rate ([`RateLimit`]).
     pub const fn with_rate_limit(mut self, rate: RateLimit) -> Self {
         self.rate_limit = Some(rate);
         self

@@ -42,7 +42,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The schema is the table `toolgate_operations`, created by the embedded migrations
+//! It keeps the agents' runs too, so every process sees the same counters and a restarted one
+//! goes on with a run's limits where they stood: each run's steps, tool calls and abort in the
+//! table `toolgate_runs`, its attempts by tool in `toolgate_run_attempts` and its failed calls in
+//! `toolgate_run_failures`. Each change to a run is one transaction that holds the lock of the
+//! run's row, so two processes never grant past a run's limits.
+//!
+//! The schema is those tables and `toolgate_operations`, created by the embedded migrations
 //! ([`PostgresStore::migrate`]). Connections are plain TCP or a Unix socket: this crate is built
 //! without TLS.
 //!

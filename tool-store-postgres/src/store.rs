@@ -43,7 +43,9 @@ macro_rules! append_error {
 /// at once. Only a record the claim must change (`failed`, or an expired lease) is read again
 /// `FOR UPDATE` and settled in a transaction, so two claims never both acquire. Every write of a
 /// worker is one `UPDATE … WHERE state = 'processing' AND attempt = $n`: when no row matches,
-/// the claim was lost and the write changes nothing.
+/// the claim was lost and the write changes nothing. A run's ledger is one row a run in
+/// `toolgate_runs` (with its attempts and failed calls beside it), changed under that row's
+/// lock.
 ///
 /// Cloning is cheap: clones share one connection pool.
 ///

@@ -7,6 +7,10 @@
 //! returns (see [Durability](#durability)). It passes the same conformance suite as every other
 //! store.
 //!
+//! It keeps the agents' runs too, so a restarted process goes on with their limits where they
+//! stood: each run's steps, tool calls and abort in the table `runs`, its attempts by tool in
+//! `run_attempts` and its failed calls in `run_failures`, each change one immediate transaction.
+//!
 //! Through the facade, enable the feature `sqlite` of `toolgate` and name it
 //! `toolgate::store::SqliteStore`. Open the file once and hand the store to the dispatcher;
 //! every write tool's calls are then recorded in it:

@@ -91,9 +91,7 @@ pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Optio
             format!("{tool} failed {attempts} times in a row; nothing was applied"),
         )
         .why(why)
-        .next(format!(
-            "tell the user the service is unavailable; calling {tool} again with the same arguments in this run will not run it"
-        )),
+        .next("try again later, or tell the user the service is unavailable"),
     )
 }
 

@@ -166,19 +166,11 @@ impl Dispatcher {
         let counts = plan::tool_counts(&planned);
         let mut shared = Shared::default();
         match ledger.begin_turn(&counts).await {
-            Err(err) => {
-                tracing::warn!(error = %err, "the run's counters could not be read; the turn did not run");
-                let ended = planned.into_iter().map(|call| {
-                    let err = answers::store_failed(&call.name, &err);
-                    Ended::of(call, Fate::Answered(CallResult::from_error(&err)))
-                });
-                return Ok(reports(ended.chain(answered).collect()));
-            }
-            Ok(TurnGrant::Aborted(record)) => {
+            TurnGrant::Aborted(record) => {
                 let reason = session.abort(aborted_from(record));
                 return Err(aborted(reason, Vec::new()));
             }
-            Ok(TurnGrant::StepLimit { max_steps }) => {
+            TurnGrant::StepLimit { max_steps } => {
                 let reason = ledger
                     .abort(RunAborted {
                         kind: ErrorKind::RunBudgetExhausted,
@@ -190,10 +182,10 @@ impl Dispatcher {
                     .map(|call| Ended::of(call, Fate::NotStarted));
                 return Err(aborted(reason, ended.chain(answered).collect()));
             }
-            Ok(TurnGrant::CallLimit {
+            TurnGrant::CallLimit {
                 used,
                 max_tool_calls,
-            }) => {
+            } => {
                 let calls = planned.len() + answered.len();
                 let ended = planned.into_iter().map(|call| {
                     let err = answers::call_budget_spent(used, max_tool_calls, calls);
@@ -201,7 +193,7 @@ impl Dispatcher {
                 });
                 return Ok(reports(ended.chain(answered).collect()));
             }
-            Ok(TurnGrant::Admitted(admission)) => {
+            TurnGrant::Admitted(admission) => {
                 plan::apply_grants(&mut planned, &counts, &admission.granted);
                 for failed in admission.failed {
                     shared
@@ -353,12 +345,17 @@ impl Dispatcher {
         );
         let fate = attempt::in_span(&span, self.run_step(session, ledger, call, shared)).await;
         if !span.is_disabled() {
-            let status = match &fate {
-                Fate::Answered(result) => result.status.as_str(),
-                Fate::AbortedRun => "run_aborted",
-                other => other.status(),
-            };
-            span.record("toolgate.status", status);
+            match &fate {
+                Fate::Answered(result) => {
+                    span.record("toolgate.status", tracing::field::debug(result.status));
+                }
+                Fate::AbortedRun => {
+                    span.record("toolgate.status", "run_aborted");
+                }
+                other => {
+                    span.record("toolgate.status", other.status());
+                }
+            }
         }
         fate
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::rate_limit::RateLimiters;
 use crate::registry::Registry;
 use crate::retry::RetryPolicy;
 use crate::run_limits::RunLimits;
@@ -88,7 +89,8 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The clock for leases and stored times (default [`SystemClock`]).
+    /// The clock for leases, stored times and the refill of rate limits (default
+    /// [`SystemClock`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
@@ -164,6 +166,7 @@ impl DispatcherBuilder {
     /// given with [`state`](Self::state).
     pub fn try_build(self) -> Result<Dispatcher, BuildError> {
         crate::wiring::check(&self.registry, self.store.is_some(), &self.state)?;
+        let rate_limits = RateLimiters::new(&self.registry, self.clock.clone());
         Ok(Dispatcher {
             inner: Arc::new(Inner {
                 registry: self.registry,
@@ -179,6 +182,7 @@ impl DispatcherBuilder {
                 #[cfg(feature = "test-util")]
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),
+                rate_limits,
             }),
         })
     }

@@ -1,6 +1,11 @@
 //! The run's counters, in the operation store when the dispatcher has one (so a restarted
 //! process keeps them), else in the session: turns begun, attempts charged, failed calls noted,
 //! the abort recorded.
+//!
+//! When the store cannot be asked (it is down), the session counts in its place and a warning
+//! is logged: the limits still hold within this session, and a write still needs the store for
+//! its claim, which answers `unavailable` while it is down. What the session counted meanwhile
+//! is not added to the store's counts later.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -46,44 +51,49 @@ impl Ledger<'_> {
     }
 
     /// Starts a turn calling `tools` (each tool once, with its number of calls).
-    pub(super) async fn begin_turn(&self, tools: &[(&str, u32)]) -> Result<TurnGrant, StoreError> {
+    pub(super) async fn begin_turn(&self, tools: &[(&str, u32)]) -> TurnGrant {
         let request = TurnRequest {
             run: self.key(),
             tools,
             limits: self.limits,
             now_ms: self.dispatcher.now_ms(),
         };
-        match self.store {
-            Some(store) => store.begin_turn(request).await,
-            None => Ok(self.local().begin_turn(&request)),
+        if let Some(store) = self.store {
+            match store.begin_turn(request).await {
+                Ok(grant) => return grant,
+                Err(err) => unreachable_store(&err, "begin a turn"),
+            }
         }
+        self.local().begin_turn(&request)
     }
 
     /// One more attempt of `tool`: `false` when its budget is spent.
-    pub(super) async fn charge_attempt(&self, tool: &str) -> Result<bool, StoreError> {
+    pub(super) async fn charge_attempt(&self, tool: &str) -> bool {
         let budget = self.limits.retry_budget;
         let now_ms = self.dispatcher.now_ms();
-        match self.store {
-            Some(store) => store.charge_attempt(self.key(), tool, budget, now_ms).await,
-            None => Ok(self.local().charge_attempt(tool, budget, now_ms)),
+        if let Some(store) = self.store {
+            match store.charge_attempt(self.key(), tool, budget, now_ms).await {
+                Ok(charged) => return charged,
+                Err(err) => unreachable_store(&err, "count a retry"),
+            }
         }
+        self.local().charge_attempt(tool, budget, now_ms)
     }
 
     /// Notes a failed call. Repeat detection is best effort: a store fault is logged, and the
     /// call's answer stands.
     pub(super) async fn note_failure(&self, tool: &str, request_hash: &str) {
         let now_ms = self.dispatcher.now_ms();
-        match self.store {
-            Some(store) => {
-                let noted = store
-                    .note_failure(self.key(), tool, request_hash, now_ms)
-                    .await;
-                if let Err(err) = noted {
-                    tracing::warn!(error = %err, tool, "a failed call could not be noted; a repeat of it will run");
-                }
+        if let Some(store) = self.store {
+            match store
+                .note_failure(self.key(), tool, request_hash, now_ms)
+                .await
+            {
+                Ok(()) => return,
+                Err(err) => unreachable_store(&err, "note a failed call"),
             }
-            None => self.local().note_failure(tool, request_hash, now_ms),
         }
+        self.local().note_failure(tool, request_hash, now_ms);
     }
 
     /// Aborts the run: the session holds the abort at once, and the store keeps it for later
@@ -95,16 +105,13 @@ impl Ledger<'_> {
             reason: standing.reason.clone(),
         };
         let now_ms = self.dispatcher.now_ms();
-        match self.store {
-            Some(store) => {
-                if let Err(err) = store.abort_run(self.key(), &record, now_ms).await {
-                    tracing::warn!(error = %err, run = self.session.run_id(), "the abort of a run could not be stored; this session holds it");
-                }
-            }
-            None => {
-                self.local().abort(&record, now_ms);
+        if let Some(store) = self.store {
+            match store.abort_run(self.key(), &record, now_ms).await {
+                Ok(_) => return standing,
+                Err(err) => unreachable_store(&err, "store the abort of a run"),
             }
         }
+        self.local().abort(&record, now_ms);
         standing
     }
 }
@@ -115,6 +122,11 @@ pub(super) fn aborted_from(record: RunAbort) -> RunAborted {
         kind: ErrorKind::from_name(&record.kind).unwrap_or(ErrorKind::PolicyViolation),
         reason: record.reason,
     }
+}
+
+/// A store that could not be asked: the session counts in its place.
+fn unreachable_store(err: &StoreError, doing: &str) {
+    tracing::warn!(error = %err, "the operation store could not {doing}; this session counts the run meanwhile");
 }
 
 fn lock(run: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {

@@ -46,6 +46,7 @@ use crate::clock::Clock;
 use crate::ctx::Ctx;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::rate_limit::RateLimiters;
 use crate::registry::{RegisteredTool, Registry};
 use crate::retry::RetryPolicy;
 use crate::run_limits::RunLimits;
@@ -64,9 +65,16 @@ use outage::UnrecordedOutcomes;
 /// destructive call first claims its operation's idempotency key in the [`OperationStore`] (a
 /// duplicate answers the stored outcome, marked as a replay), runs under that claim with
 /// retries only while a fault proves nothing was applied, and has its outcome recorded before
-/// the model reads the result. Every call id gets exactly one result. A tool's
-/// `approval_over`, `rate_limit` and `resource` are recorded in its descriptor and not yet
-/// acted on.
+/// the model reads the result. Every call id gets exactly one result. A tool's `rate_limit`
+/// refuses a tenant's calls over it (`rate_limited`, per process); its `approval_over` is
+/// recorded in its descriptor and not yet acted on.
+///
+/// A model turn is a batch ([`Dispatcher::dispatch_turn`]): counted against the run's
+/// [`RunLimits`] (steps, tool calls, each tool's retry budget), its calls run concurrently,
+/// writes on one `resource` value or key in order, and a call that aborts the run loses no
+/// applied write: every call's fate reaches the application in
+/// [`TurnAborted`](crate::TurnAborted). A call identical to one that failed earlier in the run
+/// answers `repeated_call` without running.
 ///
 /// A tool that panics affects its own call only: a read answers `internal`, a write (which may
 /// have acted) becomes `outcome_unknown` for the reconciler to settle; a panic is never retried,
@@ -127,6 +135,8 @@ struct Inner {
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
     unrecorded: UnrecordedOutcomes,
+    /// The buckets of the tools' `rate_limit`s, per tenant.
+    rate_limits: RateLimiters,
 }
 
 impl std::fmt::Debug for Inner {

@@ -16,7 +16,11 @@ use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::schema::normalize_numbers;
 use crate::validate::invalid_arguments;
 
-use super::{Dispatcher, admit};
+use std::panic::AssertUnwindSafe;
+
+use crate::registry::RegisteredTool;
+
+use super::{Dispatcher, admit, answers, repeat, unwind};
 
 /// One call of a turn, ready to run.
 pub(super) struct Planned {
@@ -99,42 +103,28 @@ impl Dispatcher {
             Ok((registered, arguments)) => {
                 let descriptor = registered.descriptor();
                 let tool = descriptor.name;
-                if let Err(err) = admit::permitted(session, descriptor) {
-                    Step::Refused {
-                        tool: Some(tool),
-                        err,
-                        fingerprint: None,
-                    }
-                } else if descriptor.side_effect.is_read() {
-                    Step::Read { tool, arguments }
-                } else {
-                    let mut args = arguments.into_value();
-                    normalize_numbers(&mut args);
-                    let canonical = canonical_json(&args);
-                    let hash = request_hash(tool, &canonical);
-                    let violations = registered.validator().violations_if_invalid(&args);
-                    if violations.is_empty() {
-                        let tenant = session.auth().tenant();
-                        let key = operation_key(descriptor, tenant, session.run_id(), &args);
-                        let resource = descriptor
-                            .resource
-                            .and_then(|field| args.get(field))
-                            .map(canonical_json);
-                        Step::Write(PreparedWrite {
-                            tool,
-                            args,
-                            canonical,
-                            hash,
-                            key,
-                            resource,
-                        })
-                    } else {
-                        Step::Refused {
-                            tool: Some(tool),
-                            err: invalid_arguments(tool, &violations),
-                            fingerprint: Some(hash),
+                if descriptor.side_effect.is_read() {
+                    match admit::permitted(session, descriptor) {
+                        Ok(()) => Step::Read { tool, arguments },
+                        // Validation comes before authorisation: the model hears of invalid
+                        // arguments first, and a valid call the session may not make aborts.
+                        Err(denied) => {
+                            match self.valid_read(session, &id, registered, &arguments) {
+                                Err(invalid) => Step::Refused {
+                                    tool: Some(tool),
+                                    err: invalid,
+                                    fingerprint: Some(repeat::fingerprint(tool, &arguments)),
+                                },
+                                Ok(()) => Step::Refused {
+                                    tool: Some(tool),
+                                    err: denied,
+                                    fingerprint: None,
+                                },
+                            }
                         }
                     }
+                } else {
+                    self.prepare_write(session, registered, arguments)
                 }
             }
         };
@@ -146,6 +136,81 @@ impl Dispatcher {
             granted: true,
             copy_of: None,
         }
+    }
+}
+
+impl Dispatcher {
+    /// A write's arguments validated, then the session's permission checked, then its key.
+    fn prepare_write(
+        &self,
+        session: &Session,
+        registered: &RegisteredTool,
+        arguments: Arguments,
+    ) -> Step {
+        let descriptor = registered.descriptor();
+        let tool = descriptor.name;
+        let mut args = arguments.into_value();
+        normalize_numbers(&mut args);
+        let canonical = canonical_json(&args);
+        let hash = request_hash(tool, &canonical);
+        let violations = registered.validator().violations_if_invalid(&args);
+        if !violations.is_empty() {
+            return Step::Refused {
+                tool: Some(tool),
+                err: invalid_arguments(tool, &violations),
+                fingerprint: Some(hash),
+            };
+        }
+        if let Err(denied) = admit::permitted(session, descriptor) {
+            return Step::Refused {
+                tool: Some(tool),
+                err: denied,
+                fingerprint: None,
+            };
+        }
+        let tenant = session.auth().tenant();
+        let key = operation_key(descriptor, tenant, session.run_id(), &args);
+        let resource = descriptor
+            .resource
+            .and_then(|field| args.get(field))
+            .map(canonical_json);
+        Step::Write(PreparedWrite {
+            tool,
+            args,
+            canonical,
+            hash,
+            key,
+            resource,
+        })
+    }
+
+    /// Whether a read's arguments are valid, read as the read path would read them: the text
+    /// into the tool's parameters when it can (the call built is dropped, never run), else the
+    /// tree against the schema. Only for a read the session may not make, to tell the model
+    /// of invalid arguments first.
+    fn valid_read(
+        &self,
+        session: &Session,
+        call_id: &str,
+        registered: &RegisteredTool,
+        arguments: &Arguments,
+    ) -> Result<(), ToolError> {
+        if let Some(text) = arguments.as_text() {
+            let ctx = self.ctx(session, call_id, registered);
+            let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                registered.tool().invoke_text(&ctx, text).is_some()
+            }));
+            match built {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(payload) => {
+                    let name = registered.descriptor().name;
+                    unwind::trace(name, &*payload);
+                    return Err(answers::read_panicked(name));
+                }
+            }
+        }
+        self.validated(registered, arguments.to_value()).map(drop)
     }
 }
 

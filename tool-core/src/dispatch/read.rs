@@ -1,5 +1,6 @@
-//! The read path: no store, no key; the attempts run as soon as the arguments are valid (the
-//! session's permission was checked when the turn was planned).
+//! The read path: no store, no key; the attempts run as soon as the arguments are valid and the
+//! tenant is within the tool's rate limit (the session's permission was checked when the turn
+//! was planned).
 
 use std::panic::AssertUnwindSafe;
 
@@ -17,10 +18,10 @@ use super::ledger::Ledger;
 use super::{Dispatcher, answers, unwind};
 
 impl Dispatcher {
-    /// A read: its arguments validated, its permission checked, its attempts run. Arguments
-    /// that arrived as text are validated as the tool's types read them, when those decide
-    /// exactly as the schema would ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no
-    /// tree; any others as a tree, against the schema.
+    /// A read: its arguments validated, its rate limit checked, its attempts run. Arguments that arrived as text are validated as the tool's types read them, when
+    /// those decide exactly as the schema would
+    /// ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no tree; any others as a tree,
+    /// against the schema.
     pub(super) async fn read(
         &self,
         registered: &RegisteredTool,
@@ -54,6 +55,9 @@ impl Dispatcher {
                 (Input::Tree(&tree), None)
             }
         };
+        self.inner
+            .rate_limits
+            .check(registered.descriptor(), ctx.auth().tenant())?;
         let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None, ledger));
         match attempts.catch_unwind().await {
             Ok(outcome) => outcome

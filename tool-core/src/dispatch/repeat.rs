@@ -2,10 +2,11 @@
 //! this run, is answered `repeated_call` without running.
 //!
 //! A failure counts when repeating the call would fail the same way: invalid arguments, not
-//! found, a conflict, a business rule's refusal, an internal fault, and a transient fault the
-//! runtime already retried until its attempts were spent. A failure whose cause can change by
-//! itself is not a repeat: a timeout, a rate limit, a duplicate in progress, an unknown outcome
-//! (a repeat of a write is answered from its record anyway), an approval pending, a run budget.
+//! found, a conflict, a business rule's refusal, an internal fault. A failure whose cause can
+//! change by itself is not a repeat: a service that was unavailable (its retries spent), a
+//! timeout, a rate limit, a duplicate in progress, an unknown outcome (a repeat of a write is
+//! answered from its record anyway), an approval pending, a run budget. A call that keeps
+//! failing for such a cause is stopped by the run's retry budget instead.
 
 use crate::call::Arguments;
 use crate::error::ErrorKind;
@@ -21,8 +22,6 @@ pub(super) const fn counts(kind: ErrorKind) -> bool {
             | ErrorKind::Conflict
             | ErrorKind::Refused
             | ErrorKind::Internal
-            | ErrorKind::Unavailable
-            | ErrorKind::RetryBudgetExhausted
     )
 }
 

@@ -70,9 +70,8 @@ impl Dispatcher {
                 return Err(exhausted(descriptor.name, err, attempt_number));
             }
             // Every retry counts against the tool's retry budget in the run.
-            match ledger.charge_attempt(descriptor.name).await {
-                Ok(true) => {}
-                Ok(false) => {
+            if !ledger.charge_attempt(descriptor.name).await {
+                {
                     let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
                     let answer = answers::run_budget_stopped_retries(
                         descriptor.name,
@@ -80,11 +79,6 @@ impl Dispatcher {
                         attempt_number,
                         budget,
                     );
-                    return Err(Failure::new(err, attempt_number).answered(answer));
-                }
-                Err(store_err) => {
-                    tracing::warn!(error = %store_err, tool = descriptor.name, "a retry could not be counted; the call stops");
-                    let answer = answers::not_retried(descriptor.name, err.clone(), &store_err);
                     return Err(Failure::new(err, attempt_number).answered(answer));
                 }
             }

@@ -54,6 +54,8 @@ impl Dispatcher {
             return Err(answers::no_store(descriptor.name));
         };
         let tenant = session.auth().tenant();
+        // Over the rate limit, a write is refused before it claims its key.
+        self.inner.rate_limits.check(descriptor, tenant)?;
         let PreparedWrite {
             args,
             canonical,

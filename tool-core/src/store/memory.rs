@@ -37,14 +37,24 @@ impl MemoryStore {
         f(&mut records)
     }
 
-    /// `f` on the record of `run`, created empty if it has none.
+    /// `f` on the record of `run` (an empty one if it has none), kept only when `f` changed
+    /// it: a refusal writes nothing, as in the durable stores.
     fn with_run<T>(&self, run: RunKey<'_>, f: impl FnOnce(&mut RunRecord) -> T) -> T {
         let mut runs = self
             .runs
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         let id = (run.tenant.to_owned(), run.run_id.to_owned());
-        f(runs.entry(id).or_default())
+        let mut record = runs.get(&id).cloned().unwrap_or_default();
+        let answer = f(&mut record);
+        let changed = match runs.get(&id) {
+            Some(before) => *before != record,
+            None => record != RunRecord::default(),
+        };
+        if changed {
+            runs.insert(id, record);
+        }
+        answer
     }
 
     /// Moves an owned `processing` record to `state`, appending `error`.

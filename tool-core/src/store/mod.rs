@@ -134,7 +134,7 @@ pub trait OperationStore: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Notes that a call of `tool` with the request hash `request_hash` failed in `run` (noting
-    /// it again changes nothing).
+    /// it again adds nothing; either way the run's `updated_ms` becomes `now_ms`).
     async fn note_failure(
         &self,
         run: RunKey<'_>,

@@ -145,12 +145,14 @@ impl RunRecord {
             .tools
             .iter()
             .map(|(tool, wanted)| {
-                let spent = self.attempts.entry((*tool).to_owned()).or_default();
+                let spent = self.attempts.get(*tool).copied().unwrap_or(0);
                 let left = limits
                     .retry_budget
-                    .map_or(u32::MAX, |budget| budget.saturating_sub(*spent));
+                    .map_or(u32::MAX, |budget| budget.saturating_sub(spent));
                 let granted = (*wanted).min(left);
-                *spent = spent.saturating_add(granted);
+                if granted > 0 {
+                    self.add_attempts(tool, granted);
+                }
                 granted
             })
             .collect();
@@ -169,13 +171,23 @@ impl RunRecord {
 
     /// [`OperationStore::charge_attempt`](super::OperationStore::charge_attempt) on this record.
     pub fn charge_attempt(&mut self, tool: &str, retry_budget: Option<u32>, now_ms: i64) -> bool {
-        let spent = self.attempts.entry(tool.to_owned()).or_default();
-        if retry_budget.is_some_and(|budget| *spent >= budget) {
+        let spent = self.attempts.get(tool).copied().unwrap_or(0);
+        if retry_budget.is_some_and(|budget| spent >= budget) {
             return false;
         }
-        *spent = spent.saturating_add(1);
+        self.add_attempts(tool, 1);
         self.updated_ms = now_ms;
         true
+    }
+
+    /// Adds `count` attempts of `tool`.
+    fn add_attempts(&mut self, tool: &str, count: u32) {
+        match self.attempts.get_mut(tool) {
+            Some(spent) => *spent = spent.saturating_add(count),
+            None => {
+                self.attempts.insert(tool.to_owned(), count);
+            }
+        }
     }
 
     /// [`OperationStore::note_failure`](super::OperationStore::note_failure) on this record.

@@ -234,7 +234,16 @@ pub async fn a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn(
     ] {
         store.note_failure(run, tool, hash, T0 + 1).await.unwrap();
     }
+    store
+        .note_failure(run, "issue_refund", "h2", T0 + 2)
+        .await
+        .unwrap();
     let stored = record(store, run).await;
+    assert_eq!(
+        stored.updated_ms,
+        T0 + 2,
+        "noting again is a change of the run"
+    );
     let every: BTreeSet<FailedCall> = [
         failed("cancel_order", "h3"),
         failed("issue_refund", "h1"),
@@ -247,14 +256,14 @@ pub async fn a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn(
         run,
         &[("get_order", 1), ("issue_refund", 1)],
         RunLimits::DEFAULT,
-        T0 + 2,
+        T0 + 3,
     )
     .await;
     assert_eq!(
         refunds.failed,
         vec![failed("issue_refund", "h1"), failed("issue_refund", "h2")]
     );
-    let reads = admitted(store, run, &[("get_order", 1)], RunLimits::DEFAULT, T0 + 3).await;
+    let reads = admitted(store, run, &[("get_order", 1)], RunLimits::DEFAULT, T0 + 4).await;
     assert_eq!(reads.failed, vec![]);
 }
 
