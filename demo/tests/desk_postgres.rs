@@ -91,7 +91,7 @@ async fn the_run_limit_stories_answer_the_same_on_postgres_and_sqlite() {
             ledger["ledger"]["ORD-1001"]["refunds"], 0,
             "{name}: {ledger}"
         );
-        let refund_requests = if name == "looping-model.jsonl" { 5 } else { 0 };
+        let refund_requests = if name == "looping-model.jsonl" { 3 } else { 0 };
         assert_eq!(
             ledger["provider_requests"]["refund"], refund_requests,
             "{name}: {ledger}"

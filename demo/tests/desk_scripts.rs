@@ -71,7 +71,7 @@ fn story_ledger(path: &str) -> Value {
     let name = path.rsplit('/').next().unwrap();
     match name {
         "timeout-after-apply.jsonl" => ledger(&[("ORD-1001", "500.00", 1)], 1, 1),
-        "looping-model.jsonl" => ledger(&[], 5, 0),
+        "looping-model.jsonl" => ledger(&[], 3, 0),
         "two-refunds-one-order.jsonl" => ledger(
             &[("ORD-1001", "100.00", 1), ("ORD-1002", "100.00", 1)],
             2,
@@ -915,70 +915,83 @@ fn story(name: &str) -> String {
     std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
-/// `looping-model.jsonl`: the same refund failing turn after turn is stopped by the run's limits,
-/// and the counters survive a restart (they live in the store).
+/// `looping-model.jsonl`: a model that repeats failing refunds is stopped by the run: a call that
+/// failed and would fail again is not run again, a refund failing for a transient fault is
+/// stopped by the retry budget (whose counters survive a restart: they live in the store), and
+/// the step limit aborts the run.
 #[test]
 fn a_looping_model_is_stopped_by_its_run_limits() {
     let output = play_output(&story("looping-model.jsonl"), &FAST);
     assert!(output.status.success(), "{output:?}");
     let answers = json_lines(&output.stdout);
-    assert_eq!(answers.len(), 6, "{answers:?}");
-    let first = only_result(&answers[0]);
-    assert_eq!(first["error"]["kind"], "retry_budget_exhausted", "{first}");
-    assert_eq!(
-        first["error"]["what"], "issue_refund failed 4 times in a row; nothing was applied",
-        "retried below the model, four attempts"
-    );
+    assert_eq!(answers.len(), 7, "{answers:?}");
+    let refused = only_result(&answers[0]);
+    assert_eq!(refused["error"]["kind"], "refused", "{refused}");
     let repeated = only_result(&answers[1]);
     assert_eq!(repeated["error"]["kind"], "repeated_call", "{repeated}");
     assert_eq!(
         repeated["error"]["next"],
         "that call already failed; change the approach: other arguments, another tool, or tell the user"
     );
-    // After the restart: 4 attempts and the repeat spent 5 of the 6; this refund gets one.
-    let spent = only_result(&answers[2]);
-    assert_eq!(spent["error"]["kind"], "retry_budget_exhausted", "{spent}");
-    assert!(
-        spent["error"]["what"]
-            .as_str()
-            .unwrap()
-            .contains("its 6 attempts in this run are used up"),
-        "{spent}"
+    // Two attempts of the 5 spent: the 503s get three, retried below the model.
+    let stopped = only_result(&answers[2]);
+    assert_eq!(
+        stopped["error"]["kind"], "retry_budget_exhausted",
+        "{stopped}"
+    );
+    assert_eq!(
+        stopped["error"]["what"],
+        "issue_refund failed 3 times in a row and its 5 attempts in this run are used up; \
+         nothing was applied"
     );
     assert!(
-        spent["error"]["next"]
+        stopped["error"]["next"]
             .as_str()
             .unwrap()
             .starts_with("stop retrying: do not call issue_refund again in this run"),
-        "not `try again later`: {spent}"
+        "not `try again later`: {stopped}"
     );
+    // After the restart the budget is still spent: the refund does not run.
+    let spent = only_result(&answers[3]);
+    assert_eq!(spent["error"]["kind"], "retry_budget_exhausted", "{spent}");
     assert_eq!(
-        answers[3],
-        json!({"run_aborted": {
-            "kind": "run_budget_exhausted",
-            "reason": "the run reached its limit of 3 model turns",
-            "calls": [{"id": "call_4", "tool": "issue_refund", "status": "not_started"}],
-        }})
+        spent["error"]["what"],
+        "issue_refund did not run: it has used its 5 attempts in this run"
     );
     assert_eq!(
         answers[4],
         json!({"run_aborted": {
             "kind": "run_budget_exhausted",
-            "reason": "the run reached its limit of 3 model turns",
+            "reason": "the run reached its limit of 4 model turns",
+            "calls": [{"id": "call_5", "tool": "issue_refund", "status": "not_started"}],
+        }})
+    );
+    assert_eq!(
+        answers[5],
+        json!({"run_aborted": {
+            "kind": "run_budget_exhausted",
+            "reason": "the run reached its limit of 4 model turns",
             "calls": [],
         }}),
         "a later turn of the aborted run runs nothing"
     );
     assert_eq!(
-        answers[5],
-        ledger(&[], 5, 0),
-        "four attempts of the first refund and one of the third: the repeat and the turns \
-         after the limit sent nothing"
+        answers[6],
+        ledger(&[], 3, 0),
+        "three attempts of the refund that met the 503s: the repeat, the refund after the \
+         budget was spent and the turns past the limit sent nothing"
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("call_4 issue_refund: not started"),
-        "{stderr}"
+    for said in [
+        "call_5 issue_refund: not started (nothing of it was sent)",
+        "call_6 issue_refund: not started (the run was aborted before this turn)",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in:\n{stderr}");
+    }
+    assert_eq!(
+        stderr.matches("provider: GET /orders/ORD-1003").count(),
+        1,
+        "the repeat of the refused refund did not run:\n{stderr}"
     );
 }
 
