@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use futures_util::future::{Either, join_all, select};
 use tokio::sync::Notify;
+use tracing::Instrument;
 
 use crate::auth::Session;
 use crate::call::{CallReport, ToolCall};
@@ -249,7 +250,11 @@ impl Dispatcher {
         units: Vec<Vec<Planned>>,
         shared: &Arc<Shared>,
     ) -> Vec<Ended> {
-        if units.len() > 1 && self.inner.spawn_calls {
+        if units.len() == 1 {
+            let unit = units.into_iter().next().expect("one unit");
+            return self.run_unit(session, unit, shared).await;
+        }
+        if self.inner.spawn_calls {
             let handles: Vec<_> = units
                 .into_iter()
                 .map(|unit| {
@@ -260,10 +265,9 @@ impl Dispatcher {
                         .iter()
                         .map(|call| (call.place, call.id.clone(), call.name.clone()))
                         .collect();
-                    let task =
-                        tokio::spawn(
-                            async move { dispatcher.run_unit(&session, unit, &shared).await },
-                        );
+                    // The calls' spans stay children of the caller's.
+                    let unit = async move { dispatcher.run_unit(&session, unit, &shared).await };
+                    let task = tokio::spawn(unit.in_current_span());
                     (places, task)
                 })
                 .collect();
