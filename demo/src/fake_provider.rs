@@ -22,7 +22,8 @@
 //! # Faults
 //!
 //! [`FakeProvider::inject`] scripts the next requests of an operation, first in, first out:
-//! see [`Fault`]. Requests with no fault left behave. The script and the request counts live in
+//! see [`Fault`]; [`FakeProvider::inject_for`] the next requests of an operation about one order.
+//! Requests with no fault left behave. The script and the request counts live in
 //! memory: they are instructions to this process, not provider state.
 
 use std::collections::{HashMap, VecDeque};
@@ -52,6 +53,16 @@ pub enum Operation {
     Refund,
     /// [`FakeProvider::lookup`].
     Lookup,
+    /// [`FakeProvider::read_order`]: an order read, which changes nothing (a fault "after
+    /// apply" on it is one after the order was read).
+    Order,
+}
+
+/// A fault waiting for a request: of any order, or of the one it names.
+#[derive(Debug, Clone)]
+struct Scripted {
+    order_id: Option<String>,
+    fault: Fault,
 }
 
 /// How one request misbehaves.
@@ -91,8 +102,8 @@ pub struct FakeProvider {
     path: PathBuf,
     ledger: Mutex<Ledger>,
     mode: KeyMode,
-    faults: Mutex<[VecDeque<Fault>; 2]>,
-    requests: [AtomicU32; 2],
+    faults: Mutex<[VecDeque<Scripted>; 3]>,
+    requests: [AtomicU32; 3],
     on_applied: Option<AppliedHook>,
 }
 
@@ -187,11 +198,25 @@ impl FakeProvider {
     /// The next `times` requests of `operation` (after those already scripted) misbehave as
     /// `fault` says.
     pub fn inject(&self, operation: Operation, fault: Fault, times: u32) {
+        self.script(operation, None, fault, times);
+    }
+
+    /// The next `times` requests of `operation` about the order `order_id` (after those already
+    /// scripted for it) misbehave as `fault` says; requests about other orders pass them by. A
+    /// lookup is about a key, not an order: it never takes such a fault.
+    pub fn inject_for(&self, operation: Operation, order_id: &str, fault: Fault, times: u32) {
+        self.script(operation, Some(order_id), fault, times);
+    }
+
+    fn script(&self, operation: Operation, order_id: Option<&str>, fault: Fault, times: u32) {
         let mut faults = self
             .faults
             .lock()
             .expect("the fault script lock is never poisoned");
-        faults[operation as usize].extend((0..times).map(|_| fault));
+        faults[operation as usize].extend((0..times).map(|_| Scripted {
+            order_id: order_id.map(str::to_owned),
+            fault,
+        }));
     }
 
     /// Forgets every scripted fault.
@@ -247,7 +272,7 @@ impl FakeProvider {
         amount_cents: i64,
         check: impl FnOnce(&[Refund]) -> Result<(), ToolError>,
     ) -> Result<Refund, ToolError> {
-        let fault = self.arrive(Operation::Refund).await?;
+        let fault = self.arrive(Operation::Refund, Some(order_id)).await?;
         let (refund, applied) = self
             .apply(key, order_id, amount_cents, check)
             .map_err(|err| self.ledger_failed(&err))??;
@@ -259,19 +284,46 @@ impl FakeProvider {
 
     /// The first refund applied under `key`, if any: what a reconcile hook asks.
     pub async fn lookup(&self, key: &str) -> Result<Option<Refund>, ToolError> {
-        let fault = self.arrive(Operation::Lookup).await?;
+        let fault = self.arrive(Operation::Lookup, None).await?;
         let found = self.lock_ledger().first_under(key).cloned();
         answer(fault, found).await
     }
 
-    /// Counts a request and plays the part of its fault that comes before applying it.
-    async fn arrive(&self, operation: Operation) -> Result<Option<Fault>, ToolError> {
+    /// `read` of every refund applied so far, as a read of the order `order_id` that takes the
+    /// faults scripted for order reads.
+    pub async fn read_order<R>(
+        &self,
+        order_id: &str,
+        read: impl FnOnce(&[Refund]) -> R,
+    ) -> Result<R, ToolError> {
+        let fault = self.arrive(Operation::Order, Some(order_id)).await?;
+        let found = self.with_ledger(read);
+        answer(fault, found).await
+    }
+
+    /// Counts a request (about the order `order_id`, if any) and plays the part of its fault
+    /// that comes before applying it: the first fault scripted for this operation that names no
+    /// order or names this one.
+    async fn arrive(
+        &self,
+        operation: Operation,
+        order_id: Option<&str>,
+    ) -> Result<Option<Fault>, ToolError> {
         self.requests[operation as usize].fetch_add(1, Ordering::SeqCst);
-        let fault = self
-            .faults
-            .lock()
-            .expect("the fault script lock is never poisoned")[operation as usize]
-            .pop_front();
+        let fault = {
+            let mut faults = self
+                .faults
+                .lock()
+                .expect("the fault script lock is never poisoned");
+            let queue = &mut faults[operation as usize];
+            queue
+                .iter()
+                .position(|scripted| {
+                    scripted.order_id.is_none() || scripted.order_id.as_deref() == order_id
+                })
+                .and_then(|at| queue.remove(at))
+                .map(|scripted| scripted.fault)
+        };
         match fault {
             Some(Fault::UnavailableBeforeApply) => Err(ToolError::unavailable(
                 "the payment provider answered 503 Service Unavailable",
@@ -497,6 +549,31 @@ mod tests {
         provider.inject(Operation::Lookup, Fault::ResetAfterApply, 1);
         provider.clear_faults();
         assert!(provider.lookup("k1").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_fault_for_one_order_waits_for_a_request_about_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = provider(&dir, KeyMode::Honours);
+        provider.inject_for(Operation::Order, "ORD-2", Fault::UnavailableBeforeApply, 1);
+        let read = |order: &'static str| provider.read_order(order, move |_| order);
+        assert_eq!(
+            read("ORD-1").await.unwrap(),
+            "ORD-1",
+            "another order passes it by"
+        );
+        assert!(read("ORD-2").await.is_err(), "the order it names takes it");
+        assert_eq!(read("ORD-2").await.unwrap(), "ORD-2", "once");
+        assert_eq!(provider.requests(Operation::Order), 3);
+        // A refund of that order takes a refund fault for it; order reads are scripted apart.
+        provider.inject_for(Operation::Refund, "ORD-2", Fault::UnavailableBeforeApply, 1);
+        provider.inject(Operation::Order, Fault::UnavailableBeforeApply, 1);
+        assert!(provider.refund("k1", "ORD-1", 100).await.is_ok());
+        assert!(provider.refund("k2", "ORD-2", 100).await.is_err());
+        assert!(
+            read("ORD-3").await.is_err(),
+            "a fault that names no order takes any"
+        );
     }
 
     #[tokio::test]

@@ -224,7 +224,7 @@ fn payments(ctx: &Ctx) -> Result<&dyn Payments, ToolError> {
 }
 
 /// Look up an order: what was paid, what was refunded already, and what can still be refunded.
-#[tool(permission = "orders:read", timeout = "5s")]
+#[tool(permission = "orders:read", timeout = "1s", rate_limit = "5/min")]
 pub async fn get_order(
     ctx: &Ctx,
     /// The order id, such as `ORD-1001`.
@@ -249,6 +249,7 @@ pub async fn get_order(
     permission = "refund:create",
     approval_over = 5000,
     key = [order_id],
+    resource = order_id,
     timeout = "10s",
     retry(max_attempts = 4),
     reconcile = find_refund(ctx, key)

@@ -62,6 +62,43 @@ async fn a_script_gives_the_same_answers_on_postgres_and_sqlite() {
     );
 }
 
+/// The looping model and the abort of a turn, on PostgreSQL: the run's counters (turns, attempts,
+/// failed calls, the abort) live in the store, across the looping story's restart, and answer
+/// as they do on SQLite.
+#[tokio::test]
+async fn the_run_limit_stories_answer_the_same_on_postgres_and_sqlite() {
+    for name in ["looping-model.jsonl", "abort-keeps-every-report.jsonl"] {
+        let url = test_database().await;
+        let script =
+            std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        let timeout = ["--provider-timeout-ms", "300"];
+        let on_sqlite = play(&script, &timeout);
+        let on_postgres = play(&script, &[timeout[0], timeout[1], "--store", &url]);
+        assert_eq!(on_postgres, on_sqlite, "{name}");
+        let aborted: Vec<&Value> = on_postgres
+            .iter()
+            .filter(|answer| answer.get("run_aborted").is_some())
+            .collect();
+        assert_eq!(aborted.len(), 2, "{name}: {on_postgres:?}");
+        assert_eq!(
+            aborted[1]["run_aborted"]["calls"],
+            json!([]),
+            "{name}: a later turn of an aborted run runs nothing"
+        );
+        let ledger = on_postgres.last().unwrap();
+        assert_eq!(
+            ledger["ledger"]["ORD-1001"]["refunds"], 0,
+            "{name}: {ledger}"
+        );
+        let refund_requests = if name == "looping-model.jsonl" { 3 } else { 0 };
+        assert_eq!(
+            ledger["provider_requests"]["refund"], refund_requests,
+            "{name}: {ledger}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn two_desks_on_one_database_refund_each_order_once() {
     let url = test_database().await;

@@ -56,6 +56,73 @@ fn the_narrated_story_shows_the_timeout_and_one_refund() {
     assert_eq!(last, ledger(&[("ORD-1001", "500.00", 1)], 1, 1));
 }
 
+/// The flags a story in `demo/scenarios/` is played with: the slow story needs the provider's
+/// client to wait longer than `get_order`'s deadline of 1 s, the others a short wait.
+fn story_flags(path: &str) -> [&'static str; 2] {
+    if path.ends_with("slow-call-times-out.jsonl") {
+        ["--provider-timeout-ms", "5000"]
+    } else {
+        FAST
+    }
+}
+
+/// The ledger each story in `demo/scenarios/` ends with.
+fn story_ledger(path: &str) -> Value {
+    let name = path.rsplit('/').next().unwrap();
+    match name {
+        "timeout-after-apply.jsonl" => ledger(&[("ORD-1001", "500.00", 1)], 1, 1),
+        "looping-model.jsonl" => ledger(&[], 3, 0),
+        "two-refunds-one-order.jsonl" => ledger(
+            &[("ORD-1001", "100.00", 1), ("ORD-1002", "100.00", 1)],
+            2,
+            0,
+        ),
+        "slow-call-times-out.jsonl" => ledger(&[("ORD-1004", "5.00", 1)], 1, 0),
+        "bad-arguments.jsonl"
+        | "hostile-turns.jsonl"
+        | "rate-limited-burst.jsonl"
+        | "abort-keeps-every-report.jsonl" => ledger(&[], 0, 0),
+        other => panic!("a story without its ledger here: {other}"),
+    }
+}
+
+/// `answers` with what a rate limit makes depend on the real clock taken out, once checked: how
+/// long a rate-limited call is told to wait (`retry_after_ms`, and the same number in `next`:
+/// the milliseconds until the tenant's bucket has a call again, from 1 to the limit's 12000 ms
+/// for `get_order`'s 5/min, and a few milliseconds less the later the call is checked), and which
+/// calls of a burst were the ones over the limit (the calls of a turn run concurrently, so
+/// which reach the limiter first is not defined): each turn's results are sorted.
+fn without_real_time(answers: &[Value]) -> Vec<Value> {
+    answers
+        .iter()
+        .map(|answer| {
+            let Some(messages) = answer["openai"].as_array() else {
+                return answer.clone();
+            };
+            let mut results: Vec<String> = messages
+                .iter()
+                .map(|message| {
+                    let mut result: Value =
+                        serde_json::from_str(message["content"].as_str().unwrap()).unwrap();
+                    if result["error"]["kind"] == "rate_limited" {
+                        let wait = result["error"]["retry_after_ms"].as_u64().unwrap();
+                        assert!((1..=12_000).contains(&wait), "{result}");
+                        assert_eq!(
+                            result["error"]["next"],
+                            format!("wait {wait} ms, then call get_order again")
+                        );
+                        result["error"]["retry_after_ms"] = json!("1 to 12000");
+                        result["error"]["next"] = json!("wait …");
+                    }
+                    result.to_string()
+                })
+                .collect();
+            results.sort();
+            json!({ "openai results, sorted": results })
+        })
+        .collect()
+}
+
 #[test]
 fn every_example_script_gives_the_same_output_twice() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
@@ -65,26 +132,31 @@ fn every_example_script_gives_the_same_output_twice() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
         .collect();
     scripts.sort();
-    assert_eq!(scripts.len(), 3, "{scripts:?}");
+    assert_eq!(scripts.len(), 8, "{scripts:?}");
     for script in scripts {
         let path = script.to_str().unwrap();
         let run = || {
             let output = desk()
-                .args(["--script", path, "--provider-timeout-ms", "300"])
+                .args(["--script", path])
+                .args(story_flags(path))
                 .output()
                 .unwrap();
             assert!(output.status.success(), "{path}: {output:?}");
             output.stdout
         };
         let first = run();
-        assert_eq!(first, run(), "{path} is not deterministic");
-        let lines = json_lines(&first);
-        let expected = if path.ends_with("timeout-after-apply.jsonl") {
-            ledger(&[("ORD-1001", "500.00", 1)], 1, 1)
+        let second = run();
+        if path.ends_with("rate-limited-burst.jsonl") {
+            assert_eq!(
+                without_real_time(&json_lines(&first)),
+                without_real_time(&json_lines(&second)),
+                "{path} is not deterministic"
+            );
         } else {
-            ledger(&[], 0, 0)
-        };
-        assert_eq!(lines.last().unwrap(), &expected, "{path}");
+            assert_eq!(first, second, "{path} is not deterministic");
+        }
+        let lines = json_lines(&first);
+        assert_eq!(lines.last().unwrap(), &story_ledger(path), "{path}");
     }
 }
 
@@ -836,4 +908,295 @@ fn an_order_id_that_is_not_one_is_invalid_arguments() {
         );
     }
     assert_eq!(answers.last().unwrap(), &ledger(&[], 0, 0));
+}
+
+/// The text of the story `name` in `demo/scenarios/`.
+fn story(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// `looping-model.jsonl`: a model that repeats failing refunds is stopped by the run: a call that
+/// failed and would fail again is not run again, a refund failing for a transient fault is
+/// stopped by the retry budget (whose counters survive a restart: they live in the store), and
+/// the step limit aborts the run.
+#[test]
+fn a_looping_model_is_stopped_by_its_run_limits() {
+    let output = play_output(&story("looping-model.jsonl"), &FAST);
+    assert!(output.status.success(), "{output:?}");
+    let answers = json_lines(&output.stdout);
+    assert_eq!(answers.len(), 7, "{answers:?}");
+    let refused = only_result(&answers[0]);
+    assert_eq!(refused["error"]["kind"], "refused", "{refused}");
+    let repeated = only_result(&answers[1]);
+    assert_eq!(repeated["error"]["kind"], "repeated_call", "{repeated}");
+    assert_eq!(
+        repeated["error"]["next"],
+        "that call already failed; change the approach: other arguments, another tool, or tell the user"
+    );
+    // Two attempts of the 5 spent: the 503s get three, retried below the model.
+    let stopped = only_result(&answers[2]);
+    assert_eq!(
+        stopped["error"]["kind"], "retry_budget_exhausted",
+        "{stopped}"
+    );
+    assert_eq!(
+        stopped["error"]["what"],
+        "issue_refund failed 3 times in a row and its 5 attempts in this run are used up; \
+         nothing was applied"
+    );
+    assert!(
+        stopped["error"]["next"]
+            .as_str()
+            .unwrap()
+            .starts_with("stop retrying: do not call issue_refund again in this run"),
+        "not `try again later`: {stopped}"
+    );
+    // After the restart the budget is still spent: the refund does not run.
+    let spent = only_result(&answers[3]);
+    assert_eq!(spent["error"]["kind"], "retry_budget_exhausted", "{spent}");
+    assert_eq!(
+        spent["error"]["what"],
+        "issue_refund did not run: it has used its 5 attempts in this run"
+    );
+    assert_eq!(
+        answers[4],
+        json!({"run_aborted": {
+            "kind": "run_budget_exhausted",
+            "reason": "the run reached its limit of 4 model turns",
+            "calls": [{"id": "call_5", "tool": "issue_refund", "status": "not_started"}],
+        }})
+    );
+    assert_eq!(
+        answers[5],
+        json!({"run_aborted": {
+            "kind": "run_budget_exhausted",
+            "reason": "the run reached its limit of 4 model turns",
+            "calls": [],
+        }}),
+        "a later turn of the aborted run runs nothing"
+    );
+    assert_eq!(
+        answers[6],
+        ledger(&[], 3, 0),
+        "three attempts of the refund that met the 503s: the repeat, the refund after the \
+         budget was spent and the turns past the limit sent nothing"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for said in [
+        "call_5 issue_refund: not started (nothing of it was sent)",
+        "call_6 issue_refund: not started (the run was aborted before this turn)",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in:\n{stderr}");
+    }
+    assert_eq!(
+        stderr.matches("provider: GET /orders/ORD-1003").count(),
+        1,
+        "the repeat of the refused refund did not run:\n{stderr}"
+    );
+}
+
+/// `two-refunds-one-order.jsonl`: writes on one order in one turn run one after the other; the
+/// identical one runs once, and one with another amount under the same key is a conflict.
+#[test]
+fn two_refunds_of_one_order_in_one_turn() {
+    let answers = play(&story("two-refunds-one-order.jsonl"), &FAST);
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    let refund = |id: &str, amount: &str| json!({"refund_id": id, "order_id": if id == "re_000001" { "ORD-1001" } else { "ORD-1002" }, "amount": amount});
+    let identical = openai_results(&answers[0]);
+    assert_eq!(
+        identical,
+        [
+            json!({"status": "succeeded", "replayed": false, "data": refund("re_000001", "100.00")}),
+            json!({"status": "succeeded", "replayed": true, "data": refund("re_000001", "100.00")}),
+        ]
+    );
+    let different = openai_results(&answers[1]);
+    assert_eq!(
+        different[0],
+        json!({"status": "succeeded", "replayed": false, "data": refund("re_000002", "100.00")})
+    );
+    assert_eq!(different[1]["status"], "error", "{}", different[1]);
+    assert_eq!(
+        different[1]["error"]["kind"], "conflict",
+        "{}",
+        different[1]
+    );
+    assert_eq!(
+        answers[2],
+        ledger(
+            &[("ORD-1001", "100.00", 1), ("ORD-1002", "100.00", 1)],
+            2,
+            0
+        ),
+        "one refund per operation"
+    );
+}
+
+/// `rate-limited-burst.jsonl`: seven lookups of one order in one turn against `get_order`'s
+/// 5/min: five run, two are answered `rate_limited` with how long to wait and never reach the
+/// provider.
+#[test]
+fn a_burst_over_the_rate_limit_never_reaches_the_provider() {
+    let output = play_output(&story("rate-limited-burst.jsonl"), &FAST);
+    assert!(output.status.success(), "{output:?}");
+    let answers = json_lines(&output.stdout);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    let ids: Vec<&str> = answers[0]["openai"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "call_1", "call_2", "call_3", "call_4", "call_5", "call_6", "call_7"
+        ]
+    );
+    let results = openai_results(&answers[0]);
+    let succeeded = results
+        .iter()
+        .filter(|result| result["status"] == "succeeded")
+        .count();
+    assert_eq!(succeeded, 5, "{results:?}");
+    for limited in results
+        .iter()
+        .filter(|result| result["status"] != "succeeded")
+    {
+        assert_eq!(limited["error"]["kind"], "rate_limited", "{limited}");
+        let wait = limited["error"]["retry_after_ms"].as_u64().unwrap();
+        assert!((1..=12_000).contains(&wait), "{limited}");
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.matches("provider: GET /orders/ORD-1001").count(),
+        5,
+        "only the calls within the limit reached the provider:\n{stderr}"
+    );
+    assert_eq!(answers[1], ledger(&[], 0, 0));
+}
+
+/// `slow-call-times-out.jsonl`: a read slower than its deadline answers `timeout` with
+/// `after_ms`, and the calls beside it in the turn succeed.
+#[test]
+fn a_slow_read_times_out_while_its_siblings_succeed() {
+    let path = "slow-call-times-out.jsonl";
+    let answers = play(&story(path), &story_flags(path));
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    let results = openai_results(&answers[0]);
+    assert_eq!(results[0]["status"], "succeeded", "{}", results[0]);
+    assert_eq!(results[0]["data"]["order_id"], "ORD-1001");
+    assert_eq!(
+        results[1],
+        json!({"status": "error", "error": {
+            "kind": "timeout",
+            "what": "get_order did not answer within 1s",
+            "why": "the read was stopped at its deadline; it changed nothing",
+            "next": "call get_order again, or tell the user the system is slow",
+            "after_ms": 1000,
+            "may_still_be_running": false,
+        }})
+    );
+    assert_eq!(results[2]["status"], "succeeded", "{}", results[2]);
+    assert_eq!(results[2]["data"]["refund_id"], "re_000001");
+    assert_eq!(answers[1], ledger(&[("ORD-1004", "5.00", 1)], 1, 0));
+}
+
+/// `abort-keeps-every-report.jsonl`: a session with `refund:create` and without `orders:read`
+/// sends a refund and a lookup in one turn: the run aborts before anything runs, the desk
+/// answers both calls' statuses, and the provider refunded nothing.
+#[test]
+fn an_abort_reports_every_call_and_the_ledger_agrees() {
+    let output = play_output(&story("abort-keeps-every-report.jsonl"), &FAST);
+    assert!(output.status.success(), "{output:?}");
+    let answers = json_lines(&output.stdout);
+    let reason = "the session may not call get_order: user `refund-bot` of tenant `acme` lacks \
+                  the permission `orders:read`";
+    assert_eq!(
+        answers,
+        [
+            json!({"run_aborted": {"kind": "permission_denied", "reason": reason, "calls": [
+                {"id": "call_1", "tool": "issue_refund", "status": "not_started"},
+                {"id": "call_2", "tool": "get_order", "status": "aborted"},
+            ]}}),
+            json!({"run_aborted": {"kind": "permission_denied", "reason": reason, "calls": []}}),
+            ledger(&[], 0, 0),
+        ]
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for said in [
+        "call_1 issue_refund: not started",
+        "call_2 get_order: aborted the run",
+        "call_3 issue_refund: not started (the run was aborted before this turn)",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in:\n{stderr}");
+    }
+}
+
+/// A `run` line with limits that are not limits is that line's error; the run goes on as it was.
+#[test]
+fn a_bad_run_line_is_an_error() {
+    let output = play_output(
+        &script(&[
+            r#"{"run": {"id": "r1", "max_turns": 1}}"#.to_owned(),
+            r#"{"run": {"id": "r1", "max_steps": "1"}}"#.to_owned(),
+            r#"{"run": {"id": "r1", "max_steps": 0}}"#.to_owned(),
+            refund("call_1", "ORD-1001", json!(10)),
+        ]),
+        &FAST,
+    );
+    let answers = json_lines(&output.stdout);
+    assert!(
+        answers[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `max_turns`"),
+        "{answers:?}"
+    );
+    assert!(
+        answers[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid type: string"),
+        "{answers:?}"
+    );
+    // A limit of 0 turns is a limit: the turn aborts the run.
+    assert_eq!(answers[2]["run_aborted"]["kind"], "run_budget_exhausted");
+    assert_eq!(answers[3], ledger(&[], 0, 0));
+}
+
+/// A fault may name the order whose requests take it: a slow read of ORD-1002 leaves a read of
+/// ORD-1001 alone. A lookup asks for a key, so a lookup fault naming an order is an error.
+#[test]
+fn a_fault_may_name_its_order() {
+    let output = play_output(
+        &script(&[
+            json!({"fault": {"operation": "lookup", "order_id": "ORD-1001", "kind": "slow", "ms": 5}})
+                .to_string(),
+            json!({"fault": {"operation": "order", "order_id": "ORD-1002", "kind": "unavailable_before_apply", "times": 3}})
+                .to_string(),
+            call("call_1", "get_order", json!({"order_id": "ORD-1001"})),
+            call("call_2", "get_order", json!({"order_id": "ORD-1002"})),
+        ]),
+        &FAST,
+    );
+    let answers = json_lines(&output.stdout);
+    assert!(
+        answers[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("a `lookup` fault takes no `order_id`"),
+        "{answers:?}"
+    );
+    assert_eq!(only_result(&answers[1])["status"], "succeeded");
+    let failed = only_result(&answers[2]);
+    assert_eq!(
+        failed["error"]["kind"], "retry_budget_exhausted",
+        "{failed}"
+    );
+    assert_eq!(
+        failed["error"]["what"],
+        "get_order failed 3 times in a row; nothing was applied"
+    );
+    assert_eq!(answers[3], ledger(&[], 0, 0));
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::{OperationStore, PostgresStore, SqliteStore};
-use toolgate::{Clock, Reconciler, SystemClock, ToolCall};
+use toolgate::{CallFate, Clock, Fate, Reconciler, RunLimits, SystemClock, ToolCall, TurnAborted};
 
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::shop::{self, Provider};
@@ -166,12 +166,28 @@ impl Desk {
                         auth.user()
                     ),
                 );
-                self.session = Session::new(auth, self.session.run_id());
+                let session = Session::new(auth, self.session.run_id());
+                self.session = match self.session.limits() {
+                    Some(limits) => session.with_limits(limits),
+                    None => session,
+                };
                 Ok(None)
             }
-            Line::Run(run_id) => {
-                self.say(Voice::Title, &format!("── run {run_id} ──"));
-                self.session = Session::new(self.session.auth().clone(), run_id);
+            Line::Run(run_id, limits) => {
+                let session = Session::new(self.session.auth().clone(), run_id.as_str());
+                self.session = match limits {
+                    Some(limits) => {
+                        self.say(
+                            Voice::Title,
+                            &format!("── run {run_id} ({}) ──", limits_story(&limits)),
+                        );
+                        session.with_limits(limits)
+                    }
+                    None => {
+                        self.say(Voice::Title, &format!("── run {run_id} ──"));
+                        session
+                    }
+                };
                 Ok(None)
             }
             Line::Turn(dialect, message) => Ok(Some(self.turn(dialect, message).await?)),
@@ -204,6 +220,10 @@ impl Desk {
         for call in &calls {
             self.say(Voice::Model, &call_story(call));
         }
+        let sent: Vec<(String, String)> = calls
+            .iter()
+            .map(|call| (call.id.clone(), call.name.clone()))
+            .collect();
         let dispatcher = self.dispatcher().await?;
         match dispatcher.dispatch_turn(&self.session, calls).await {
             Ok(reports) => {
@@ -212,18 +232,89 @@ impl Desk {
                 }
                 Ok(json!({ dialect.key(): format.render_results(&reports) }))
             }
-            Err(aborted) => {
-                let aborted = aborted.reason;
-                let kind = aborted.kind.as_str();
+            Err(aborted) => Ok(self.tell_abort(&aborted, &sent)),
+        }
+    }
+
+    /// A turn that aborted the run: the reason, and what became of each of its calls, for the
+    /// application (the model is told only that the run stopped).
+    /// `sent` are the turn's calls, id and tool, as the model sent them.
+    fn tell_abort(&self, aborted: &TurnAborted, sent: &[(String, String)]) -> Value {
+        let kind = aborted.reason.kind.as_str();
+        self.say(
+            Voice::Bad,
+            &format!("the run is aborted ({kind}): {}", aborted.reason.reason),
+        );
+        if aborted.calls.is_empty() {
+            // A turn of a run aborted before it: none of its calls ran.
+            for (id, tool) in sent {
                 self.say(
                     Voice::Bad,
-                    &format!("the run is aborted ({kind}): {}", aborted.reason),
+                    &format!(
+                        "  {} {}: not started (the run was aborted before this turn)",
+                        shortened(id, 80),
+                        shortened(tool, 80)
+                    ),
                 );
-                self.aside(
-                    "A run that lacks a permission stops: the model does not get to try around it.",
-                );
-                Ok(json!({"run_aborted": {"kind": kind, "reason": aborted.reason}}))
             }
+        }
+        let calls: Vec<Value> = aborted
+            .calls
+            .iter()
+            .map(|call| {
+                self.tell_fate(call);
+                json!({"id": call.call_id, "tool": call.tool, "status": call.fate.status()})
+            })
+            .collect();
+        let why = match aborted.reason.kind {
+            ErrorKind::PermissionDenied => {
+                "A run that lacks a permission stops, and every call of the turn is checked \
+                 before any runs: the model does not get to try around it."
+            }
+            ErrorKind::RunBudgetExhausted => {
+                "The run reached its limits: it stops here, and so does a model that would go on \
+                 looping."
+            }
+            _ => "The run stopped: calls not started never start, and later turns run nothing.",
+        };
+        self.aside(why);
+        json!({"run_aborted": {"kind": kind, "reason": aborted.reason.reason, "calls": calls}})
+    }
+
+    /// What became of one call of a turn that aborted the run, in words.
+    fn tell_fate(&self, call: &CallFate) {
+        let head = format!(
+            "  {} {}",
+            shortened(&call.call_id, 80),
+            shortened(&call.tool, 80)
+        );
+        match &call.fate {
+            Fate::Answered(result) => {
+                let voice = if result.is_succeeded() {
+                    Voice::Good
+                } else {
+                    Voice::Bad
+                };
+                let detail = match (result.data(), result.explanation()) {
+                    (_, Some(error)) => format!(" ({}) {}", error.kind, error.what),
+                    (Some(data), None) => format!(" {}", data.to_value()),
+                    (None, None) => String::new(),
+                };
+                self.say(
+                    voice,
+                    &format!("{head}: ran, {}{detail}", result.status.as_str()),
+                );
+            }
+            Fate::AbortedRun => self.say(Voice::Bad, &format!("{head}: aborted the run")),
+            Fate::Cancelled => self.say(
+                Voice::Bad,
+                &format!("{head}: cancelled while it ran (a read: it changed nothing)"),
+            ),
+            Fate::NotStarted => self.say(
+                Voice::Bad,
+                &format!("{head}: not started (nothing of it was sent)"),
+            ),
+            other => self.say(Voice::Bad, &format!("{head}: {}", other.status())),
         }
     }
 
@@ -411,12 +502,30 @@ fn call_story(call: &ToolCall) -> String {
     }
 }
 
+/// "at most 3 turns, 200 tool calls, 6 attempts of each tool".
+fn limits_story(limits: &RunLimits) -> String {
+    let limit = |value: Option<u32>, what: &str| match value {
+        Some(value) => format!("{value} {what}"),
+        None => format!("unlimited {what}"),
+    };
+    format!(
+        "at most {}, {}, {}",
+        limit(limits.max_steps, "turns"),
+        limit(limits.max_tool_calls, "tool calls"),
+        limit(limits.retry_budget, "attempts of each tool")
+    )
+}
+
 /// What an armed fault will do, in words.
 fn fault_story(spec: &Value) -> String {
     let operation = spec["operation"].as_str().unwrap_or("?");
     let requests = match spec["times"].as_u64().unwrap_or(1) {
         1 => format!("next {operation} request"),
         times => format!("next {times} {operation} requests"),
+    };
+    let requests = match spec["order_id"].as_str() {
+        Some(order) => format!("{requests} about {}", shortened(order, 40)),
+        None => requests,
     };
     let what = match spec["kind"].as_str().unwrap_or("?") {
         "unavailable_before_apply" => "answer 503 and apply nothing".to_owned(),

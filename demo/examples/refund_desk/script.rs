@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use toolgate::AuthContext;
+use toolgate::{AuthContext, RunLimits};
 
 /// The UTF-8 byte-order mark, which some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -60,8 +60,8 @@ pub(crate) fn shortened(text: &str, limit: usize) -> String {
 pub(crate) enum Line<'a> {
     /// The authenticated context for the turns that follow.
     Session(AuthContext),
-    /// A new agent run with this id.
-    Run(String),
+    /// A new agent run with this id, and its limits when the line gave any.
+    Run(String, Option<RunLimits>),
     /// One model turn: the assistant message, as written in the script (a JSON object).
     Turn(Dialect, &'a str),
     /// The next requests of a provider operation misbehave: the `fault` object, for the provider.
@@ -103,6 +103,33 @@ struct SessionLine {
     permissions: Vec<String>,
 }
 
+/// The object of a `run` line that gives limits; a limit left out keeps
+/// [`RunLimits::DEFAULT`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunLine {
+    id: String,
+    max_steps: Option<u32>,
+    max_tool_calls: Option<u32>,
+    retry_budget: Option<u32>,
+}
+
+impl RunLine {
+    /// The run's id and limits, or what is wrong with them.
+    fn read(self) -> Result<(String, RunLimits), String> {
+        if self.id.is_empty() {
+            return Err("a run's `id` is a non-empty string".to_owned());
+        }
+        let default = RunLimits::DEFAULT;
+        let limits = RunLimits {
+            max_steps: self.max_steps.or(default.max_steps),
+            max_tool_calls: self.max_tool_calls.or(default.max_tool_calls),
+            retry_budget: self.retry_budget.or(default.retry_budget),
+        };
+        Ok((self.id, limits))
+    }
+}
+
 const KEYS: &str = "session, run, openai, anthropic, fault, reconcile, restart, approve, reject";
 
 impl<'a> Line<'a> {
@@ -142,10 +169,17 @@ impl<'a> Line<'a> {
                 )
             }
             "run" => match value()? {
-                Value::String(run) if !run.is_empty() => Line::Run(run),
+                Value::String(run) if !run.is_empty() => Line::Run(run, None),
+                run @ Value::Object(_) => {
+                    let (id, limits) = serde_json::from_value::<RunLine>(run)
+                        .map_err(|err| format!("a bad run: {err}"))?
+                        .read()?;
+                    Line::Run(id, Some(limits))
+                }
                 other => {
                     return Err(format!(
-                        "`run` takes a non-empty string, not {}",
+                        "`run` takes a non-empty string or an object with its `id` and limits, \
+                         not {}",
                         shortened(&other.to_string(), 80)
                     ));
                 }
@@ -305,7 +339,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(Line::parse(r#"{"run": "r1"}"#), Ok(Line::Run(run)) if run == "r1"));
+        assert!(matches!(Line::parse(r#"{"run": "r1"}"#), Ok(Line::Run(run, None)) if run == "r1"));
         assert!(matches!(
             Line::parse(r#"{"anthropic": {"role": "assistant", "content": []}}"#),
             Ok(Line::Turn(Dialect::Anthropic, _))
@@ -325,6 +359,29 @@ mod tests {
     }
 
     #[test]
+    fn a_run_line_gives_limits_and_the_others_keep_their_defaults() {
+        let line = r#"{"run": {"id": "r2", "max_steps": 8, "retry_budget": 6}}"#;
+        match Line::parse(line).unwrap() {
+            Line::Run(id, Some(limits)) => {
+                assert_eq!(id, "r2");
+                assert_eq!(
+                    limits,
+                    RunLimits {
+                        max_steps: Some(8),
+                        max_tool_calls: RunLimits::DEFAULT.max_tool_calls,
+                        retry_budget: Some(6),
+                    }
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            Line::parse(r#"{"run": {"id": "r3"}}"#),
+            Ok(Line::Run(_, Some(RunLimits::DEFAULT)))
+        ));
+    }
+
+    #[test]
     fn a_bad_line_says_what_is_wrong() {
         for (line, needle) in [
             ("{", "not a JSON object"),
@@ -333,6 +390,24 @@ mod tests {
             ("{}", "exactly one key"),
             (r#"{"rerun": "a"}"#, "unknown line `rerun`"),
             (r#"{"run": 5}"#, "non-empty string"),
+            (r#"{"run": {"max_steps": 2}}"#, "missing field `id`"),
+            (r#"{"run": {"id": ""}}"#, "non-empty string"),
+            (
+                r#"{"run": {"id": "r", "max_turns": 2}}"#,
+                "unknown field `max_turns`",
+            ),
+            (
+                r#"{"run": {"id": "r", "max_steps": "2"}}"#,
+                "invalid type: string",
+            ),
+            (
+                r#"{"run": {"id": "r", "retry_budget": -1}}"#,
+                "invalid value",
+            ),
+            (
+                r#"{"run": {"id": "r", "max_tool_calls": 5000000000}}"#,
+                "invalid value",
+            ),
             (r#"{"openai": "hi"}"#, "takes an object"),
             (r#"{"session": {"tenant": "acme"}}"#, "missing field `user`"),
         ] {
@@ -368,7 +443,7 @@ mod tests {
             "the script goes on"
         );
         assert!(
-            matches!(Line::parse(lines[0].1.as_ref().unwrap()), Ok(Line::Run(run)) if run == "r1")
+            matches!(Line::parse(lines[0].1.as_ref().unwrap()), Ok(Line::Run(run, None)) if run == "r1")
         );
         // A mark anywhere else is no mark: that line is an error of its own.
         let later = texts(b"{}\n\xEF\xBB\xBF{}");

@@ -13,8 +13,10 @@
 //! | `GET /ledger` | `200` the ledger and request counts, as the refund desk prints them |
 //!
 //! An `{id}` or `{key}` is one percent-encoded path segment (`ORD-1001%2F..` is the order
-//! `ORD-1001/..`, which does not exist). Errors are `{"error": "…"}`. Only `/refunds` counts as provider requests (`refund` and
-//! `lookup`) and only those take faults; orders are read from the shop's table and the ledger.
+//! `ORD-1001/..`, which does not exist). Errors are `{"error": "…"}`. Only `/refunds` counts as
+//! provider requests (`refund` and `lookup`); orders are read from the shop's table and the
+//! ledger. Refunds, lookups and order reads (operation `order`) take faults, and a fault on a
+//! refund or an order read may name the `order_id` whose requests take it.
 
 pub mod client;
 pub mod server;

@@ -39,8 +39,11 @@ pub const MAX_FAULT_MS: u64 = 60_000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FaultSpec {
-    /// `refund` or `lookup`.
+    /// `refund`, `lookup` or `order`.
     operation: String,
+    /// The order whose requests take the fault (a refund or an order read); any order when
+    /// left out.
+    order_id: Option<String>,
     /// `unavailable_before_apply`, `timeout_after_apply`, `reset_after_apply` or `slow`.
     kind: String,
     /// How many requests, 1 when left out; at most [`MAX_FAULT_TIMES`].
@@ -55,16 +58,23 @@ fn one() -> u64 {
 }
 
 impl FaultSpec {
-    fn parse(self) -> Result<(Operation, Fault, u32), String> {
+    fn parse(self) -> Result<(Operation, Option<String>, Fault, u32), String> {
         let operation = match self.operation.as_str() {
             "refund" => Operation::Refund,
             "lookup" => Operation::Lookup,
+            "order" => Operation::Order,
             other => {
                 return Err(format!(
-                    "unknown operation `{other}`: faults apply to `refund` or `lookup`"
+                    "unknown operation `{other}`: faults apply to `refund`, `lookup` or `order`"
                 ));
             }
         };
+        if operation == Operation::Lookup && self.order_id.is_some() {
+            return Err(
+                "a lookup asks for a key, not an order: a `lookup` fault takes no `order_id`"
+                    .to_owned(),
+            );
+        }
         let fault = match self.kind.as_str() {
             "unavailable_before_apply" => Fault::UnavailableBeforeApply,
             "timeout_after_apply" => Fault::TimeoutAfterApply,
@@ -100,7 +110,7 @@ impl FaultSpec {
                 self.times
             ));
         };
-        Ok((operation, fault, times))
+        Ok((operation, self.order_id, fault, times))
     }
 }
 
@@ -195,7 +205,7 @@ impl PaymentsServer {
         };
         let segments: Vec<&str> = decoded.iter().map(AsRef::as_ref).collect();
         match (&method, segments.as_slice()) {
-            (&Method::GET, ["orders", order_id]) => Ok(self.order(order_id)),
+            (&Method::GET, ["orders", order_id]) => self.order(order_id).await,
             (&Method::POST, ["refunds"]) => self.refund(request).await,
             (&Method::GET, ["refunds", key]) => self.lookup(key).await,
             (&Method::POST, ["faults"]) => Ok(self.fault(request).await),
@@ -207,13 +217,18 @@ impl PaymentsServer {
         }
     }
 
-    fn order(&self, order_id: &str) -> Response<Full<Bytes>> {
-        match self
+    async fn order(&self, order_id: &str) -> Answer {
+        let read = self
             .provider
-            .with_ledger(|refunds| order_state(order_id, refunds))
-        {
-            Some(order) => ok(&order),
-            None => error(StatusCode::NOT_FOUND, &format!("no order {order_id}")),
+            .read_order(order_id, |refunds| order_state(order_id, refunds))
+            .await;
+        match read {
+            Ok(Some(order)) => Ok(ok(&order)),
+            Ok(None) => Ok(error(
+                StatusCode::NOT_FOUND,
+                &format!("no order {order_id}"),
+            )),
+            Err(err) => tool_error(&err),
         }
     }
 
@@ -271,8 +286,11 @@ impl PaymentsServer {
             Err(answer) => return answer,
         };
         match spec.parse() {
-            Ok((operation, fault, times)) => {
-                self.provider.inject(operation, fault, times);
+            Ok((operation, order_id, fault, times)) => {
+                match order_id {
+                    Some(order_id) => self.provider.inject_for(operation, &order_id, fault, times),
+                    None => self.provider.inject(operation, fault, times),
+                }
                 respond(StatusCode::NO_CONTENT, Bytes::new())
             }
             Err(message) => error(StatusCode::BAD_REQUEST, &message),
