@@ -34,11 +34,19 @@ pub enum ErrorKind {
     Timeout,
     /// The tool or its provider is rate limited; see [`ToolError::get_retry_after`].
     RateLimited,
-    /// The runtime retried a transient fault until its budget was spent.
+    /// The runtime retried a transient fault until the tool's attempts were spent, or the tool's
+    /// retry budget in the run ([`RunLimits::retry_budget`](crate::RunLimits)) is spent and the
+    /// call did not run.
     RetryBudgetExhausted,
-    /// The same call already failed; repeating it would fail again.
+    /// The same call already failed; repeating it would fail again. The dispatcher answers it,
+    /// without running the tool, to a call of the same tool with the same canonical arguments
+    /// after that call failed in the run with [`ErrorKind::InvalidArguments`],
+    /// [`ErrorKind::NotFound`], [`ErrorKind::Conflict`], [`ErrorKind::Refused`] or
+    /// [`ErrorKind::Internal`]. A failure whose cause can change by itself (a service
+    /// unavailable, a timeout, a rate limit, a duplicate in progress, an unknown outcome) is not
+    /// repeated that way; the run's retry budget bounds it instead.
     RepeatedCall,
-    /// The run's tool-call budget is spent.
+    /// The run's tool-call budget is spent: none of the turn's calls ran.
     CallBudgetExhausted,
     /// A fault in toolgate or the tool that the model cannot fix.
     Internal,
