@@ -35,6 +35,8 @@ struct World {
     slow_dropped: Notify,
     /// Runs of `adjust`.
     adjusts: AtomicUsize,
+    /// The first adjustment of `A` has started.
+    a_started: Notify,
     /// An adjustment of `B` has started.
     b_started: Notify,
 }
@@ -91,37 +93,33 @@ async fn get_order(order_id: String) -> Result<String, ToolError> {
     Ok(order_id)
 }
 
-/// Adjust an account's balance. The first adjustment of `A` waits until one of `B` has started,
-/// which it can only if the two run at the same time.
+/// Adjust an account's balance. The first adjustment of `A` and the one of `B` wait for each
+/// other to start, which they can only if they run at the same time.
 #[tool(side_effect = "write", resource = account, timeout = "20s")]
 async fn adjust(world: State<Arc<World>>, account: String, delta: i64) -> Result<i64, ToolError> {
     world.adjusts.fetch_add(1, Ordering::SeqCst);
-    world
-        .log
-        .lock()
-        .unwrap()
-        .push(format!("start {account} {delta}"));
-    match (account.as_str(), delta) {
-        ("A", 5) => {
-            let alongside =
-                tokio::time::timeout(Duration::from_secs(10), world.b_started.notified());
-            if alongside.await.is_err() {
-                return Err(ToolError::refused("B's adjustment never ran alongside"));
-            }
+    let note = |event: &str| {
+        let line = format!("{event} {account} {delta}");
+        world.log.lock().unwrap().push(line);
+    };
+    note("start");
+    let rendezvous = match (account.as_str(), delta) {
+        ("A", 5) => Some((&world.a_started, &world.b_started)),
+        ("B", _) => Some((&world.b_started, &world.a_started)),
+        _ => None,
+    };
+    if let Some((mine, other)) = rendezvous {
+        mine.notify_one();
+        let alongside = tokio::time::timeout(Duration::from_secs(10), other.notified());
+        if alongside.await.is_err() {
+            return Err(ToolError::refused(
+                "the other adjustment never ran alongside",
+            ));
         }
-        ("B", _) => world.b_started.notify_one(),
-        _ => {}
     }
-    world
-        .log
-        .lock()
-        .unwrap()
-        .push(format!("end {account} {delta}"));
-    world
-        .applied
-        .lock()
-        .unwrap()
-        .push(format!("{account} {delta}"));
+    note("end");
+    let applied = format!("{account} {delta}");
+    world.applied.lock().unwrap().push(applied);
     Ok(delta)
 }
 
@@ -385,9 +383,9 @@ async fn writes_on_one_resource_run_in_order(store: Arc<dyn OperationStore>) {
     let at = |event: &str| log.iter().position(|e| e == event).unwrap();
     // A's writes one after the other, in the order emitted.
     assert!(at("end A 5") < at("start A -2"), "{log:?}");
-    // B's alongside A's first (which waited for it).
-    assert!(at("start A 5") < at("start B 7"), "{log:?}");
+    // B's alongside A's first (each waited for the other to start).
     assert!(at("start B 7") < at("end A 5"), "{log:?}");
+    assert!(at("start A 5") < at("end B 7"), "{log:?}");
     assert_eq!(world.applied().len(), 3);
 }
 
