@@ -9,9 +9,20 @@
 //!   arguments' text is validated as it is read into the parameters (`Tool::invoke_text`);
 //! - `toolgate_schema_validated`: the same, with the tool made to decline that reading, so that
 //!   the arguments are parsed into a tree, validated against the schema by `jsonschema` and
-//!   deserialized: the path of a tool with any other argument type.
+//!   deserialized: the path of a tool with any other argument type;
+//! - `toolgate_policies`: `toolgate` with every run policy doing its work on each call: the tool
+//!   declares `rate_limit = "1000000/s"` (a bucket is checked and never empties), the run limits
+//!   are finite (the step, call and retry counters are checked and counted), and a failed call of
+//!   the tool is recorded in the run beforehand (so repeat detection computes the call's
+//!   fingerprint and looks it up on every call).
 //!
-//! All three send the same bytes (checked before measuring). The figures that matter are the
+//! Every session here dispatches many turns in one run, so the dispatchers of `toolgate` and
+//! `toolgate_schema_validated` are given `RunLimits::UNLIMITED` (the default limits would abort
+//! the run after 50 turns; a session per iteration would measure its set-up instead); the
+//! counters are still kept, only never reached. `toolgate_policies` uses limits that are finite
+//! but out of reach (`u32::MAX`).
+//!
+//! All four send the same bytes (checked before measuring). The figures that matter are the
 //! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -30,7 +41,15 @@ struct Order {
     paid: &'static str,
 }
 
+/// An order id no order has: the policies' run records a failed call of it.
+const MISSING: &str = "ORD-0";
+
 async fn lookup(order_id: String) -> Result<Order, ToolError> {
+    if order_id == MISSING {
+        return Err(ToolError::not_found(format!(
+            "there is no order {order_id}"
+        )));
+    }
     Ok(Order {
         order_id,
         paid: "500.00",
@@ -40,6 +59,21 @@ async fn lookup(order_id: String) -> Result<Order, ToolError> {
 /// Look up an order.
 #[tool(permission = "orders:read", timeout = "5s")]
 async fn get_order(
+    /// The order id.
+    order_id: String,
+) -> Result<Order, ToolError> {
+    lookup(order_id).await
+}
+
+/// `get_order` with a rate limit that never limits: every call takes a token from its
+/// tenant's bucket.
+#[tool(
+    name = "get_order",
+    permission = "orders:read",
+    timeout = "5s",
+    rate_limit = "1000000/s"
+)]
+async fn get_order_rate_limited(
     /// The order id.
     order_id: String,
 ) -> Result<Order, ToolError> {
@@ -141,13 +175,54 @@ fn dispatch(c: &mut Criterion) {
         .unwrap();
     let mut registry = Registry::new();
     registry.register::<get_order>().unwrap();
-    let dispatcher = Dispatcher::builder(registry).build();
+    let dispatcher = Dispatcher::builder(registry)
+        .run_limits(RunLimits::UNLIMITED)
+        .build();
     let mut registry = Registry::new();
     registry.register::<SchemaValidated>().unwrap();
-    let validating = Dispatcher::builder(registry).build();
-    let session = Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
-        "run-1",
+    let validating = Dispatcher::builder(registry)
+        .run_limits(RunLimits::UNLIMITED)
+        .build();
+    let mut registry = Registry::new();
+    registry.register::<get_order_rate_limited>().unwrap();
+    let policed = Dispatcher::builder(registry)
+        .run_limits(
+            RunLimits::DEFAULT
+                .max_steps(u32::MAX)
+                .max_tool_calls(u32::MAX)
+                .retry_budget(u32::MAX),
+        )
+        .build();
+    let auth = AuthContext::new("acme", "agent").with_permissions(["orders:read"]);
+    let session = Session::new(auth.clone(), "run-1");
+    // The policies' run holds a failed call of the tool, so each call's fingerprint is computed
+    // and looked up.
+    let policed_session = Session::new(auth, "run-2");
+    let failed = runtime
+        .block_on(policed.dispatch(
+            &policed_session,
+            ToolCall::new(
+                "call_0",
+                "get_order",
+                serde_json::json!({"order_id": MISSING}),
+            ),
+        ))
+        .unwrap();
+    assert_eq!(failed.result.error_kind(), Some(ErrorKind::NotFound));
+    let repeated = runtime
+        .block_on(policed.dispatch(
+            &policed_session,
+            ToolCall::new(
+                "call_1",
+                "get_order",
+                serde_json::json!({"order_id": MISSING}),
+            ),
+        ))
+        .unwrap();
+    assert_eq!(
+        repeated.result.error_kind(),
+        Some(ErrorKind::RepeatedCall),
+        "repeat detection is on in the policies' run"
     );
     // Every path answers the same turn with the same bytes: the ratios measure the pipeline
     // (validation, authorisation, deadline, span), not a difference in what is sent.
@@ -156,6 +231,8 @@ fn dispatch(c: &mut Criterion) {
     assert_eq!(by_hand, ours, "both paths must send the same bytes");
     let validated = runtime.block_on(with_toolgate(&validating, &session, TURN));
     assert_eq!(by_hand, validated, "both paths must send the same bytes");
+    let policies = runtime.block_on(with_toolgate(&policed, &policed_session, TURN));
+    assert_eq!(by_hand, policies, "both paths must send the same bytes");
 
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("hand_written", |b| {
@@ -166,6 +243,9 @@ fn dispatch(c: &mut Criterion) {
     });
     group.bench_function("toolgate_schema_validated", |b| {
         b.iter(|| runtime.block_on(with_toolgate(&validating, &session, black_box(TURN))))
+    });
+    group.bench_function("toolgate_policies", |b| {
+        b.iter(|| runtime.block_on(with_toolgate(&policed, &policed_session, black_box(TURN))))
     });
     group.finish();
 }
