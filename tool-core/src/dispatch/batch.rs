@@ -61,6 +61,15 @@ pub(super) struct Shared {
     failed: HashMap<String, HashSet<String>>,
 }
 
+/// A call about to run: its id and name (kept by the caller for its report), its step, and
+/// whether the run's retry budget lets it run.
+struct Go<'a> {
+    id: &'a str,
+    name: &'a str,
+    step: Step,
+    granted: bool,
+}
+
 /// How one call ended.
 struct Ended {
     place: usize,
@@ -205,20 +214,29 @@ impl Dispatcher {
                 }
             }
         }
-        let units = plan::units(&mut planned);
-        let shared = Arc::new(shared);
-        let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
-        let units: Vec<Vec<Planned>> = units
-            .into_iter()
-            .map(|unit| {
-                unit.into_iter()
-                    .filter_map(|index| slots[index].take())
-                    .collect()
-            })
-            .collect();
-        let mut ended = self.run_units(session, units, &shared).await;
+        let (mut ended, fired) = if planned.len() == 1 {
+            // The common turn: one call, run here.
+            let ended = Box::pin(self.run_unit(session, planned, &shared)).await;
+            (ended, shared.signal.is_fired())
+        } else {
+            let units = plan::units(&mut planned);
+            let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+            let units: Vec<Vec<Planned>> = units
+                .into_iter()
+                .map(|unit| {
+                    unit.into_iter()
+                        .filter_map(|index| slots[index].take())
+                        .collect()
+                })
+                .collect();
+            let shared = Arc::new(shared);
+            // On the heap: the futures of the calls are large, and a turn's future that held
+            // them would be moved whole at every step of building it.
+            let ended = Box::pin(self.run_units(session, units, &shared)).await;
+            (ended, shared.signal.is_fired())
+        };
         ended.extend(answered);
-        if shared.signal.is_fired() {
+        if fired {
             let reason = session
                 .aborted()
                 .cloned()
@@ -299,9 +317,17 @@ impl Dispatcher {
         let ledger = self.ledger(session);
         let mut ended: Vec<Ended> = Vec::with_capacity(unit.len());
         for call in unit {
+            let Planned {
+                place,
+                id,
+                name,
+                step,
+                granted,
+                copy_of,
+            } = call;
             let fate = if shared.signal.is_fired() || session.aborted().is_some() {
                 Fate::NotStarted
-            } else if let Some(first) = call.copy_of {
+            } else if let Some(first) = copy_of {
                 // The same write as an earlier one of the turn: its outcome, as a replay.
                 match ended
                     .iter()
@@ -315,17 +341,20 @@ impl Dispatcher {
                     _ => Fate::NotStarted,
                 }
             } else {
-                let (place, id, name) = (call.place, call.id.clone(), call.name.clone());
-                let fate = self.run_planned(session, &ledger, call, shared).await;
-                ended.push(Ended {
-                    place,
-                    id,
-                    name,
-                    fate,
-                });
-                continue;
+                let go = Go {
+                    id: &id,
+                    name: &name,
+                    step,
+                    granted,
+                };
+                self.run_planned(session, &ledger, go, shared).await
             };
-            ended.push(Ended::of(call, fate));
+            ended.push(Ended {
+                place,
+                id,
+                name,
+                fate,
+            });
         }
         ended
     }
@@ -335,7 +364,7 @@ impl Dispatcher {
         &self,
         session: &Session,
         ledger: &Ledger<'_>,
-        call: Planned,
+        call: Go<'_>,
         shared: &Shared,
     ) -> Fate {
         let span = tracing::info_span!(
@@ -370,10 +399,10 @@ impl Dispatcher {
         &self,
         session: &Session,
         ledger: &Ledger<'_>,
-        call: Planned,
+        call: Go<'_>,
         shared: &Shared,
     ) -> Fate {
-        let Planned {
+        let Go {
             id, step, granted, ..
         } = call;
         // The outcome, and the call's fingerprint when a failure of it is to be noted.
@@ -397,7 +426,8 @@ impl Dispatcher {
                     (Err(answers::repeated_call(tool)), None)
                 } else {
                     let ctx = self.ctx(session, &id, registered);
-                    let read = std::pin::pin!(self.read(registered, &ctx, &arguments, ledger));
+                    // On the heap: the read's future is large, and this one would hold it.
+                    let read = Box::pin(self.read(registered, &ctx, &arguments, ledger));
                     let raised = std::pin::pin!(shared.signal.raised());
                     match select(read, raised).await {
                         Either::Left((Ok(result), _)) => (Ok(result), None),
