@@ -425,7 +425,7 @@ impl Dispatcher {
                 {
                     (Err(answers::repeated_call(tool)), None)
                 } else {
-                    let ctx = self.ctx(session, &id, registered);
+                    let ctx = self.ctx(session, id, registered);
                     // On the heap: the read's future is large, and this one would hold it.
                     let read = Box::pin(self.read(registered, &ctx, &arguments, ledger));
                     let raised = std::pin::pin!(shared.signal.raised());
@@ -453,7 +453,7 @@ impl Dispatcher {
                     let hash = write.hash.clone();
                     let registered = self.registered(tool);
                     let outcome = self
-                        .write_on_heap(session, &id, registered, write, ledger)
+                        .write_on_heap(session, id, registered, write, ledger)
                         .await;
                     (outcome, Some((tool, hash)))
                 }
