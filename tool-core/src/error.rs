@@ -454,26 +454,7 @@ mod tests {
     /// Every kind has a name of its own, and compares equal to it.
     #[test]
     fn no_two_kinds_share_a_name() {
-        let kinds = [
-            ErrorKind::InvalidArguments,
-            ErrorKind::UnknownTool,
-            ErrorKind::NotFound,
-            ErrorKind::Conflict,
-            ErrorKind::Refused,
-            ErrorKind::Timeout,
-            ErrorKind::RateLimited,
-            ErrorKind::RetryBudgetExhausted,
-            ErrorKind::RepeatedCall,
-            ErrorKind::CallBudgetExhausted,
-            ErrorKind::Internal,
-            ErrorKind::Unavailable,
-            ErrorKind::OutcomeUnknown,
-            ErrorKind::InProgress,
-            ErrorKind::PermissionDenied,
-            ErrorKind::CredentialsRevoked,
-            ErrorKind::RunBudgetExhausted,
-            ErrorKind::PolicyViolation,
-        ];
+        let kinds = ErrorKind::ALL;
         let names: std::collections::HashSet<_> = kinds.iter().map(|k| k.as_str()).collect();
         assert_eq!(names.len(), kinds.len());
         for kind in kinds {

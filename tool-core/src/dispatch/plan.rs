@@ -232,10 +232,8 @@ pub(super) fn apply_grants(
     counts: &[(&'static str, u32)],
     granted: &[u32],
 ) {
-    let mut left: Vec<u32> = counts
-        .iter()
-        .enumerate()
-        .map(|(i, _)| granted.get(i).copied().unwrap_or(0))
+    let mut left: Vec<u32> = (0..counts.len())
+        .map(|i| granted.get(i).copied().unwrap_or(0))
         .collect();
     for call in planned.iter_mut() {
         let Some(tool) = call.step.tool() else {
