@@ -75,6 +75,7 @@ fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {
         now_ms,
         lease: LEASE,
         takeover: false,
+        approval: None,
     }
 }
 
@@ -91,7 +92,7 @@ async fn with_toolgate(store: &PostgresStore) {
     let key = next_key("toolgate");
     let now = now_ms();
     let attempt = match store.claim(request(&key, now)).await.unwrap() {
-        Claim::Acquired { attempt } => attempt,
+        Claim::Acquired { attempt, .. } => attempt,
         other => panic!("a new key is acquired: {other:?}"),
     };
     let owner = ClaimToken {
@@ -212,7 +213,10 @@ fn store(c: &mut Criterion) {
         let now = now_ms();
         assert_eq!(
             store.claim(request(&done, now)).await.unwrap(),
-            Claim::Acquired { attempt: 1 }
+            Claim::Acquired {
+                attempt: 1,
+                approved: None
+            }
         );
         let owner = ClaimToken {
             tenant: TENANT.to_owned(),

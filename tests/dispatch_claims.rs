@@ -193,10 +193,18 @@ async fn wait_on(store: &Arc<dyn OperationStore>, order_id: &str, then: Then) ->
             now_ms: NOW,
             lease: Duration::from_secs(3600),
             takeover: false,
+            approval: None,
         })
         .await
         .unwrap();
-    assert_eq!(claimed, Claim::Acquired { attempt: 1 }, "{order_id}");
+    assert_eq!(
+        claimed,
+        Claim::Acquired {
+            attempt: 1,
+            approved: None
+        },
+        "{order_id}"
+    );
     let other = ClaimToken {
         tenant: "acme".into(),
         key,

@@ -189,12 +189,16 @@ async fn a_lease_left_by_a_crashed_worker_is_reconciled() {
             now_ms: setup.clock.now_ms(),
             lease: Duration::from_secs(10),
             takeover: false,
+            approval: None,
         })
         .await
         .unwrap();
     assert!(matches!(
         claim,
-        toolgate::store::Claim::Acquired { attempt: 1 }
+        toolgate::store::Claim::Acquired {
+            attempt: 1,
+            approved: None
+        }
     ));
     setup
         .provider

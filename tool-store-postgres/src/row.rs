@@ -33,6 +33,7 @@ pub(crate) fn record(row: &PgRow) -> Result<OperationRecord, StoreError> {
         reconcile_tries: count(get(row, "reconcile_tries")?, "reconcile_tries")?,
         created_ms: get(row, "created_ms")?,
         updated_ms: get(row, "updated_ms")?,
+        approval_id: None,
     })
 }
 

@@ -3,8 +3,10 @@
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgQueryResult};
 use toolgate_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
-    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
+    ClaimRequest, ClaimStep, ClaimToken, DecideRequest, Decided, Decision, OperationQuery,
+    OperationRecord, OperationState, OperationStore, Resolution, RunAbort, RunKey, RunRecord,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::connect::PostgresOptions;
@@ -178,9 +180,13 @@ impl PostgresStore {
             return Ok(None);
         };
         let record = row::record(&row)?;
-        let claim = match request.step(&record) {
+        let claim = match request.step(&record, None) {
             ClaimStep::Conflict => Claim::Conflict { tool: record.tool },
             ClaimStep::Existing => Claim::Existing(record),
+            ClaimStep::Await
+            | ClaimStep::RunApproved
+            | ClaimStep::ExpireApproval
+            | ClaimStep::AnswerApproval => return Err(StoreError::backend(PENDING)),
             ClaimStep::Reclaim => {
                 let attempt: i64 = sqlx::query_scalar(
                     "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
@@ -199,7 +205,10 @@ impl PostgresStore {
                 let attempt = u32::try_from(attempt).map_err(|_| {
                     StoreError::Corrupt(format!("attempt {attempt} is out of range"))
                 })?;
-                Claim::Acquired { attempt }
+                Claim::Acquired {
+                    attempt,
+                    approved: None,
+                }
             }
             ClaimStep::ExpireToUnknown => {
                 // The worker's lease ran out while it may have acted: from now on nobody knows.
@@ -265,12 +274,21 @@ impl OperationStore for PostgresStore {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
         for _ in 0..CLAIM_ROUNDS {
             match self.insert_or_read(&request).await? {
-                Inserted::Acquired => return Ok(Claim::Acquired { attempt: 1 }),
-                Inserted::Existing(record) => match request.step(&record) {
+                Inserted::Acquired => {
+                    return Ok(Claim::Acquired {
+                        attempt: 1,
+                        approved: None,
+                    });
+                }
+                Inserted::Existing(record) => match request.step(&record, None) {
                     ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
                     ClaimStep::Existing => return Ok(Claim::Existing(record)),
                     // The record must change: under a row lock, from its latest version.
                     ClaimStep::Reclaim | ClaimStep::ExpireToUnknown => {}
+                    ClaimStep::Await
+                    | ClaimStep::RunApproved
+                    | ClaimStep::ExpireApproval
+                    | ClaimStep::AnswerApproval => return Err(StoreError::backend(PENDING)),
                 },
                 // Claimed by a worker that committed while this claim waited on it, or purged.
                 Inserted::Unseen => {}
@@ -477,7 +495,61 @@ impl OperationStore for PostgresStore {
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
         run::run(&self.pool, run).await
     }
+
+    async fn decide(&self, _request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn approval(&self, _id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn list_approvals(
+        &self,
+        _query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn list_approved(&self, _limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn expire_approvals(
+        &self,
+        _now_ms: i64,
+        _limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn reject_claimed(
+        &self,
+        _owner: &ClaimToken,
+        _decision: &Decision,
+        _now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn list_operations(
+        &self,
+        _query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn append_audit(&self, _entry: &AuditEntry) -> Result<i64, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn audit(&self, _query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
 }
+
+/// Placeholder until this store implements approvals and the audit trail.
+const PENDING: &str = "approvals and the audit trail are not implemented by this store yet";
 
 /// What the claim's insert found.
 #[expect(

@@ -24,6 +24,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
         now_ms: T0,
         lease: Duration::from_secs(30),
         takeover: false,
+        approval: None,
     }
 }
 
@@ -55,7 +56,7 @@ async fn thirty_two_tasks_claiming_one_key_acquire_it_once() {
         .collect();
     let acquired = claims
         .iter()
-        .filter(|claim| matches!(claim, Claim::Acquired { attempt: 1 }))
+        .filter(|claim| matches!(claim, Claim::Acquired { attempt: 1, .. }))
         .count();
     let in_progress = claims
         .iter()
@@ -90,7 +91,7 @@ async fn race_for(store: &PostgresStore, key: &str, now_ms: i64, takeover: bool)
         .await
         .into_iter()
         .filter_map(|claim| match claim.expect("claim") {
-            Claim::Acquired { attempt } => Some(attempt),
+            Claim::Acquired { attempt, .. } => Some(attempt),
             _ => None,
         })
         .collect()
@@ -107,7 +108,10 @@ async fn thirty_two_tasks_taking_a_key_again_take_it_once() {
         // A failed operation (definitely not applied) may be claimed again: by one task.
         assert_eq!(
             store.claim(request(failed)).await.unwrap(),
-            Claim::Acquired { attempt: 1 }
+            Claim::Acquired {
+                attempt: 1,
+                approved: None
+            }
         );
         let owner = ClaimToken {
             tenant: "acme".into(),
@@ -129,7 +133,10 @@ async fn thirty_two_tasks_taking_a_key_again_take_it_once() {
         // An expired lease whose tool allows a takeover: taken over by one task.
         assert_eq!(
             store.claim(request(expired)).await.unwrap(),
-            Claim::Acquired { attempt: 1 }
+            Claim::Acquired {
+                attempt: 1,
+                approved: None
+            }
         );
         assert_eq!(
             race_for(&store, expired, T0 + 60_000, true).await,
@@ -166,7 +173,7 @@ async fn two_processes_racing_for_200_keys_acquire_each_once() {
                 for index in (worker..KEYS).step_by(WORKERS) {
                     let key = format!("key-{index}");
                     match store.claim(request(&key)).await.expect("claim") {
-                        Claim::Acquired { attempt } => {
+                        Claim::Acquired { attempt, .. } => {
                             assert_eq!(attempt, 1);
                             acquired.push(key);
                         }
@@ -174,6 +181,7 @@ async fn two_processes_racing_for_200_keys_acquire_each_once() {
                             assert_eq!(record.state, OperationState::Processing);
                         }
                         Claim::Conflict { .. } => panic!("no request conflicts here"),
+                        Claim::Approval(_) => panic!("no claim here asks for an approval"),
                     }
                 }
                 acquired

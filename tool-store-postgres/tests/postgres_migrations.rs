@@ -19,6 +19,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
         now_ms: 1_700_000_000_000,
         lease: Duration::from_secs(30),
         takeover: false,
+        approval: None,
     }
 }
 
@@ -36,7 +37,10 @@ async fn migrating_again_changes_nothing() {
         .unwrap();
     assert_eq!(
         store.claim(request("k1")).await.unwrap(),
-        Claim::Acquired { attempt: 1 }
+        Claim::Acquired {
+            attempt: 1,
+            approved: None
+        }
     );
     store.migrate().await.unwrap();
     store.migrate().await.unwrap();

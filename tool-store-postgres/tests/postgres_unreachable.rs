@@ -69,6 +69,7 @@ async fn a_claim_gives_up_after_the_configured_acquire_timeout() {
             now_ms: 0,
             lease: Duration::from_secs(30),
             takeover: false,
+            approval: None,
         })
         .await
         .expect_err("nothing answers");

@@ -36,7 +36,10 @@ pub(crate) async fn claim(
     .rows_affected();
 
     let claim = if inserted == 1 {
-        Claim::Acquired { attempt: 1 }
+        Claim::Acquired {
+            attempt: 1,
+            approved: None,
+        }
     } else {
         let found =
             sqlx::query("SELECT * FROM operations WHERE tenant_id = ?1 AND idempotency_key = ?2")
@@ -52,9 +55,14 @@ pub(crate) async fn claim(
                     ))
                 })?;
         let record = row::record(&found)?;
-        match request.step(&record) {
+        match request.step(&record, None) {
             Step::Conflict => Claim::Conflict { tool: record.tool },
             Step::Existing => Claim::Existing(record),
+            Step::Await | Step::RunApproved | Step::ExpireApproval | Step::AnswerApproval => {
+                return Err(StoreError::backend(
+                    "approvals are not implemented by this store yet",
+                ));
+            }
             Step::Reclaim => {
                 let attempt: i64 = sqlx::query_scalar(
                     "UPDATE operations \
@@ -79,7 +87,10 @@ pub(crate) async fn claim(
                         request.tenant, request.key
                     ))
                 })?;
-                Claim::Acquired { attempt }
+                Claim::Acquired {
+                    attempt,
+                    approved: None,
+                }
             }
             Step::ExpireToUnknown => {
                 let updated = sqlx::query(

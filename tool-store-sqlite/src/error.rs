@@ -83,6 +83,7 @@ mod tests {
                 now_ms: 0,
                 lease: Duration::from_secs(30),
                 takeover: false,
+                approval: None,
             })
             .await;
         let err = claim.expect_err("the file is locked");

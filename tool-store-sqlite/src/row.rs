@@ -29,6 +29,7 @@ pub(crate) fn record(row: &SqliteRow) -> Result<OperationRecord, StoreError> {
         reconcile_tries,
         created_ms: column(row, "created_ms")?,
         updated_ms: column(row, "updated_ms")?,
+        approval_id: None,
         tenant,
         key,
     })

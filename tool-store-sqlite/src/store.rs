@@ -6,8 +6,10 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqlitePool};
 use toolgate_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationState, OperationStore,
-    Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
+    OperationState, OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
+    TurnRequest,
 };
 
 use crate::connect::SqliteOptions;
@@ -330,4 +332,58 @@ impl OperationStore for SqliteStore {
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
         run::run(&self.reader, run).await
     }
+
+    async fn decide(&self, _request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn approval(&self, _id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn list_approvals(
+        &self,
+        _query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn list_approved(&self, _limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn expire_approvals(
+        &self,
+        _now_ms: i64,
+        _limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn reject_claimed(
+        &self,
+        _owner: &ClaimToken,
+        _decision: &Decision,
+        _now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn list_operations(
+        &self,
+        _query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn append_audit(&self, _entry: &AuditEntry) -> Result<i64, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
+
+    async fn audit(&self, _query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        Err(StoreError::backend(PENDING))
+    }
 }
+
+/// Placeholder until this store implements approvals and the audit trail.
+const PENDING: &str = "approvals and the audit trail are not implemented by this store yet";

@@ -19,6 +19,7 @@ fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {
         now_ms,
         lease: Duration::from_secs(30),
         takeover: false,
+        approval: None,
     }
 }
 
@@ -32,7 +33,7 @@ fn owner(key: &str, attempt: u32) -> ClaimToken {
 
 async fn acquire(store: &SqliteStore, req: ClaimRequest<'_>) -> u32 {
     match store.claim(req).await.expect("claim") {
-        Claim::Acquired { attempt } => attempt,
+        Claim::Acquired { attempt, .. } => attempt,
         other => panic!("expected to acquire {}, got {other:?}", req.key),
     }
 }

@@ -18,6 +18,7 @@ fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {
         now_ms,
         lease: Duration::from_secs(30),
         takeover: false,
+        approval: None,
     }
 }
 
@@ -29,7 +30,10 @@ async fn expire_leases_ends_a_lease_at_its_last_millisecond_as_claim_does() -> R
     for key in ["swept", "also-swept"] {
         assert_eq!(
             store.claim(request(key, T0)).await?,
-            Claim::Acquired { attempt: 1 }
+            Claim::Acquired {
+                attempt: 1,
+                approved: None
+            }
         );
     }
     let lease_until = T0 + 30_000;

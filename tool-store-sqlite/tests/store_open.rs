@@ -22,6 +22,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
         now_ms: T0,
         lease: Duration::from_secs(30),
         takeover: false,
+        approval: None,
     }
 }
 
@@ -72,7 +73,7 @@ async fn a_second_store_on_the_same_file_sees_and_settles_the_first_ones_records
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("operations.db");
     let first = SqliteStore::open(&path).await?;
-    let Claim::Acquired { attempt } = first.claim(request("refund")).await? else {
+    let Claim::Acquired { attempt, .. } = first.claim(request("refund")).await? else {
         panic!("a new key is acquired");
     };
 

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::watch;
 use toolgate_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationStore, Resolution,
-    RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
+    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 /// A request of the [`OperationStore`] trait: one variant a method.
@@ -47,10 +48,28 @@ pub enum Request {
     AbortRun,
     /// [`OperationStore::run`].
     Run,
+    /// [`OperationStore::decide`].
+    Decide,
+    /// [`OperationStore::approval`].
+    Approval,
+    /// [`OperationStore::list_approvals`].
+    ListApprovals,
+    /// [`OperationStore::list_approved`].
+    ListApproved,
+    /// [`OperationStore::expire_approvals`].
+    ExpireApprovals,
+    /// [`OperationStore::reject_claimed`].
+    RejectClaimed,
+    /// [`OperationStore::list_operations`].
+    ListOperations,
+    /// [`OperationStore::append_audit`].
+    AppendAudit,
+    /// [`OperationStore::audit`].
+    Audit,
 }
 
 /// How many kinds of request there are.
-const KINDS: usize = 15;
+const KINDS: usize = 24;
 
 impl Request {
     /// Every request.
@@ -70,6 +89,15 @@ impl Request {
         Request::NoteFailure,
         Request::AbortRun,
         Request::Run,
+        Request::Decide,
+        Request::Approval,
+        Request::ListApprovals,
+        Request::ListApproved,
+        Request::ExpireApprovals,
+        Request::RejectClaimed,
+        Request::ListOperations,
+        Request::AppendAudit,
+        Request::Audit,
     ];
 
     /// The writes that record what became of a claimed write: `succeed`, `fail` and
@@ -94,6 +122,15 @@ impl Request {
             Request::NoteFailure => "note_failure",
             Request::AbortRun => "abort_run",
             Request::Run => "run",
+            Request::Decide => "decide",
+            Request::Approval => "approval",
+            Request::ListApprovals => "list_approvals",
+            Request::ListApproved => "list_approved",
+            Request::ExpireApprovals => "expire_approvals",
+            Request::RejectClaimed => "reject_claimed",
+            Request::ListOperations => "list_operations",
+            Request::AppendAudit => "append_audit",
+            Request::Audit => "audit",
         }
     }
 
@@ -426,6 +463,63 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
         self.run(Request::Run, self.inner.run(run)).await
     }
+
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        self.run(Request::Decide, self.inner.decide(request)).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        self.run(Request::Approval, self.inner.approval(id)).await
+    }
+
+    async fn list_approvals(
+        &self,
+        query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        self.run(Request::ListApprovals, self.inner.list_approvals(query))
+            .await
+    }
+
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        self.run(Request::ListApproved, self.inner.list_approved(limit))
+            .await
+    }
+
+    async fn expire_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let inner = self.inner.expire_approvals(now_ms, limit);
+        self.run(Request::ExpireApprovals, inner).await
+    }
+
+    async fn reject_claimed(
+        &self,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        let inner = self.inner.reject_claimed(owner, decision, now_ms);
+        self.run(Request::RejectClaimed, inner).await
+    }
+
+    async fn list_operations(
+        &self,
+        query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError> {
+        self.run(Request::ListOperations, self.inner.list_operations(query))
+            .await
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        self.run(Request::AppendAudit, self.inner.append_audit(entry))
+            .await
+    }
+
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        self.run(Request::Audit, self.inner.audit(query)).await
+    }
 }
 
 #[cfg(test)]
@@ -448,6 +542,7 @@ mod tests {
             now_ms: NOW,
             lease: Duration::from_secs(30),
             takeover: false,
+            approval: None,
         }
     }
 
@@ -477,7 +572,10 @@ mod tests {
         store.set_down(false);
         assert_eq!(
             store.claim(claim("k1")).await.unwrap(),
-            Claim::Acquired { attempt: 1 }
+            Claim::Acquired {
+                attempt: 1,
+                approved: None
+            }
         );
     }
 
@@ -492,7 +590,10 @@ mod tests {
         assert!(store.get("acme", "k1").await.is_ok(), "other requests pass");
         assert_eq!(
             store.claim(claim("k1")).await.unwrap(),
-            Claim::Acquired { attempt: 1 }
+            Claim::Acquired {
+                attempt: 1,
+                approved: None
+            }
         );
         assert_eq!(store.asked(Request::Claim), 3);
         assert_eq!(store.answered(Request::Claim), 3);
@@ -501,7 +602,7 @@ mod tests {
     #[tokio::test]
     async fn lasting_faults_hold_until_stopped_and_come_before_the_store_being_down() {
         let store = store();
-        let Claim::Acquired { attempt } = store.claim(claim("k1")).await.unwrap() else {
+        let Claim::Acquired { attempt, .. } = store.claim(claim("k1")).await.unwrap() else {
             panic!("a fresh key is acquired");
         };
         let owner = ClaimToken {

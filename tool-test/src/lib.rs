@@ -35,7 +35,7 @@
 //! store.set_down(true);
 //! assert!(store.claim(claim).await.unwrap_err().is_unreachable());
 //! store.set_down(false);
-//! assert_eq!(store.claim(claim).await.unwrap(), Claim::Acquired { attempt: 1 });
+//! assert_eq!(store.claim(claim).await.unwrap(), Claim::Acquired { attempt: 1, approved: None });
 //! assert_eq!(store.asked(Request::Claim), 2);
 //! # }
 //! ```

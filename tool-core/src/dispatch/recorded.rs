@@ -67,6 +67,9 @@ impl Dispatcher {
             }
             // Definitely not applied: the key is free to claim again, by this request or another.
             OperationState::Failed => return Recorded::Claimable,
+            _ => {
+                return Recorded::Answer(Err(ToolError::internal("approvals are not handled yet")));
+            }
         };
         result.replayed = record.state != OperationState::Processing;
         Recorded::Answer(Ok(result))

@@ -81,9 +81,13 @@ impl Dispatcher {
                 now_ms: self.inner.clock.now_ms(),
                 lease,
                 takeover: descriptor.honours_key,
+                approval: None,
             };
             match self.claim_reaching(store, request, seed, budget).await? {
-                Claim::Acquired { attempt } => break attempt,
+                Claim::Acquired { attempt, .. } => break attempt,
+                Claim::Approval(_) => {
+                    return Err(ToolError::internal("approvals are not handled yet"));
+                }
                 Claim::Conflict { .. } => return Err(answers::conflict(descriptor)),
                 Claim::Existing(record) => {
                     match self.answer_recorded(store, record, give_up).await {

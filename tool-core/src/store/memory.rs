@@ -7,9 +7,55 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
-    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditQuery,
+    AuditRecord, Claim, ClaimRequest, ClaimStep, ClaimToken, DecideRequest, DecideStep, Decided,
+    Decision, OperationQuery, OperationRecord, OperationState, OperationStore, Refusal, Resolution,
+    RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest, Verdict,
 };
+
+type Records = HashMap<(String, String), OperationRecord>;
+
+/// The tables that change together.
+#[derive(Debug, Default)]
+struct Tables {
+    records: Records,
+    approvals: HashMap<String, ApprovalRecord>,
+    audit: Vec<AuditRecord>,
+    /// The `seq` of the last audit record appended, purged or not.
+    last_seq: i64,
+}
+
+impl Tables {
+    /// The latest approval of `record`, if it has one.
+    fn approval_of(&self, record: &OperationRecord) -> Option<&ApprovalRecord> {
+        record
+            .approval_id
+            .as_ref()
+            .and_then(|id| self.approvals.get(id))
+    }
+
+    /// Rejects approval `id` with `decision`, and its operation when it is waiting on it.
+    fn reject(&mut self, id: &str, decision: Decision) -> Option<ApprovalRecord> {
+        let approval = self.approvals.get_mut(id)?;
+        approval.status = ApprovalStatus::Rejected;
+        let at_ms = decision.at_ms;
+        approval.decisions.push(decision);
+        let approval = approval.clone();
+        if let Some(record) = self
+            .records
+            .get_mut(&(approval.tenant.clone(), approval.key.clone()))
+            && record.approval_id.as_deref() == Some(id)
+            && matches!(
+                record.state,
+                OperationState::AwaitingApproval | OperationState::Processing
+            )
+        {
+            record.state = OperationState::Rejected;
+            record.updated_ms = at_ms;
+        }
+        Some(approval)
+    }
+}
 
 /// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
 /// is exactly what a durable store exists to survive. Use `toolgate-store-sqlite` or
@@ -19,7 +65,7 @@ use super::{
 /// conformance suite as the durable stores.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    records: Mutex<HashMap<(String, String), OperationRecord>>,
+    tables: Mutex<Tables>,
     runs: Mutex<HashMap<(String, String), RunRecord>>,
 }
 
@@ -29,12 +75,16 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<(String, String), OperationRecord>) -> T) -> T {
-        let mut records = self
-            .records
+    fn with<T>(&self, f: impl FnOnce(&mut Records) -> T) -> T {
+        self.tables(|tables| f(&mut tables.records))
+    }
+
+    fn tables<T>(&self, f: impl FnOnce(&mut Tables) -> T) -> T {
+        let mut tables = self
+            .tables
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        f(&mut records)
+        f(&mut tables)
     }
 
     /// `f` on the record of `run` (an empty one if it has none), kept only when `f` changed
@@ -97,10 +147,10 @@ impl MemoryStore {
 #[async_trait]
 impl OperationStore for MemoryStore {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        self.with(|records| {
+        Ok(self.tables(|tables| {
             let id = (request.tenant.to_owned(), request.key.to_owned());
-            let Some(record) = records.get_mut(&id) else {
-                records.insert(
+            let Some(record) = tables.records.get(&id) else {
+                tables.records.insert(
                     id,
                     OperationRecord {
                         tenant: request.tenant.to_owned(),
@@ -108,23 +158,40 @@ impl OperationStore for MemoryStore {
                         tool: request.tool.to_owned(),
                         request_hash: request.request_hash.to_owned(),
                         arguments: request.arguments.to_owned(),
-                        state: OperationState::Processing,
-                        attempt: 1,
+                        state: request.first_state(),
+                        attempt: request.first_attempt(),
                         lease_until_ms: request.lease_until_ms(),
                         result: None,
                         errors: Vec::new(),
                         reconcile_tries: 0,
                         created_ms: request.now_ms,
                         updated_ms: request.now_ms,
+                        approval_id: request.approval.map(|a| a.id.clone()),
                     },
                 );
-                return Ok(Claim::Acquired { attempt: 1 });
+                return match request.approval {
+                    Some(approval) => {
+                        tables
+                            .approvals
+                            .insert(approval.id.clone(), approval.clone());
+                        Claim::Approval(approval.clone())
+                    }
+                    None => Claim::Acquired {
+                        attempt: 1,
+                        approved: None,
+                    },
+                };
             };
-            Ok(match request.step(record) {
+            let approval = tables.approval_of(record).cloned();
+            let step = request.step(record, approval.as_ref());
+            let Some(record) = tables.records.get_mut(&id) else {
+                unreachable!("the record was read under the same lock");
+            };
+            match step {
                 ClaimStep::Conflict => Claim::Conflict {
                     tool: record.tool.clone(),
                 },
-                ClaimStep::Reclaim => {
+                ClaimStep::Reclaim | ClaimStep::RunApproved => {
                     record.request_hash = request.request_hash.to_owned();
                     record.arguments = request.arguments.to_owned();
                     record.state = OperationState::Processing;
@@ -133,16 +200,40 @@ impl OperationStore for MemoryStore {
                     record.updated_ms = request.now_ms;
                     Claim::Acquired {
                         attempt: record.attempt,
+                        approved: approval.filter(|_| step == ClaimStep::RunApproved),
                     }
+                }
+                ClaimStep::Await => {
+                    let Some(new) = request.approval else {
+                        unreachable!("only a claim with an approval awaits one");
+                    };
+                    record.request_hash = request.request_hash.to_owned();
+                    record.arguments = request.arguments.to_owned();
+                    record.state = OperationState::AwaitingApproval;
+                    record.approval_id = Some(new.id.clone());
+                    record.updated_ms = request.now_ms;
+                    tables.approvals.insert(new.id.clone(), new.clone());
+                    Claim::Approval(new.clone())
                 }
                 ClaimStep::ExpireToUnknown => {
                     record.state = OperationState::OutcomeUnknown;
                     record.updated_ms = request.now_ms;
                     Claim::Existing(record.clone())
                 }
+                ClaimStep::ExpireApproval => {
+                    let approval = approval.map(|a| a.id).unwrap_or_default();
+                    match tables.reject(&approval, ApprovalRecord::expiry(request.now_ms)) {
+                        Some(approval) => Claim::Approval(approval),
+                        None => unreachable!("the approval was read under the same lock"),
+                    }
+                }
+                ClaimStep::AnswerApproval => match approval {
+                    Some(approval) => Claim::Approval(approval),
+                    None => Claim::Existing(record.clone()),
+                },
                 ClaimStep::Existing => Claim::Existing(record.clone()),
-            })
-        })
+            }
+        }))
     }
 
     async fn succeed(
@@ -247,10 +338,26 @@ impl OperationStore for MemoryStore {
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        let purged = self.with(|records| {
-            let before = records.len();
-            records.retain(|_, r| !(r.state.is_terminal() && r.updated_ms < before_ms));
-            (before - records.len()) as u64
+        let purged = self.tables(|tables| {
+            let before = tables.records.len();
+            tables
+                .records
+                .retain(|_, r| !(r.state.is_terminal() && r.updated_ms < before_ms));
+            let Tables {
+                records,
+                approvals,
+                audit,
+                ..
+            } = tables;
+            approvals.retain(|_, a| records.contains_key(&(a.tenant.clone(), a.key.clone())));
+            audit.retain(|record| {
+                let entry = &record.entry;
+                entry.at_ms >= before_ms
+                    || entry.key.as_ref().is_some_and(|key| {
+                        records.contains_key(&(entry.tenant.clone(), key.clone()))
+                    })
+            });
+            (before - tables.records.len()) as u64
         });
         let mut runs = self
             .runs
@@ -302,5 +409,202 @@ impl OperationStore for MemoryStore {
         Ok(runs
             .get(&(run.tenant.to_owned(), run.run_id.to_owned()))
             .cloned())
+    }
+
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        Ok(self.tables(|tables| {
+            let Some(approval) = tables.approvals.get(request.id) else {
+                return Decided::Refused {
+                    refusal: Refusal::NotFound,
+                    approval: None,
+                };
+            };
+            match approval.decide_step(&request) {
+                DecideStep::Refuse(refusal) => Decided::Refused {
+                    refusal,
+                    approval: (refusal != Refusal::NotFound).then(|| approval.clone()),
+                },
+                DecideStep::Expire => Decided::Refused {
+                    refusal: Refusal::Expired,
+                    approval: tables.reject(request.id, ApprovalRecord::expiry(request.now_ms)),
+                },
+                DecideStep::Apply => {
+                    let decision = ApprovalRecord::decision_of(&request);
+                    match request.verdict {
+                        Verdict::Reject => match tables.reject(request.id, decision) {
+                            Some(approval) => Decided::Applied(approval),
+                            None => unreachable!("the approval was read under the same lock"),
+                        },
+                        Verdict::Approve => {
+                            let Some(approval) = tables.approvals.get_mut(request.id) else {
+                                unreachable!("the approval was read under the same lock");
+                            };
+                            approval.status = ApprovalStatus::Approved;
+                            approval.decisions.push(decision);
+                            Decided::Applied(approval.clone())
+                        }
+                    }
+                }
+            }
+        }))
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        Ok(self.tables(|tables| tables.approvals.get(id).cloned()))
+    }
+
+    async fn list_approvals(
+        &self,
+        query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Ok(self.tables(|tables| {
+            let mut listed: Vec<_> = tables
+                .approvals
+                .values()
+                .filter(|a| query.admits(a))
+                .cloned()
+                .collect();
+            listed.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+            truncate(&mut listed, query.limit);
+            listed
+        }))
+    }
+
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Ok(self.tables(|tables| {
+            let mut approved: Vec<_> = tables
+                .approvals
+                .values()
+                .filter(|a| {
+                    a.status == ApprovalStatus::Approved
+                        && tables
+                            .records
+                            .get(&(a.tenant.clone(), a.key.clone()))
+                            .is_some_and(|r| {
+                                r.state == OperationState::AwaitingApproval
+                                    && r.approval_id.as_deref() == Some(a.id.as_str())
+                            })
+                })
+                .cloned()
+                .collect();
+            approved.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+            truncate(&mut approved, limit);
+            approved
+        }))
+    }
+
+    async fn expire_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Ok(self.tables(|tables| {
+            let mut due: Vec<_> = tables
+                .approvals
+                .values()
+                .filter(|a| a.is_expired(now_ms))
+                .map(|a| (a.created_ms, a.id.clone()))
+                .collect();
+            due.sort();
+            truncate(&mut due, limit);
+            due.into_iter()
+                .filter_map(|(_, id)| tables.reject(&id, ApprovalRecord::expiry(now_ms)))
+                .collect()
+        }))
+    }
+
+    async fn reject_claimed(
+        &self,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        self.tables(|tables| {
+            let approval = tables
+                .records
+                .get(&(owner.tenant.clone(), owner.key.clone()))
+                .filter(|r| r.state == OperationState::Processing && r.attempt == owner.attempt)
+                .and_then(|r| r.approval_id.clone());
+            let lost = || StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            };
+            let approval = approval.ok_or_else(lost)?;
+            let rejected = tables
+                .reject(&approval, decision.clone())
+                .ok_or_else(lost)?;
+            if let Some(record) = tables
+                .records
+                .get_mut(&(owner.tenant.clone(), owner.key.clone()))
+            {
+                record.updated_ms = now_ms;
+            }
+            Ok(rejected)
+        })
+    }
+
+    async fn list_operations(
+        &self,
+        query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError> {
+        Ok(self.tables(|tables| {
+            let touched: Option<Vec<(&str, &str)>> = query.run_id.map(|run| {
+                tables
+                    .audit
+                    .iter()
+                    .filter(|r| r.entry.run_id == run)
+                    .filter_map(|r| Some((r.entry.tenant.as_str(), r.entry.key.as_deref()?)))
+                    .collect()
+            });
+            let mut listed: Vec<_> = tables
+                .records
+                .values()
+                .filter(|r| {
+                    query.tenant.is_none_or(|t| r.tenant == t)
+                        && query.state.is_none_or(|s| r.state == s)
+                        && touched
+                            .as_ref()
+                            .is_none_or(|keys| keys.contains(&(r.tenant.as_str(), r.key.as_str())))
+                })
+                .cloned()
+                .collect();
+            listed.sort_by(|a, b| {
+                (a.created_ms, &a.tenant, &a.key).cmp(&(b.created_ms, &b.tenant, &b.key))
+            });
+            truncate(&mut listed, query.limit);
+            listed
+        }))
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        Ok(self.tables(|tables| {
+            tables.last_seq += 1;
+            let seq = tables.last_seq;
+            tables.audit.push(AuditRecord {
+                seq,
+                entry: entry.clone(),
+            });
+            seq
+        }))
+    }
+
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        Ok(self.tables(|tables| {
+            let mut read: Vec<_> = tables
+                .audit
+                .iter()
+                .filter(|r| query.admits(&r.entry))
+                .cloned()
+                .collect();
+            truncate(&mut read, query.limit);
+            read
+        }))
+    }
+}
+
+/// Keeps the first `limit` of `items`; a limit of 0 keeps them all.
+fn truncate<T>(items: &mut Vec<T>, limit: u32) {
+    if limit > 0 {
+        items.truncate(limit as usize);
     }
 }

@@ -8,6 +8,8 @@
 //! crate). Every store passes the conformance suite of `toolgate-test`, which a store of your
 //! own can run too.
 
+mod approval;
+mod audit;
 #[cfg(feature = "test-util")]
 mod memory;
 mod record;
@@ -16,11 +18,16 @@ mod shared;
 
 use async_trait::async_trait;
 
+pub use approval::{
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, DecideRequest, DecideStep, Decided, Decision,
+    EXPIRED, Refusal, Requester, SYSTEM_DECIDER, Verdict,
+};
+pub use audit::{AuditEntry, AuditKind, AuditQuery, AuditRecord};
 #[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
 pub use record::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationRecord, OperationState,
-    Resolution, StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord,
+    OperationState, Resolution, StoreError,
 };
 pub use run::{Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest};
 
@@ -31,10 +38,20 @@ pub use run::{Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, Tur
 /// that every store agrees on what "expired" means and tests can move time by hand.
 #[async_trait]
 pub trait OperationStore: Send + Sync + 'static {
-    /// Claims `request.key` for `request.tenant`, atomically:
+    /// Claims `request.key` for `request.tenant`, atomically, following
+    /// [`ClaimRequest::step`] with the record's latest approval:
     ///
-    /// - no record: inserts one in `processing` with attempt 1 and a lease until
-    ///   `now + lease`, and answers [`Claim::Acquired`];
+    /// - no record, and `request.approval` is `None`: inserts one in `processing` with attempt 1
+    ///   and a lease until `now + lease`, and answers [`Claim::Acquired`];
+    /// - no record, with `request.approval`: inserts the record `awaiting_approval` (attempt 0,
+    ///   its `approval_id` the approval's) and the approval as given (pending), and answers
+    ///   [`Claim::Approval`] with it; the same for a `failed` record, or a `rejected` one under
+    ///   another hash ([`ClaimStep::Await`], attempt unchanged);
+    /// - `awaiting_approval` with the same hash: approved, it becomes `processing` (attempt + 1,
+    ///   leased) and answers [`Claim::Acquired`] with the approval, for exactly one claim;
+    ///   pending past its expiry, the approval becomes rejected as [`EXPIRED`] and the record
+    ///   `rejected`; otherwise nothing changes; all but the first answer [`Claim::Approval`];
+    /// - `rejected` with the same hash: [`Claim::Approval`] with its approval;
     /// - `failed` (definitely not applied): takes it again for this request, whatever its
     ///   hash: stores `request.request_hash` and `request.arguments`, attempt + 1, keeps the
     ///   earlier errors, [`Claim::Acquired`];
@@ -105,10 +122,12 @@ pub trait OperationStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<Option<OperationRecord>, StoreError>;
 
-    /// Deletes `succeeded` and `failed` records last changed before `before_ms`. `processing`
-    /// and `outcome_unknown` records are never purged. Answers how many. Runs last changed
-    /// before `before_ms` are deleted too (not counted in the answer): their counters, failed
-    /// calls and abort.
+    /// Deletes `succeeded`, `failed` and `rejected` records last changed before `before_ms`,
+    /// with their approvals. `processing`, `outcome_unknown` and `awaiting_approval` records
+    /// are never purged. Answers how many records. Also deleted, not counted in the answer:
+    /// runs last changed before `before_ms` (their counters, failed calls and abort), and audit
+    /// records appended before `before_ms` whose operation, if they name one, has no record any
+    /// more (an audit record never goes before its operation).
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError>;
 
     /// Starts a model turn of `request.run`, atomically, creating the run's record if it has
@@ -153,4 +172,65 @@ pub trait OperationStore: Send + Sync + 'static {
 
     /// The record of `run`, if it has one.
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Decides on an approval, atomically, following [`ApprovalRecord::decide_step`]:
+    ///
+    /// - [`DecideStep::Apply`]: appends the decision; approve makes the approval `approved`
+    ///   (its operation stays `awaiting_approval` until a claim runs it); reject makes the
+    ///   approval and its operation `rejected`. Answers [`Decided::Applied`];
+    /// - [`DecideStep::Expire`]: stores the expiry ([`ApprovalRecord::expiry`]) as
+    ///   [`OperationStore::expire_approvals`] would, and answers [`Refusal::Expired`] with the
+    ///   approval after it;
+    /// - [`DecideStep::Refuse`]: changes nothing; the approval is given back unless the refusal
+    ///   is [`Refusal::NotFound`] (no approval with this id, or one of another tenant).
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError>;
+
+    /// The approval `id`, of whichever tenant: the caller checks the tenant before showing it.
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError>;
+
+    /// The approvals `query` admits, oldest first (by creation, then id), at most `query.limit`
+    /// (0: all).
+    async fn list_approvals(
+        &self,
+        query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError>;
+
+    /// Up to `limit` approved approvals whose operation has not run yet (still
+    /// `awaiting_approval` under this approval), of every tenant, oldest first: what the
+    /// application's runner executes.
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError>;
+
+    /// Up to `limit` pending approvals past their expiry at `now_ms` become rejected as
+    /// [`EXPIRED`] ([`ApprovalRecord::expiry`]), their operations `rejected`. Answers them after
+    /// the change, oldest first.
+    async fn expire_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError>;
+
+    /// An approved operation that failed its revalidation: `processing` (under `owner.attempt`)
+    /// → `rejected`, and its approval → `rejected` with `decision` appended. Answers the
+    /// approval after the change. [`StoreError::LostClaim`] when the record is no longer
+    /// `processing` under `owner.attempt`, or has no approval.
+    async fn reject_claimed(
+        &self,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError>;
+
+    /// The operations `query` admits, oldest first (by creation, then tenant and key), at most
+    /// `query.limit` (0: all).
+    async fn list_operations(
+        &self,
+        query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError>;
+
+    /// Appends an audit record. Answers its `seq`, greater than every earlier one's.
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
+
+    /// The audit records `query` admits, in the order they were appended, the first
+    /// `query.limit` (0: all).
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError>;
 }

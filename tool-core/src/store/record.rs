@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::approval::{ApprovalRecord, ApprovalStatus};
+
 /// Where an operation stands. Every transition is persisted before the next step acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -14,18 +16,37 @@ pub enum OperationState {
     Failed,
     /// Sent, and nobody knows whether it was applied; only the reconciler settles it.
     OutcomeUnknown,
+    /// Over its tool's approval threshold: not run, waiting for a human decision on its
+    /// approval. Approved, it runs at the next claim of its key with the same request.
+    AwaitingApproval,
+    /// Not run: its approval was rejected, expired, or failed the revalidation after approval.
+    /// A call with other arguments may claim the key again, as after `failed`.
+    Rejected,
 }
 
 impl OperationState {
-    /// The name stored in the database: `processing`, `succeeded`, `failed`, `outcome_unknown`.
+    /// The name stored in the database: `processing`, `succeeded`, `failed`, `outcome_unknown`,
+    /// `awaiting_approval`, `rejected`.
     pub const fn as_str(self) -> &'static str {
         match self {
             OperationState::Processing => "processing",
             OperationState::Succeeded => "succeeded",
             OperationState::Failed => "failed",
             OperationState::OutcomeUnknown => "outcome_unknown",
+            OperationState::AwaitingApproval => "awaiting_approval",
+            OperationState::Rejected => "rejected",
         }
     }
+
+    /// Every state, in the order of the state machine.
+    pub const ALL: [OperationState; 6] = [
+        OperationState::Processing,
+        OperationState::Succeeded,
+        OperationState::Failed,
+        OperationState::OutcomeUnknown,
+        OperationState::AwaitingApproval,
+        OperationState::Rejected,
+    ];
 
     /// The state named `name`, as [`OperationState::as_str`] writes it.
     pub fn parse(name: &str) -> Option<Self> {
@@ -34,13 +55,18 @@ impl OperationState {
             "succeeded" => OperationState::Succeeded,
             "failed" => OperationState::Failed,
             "outcome_unknown" => OperationState::OutcomeUnknown,
+            "awaiting_approval" => OperationState::AwaitingApproval,
+            "rejected" => OperationState::Rejected,
             _ => return None,
         })
     }
 
-    /// `succeeded` and `failed`: the states retention may purge.
+    /// `succeeded`, `failed` and `rejected`: the settled states, which retention may purge.
     pub const fn is_terminal(self) -> bool {
-        matches!(self, OperationState::Succeeded | OperationState::Failed)
+        matches!(
+            self,
+            OperationState::Succeeded | OperationState::Failed | OperationState::Rejected
+        )
     }
 }
 
@@ -70,7 +96,8 @@ pub struct OperationRecord {
     pub arguments: String,
     /// Where the operation stands.
     pub state: OperationState,
-    /// How many times it was claimed (1 for the first claim).
+    /// How many times it was claimed to run (1 for the first claim; 0 while a new operation
+    /// awaits its approval).
     pub attempt: u32,
     /// Until when the current worker's lease holds, for `processing`.
     pub lease_until_ms: i64,
@@ -84,6 +111,21 @@ pub struct OperationRecord {
     pub created_ms: i64,
     /// When it last changed.
     pub updated_ms: i64,
+    /// The operation's latest approval, when it needed one.
+    pub approval_id: Option<String>,
+}
+
+/// Which operations to list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OperationQuery<'a> {
+    /// Only this tenant's.
+    pub tenant: Option<&'a str>,
+    /// Only those in this state.
+    pub state: Option<OperationState>,
+    /// Only those a call of this run touched: the keys its audit records name.
+    pub run_id: Option<&'a str>,
+    /// At most this many; 0 means no limit.
+    pub limit: u32,
 }
 
 /// A request to claim a key.
@@ -106,32 +148,66 @@ pub struct ClaimRequest<'a> {
     /// Whether an expired lease may be taken over (the tool's downstream honours the key, so
     /// running again with the same key is safe); otherwise it becomes `outcome_unknown`.
     pub takeover: bool,
+    /// For a call over its tool's approval threshold: the approval to store, pending, with the
+    /// operation `awaiting_approval` instead of `processing` (where a new claim would run it).
+    pub approval: Option<&'a ApprovalRecord>,
 }
 
 impl ClaimRequest<'_> {
+    /// The state a new record of this claim starts in: `awaiting_approval` with an approval,
+    /// otherwise `processing` (attempt 1, leased).
+    pub fn first_state(&self) -> OperationState {
+        if self.approval.is_some() {
+            OperationState::AwaitingApproval
+        } else {
+            OperationState::Processing
+        }
+    }
+
+    /// The attempt a new record of this claim starts at: 0 while it awaits its approval, 1 when
+    /// it runs now.
+    pub fn first_attempt(&self) -> u32 {
+        u32::from(self.approval.is_none())
+    }
+
     /// `now_ms + lease`, saturating.
     pub fn lease_until_ms(&self) -> i64 {
         let lease = i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX);
         self.now_ms.saturating_add(lease)
     }
 
-    /// What this claim does with `record`, the record already under its key: the rules of
-    /// [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
+    /// What this claim does with `record`, the record already under its key, and `approval`,
+    /// the record's latest approval ([`OperationRecord::approval_id`]) if it has one: the rules
+    /// of [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
     ///
     /// A `failed` record (definitely not applied) is taken over by any request under its key,
     /// with the same or with corrected arguments: the claim stores this request's hash and
-    /// arguments. Another request is a conflict only while the earlier one may have acted or may
-    /// still act (`processing`, `succeeded`, `outcome_unknown`).
-    pub fn step(&self, record: &OperationRecord) -> ClaimStep {
-        if record.state == OperationState::Failed {
-            return ClaimStep::Reclaim;
-        }
-        if record.request_hash != self.request_hash {
-            return ClaimStep::Conflict;
+    /// arguments. So is a `rejected` one by a request with other arguments; the same request
+    /// is answered its rejection. Another request is a conflict only while the earlier one may
+    /// have acted or may still act (`processing`, `succeeded`, `outcome_unknown`,
+    /// `awaiting_approval`).
+    pub fn step(&self, record: &OperationRecord, approval: Option<&ApprovalRecord>) -> ClaimStep {
+        let same = record.request_hash == self.request_hash;
+        let take = if self.approval.is_some() {
+            ClaimStep::Await
+        } else {
+            ClaimStep::Reclaim
+        };
+        match record.state {
+            OperationState::Failed => return take,
+            OperationState::Rejected if !same => return take,
+            _ if !same => return ClaimStep::Conflict,
+            _ => {}
         }
         let expired =
             record.state == OperationState::Processing && record.lease_until_ms <= self.now_ms;
-        match record.state {
+        match (record.state, approval) {
+            (OperationState::Rejected, Some(_)) => ClaimStep::AnswerApproval,
+            (OperationState::AwaitingApproval, Some(a)) => match a.status {
+                ApprovalStatus::Approved => ClaimStep::RunApproved,
+                ApprovalStatus::Pending if a.is_expired(self.now_ms) => ClaimStep::ExpireApproval,
+                _ => ClaimStep::AnswerApproval,
+            },
             _ if expired && self.takeover => ClaimStep::Reclaim,
             _ if expired => ClaimStep::ExpireToUnknown,
             _ => ClaimStep::Existing,
@@ -151,6 +227,19 @@ pub enum ClaimStep {
     ExpireToUnknown,
     /// Anything else: answer the record as it is.
     Existing,
+    /// `failed`, or `rejected` under other arguments, and this claim carries an approval: store
+    /// it, pending, with the record `awaiting_approval` under this request (attempt unchanged),
+    /// and answer [`Claim::Approval`].
+    Await,
+    /// `awaiting_approval` and its approval approved: attempt + 1, a new lease, `processing`;
+    /// answer [`Claim::Acquired`] with the approval. Only one claim ever makes this step.
+    RunApproved,
+    /// `awaiting_approval` and its approval pending past its expiry: store the approval
+    /// rejected as `expired` and the record `rejected`; answer [`Claim::Approval`].
+    ExpireApproval,
+    /// `awaiting_approval` (pending) or `rejected`: answer [`Claim::Approval`] with the approval
+    /// as it stands.
+    AnswerApproval,
 }
 
 /// The answer to a claim.
@@ -160,6 +249,9 @@ pub enum Claim {
     Acquired {
         /// The attempt claimed (1 for a new operation).
         attempt: u32,
+        /// The approval the operation runs under, when it waited for one: the dispatcher
+        /// revalidates the call before it runs.
+        approved: Option<ApprovalRecord>,
     },
     /// The operation exists with the same request; the record as it stands.
     Existing(OperationRecord),
@@ -168,6 +260,9 @@ pub enum Claim {
         /// The tool of the existing record.
         tool: String,
     },
+    /// The operation waits for its approval (stored by this claim, or earlier), or was
+    /// rejected: the approval as it stands.
+    Approval(ApprovalRecord),
 }
 
 /// The claim a worker holds: it must present it to record an outcome.
@@ -292,6 +387,7 @@ mod tests {
             reconcile_tries: 0,
             created_ms: 0,
             updated_ms: 0,
+            approval_id: None,
         }
     }
 
@@ -305,6 +401,7 @@ mod tests {
             now_ms: NOW,
             lease: Duration::from_secs(30),
             takeover,
+            approval: None,
         }
     }
 
@@ -316,11 +413,12 @@ mod tests {
             OperationState::Processing,
             OperationState::Succeeded,
             OperationState::OutcomeUnknown,
+            OperationState::AwaitingApproval,
         ] {
             for takeover in [false, true] {
                 for lease_until_ms in [0, NOW + 1] {
                     assert_eq!(
-                        request("h2", takeover).step(&record(state, lease_until_ms)),
+                        request("h2", takeover).step(&record(state, lease_until_ms), None),
                         ClaimStep::Conflict,
                         "{state:?}"
                     );
@@ -329,7 +427,7 @@ mod tests {
         }
         for takeover in [false, true] {
             assert_eq!(
-                request("h2", takeover).step(&record(OperationState::Failed, 0)),
+                request("h2", takeover).step(&record(OperationState::Failed, 0), None),
                 ClaimStep::Reclaim
             );
         }
@@ -340,12 +438,12 @@ mod tests {
         for takeover in [false, true] {
             let req = request("h1", takeover);
             assert_eq!(
-                req.step(&record(OperationState::Failed, 0)),
+                req.step(&record(OperationState::Failed, 0), None),
                 ClaimStep::Reclaim
             );
             for state in [OperationState::Succeeded, OperationState::OutcomeUnknown] {
                 assert_eq!(
-                    req.step(&record(state, 0)),
+                    req.step(&record(state, 0), None),
                     ClaimStep::Existing,
                     "{state:?}"
                 );
@@ -357,11 +455,75 @@ mod tests {
     fn a_lease_ends_at_its_last_millisecond() {
         let live = record(OperationState::Processing, NOW + 1);
         let ended = record(OperationState::Processing, NOW);
-        assert_eq!(request("h1", true).step(&live), ClaimStep::Existing);
+        assert_eq!(request("h1", true).step(&live, None), ClaimStep::Existing);
         assert_eq!(
-            request("h1", false).step(&ended),
+            request("h1", false).step(&ended, None),
             ClaimStep::ExpireToUnknown
         );
-        assert_eq!(request("h1", true).step(&ended), ClaimStep::Reclaim);
+        assert_eq!(request("h1", true).step(&ended, None), ClaimStep::Reclaim);
+    }
+
+    /// An approval is answered while pending, run once approved, rejected once expired, and a
+    /// claim that carries one stores it instead of running.
+    #[test]
+    fn approvals_wait_run_once_approved_and_expire() {
+        use crate::store::approval::{ApprovalRecord, ApprovalStatus, Requester};
+        let mut approval = ApprovalRecord {
+            id: "apr_1".into(),
+            tenant: "acme".into(),
+            key: "k".into(),
+            tool: "issue_refund".into(),
+            request_hash: "h1".into(),
+            policy_hash: "p".into(),
+            arguments: "{}".into(),
+            amount: "8000".into(),
+            threshold: "5000".into(),
+            requester: Requester {
+                user: "agent".into(),
+                permissions: Vec::new(),
+            },
+            run_id: "r".into(),
+            call_id: "c".into(),
+            approver_permission: "refund:approve".into(),
+            created_ms: 0,
+            expires_ms: NOW + 1,
+            status: ApprovalStatus::Pending,
+            decisions: Vec::new(),
+        };
+        let waiting = record(OperationState::AwaitingApproval, 0);
+        let req = request("h1", false);
+        assert_eq!(
+            req.step(&waiting, Some(&approval)),
+            ClaimStep::AnswerApproval
+        );
+        approval.expires_ms = NOW;
+        assert_eq!(
+            req.step(&waiting, Some(&approval)),
+            ClaimStep::ExpireApproval
+        );
+        approval.status = ApprovalStatus::Approved;
+        assert_eq!(req.step(&waiting, Some(&approval)), ClaimStep::RunApproved);
+        let rejected = record(OperationState::Rejected, 0);
+        assert_eq!(
+            req.step(&rejected, Some(&approval)),
+            ClaimStep::AnswerApproval
+        );
+        // Other arguments take a rejected record over, as a failed one.
+        assert_eq!(
+            request("h2", false).step(&rejected, Some(&approval)),
+            ClaimStep::Reclaim
+        );
+        let asking = ClaimRequest {
+            approval: Some(&approval),
+            ..request("h2", false)
+        };
+        assert_eq!(asking.step(&rejected, None), ClaimStep::Await);
+        assert_eq!(
+            asking.step(&record(OperationState::Failed, 0), None),
+            ClaimStep::Await
+        );
+        assert_eq!(asking.first_state(), OperationState::AwaitingApproval);
+        assert_eq!(asking.first_attempt(), 0);
+        assert_eq!(req.first_attempt(), 1);
     }
 }

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationRecord, OperationStore, Resolution,
-    RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
+    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -115,5 +116,56 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
 
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
         (**self).run(run).await
+    }
+
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        (**self).decide(request).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        (**self).approval(id).await
+    }
+
+    async fn list_approvals(
+        &self,
+        query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        (**self).list_approvals(query).await
+    }
+
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        (**self).list_approved(limit).await
+    }
+
+    async fn expire_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        (**self).expire_approvals(now_ms, limit).await
+    }
+
+    async fn reject_claimed(
+        &self,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        (**self).reject_claimed(owner, decision, now_ms).await
+    }
+
+    async fn list_operations(
+        &self,
+        query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError> {
+        (**self).list_operations(query).await
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        (**self).append_audit(entry).await
+    }
+
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        (**self).audit(query).await
     }
 }

@@ -26,6 +26,7 @@ pub(super) fn request<'a>(
         now_ms,
         lease: LEASE,
         takeover: false,
+        approval: None,
     }
 }
 
@@ -50,7 +51,7 @@ pub(super) fn error(attempt: u32, kind: &str) -> AttemptError {
 /// Claims `req`, which must be acquired; answers the attempt.
 pub(super) async fn acquire(store: &dyn OperationStore, req: ClaimRequest<'_>) -> u32 {
     match store.claim(req).await.expect("claim") {
-        Claim::Acquired { attempt } => attempt,
+        Claim::Acquired { attempt, .. } => attempt,
         other => panic!("expected to acquire {}, got {other:?}", req.key),
     }
 }
