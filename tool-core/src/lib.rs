@@ -11,6 +11,7 @@ mod call;
 mod call_ids;
 mod clock;
 mod ctx;
+mod decide;
 mod descriptor;
 mod dispatch;
 mod error;
@@ -47,6 +48,7 @@ pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use ctx::Ctx;
+pub use decide::{decide, decision_entry};
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{
     DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder,
