@@ -17,9 +17,8 @@ pub enum KeyScope {
     Tenant,
 }
 
-/// An approval threshold: calls whose amount exceeds `over` are meant to wait for a human
-/// decision. It is recorded in the descriptor only: the dispatcher does not hold calls for
-/// approval yet, so the tool's description does not tell the model that it does.
+/// An approval threshold: a call whose amount exceeds `over` does not run; its operation waits,
+/// durably, for an approver's decision, and the tool's description tells the model so.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ApprovalPolicy {
     /// The threshold: an amount strictly greater needs approval.
@@ -43,7 +42,7 @@ pub struct ToolDescriptor {
     pub side_effect: SideEffect,
     /// The permission the session must hold, if any.
     pub permission: Option<&'static str>,
-    /// The approval threshold, on write and destructive tools (recorded; not enforced yet).
+    /// The approval threshold, on write and destructive tools.
     pub approval: Option<ApprovalPolicy>,
     /// The arguments that identify the business operation; empty means all of them.
     pub key: &'static [&'static str],
@@ -190,8 +189,8 @@ impl ToolDescriptor {
         }
     }
 
-    /// The description the model reads: the doc comment, then the side-effect sentence. The
-    /// approval threshold is not stated, since no call waits for an approval yet.
+    /// The description the model reads: the doc comment, the side-effect sentence, and for a tool
+    /// with an approval threshold, that calls over it wait for a human approval.
     pub fn model_description(&self) -> String {
         let mut text = self.doc.trim().to_owned();
         if !text.is_empty() && !text.ends_with(['.', '!', '?', ':']) {
@@ -201,6 +200,12 @@ impl ToolDescriptor {
             text.push(' ');
         }
         text.push_str(self.side_effect.sentence());
+        if let Some(approval) = &self.approval {
+            text.push_str(&format!(
+                " A call whose `{}` is over {} waits for a human approval before it runs: it answers awaiting_approval with the approval's id; call again with the same arguments later to learn the outcome.",
+                approval.field, approval.over
+            ));
+        }
         text
     }
 }
@@ -210,17 +215,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn description_states_the_side_effect_and_promises_no_approval() {
+    fn description_states_the_side_effect_and_the_approval_threshold() {
         let d = ToolDescriptor::new("issue_refund", "Refund an order")
             .with_side_effect(SideEffect::Write)
             .with_approval(5000.0, "amount");
         let text = d.model_description();
         assert!(text.starts_with("Refund an order. Side effect: this tool changes state."));
-        assert!(text.contains("returns the original result"));
-        // The threshold is recorded, not enforced: the model is not told calls wait for it.
-        assert!(!text.contains("approval"), "{text}");
+        assert!(text.contains("returns the original result instead of acting twice."));
         assert!(
-            text.ends_with("returns the original result instead of acting twice."),
+            text.ends_with("A call whose `amount` is over 5000 waits for a human approval before it runs: it answers awaiting_approval with the approval's id; call again with the same arguments later to learn the outcome."),
             "{text}"
         );
     }

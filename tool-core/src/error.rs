@@ -58,6 +58,12 @@ pub enum ErrorKind {
     OutcomeUnknown,
     /// A duplicate of the call is running now.
     InProgress,
+    /// The operation is over its tool's approval threshold and waits for a human decision; it
+    /// has not run. The result's status is `awaiting_approval`.
+    AwaitingApproval,
+    /// A human rejected the operation, its approval expired, or it failed the checks made again
+    /// before an approved operation runs; it has not run. The result's status is `rejected`.
+    Rejected,
     /// The session lacks a permission the tool requires. Aborts the run.
     PermissionDenied,
     /// The session's credentials were revoked. Aborts the run.
@@ -127,6 +133,8 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
             ErrorKind::OutcomeUnknown => "outcome_unknown",
             ErrorKind::InProgress => "in_progress",
+            ErrorKind::AwaitingApproval => "awaiting_approval",
+            ErrorKind::Rejected => "rejected",
             ErrorKind::PermissionDenied => "permission_denied",
             ErrorKind::CredentialsRevoked => "credentials_revoked",
             ErrorKind::RunBudgetExhausted => "run_budget_exhausted",
@@ -135,7 +143,7 @@ impl ErrorKind {
     }
 
     /// Every kind, in the order of the enum.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::InvalidArguments,
         ErrorKind::UnknownTool,
         ErrorKind::NotFound,
@@ -150,6 +158,8 @@ impl ErrorKind {
         ErrorKind::Unavailable,
         ErrorKind::OutcomeUnknown,
         ErrorKind::InProgress,
+        ErrorKind::AwaitingApproval,
+        ErrorKind::Rejected,
         ErrorKind::PermissionDenied,
         ErrorKind::CredentialsRevoked,
         ErrorKind::RunBudgetExhausted,
@@ -192,6 +202,10 @@ impl ErrorKind {
             ErrorKind::OutcomeUnknown => {
                 "do not assume it failed; the outcome is being checked, so tell the user it is pending"
             }
+            ErrorKind::AwaitingApproval => {
+                "tell the user it waits for a human approval; call again with the same arguments later to learn the outcome"
+            }
+            ErrorKind::Rejected => "do not repeat this call; tell the user it was rejected and why",
             ErrorKind::PermissionDenied
             | ErrorKind::CredentialsRevoked
             | ErrorKind::RunBudgetExhausted

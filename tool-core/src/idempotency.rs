@@ -74,6 +74,29 @@ pub fn request_hash(tool: &str, canonical_arguments: &str) -> String {
     hex_sha256(&["request", tool, canonical_arguments])
 }
 
+/// The hash of a tool's policy: its declared name, side effect, permission, approval threshold,
+/// key fields and scope, and its canonical argument schema. An approval is bound to it: when the
+/// tool or its threshold changes, an approval asked under the old policy is rejected before it
+/// runs.
+pub fn policy_hash(descriptor: &ToolDescriptor, schema: &Value) -> String {
+    let policy = format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}",
+        descriptor.side_effect,
+        descriptor.permission,
+        descriptor.approval,
+        descriptor.key,
+        descriptor.key_scope
+    );
+    hex_sha256(&["policy", descriptor.name, &policy, &canonical_json(schema)])
+}
+
+/// The id of the approval an operation asks for: `apr_` and 24 hex digits of a hash of the
+/// tenant, the key, the call and the time it asked.
+pub fn approval_id(tenant: &str, key: &str, call_id: &str, now_ms: i64) -> String {
+    let hash = hex_sha256(&["approval", tenant, key, call_id, &now_ms.to_string()]);
+    format!("apr_{}", &hash[..24])
+}
+
 /// The idempotency key of a call: a hash of the tenant, the scope (the run id, or the tenant
 /// for `key_scope = "tenant"`), the tool's name and the canonical JSON of its key fields (all
 /// arguments when the tool names none; a missing optional field counts as `null`). Stable

@@ -22,6 +22,7 @@ pub mod idempotency;
 mod json_shape;
 mod json_text;
 mod key;
+mod permissions;
 mod probe;
 pub mod provider;
 mod quote;
@@ -51,7 +52,8 @@ pub use ctx::Ctx;
 pub use decide::{decide, decision_entry};
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{
-    DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder,
+    ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY,
+    DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder, Executed,
 };
 pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
@@ -59,6 +61,7 @@ pub use failpoint::{Failpoint, Failpoints};
 pub use fate::{CallFate, Fate, TurnAborted};
 pub use json_text::JsonText;
 pub use key::IdempotencyKey;
+pub use permissions::PermissionSource;
 pub use rate_limit::RateLimit;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
 pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};

@@ -36,6 +36,7 @@ pub struct RegisteredTool {
     schema: Value,
     validator: ArgsValidator,
     lowerings: Lowerings,
+    policy_hash: String,
 }
 
 impl RegisteredTool {
@@ -57,6 +58,12 @@ impl RegisteredTool {
     /// The tool.
     pub fn tool(&self) -> &dyn Tool {
         &*self.tool
+    }
+
+    /// The hash of the tool's policy and schema
+    /// ([`policy_hash`](crate::idempotency::policy_hash)), which approvals are bound to.
+    pub fn policy_hash(&self) -> &str {
+        &self.policy_hash
     }
 
     /// The schema lowered to each dialect, made when the tool was registered.
@@ -141,11 +148,13 @@ impl Registry {
             self.fallbacks.push(fallback);
         }
         self.by_name.insert(slot, (name, self.tools.len()));
+        let policy_hash = crate::idempotency::policy_hash(tool.descriptor(), &schema);
         self.tools.push(RegisteredTool {
             tool: Arc::new(tool),
             schema,
             validator,
             lowerings,
+            policy_hash,
         });
         Ok(self)
     }

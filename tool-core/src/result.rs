@@ -79,6 +79,14 @@ pub struct Explanation {
     /// timed-out write the provider may still apply: `true`; a read that was stopped: `false`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub may_still_be_running: Option<bool>,
+    /// The approval the operation waits for or was rejected under (`awaiting_approval`,
+    /// `rejected`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// Until when the approval may be decided, in milliseconds since the Unix epoch; afterwards
+    /// it is rejected as expired (`awaiting_approval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<i64>,
 }
 
 impl From<&ToolError> for Explanation {
@@ -92,6 +100,8 @@ impl From<&ToolError> for Explanation {
             retry_after_ms: err.get_retry_after().map(millis),
             after_ms: err.get_timed_out_after().map(millis),
             may_still_be_running: err.get_may_still_be_running(),
+            approval_id: None,
+            expires_at_ms: None,
         }
     }
 }
@@ -242,6 +252,8 @@ impl CallResult {
         let status = match err.kind() {
             ErrorKind::OutcomeUnknown => Status::OutcomeUnknown,
             ErrorKind::InProgress => Status::InProgress,
+            ErrorKind::AwaitingApproval => Status::AwaitingApproval,
+            ErrorKind::Rejected => Status::Rejected,
             _ => Status::Error,
         };
         debug_assert!(

@@ -320,3 +320,12 @@ pub(super) fn held_elsewhere(tool: &str) -> ToolError {
     )
     .next("do not repeat the call; check its result in a moment")
 }
+
+/// A record that waits for, or was rejected under, an approval the store does not hold.
+pub(super) fn approval_missing(tool: &str) -> ToolError {
+    ToolError::internal(format!(
+        "{tool} waits for an approval the operation store does not hold"
+    ))
+    .why("the operation's record names an approval that cannot be read")
+    .next("do not repeat this call; tell the user the operation needs an operator's attention")
+}

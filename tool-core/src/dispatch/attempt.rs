@@ -55,6 +55,7 @@ impl Dispatcher {
         claim: Option<&HeldClaim<'_>>,
         ledger: &Ledger<'_>,
     ) -> Result<JsonText, Failure> {
+        super::audit::count_attempt(1);
         let mut call = first.unwrap_or_else(|| args.invoke(registered, ctx));
         let first = match poll_once(&mut call).await {
             Poll::Ready(Ok(data)) => return Ok(data),

@@ -20,7 +20,7 @@ use crate::store::TurnGrant;
 
 use super::ledger::{Ledger, aborted_from};
 use super::plan::{self, Planned, Step};
-use super::{Dispatcher, answers, attempt, repeat};
+use super::{Dispatcher, answers, attempt, audit, repeat};
 
 /// Raised once, when a call of the turn aborts the run: calls not started never start, reads in
 /// flight stop.
@@ -370,26 +370,51 @@ impl Dispatcher {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = %format_args!("execute_tool {}", call.name),
+            otel.status_code = tracing::field::Empty,
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
             gen_ai.tool.type = "function",
+            gen_ai.conversation.id = %session.run_id(),
+            toolgate.run.id = %session.run_id(),
             toolgate.status = tracing::field::Empty,
+            toolgate.attempts = tracing::field::Empty,
+            error.type = tracing::field::Empty,
         );
-        let fate = attempt::in_span(&span, self.run_step(session, ledger, call, shared)).await;
+        let (id, name) = (call.id, call.name);
+        let subject = self.audit_subject(&call.step);
+        let started_ms = self.now_ms();
+        let run = self.run_step(session, ledger, call, shared);
+        let (fate, notes) = audit::noted(attempt::in_span(&span, run)).await;
         if !span.is_disabled() {
-            match &fate {
-                Fate::Answered(result) => {
-                    span.record("toolgate.status", tracing::field::debug(result.status));
-                }
-                Fate::AbortedRun => {
-                    span.record("toolgate.status", "run_aborted");
-                }
-                other => {
-                    span.record("toolgate.status", other.status());
-                }
+            let (status, error_type) = match &fate {
+                Fate::Answered(result) => (
+                    result.status.as_str(),
+                    result
+                        .error
+                        .as_ref()
+                        .filter(|_| result.status.is_flagged())
+                        .map(|e| e.kind.as_str()),
+                ),
+                Fate::AbortedRun => ("run_aborted", Some("run_aborted")),
+                other => (other.status(), None),
+            };
+            span.record("toolgate.status", status);
+            span.record("toolgate.attempts", notes.attempts());
+            if let Some(error_type) = error_type {
+                span.record("error.type", error_type);
+                span.record("otel.status_code", "ERROR");
             }
         }
+        let audit = audit::CallAudit {
+            id,
+            name,
+            subject,
+            fate: &fate,
+            notes,
+            started_ms,
+        };
+        self.audit_call(session, audit).await;
         fate
     }
 
@@ -478,7 +503,7 @@ impl Dispatcher {
     }
 
     /// The registered tool named `tool`, which the plan found.
-    fn registered(&self, tool: &str) -> &RegisteredTool {
+    pub(super) fn registered(&self, tool: &str) -> &RegisteredTool {
         self.inner
             .registry
             .get(tool)

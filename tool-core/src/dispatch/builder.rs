@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::permissions::PermissionSource;
 use crate::rate_limit::RateLimiters;
 use crate::registry::Registry;
 use crate::retry::RetryPolicy;
@@ -20,6 +21,10 @@ use super::{Dispatcher, Inner};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an approval waits for a decision before it is rejected as expired, when neither the
+/// tool (`approval_ttl`) nor the dispatcher ([`DispatcherBuilder::approval_ttl`]) says: 24 hours.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How long a duplicate of a running write waits for its outcome before answering
 /// `in_progress`.
@@ -37,6 +42,8 @@ pub struct DispatcherBuilder {
     seed: u64,
     run_limits: RunLimits,
     spawn_calls: bool,
+    approval_ttl: Duration,
+    permission_source: Option<Arc<dyn PermissionSource>>,
     #[cfg(feature = "test-util")]
     failpoints: Option<Arc<dyn Failpoints>>,
 }
@@ -61,6 +68,8 @@ impl Dispatcher {
             seed: SystemClock.now_ms().unsigned_abs(),
             run_limits: RunLimits::DEFAULT,
             spawn_calls: true,
+            approval_ttl: DEFAULT_APPROVAL_TTL,
+            permission_source: None,
             #[cfg(feature = "test-util")]
             failpoints: None,
         }
@@ -68,6 +77,19 @@ impl Dispatcher {
 }
 
 impl DispatcherBuilder {
+    /// How long an approval may wait for a decision when its tool declares no `approval_ttl`;
+    /// afterwards it is rejected as expired. Default [`DEFAULT_APPROVAL_TTL`].
+    pub fn approval_ttl(mut self, ttl: Duration) -> Self {
+        self.approval_ttl = ttl;
+        self
+    }
+
+    /// Where the permissions a requester holds now come from, checked again before an approved
+    /// operation runs. Without one, the permissions recorded with the approval are used.
+    pub fn permission_source(mut self, source: impl PermissionSource) -> Self {
+        self.permission_source = Some(Arc::new(source));
+        self
+    }
     /// Gives tools a value they reach with [`Ctx::state`](crate::Ctx::state).
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.state.insert(value);
@@ -179,6 +201,8 @@ impl DispatcherBuilder {
                 seed: self.seed,
                 run_limits: self.run_limits,
                 spawn_calls: self.spawn_calls,
+                approval_ttl: self.approval_ttl,
+                permission_source: self.permission_source,
                 #[cfg(feature = "test-util")]
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),

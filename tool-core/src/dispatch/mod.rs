@@ -24,7 +24,9 @@
 
 mod admit;
 mod answers;
+mod approval;
 mod attempt;
+mod audit;
 mod batch;
 mod builder;
 mod failure;
@@ -35,6 +37,7 @@ mod read;
 mod recorded;
 mod repeat;
 mod retries;
+mod runner;
 mod unwind;
 mod write;
 
@@ -46,6 +49,7 @@ use crate::clock::Clock;
 use crate::ctx::Ctx;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::permissions::PermissionSource;
 use crate::rate_limit::RateLimiters;
 use crate::registry::{RegisteredTool, Registry};
 use crate::retry::RetryPolicy;
@@ -53,9 +57,12 @@ use crate::run_limits::RunLimits;
 use crate::state::StateMap;
 use crate::store::OperationStore;
 
-pub use builder::{DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, DispatcherBuilder};
+pub use builder::{
+    DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, DispatcherBuilder,
+};
 pub use outage::DEFAULT_STORE_RETRY;
 use outage::UnrecordedOutcomes;
+pub use runner::{ApprovedRun, Executed};
 
 /// Runs the calls a model emits against a [`Registry`].
 ///
@@ -66,8 +73,14 @@ use outage::UnrecordedOutcomes;
 /// duplicate answers the stored outcome, marked as a replay), runs under that claim with
 /// retries only while a fault proves nothing was applied, and has its outcome recorded before
 /// the model reads the result. Every call id gets exactly one result. A tool's `rate_limit`
-/// refuses a tenant's calls over it (`rate_limited`, per process); its `approval_over` is
-/// recorded in its descriptor and not yet acted on.
+/// refuses a tenant's calls over it (`rate_limited`, per process). A write whose amount is over
+/// its tool's `approval_over` does not run: its operation is stored `awaiting_approval` with an
+/// approval (the model reads `awaiting_approval` with the approval's id and expiry); once an
+/// approver approves it ([`decide`](crate::decide)), it runs once, at the model's next call with
+/// the same arguments or at [`Dispatcher::run_approved`], whichever comes first, after the
+/// checks are made again (the arguments against the schema, the tool's policy, the requester's
+/// permission, the business check). Every call the dispatcher answers is appended to the store's
+/// audit trail.
 ///
 /// A model turn is a batch ([`Dispatcher::dispatch_turn`]): counted against the run's
 /// [`RunLimits`] (steps, tool calls, each tool's retry budget), its calls run concurrently,
@@ -131,6 +144,8 @@ struct Inner {
     seed: u64,
     run_limits: RunLimits,
     spawn_calls: bool,
+    approval_ttl: Duration,
+    permission_source: Option<Arc<dyn PermissionSource>>,
     #[cfg(feature = "test-util")]
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).

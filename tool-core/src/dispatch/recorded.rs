@@ -67,8 +67,9 @@ impl Dispatcher {
             }
             // Definitely not applied: the key is free to claim again, by this request or another.
             OperationState::Failed => return Recorded::Claimable,
-            _ => {
-                return Recorded::Answer(Err(ToolError::internal("approvals are not handled yet")));
+            // An approval's record without its approval (a store that lost it): never run it.
+            OperationState::AwaitingApproval | OperationState::Rejected => {
+                return Recorded::Answer(Err(answers::approval_missing(&record.tool)));
             }
         };
         result.replayed = record.state != OperationState::Processing;

@@ -107,6 +107,7 @@ impl Dispatcher {
             }
             tokio::time::sleep(delay).await;
             attempt_number += 1;
+            super::audit::count_attempt(attempt_number);
             if let Some(claim) = claim {
                 claim.attempt.store(attempt_number, Ordering::Relaxed);
             }

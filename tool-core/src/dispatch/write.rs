@@ -24,7 +24,7 @@ use super::outage::Outcome;
 use super::plan::PreparedWrite;
 use super::recorded::{CLAIM_ROUNDS, Recorded};
 use super::retries::seed_of;
-use super::{Dispatcher, answers, unwind};
+use super::{Dispatcher, answers, approval, audit, unwind};
 
 /// The claim a write runs under: where its attempts record their errors, and under which
 /// attempt of the operation.
@@ -56,6 +56,10 @@ impl Dispatcher {
         let tenant = session.auth().tenant();
         // Over the rate limit, a write is refused before it claims its key.
         self.inner.rate_limits.check(descriptor, tenant)?;
+        let ctx = self
+            .ctx(session, call_id, registered)
+            .with_idempotency_key(write.key.clone());
+        let approval = self.approval_request(&ctx, registered, &write);
         let PreparedWrite {
             args,
             canonical,
@@ -71,7 +75,7 @@ impl Dispatcher {
         // A duplicate waits for the outcome of the call it found running until then.
         let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
         let mut rounds = 0;
-        let attempt = loop {
+        let (attempt, approved) = loop {
             let request = ClaimRequest {
                 tenant,
                 key: &key,
@@ -81,14 +85,17 @@ impl Dispatcher {
                 now_ms: self.inner.clock.now_ms(),
                 lease,
                 takeover: descriptor.honours_key,
-                approval: None,
+                approval: approval.as_ref(),
             };
             match self.claim_reaching(store, request, seed, budget).await? {
-                Claim::Acquired { attempt, .. } => break attempt,
-                Claim::Approval(_) => {
-                    return Err(ToolError::internal("approvals are not handled yet"));
-                }
+                Claim::Acquired { attempt, approved } => break (attempt, approved),
                 Claim::Conflict { .. } => return Err(answers::conflict(descriptor)),
+                Claim::Approval(found) => {
+                    // Asked by this call, or found from an earlier one.
+                    let asked_now = approval.as_ref().is_some_and(|mine| mine.id == found.id);
+                    audit::note_approval(&found.id);
+                    return Ok(approval::approval_answer(&found, !asked_now));
+                }
                 Claim::Existing(record) => {
                     match self.answer_recorded(store, record, give_up).await {
                         Recorded::Answer(answer) => return answer,
@@ -106,9 +113,14 @@ impl Dispatcher {
             key: key.clone(),
             attempt,
         };
-        let ctx = self
-            .ctx(session, call_id, registered)
-            .with_idempotency_key(key);
+        if let Some(approved) = approved {
+            audit::note_approval(&approved.id);
+            if let Err(reason) = self.revalidate(registered, &approved, &args, &ctx).await {
+                return self
+                    .reject_approved(store, &owner, descriptor.name, reason)
+                    .await;
+            }
+        }
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Claimed);
         let claim = HeldClaim {
@@ -174,6 +186,32 @@ impl Dispatcher {
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Recorded);
         result
+    }
+
+    /// An approved operation that failed the checks before it ran: rejected, with `reason`, in
+    /// the store and the audit trail; the model reads the rejection.
+    async fn reject_approved(
+        &self,
+        store: &dyn OperationStore,
+        owner: &ClaimToken,
+        tool: &str,
+        reason: String,
+    ) -> Result<CallResult, ToolError> {
+        let now_ms = self.now_ms();
+        let decision = approval::revalidation_rejected(reason, now_ms);
+        match store.reject_claimed(owner, &decision, now_ms).await {
+            Ok(rejected) => {
+                let entry = crate::decide::decision_entry(&rejected, &decision);
+                if let Err(err) = store.append_audit(&entry).await {
+                    tracing::warn!(error = %err, tool, "a rejection could not be added to the audit trail");
+                }
+                Ok(approval::approval_answer(&rejected, false))
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, tool, "an approved operation failed its checks and its rejection could not be recorded");
+                Err(answers::store_failed(tool, &err))
+            }
+        }
     }
 
     /// Tells the test hooks, if any, that a write reached `point`.

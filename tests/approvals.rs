@@ -1,0 +1,549 @@
+//! Human approval over a threshold, on every store: a call over it waits and does not run, a
+//! duplicate answers the same approval, decisions follow their rules, an approved operation runs
+//! once (the model's call again or the runner, whichever comes first) after the checks are made
+//! again, and every call and decision lands in the audit trail.
+
+mod stores;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use toolgate::prelude::*;
+use toolgate::store::{
+    ApprovalQuery, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState,
+    OperationStore, Refusal, Verdict,
+};
+use toolgate::{Clock, ManualClock, PermissionSource};
+use toolgate_test::MemoryStore;
+
+const NOW: i64 = 1_700_000_000_000;
+
+/// How many refunds ran, and on what.
+#[derive(Default)]
+struct Provider {
+    runs: AtomicU32,
+    applied: Mutex<Vec<(String, f64)>>,
+}
+
+/// Refund an order.
+#[tool(side_effect = "write", permission = "refund:create", approval_over = 5000, key = [order_id])]
+async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    let provider = ctx.state::<Arc<Provider>>()?;
+    provider.runs.fetch_add(1, Ordering::SeqCst);
+    provider
+        .applied
+        .lock()
+        .unwrap()
+        .push((order_id.clone(), amount));
+    Ok(json!({"order_id": order_id, "amount": amount}))
+}
+
+/// The same tool with a higher threshold: another policy.
+mod v2 {
+    use super::*;
+
+    /// Refund an order.
+    #[tool(name = "refund", side_effect = "write", permission = "refund:create", approval_over = 9000, key = [order_id])]
+    pub(crate) async fn refund_v2(
+        ctx: &Ctx,
+        order_id: String,
+        amount: f64,
+    ) -> Result<Value, ToolError> {
+        super::refund(ctx, order_id, amount).await
+    }
+}
+
+struct Rig {
+    store: Arc<dyn OperationStore>,
+    clock: Arc<ManualClock>,
+    provider: Arc<Provider>,
+    dispatcher: Dispatcher,
+}
+
+fn dispatcher(
+    store: &Arc<dyn OperationStore>,
+    clock: &Arc<ManualClock>,
+    provider: &Arc<Provider>,
+    registry: Registry,
+    source: Option<Revoked>,
+) -> Dispatcher {
+    let mut builder = Dispatcher::builder(registry)
+        .store(store.clone())
+        .clock(clock.clone())
+        .state(provider.clone());
+    if let Some(source) = source {
+        builder = builder.permission_source(source);
+    }
+    builder.build()
+}
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register::<refund>().unwrap();
+    registry
+}
+
+impl Rig {
+    fn new(store: Arc<dyn OperationStore>) -> Rig {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let provider = Arc::new(Provider::default());
+        let dispatcher = dispatcher(&store, &clock, &provider, registry(), None);
+        Rig {
+            store,
+            clock,
+            provider,
+            dispatcher,
+        }
+    }
+
+    /// The same store and provider, another dispatcher (another process, after a restart).
+    fn with(&self, registry: Registry, source: Option<Revoked>) -> Dispatcher {
+        dispatcher(&self.store, &self.clock, &self.provider, registry, source)
+    }
+
+    fn runs(&self) -> u32 {
+        self.provider.runs.load(Ordering::SeqCst)
+    }
+}
+
+fn agent() -> Session {
+    Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["refund:create"]),
+        "run-1",
+    )
+}
+
+fn manager() -> AuthContext {
+    AuthContext::new("acme", "manager").with_permissions(["refund:approve"])
+}
+
+async fn call(dispatcher: &Dispatcher, id: &str, order_id: &str, amount: f64) -> CallResult {
+    let call = ToolCall::new(
+        id,
+        "refund",
+        json!({"order_id": order_id, "amount": amount}),
+    );
+    dispatcher.dispatch(&agent(), call).await.unwrap().result
+}
+
+async fn decide(
+    store: &dyn OperationStore,
+    id: &str,
+    approver: &AuthContext,
+    verdict: Verdict,
+    now_ms: i64,
+) -> Decided {
+    let request = DecideRequest {
+        id,
+        approver,
+        verdict,
+        reason: "checked with the customer",
+        now_ms,
+    };
+    toolgate::decide(store, request).await.unwrap()
+}
+
+fn approval_id(result: &CallResult) -> String {
+    result
+        .explanation()
+        .and_then(|e| e.approval_id.clone())
+        .unwrap_or_else(|| panic!("no approval in {}", result.to_json_string()))
+}
+
+/// Revokes `refund:create` from everyone.
+struct Revoked;
+
+#[async_trait::async_trait]
+impl PermissionSource for Revoked {
+    async fn permissions(
+        &self,
+        _tenant: &str,
+        _user: &str,
+    ) -> Result<Option<Vec<String>>, ToolError> {
+        Ok(Some(vec!["orders:read".to_owned()]))
+    }
+}
+
+async fn over_the_threshold_waits_and_a_duplicate_answers_the_same_approval(
+    store: Arc<dyn OperationStore>,
+) {
+    let rig = Rig::new(store);
+    let first = call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await;
+    assert_eq!(
+        first.status,
+        Status::AwaitingApproval,
+        "{}",
+        first.to_json_string()
+    );
+    assert!(!first.replayed);
+    let id = approval_id(&first);
+    let expires = first.explanation().unwrap().expires_at_ms.unwrap();
+    assert_eq!(expires, NOW + 24 * 60 * 60 * 1000);
+    assert_eq!(rig.runs(), 0, "nothing runs before a decision");
+    // The same call again: the same approval, never a second.
+    let again = call(&rig.dispatcher, "call_2", "ORD-1", 8000.0).await;
+    assert_eq!(again.status, Status::AwaitingApproval);
+    assert!(again.replayed);
+    assert_eq!(approval_id(&again), id);
+    let waiting = rig
+        .store
+        .list_approvals(ApprovalQuery {
+            tenant: Some("acme"),
+            ..ApprovalQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].requester.user, "agent");
+    assert_eq!(waiting[0].approver_permission, "refund:approve");
+    // Other arguments under the key: a conflict, and nothing stored for them.
+    let other = call(&rig.dispatcher, "call_3", "ORD-1", 7000.0).await;
+    assert_eq!(
+        other.error_kind(),
+        Some(ErrorKind::Conflict),
+        "{}",
+        other.to_json_string()
+    );
+    // Under the threshold: runs at once.
+    let small = call(&rig.dispatcher, "call_4", "ORD-2", 500.0).await;
+    assert_eq!(small.status, Status::Succeeded);
+    assert_eq!(rig.runs(), 1);
+}
+
+async fn a_waiting_call_does_not_hold_back_its_turn(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let calls = vec![
+        ToolCall::new(
+            "a",
+            "refund",
+            json!({"order_id": "ORD-1", "amount": 8000.0}),
+        ),
+        ToolCall::new("b", "refund", json!({"order_id": "ORD-2", "amount": 100.0})),
+    ];
+    let reports = rig.dispatcher.dispatch_turn(&agent(), calls).await.unwrap();
+    assert_eq!(reports[0].result.status, Status::AwaitingApproval);
+    assert_eq!(reports[1].result.status, Status::Succeeded);
+    assert_eq!(rig.runs(), 1);
+}
+
+async fn decisions_follow_their_rules(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    let store = &*rig.store;
+    let requester = AuthContext::new("acme", "agent").with_permissions(["refund:approve"]);
+    let other_tenant = AuthContext::new("globex", "manager").with_permissions(["refund:approve"]);
+    let clerk = AuthContext::new("acme", "clerk").with_permissions(["refund:create"]);
+    for (approver, refusal) in [
+        (&requester, Refusal::SelfDecision),
+        (&other_tenant, Refusal::NotFound),
+        (&clerk, Refusal::MissingPermission),
+    ] {
+        match decide(store, &id, approver, Verdict::Approve, NOW).await {
+            Decided::Refused {
+                refusal: got,
+                approval,
+            } => {
+                assert_eq!(got, refusal);
+                assert_eq!(approval.is_none(), refusal == Refusal::NotFound);
+            }
+            other => panic!("{} decided: {other:?}", approver.user()),
+        }
+    }
+    let approval = store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(
+        approval.status,
+        ApprovalStatus::Pending,
+        "refusals change nothing"
+    );
+    assert!(approval.decisions.is_empty());
+    // Rejected: the model's call again reads the rejection, and nothing runs.
+    let Decided::Applied(rejected) = decide(store, &id, &manager(), Verdict::Reject, NOW).await
+    else {
+        panic!("the manager may reject");
+    };
+    assert_eq!(rejected.status, ApprovalStatus::Rejected);
+    assert_eq!(rejected.decisions[0].by, "manager");
+    let again = call(&rig.dispatcher, "call_2", "ORD-1", 8000.0).await;
+    assert_eq!(again.status, Status::Rejected, "{}", again.to_json_string());
+    assert!(
+        again
+            .explanation()
+            .unwrap()
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("manager rejected it")
+    );
+    // Decided once: a second decision is refused.
+    assert!(matches!(
+        decide(store, &id, &manager(), Verdict::Approve, NOW).await,
+        Decided::Refused {
+            refusal: Refusal::AlreadyDecided,
+            ..
+        }
+    ));
+    assert_eq!(rig.runs(), 0);
+}
+
+async fn an_expired_approval_is_rejected(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    rig.clock.advance_ms(24 * 60 * 60 * 1000);
+    let late = decide(
+        &*rig.store,
+        &id,
+        &manager(),
+        Verdict::Approve,
+        rig.clock.now_ms(),
+    )
+    .await;
+    let Decided::Refused {
+        refusal: Refusal::Expired,
+        approval: Some(expired),
+    } = late
+    else {
+        panic!("{late:?}");
+    };
+    assert_eq!(expired.status, ApprovalStatus::Rejected);
+    assert_eq!(expired.decisions[0].reason, "expired");
+    let again = call(&rig.dispatcher, "call_2", "ORD-1", 8000.0).await;
+    assert_eq!(again.status, Status::Rejected);
+    assert!(
+        again
+            .explanation()
+            .unwrap()
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("expired")
+    );
+    let record = rig.store.get("acme", &expired.key).await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Rejected);
+    assert_eq!(rig.runs(), 0);
+}
+
+async fn the_runner_expires_what_nobody_decided(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    rig.clock.advance_ms(24 * 60 * 60 * 1000 - 1);
+    let pass = rig.dispatcher.run_approved(10).await.unwrap();
+    assert!(pass.expired.is_empty() && pass.executed.is_empty());
+    rig.clock.advance_ms(1);
+    let pass = rig.dispatcher.run_approved(10).await.unwrap();
+    assert_eq!(pass.expired.len(), 1);
+    assert_eq!(pass.expired[0].id, id);
+    let decisions = audit_of(&rig, AuditKind::Decision).await;
+    assert_eq!(
+        decisions,
+        vec![("rejected".to_owned(), "toolgate".to_owned())]
+    );
+}
+
+async fn an_approved_call_runs_once_at_the_models_next_call(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    assert!(matches!(
+        decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await,
+        Decided::Applied(_)
+    ));
+    let ran = call(&rig.dispatcher, "call_2", "ORD-1", 8000.0).await;
+    assert_eq!(ran.status, Status::Succeeded, "{}", ran.to_json_string());
+    assert!(!ran.replayed);
+    let replay = call(&rig.dispatcher, "call_3", "ORD-1", 8000.0).await;
+    assert!(replay.is_succeeded() && replay.replayed);
+    let pass = rig.dispatcher.run_approved(10).await.unwrap();
+    assert!(pass.executed.is_empty(), "nothing left to run");
+    assert_eq!(rig.runs(), 1);
+}
+
+async fn the_runner_runs_an_approved_operation_once(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    // Another process runs it: a new dispatcher on the same store.
+    let other = rig.with(registry(), None);
+    let pass = other.run_approved(10).await.unwrap();
+    assert_eq!(pass.executed.len(), 1);
+    assert_eq!(pass.executed[0].result.status, Status::Succeeded);
+    assert_eq!(other.run_approved(10).await.unwrap().executed.len(), 0);
+    let replay = call(&rig.dispatcher, "call_2", "ORD-1", 8000.0).await;
+    assert!(
+        replay.is_succeeded() && replay.replayed,
+        "{}",
+        replay.to_json_string()
+    );
+    assert_eq!(rig.runs(), 1);
+    assert_eq!(
+        rig.provider.applied.lock().unwrap().clone(),
+        vec![("ORD-1".to_owned(), 8000.0)]
+    );
+}
+
+async fn revalidation_rejects_a_revoked_permission(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    let revoked = rig.with(registry(), Some(Revoked));
+    let pass = revoked.run_approved(10).await.unwrap();
+    let result = &pass.executed[0].result;
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    assert!(
+        result
+            .explanation()
+            .unwrap()
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("no longer holds")
+    );
+    let approval = rig.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Rejected);
+    assert_eq!(
+        approval.decisions.len(),
+        2,
+        "the approval, then the rejection"
+    );
+    assert_eq!(rig.runs(), 0);
+}
+
+async fn revalidation_rejects_a_changed_policy(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    let mut changed = Registry::new();
+    changed.register::<v2::refund_v2>().unwrap();
+    let redeployed = rig.with(changed, None);
+    let result = call(&redeployed, "call_2", "ORD-1", 8000.0).await;
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    assert!(
+        result
+            .explanation()
+            .unwrap()
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("policy")
+    );
+    assert_eq!(rig.runs(), 0);
+}
+
+async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let outcomes = [
+        call(&rig.dispatcher, "c1", "ORD-1", 100.0).await,
+        call(&rig.dispatcher, "c2", "ORD-1", 100.0).await,
+        call(&rig.dispatcher, "c3", "ORD-1", -1.0).await,
+        call(&rig.dispatcher, "c4", "ORD-2", 9000.0).await,
+    ];
+    let id = approval_id(&outcomes[3]);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    let ran = call(&rig.dispatcher, "c5", "ORD-2", 9000.0).await;
+    let records = rig
+        .store
+        .audit(AuditQuery {
+            run_id: Some("run-1"),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    let calls: Vec<_> = records
+        .iter()
+        .filter(|r| r.entry.kind == AuditKind::Call)
+        .map(|r| {
+            (
+                r.entry.call_id.as_str(),
+                r.entry.outcome.as_str(),
+                r.entry.replayed,
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("c1", "succeeded", false),
+            ("c2", "succeeded", true),
+            ("c3", "error", false),
+            ("c4", "awaiting_approval", false),
+            ("c5", "succeeded", false),
+        ]
+    );
+    assert!(ran.is_succeeded());
+    let first = &records[0].entry;
+    assert_eq!(first.attempts, 1);
+    assert_eq!(first.actor, "agent");
+    assert!(first.key.is_some());
+    assert_eq!(records[1].entry.attempts, 0, "a replay runs nothing");
+    let decisions: Vec<_> = records
+        .iter()
+        .filter(|r| r.entry.kind == AuditKind::Decision)
+        .map(|r| (r.entry.outcome.as_str(), r.entry.actor.as_str()))
+        .collect();
+    assert_eq!(decisions, vec![("approved", "manager")]);
+    let with_approval = records
+        .iter()
+        .filter(|r| r.entry.approval_id.as_deref() == Some(id.as_str()))
+        .count();
+    assert_eq!(
+        with_approval, 3,
+        "the asking call, the decision and the run"
+    );
+}
+
+async fn audit_of(rig: &Rig, kind: AuditKind) -> Vec<(String, String)> {
+    rig.store
+        .audit(AuditQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.entry.kind == kind)
+        .map(|r| (r.entry.outcome, r.entry.actor))
+        .collect()
+}
+
+macro_rules! on_every_store {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test]
+            async fn $name() {
+                super::$name(std::sync::Arc::new(super::MemoryStore::new())).await;
+            })*
+        }
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $name() {
+                let (store, _dir) = crate::stores::sqlite().await;
+                super::$name(store).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test]
+            async fn $name() {
+                super::$name(crate::stores::postgres().await).await;
+            })*
+        }
+    };
+}
+
+on_every_store!(
+    over_the_threshold_waits_and_a_duplicate_answers_the_same_approval,
+    a_waiting_call_does_not_hold_back_its_turn,
+    decisions_follow_their_rules,
+    an_expired_approval_is_rejected,
+    the_runner_expires_what_nobody_decided,
+    an_approved_call_runs_once_at_the_models_next_call,
+    the_runner_runs_an_approved_operation_once,
+    revalidation_rejects_a_revoked_permission,
+    revalidation_rejects_a_changed_policy,
+    the_audit_trail_matches_the_calls,
+);
