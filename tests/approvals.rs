@@ -39,6 +39,22 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
     Ok(json!({"order_id": order_id, "amount": amount}))
 }
 
+/// Pay an order by card.
+#[tool(side_effect = "write", permission = "refund:create", approval_over = 5000, key = [order_id])]
+async fn pay(
+    ctx: &Ctx,
+    order_id: String,
+    amount: f64,
+    #[sensitive] card: String,
+) -> Result<Value, ToolError> {
+    let provider = ctx.state::<Arc<Provider>>()?;
+    provider.runs.fetch_add(1, Ordering::SeqCst);
+    assert_eq!(card, SECRET, "the tool gets the card the model sent");
+    Ok(json!({"order_id": order_id, "amount": amount}))
+}
+
+const SECRET: &str = "4111-1111-1111-1111";
+
 /// The same tool with a higher threshold: another policy.
 mod v2 {
     use super::*;
@@ -81,6 +97,7 @@ fn dispatcher(
 fn registry() -> Registry {
     let mut registry = Registry::new();
     registry.register::<refund>().unwrap();
+    registry.register::<pay>().unwrap();
     registry
 }
 
@@ -115,7 +132,7 @@ fn agent() -> Session {
 }
 
 fn manager() -> AuthContext {
-    AuthContext::new("acme", "manager").with_permissions(["refund:approve"])
+    AuthContext::new("acme", "manager").with_permissions(["refund:approve", "pay:approve"])
 }
 
 async fn call(dispatcher: &Dispatcher, id: &str, order_id: &str, amount: f64) -> CallResult {
@@ -500,6 +517,33 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
     );
 }
 
+async fn a_sensitive_argument_is_never_stored(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let args = json!({"order_id": "ORD-1", "amount": 8000.0, "card": SECRET});
+    let asked = ToolCall::new("c1", "pay", args.clone());
+    let waiting = rig.dispatcher.dispatch(&agent(), asked).await.unwrap().result;
+    let id = approval_id(&waiting);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    // The runner cannot run it: the card is not stored. The model's call can.
+    let pass = rig.dispatcher.run_approved(10).await.unwrap();
+    assert_eq!(pass.executed[0].result.status, Status::AwaitingApproval);
+    assert_eq!(rig.runs(), 0);
+    let again = ToolCall::new("c2", "pay", args);
+    let ran = rig.dispatcher.dispatch(&agent(), again).await.unwrap().result;
+    assert!(ran.is_succeeded(), "{}", ran.to_json_string());
+    assert_eq!(rig.runs(), 1);
+    let approval = rig.store.approval(&id).await.unwrap().unwrap();
+    let record = rig.store.get("acme", &approval.key).await.unwrap().unwrap();
+    let audit = rig.store.audit(AuditQuery::default()).await.unwrap();
+    let mut stored = vec![approval.arguments.clone(), record.arguments.clone()];
+    stored.extend(audit.iter().map(|r| r.entry.arguments.clone()));
+    assert_eq!(audit.len(), 3, "two calls and a decision; the runner ran nothing");
+    for text in stored {
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(text.contains(r#""card":"[redacted]""#), "{text}");
+    }
+}
+
 async fn audit_of(rig: &Rig, kind: AuditKind) -> Vec<(String, String)> {
     rig.store
         .audit(AuditQuery::default())
@@ -546,4 +590,5 @@ on_every_store!(
     revalidation_rejects_a_revoked_permission,
     revalidation_rejects_a_changed_policy,
     the_audit_trail_matches_the_calls,
+    a_sensitive_argument_is_never_stored,
 );

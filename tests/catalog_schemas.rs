@@ -354,8 +354,11 @@ fn descriptions_state_the_side_effect_class() {
         refund.contains("returns the original result instead of acting twice"),
         "{refund}"
     );
-    // `approval_over` is recorded, not enforced yet: the model is not promised an approval.
-    assert!(!refund.contains("approval"), "{refund}");
+    // The threshold is stated; tests/approvals.rs makes the call it speaks of, and it waits.
+    assert!(
+        refund.contains("A call whose `amount` is over 5000 waits for a human approval"),
+        "{refund}"
+    );
     assert!(description("delete_customer").contains("irreversibly"));
 }
 

@@ -136,9 +136,11 @@ async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
         [
             "new execute_tool #1 otel.name=execute_tool get_order \
              gen_ai.operation.name=execute_tool gen_ai.tool.name=get_order \
-             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function",
+             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function \
+             gen_ai.conversation.id=run-1 toolgate.run.id=run-1",
             "event in [1] message=looking up the order order_id=ORD-1",
-            "record #1 toolgate.status=Succeeded",
+            "record #1 toolgate.status=succeeded",
+            "record #1 toolgate.attempts=1",
         ]
     );
 }
@@ -171,10 +173,14 @@ async fn a_panic_is_an_error_event_in_the_span_of_its_call_only() {
         [
             "new execute_tool #1 otel.name=execute_tool get_customer \
              gen_ai.operation.name=execute_tool gen_ai.tool.name=get_customer \
-             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function",
+             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function \
+             gen_ai.conversation.id=run-1 toolgate.run.id=run-1",
             "event in [1] message=the tool panicked tool=get_customer \
              panic=no customer C-1: internal detail 3c9d",
-            "record #1 toolgate.status=Error",
+            "record #1 toolgate.status=error",
+            "record #1 toolgate.attempts=1",
+            "record #1 error.type=internal",
+            "record #1 otel.status_code=ERROR",
         ]
     );
 }

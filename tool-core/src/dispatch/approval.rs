@@ -154,10 +154,9 @@ pub(super) fn redacted(descriptor: &ToolDescriptor, args: &Value) -> String {
 pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> CallResult {
     let tool = &approval.tool;
     let explanation = match approval.status {
-        ApprovalStatus::Pending | ApprovalStatus::Approved => Explanation {
+        ApprovalStatus::Pending => Explanation {
             approval_id: Some(approval.id.clone()),
-            expires_at_ms: (approval.status == ApprovalStatus::Pending)
-                .then_some(approval.expires_ms),
+            expires_at_ms: Some(approval.expires_ms),
             ..explanation(
                 ErrorKind::AwaitingApproval,
                 format!(
@@ -169,6 +168,18 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
                     approval.id
                 )),
                 "tell the user the operation waits for approval; do not call it again with other arguments; calling it again with the same arguments later answers its outcome".to_owned(),
+            )
+        },
+        ApprovalStatus::Approved => Explanation {
+            approval_id: Some(approval.id.clone()),
+            ..explanation(
+                ErrorKind::AwaitingApproval,
+                format!("{tool} is approved and has not run yet"),
+                Some(format!(
+                    "approval {} was approved; the operation runs at the next call with the same arguments",
+                    approval.id
+                )),
+                "call it again with the same arguments to run it".to_owned(),
             )
         },
         ApprovalStatus::Rejected => {

@@ -12,7 +12,7 @@ use crate::store::{ApprovalRecord, OperationStore, StoreError};
 
 use super::audit::{self, CallAudit, Subject};
 use super::plan::PreparedWrite;
-use super::{Dispatcher, answers};
+use super::{Dispatcher, answers, approval};
 
 /// What [`Dispatcher::run_approved`] did with one approved operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +49,9 @@ impl Dispatcher {
     /// Every execution and expiry is added to the audit trail.
     ///
     /// An approval of a tool this dispatcher does not have is left approved, for a dispatcher
-    /// that has it; its result says so.
+    /// that has it; its result says so. So is one of a tool with `#[sensitive]` arguments: the
+    /// store never keeps their values, so it runs at the model's next call with the same
+    /// arguments only.
     pub async fn run_approved(&self, limit: u32) -> Result<ApprovedRun, StoreError> {
         let Some(store) = self.inner.store.as_deref() else {
             return Ok(ApprovedRun::default());
@@ -82,6 +84,10 @@ impl Dispatcher {
                 self.inner.registry.names(),
             )));
         };
+        if !registered.descriptor().sensitive.is_empty() {
+            // Its sensitive arguments are not stored: only the model's call brings them.
+            return Ok(approval::approval_answer(approval, true));
+        }
         let Some(record) = store.get(&approval.tenant, &approval.key).await? else {
             // Purged or taken over meanwhile: nothing to run.
             return Ok(CallResult::from_error(&answers::claims_exhausted(

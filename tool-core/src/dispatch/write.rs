@@ -67,6 +67,13 @@ impl Dispatcher {
             key,
             ..
         } = write;
+        // The record keeps the arguments for the reconcile hook and the runner of approved
+        // operations, but never a sensitive one.
+        let stored = if descriptor.sensitive.is_empty() {
+            canonical
+        } else {
+            approval::redacted(descriptor, &args)
+        };
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
         // The store's faults are retried within the tool's deadline (see `outage`).
@@ -81,7 +88,7 @@ impl Dispatcher {
                 key: &key,
                 tool: descriptor.name,
                 request_hash: &hash,
-                arguments: &canonical,
+                arguments: &stored,
                 now_ms: self.inner.clock.now_ms(),
                 lease,
                 takeover: descriptor.honours_key,

@@ -92,7 +92,9 @@ pub struct OperationRecord {
     pub tool: String,
     /// The hash of the tool name and the canonical arguments.
     pub request_hash: String,
-    /// The arguments as canonical JSON text, for the reconcile hook.
+    /// The arguments as canonical JSON text, for the reconcile hook and the runner of approved
+    /// operations; the tool's `#[sensitive]` arguments read `"[redacted]"`: their values are
+    /// never stored.
     pub arguments: String,
     /// Where the operation stands.
     pub state: OperationState,
@@ -139,7 +141,7 @@ pub struct ClaimRequest<'a> {
     pub tool: &'a str,
     /// The hash of the tool name and the canonical arguments.
     pub request_hash: &'a str,
-    /// The canonical arguments, kept for the reconcile hook.
+    /// The canonical arguments, kept for the reconcile hook, sensitive ones redacted.
     pub arguments: &'a str,
     /// Now, in milliseconds since the epoch.
     pub now_ms: i64,
