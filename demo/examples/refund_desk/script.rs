@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use toolgate::store::Verdict;
 use toolgate::{AuthContext, RunLimits};
 
 /// The UTF-8 byte-order mark, which some editors put at the start of a file.
@@ -70,8 +71,17 @@ pub(crate) enum Line<'a> {
     Reconcile,
     /// Drop the dispatcher and reopen the store.
     Restart,
-    /// `approve` or `reject`: decide the operations waiting for approval.
-    Decide(&'static str),
+    /// `approve` or `reject`: decide every operation waiting for approval, as the approver.
+    Decide {
+        /// Approve or reject.
+        verdict: Verdict,
+        /// Who decides: their tenant, user and permissions.
+        approver: AuthContext,
+        /// Why.
+        reason: String,
+    },
+    /// Run the application's runner of approved operations once.
+    RunApproved,
 }
 
 /// The provider format of a model turn.
@@ -103,6 +113,20 @@ struct SessionLine {
     permissions: Vec<String>,
 }
 
+/// The object of an `approve` or `reject` line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecideLine {
+    approver: SessionLine,
+    reason: String,
+}
+
+impl SessionLine {
+    fn auth(self) -> AuthContext {
+        AuthContext::new(self.tenant, self.user).with_permissions(self.permissions)
+    }
+}
+
 /// The object of a `run` line that gives limits; a limit left out keeps
 /// [`RunLimits::DEFAULT`].
 #[derive(Debug, Deserialize)]
@@ -130,7 +154,8 @@ impl RunLine {
     }
 }
 
-const KEYS: &str = "session, run, openai, anthropic, fault, reconcile, restart, approve, reject";
+const KEYS: &str =
+    "session, run, openai, anthropic, fault, reconcile, restart, approve, reject, run_approved";
 
 impl<'a> Line<'a> {
     /// The line `text`, or what is wrong with it.
@@ -163,10 +188,7 @@ impl<'a> Line<'a> {
             "session" => {
                 let session: SessionLine = serde_json::from_value(value()?)
                     .map_err(|err| format!("a bad session: {err}"))?;
-                Line::Session(
-                    AuthContext::new(session.tenant, session.user)
-                        .with_permissions(session.permissions),
-                )
+                Line::Session(session.auth())
             }
             "run" => match value()? {
                 Value::String(run) if !run.is_empty() => Line::Run(run, None),
@@ -195,13 +217,22 @@ impl<'a> Line<'a> {
                 object(value()?)?;
                 Line::Restart
             }
-            "approve" => {
-                value()?;
-                Line::Decide("approve")
+            "approve" | "reject" => {
+                let line: DecideLine = serde_json::from_value(value()?)
+                    .map_err(|err| format!("a bad `{key}`: {err}"))?;
+                Line::Decide {
+                    verdict: if key == "approve" {
+                        Verdict::Approve
+                    } else {
+                        Verdict::Reject
+                    },
+                    approver: line.approver.auth(),
+                    reason: line.reason,
+                }
             }
-            "reject" => {
-                value()?;
-                Line::Decide("reject")
+            "run_approved" => {
+                object(value()?)?;
+                Line::RunApproved
             }
             other => {
                 return Err(format!(
@@ -352,10 +383,28 @@ mod tests {
             Line::parse(r#"{"restart": {}}"#),
             Ok(Line::Restart)
         ));
+        let approve = r#"{"approve": {"approver": {"tenant": "acme", "user": "manager", "permissions": ["refund:approve"]}, "reason": "ok"}}"#;
+        match Line::parse(approve).unwrap() {
+            Line::Decide {
+                verdict: Verdict::Approve,
+                approver,
+                reason,
+            } => {
+                assert_eq!(approver.user(), "manager");
+                assert!(approver.has_permission("refund:approve"));
+                assert_eq!(reason, "ok");
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(
-            Line::parse(r#"{"approve": {"reason": "ok"}}"#),
-            Ok(Line::Decide("approve"))
+            Line::parse(r#"{"run_approved": {}}"#),
+            Ok(Line::RunApproved)
         ));
+        assert!(
+            Line::parse(r#"{"reject": {"reason": "no"}}"#)
+                .unwrap_err()
+                .contains("missing field `approver`")
+        );
     }
 
     #[test]
