@@ -244,7 +244,10 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
         .await
         .unwrap();
     assert_eq!(all.len(), 4, "{all:?}");
-    assert_eq!(store.list_unknown(10).await.unwrap(), [unknown.clone()]);
+    assert_eq!(
+        store.list_unknown(10).await.unwrap(),
+        std::slice::from_ref(&unknown)
+    );
 
     // The old processing record is settled by its worker as before.
     let worker = ClaimToken {
