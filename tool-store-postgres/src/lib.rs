@@ -63,6 +63,9 @@
 //! [`StoreError::Backend`](toolgate_core::store::StoreError::Backend). The pool reconnects by itself
 //! once the server is back.
 
+mod approval;
+mod audit;
+mod claim;
 mod connect;
 mod error;
 mod migrate;

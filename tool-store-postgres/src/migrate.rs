@@ -38,6 +38,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             include_str!("../migrations/0003_runs.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            4,
+            Cow::Borrowed("approvals and audit"),
+            MigrationType::Simple,
+            include_str!("../migrations/0004_approvals_and_audit.sql").into_sql_str(),
+            false,
+        ),
     ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);

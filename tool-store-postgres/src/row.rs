@@ -8,7 +8,8 @@ use toolgate_core::store::{AttemptError, OperationRecord, OperationState, StoreE
 macro_rules! columns {
     () => {
         "tenant_id, idempotency_key, tool, request_hash, arguments, state, attempt, \
-         lease_until_ms, result, errors::text AS errors, reconcile_tries, created_ms, updated_ms"
+         lease_until_ms, result, errors::text AS errors, reconcile_tries, created_ms, updated_ms, \
+         approval_id"
     };
 }
 pub(crate) use columns;
@@ -33,7 +34,7 @@ pub(crate) fn record(row: &PgRow) -> Result<OperationRecord, StoreError> {
         reconcile_tries: count(get(row, "reconcile_tries")?, "reconcile_tries")?,
         created_ms: get(row, "created_ms")?,
         updated_ms: get(row, "updated_ms")?,
-        approval_id: None,
+        approval_id: get(row, "approval_id")?,
     })
 }
 
@@ -55,6 +56,51 @@ where
 {
     row.try_get(column)
         .map_err(|e| StoreError::Corrupt(format!("column {column}: {e}")))
+}
+
+/// `text` as a JSON string, for a `json` column that keeps every character (NUL included).
+pub(crate) fn json_text(text: &str) -> Result<String, StoreError> {
+    encode(&text)
+}
+
+/// `value` as JSON text.
+pub(crate) fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| {
+        StoreError::backend_with_source(format!("cannot encode a stored value: {e}"), e)
+    })
+}
+
+/// The value in the JSON text of `column` (selected as `column::text`).
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    row: &PgRow,
+    column: &str,
+) -> Result<T, StoreError> {
+    let text: String = get(row, column)?;
+    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("{column} {text:?}: {e}")))
+}
+
+/// Like [`decode`], for a column that may be NULL.
+pub(crate) fn decode_optional<T: serde::de::DeserializeOwned>(
+    row: &PgRow,
+    column: &str,
+) -> Result<Option<T>, StoreError> {
+    let text: Option<String> = get(row, column)?;
+    text.map(|text| {
+        serde_json::from_str(&text)
+            .map_err(|e| StoreError::Corrupt(format!("{column} {text:?}: {e}")))
+    })
+    .transpose()
+}
+
+/// A `u64` as stored (`BIGINT`), which must fit an `i64`.
+pub(crate) fn wide(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::backend(format!("{what} {value} is too large to store")))
+}
+
+/// A limit as SQL reads it (`LIMIT NULLIF($n, 0)`): 0 means none.
+pub(crate) fn limit(limit: u32) -> i64 {
+    i64::from(limit)
 }
 
 /// A counter as stored (`BIGINT`) that must fit a `u32`.

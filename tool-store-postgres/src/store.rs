@@ -4,9 +4,9 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgQueryResult};
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
-    ClaimRequest, ClaimStep, ClaimToken, DecideRequest, Decided, Decision, OperationQuery,
-    OperationRecord, OperationState, OperationStore, Resolution, RunAbort, RunKey, RunRecord,
-    StoreError, TurnGrant, TurnRequest,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
+    OperationState, OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
+    TurnRequest,
 };
 
 use crate::connect::PostgresOptions;
@@ -14,11 +14,7 @@ use crate::error::store_error;
 use crate::migrate::migrator;
 use crate::row::{self, columns};
 use crate::run;
-
-/// How many times a claim inserts again when the record it collided with was purged before it
-/// could be read. Only retention deletes records, and only settled ones, so a second round
-/// finds either a record or room for one; the bound keeps a misbehaving database from looping.
-const CLAIM_ROUNDS: usize = 3;
+use crate::{approval, audit, claim};
 
 /// The `errors` column with the one-element JSON array in the parameter `$p` appended, as one
 /// SQL expression. The column is `json`, the text as written (jsonb would refuse a NUL in an
@@ -124,112 +120,6 @@ impl PostgresStore {
         self.pool.close().await;
     }
 
-    /// Inserts a new record in `processing`, attempt 1, or reads the record under the key, in
-    /// one statement. The insert skips a key that exists (no error, no dead row), and the
-    /// statement's snapshot, taken before it, cannot see its own insert: the record read is
-    /// always one that was there before.
-    async fn insert_or_read(&self, request: &ClaimRequest<'_>) -> Result<Inserted, StoreError> {
-        let row = sqlx::query(concat!(
-            "WITH inserted AS (",
-            "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
-             arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
-             VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7) \
-             ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
-             SELECT EXISTS (SELECT FROM inserted) AS acquired, ",
-            columns!(),
-            " FROM (VALUES (1)) AS one LEFT JOIN toolgate_operations \
-             ON tenant_id = $1 AND idempotency_key = $2"
-        ))
-        .bind(request.tenant)
-        .bind(request.key)
-        .bind(request.tool)
-        .bind(request.request_hash)
-        .bind(request.arguments)
-        .bind(request.lease_until_ms())
-        .bind(request.now_ms)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(backend)?;
-        if row::get(&row, "acquired")? {
-            return Ok(Inserted::Acquired);
-        }
-        match row::get::<Option<String>>(&row, "tenant_id")? {
-            Some(_) => Ok(Inserted::Existing(row::record(&row)?)),
-            None => Ok(Inserted::Unseen),
-        }
-    }
-
-    /// Settles a claim of a key that exists, under a row lock. `None` when the record vanished
-    /// (purged) since the insert collided with it.
-    async fn claim_existing(
-        &self,
-        request: &ClaimRequest<'_>,
-    ) -> Result<Option<Claim>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
-        let row = sqlx::query(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 FOR UPDATE"
-        ))
-        .bind(request.tenant)
-        .bind(request.key)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(backend)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let record = row::record(&row)?;
-        let claim = match request.step(&record, None) {
-            ClaimStep::Conflict => Claim::Conflict { tool: record.tool },
-            ClaimStep::Existing => Claim::Existing(record),
-            ClaimStep::Await
-            | ClaimStep::RunApproved
-            | ClaimStep::ExpireApproval
-            | ClaimStep::AnswerApproval => return Err(StoreError::backend(PENDING)),
-            ClaimStep::Reclaim => {
-                let attempt: i64 = sqlx::query_scalar(
-                    "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
-                     lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
-                     WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
-                )
-                .bind(request.tenant)
-                .bind(request.key)
-                .bind(request.lease_until_ms())
-                .bind(request.now_ms)
-                .bind(request.request_hash)
-                .bind(request.arguments)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(backend)?;
-                let attempt = u32::try_from(attempt).map_err(|_| {
-                    StoreError::Corrupt(format!("attempt {attempt} is out of range"))
-                })?;
-                Claim::Acquired {
-                    attempt,
-                    approved: None,
-                }
-            }
-            ClaimStep::ExpireToUnknown => {
-                // The worker's lease ran out while it may have acted: from now on nobody knows.
-                let row = sqlx::query(concat!(
-                    "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $3 \
-                     WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING ",
-                    columns!()
-                ))
-                .bind(request.tenant)
-                .bind(request.key)
-                .bind(request.now_ms)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(backend)?;
-                Claim::Existing(row::record(&row)?)
-            }
-        };
-        tx.commit().await.map_err(backend)?;
-        Ok(Some(claim))
-    }
-
     /// Turns the result of an owner-checked `UPDATE` into `LostClaim` when no row matched.
     fn owned(owner: &ClaimToken, done: PgQueryResult) -> Result<(), StoreError> {
         if done.rows_affected() == 0 {
@@ -272,35 +162,7 @@ impl PostgresStore {
 #[async_trait]
 impl OperationStore for PostgresStore {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        for _ in 0..CLAIM_ROUNDS {
-            match self.insert_or_read(&request).await? {
-                Inserted::Acquired => {
-                    return Ok(Claim::Acquired {
-                        attempt: 1,
-                        approved: None,
-                    });
-                }
-                Inserted::Existing(record) => match request.step(&record, None) {
-                    ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
-                    ClaimStep::Existing => return Ok(Claim::Existing(record)),
-                    // The record must change: under a row lock, from its latest version.
-                    ClaimStep::Reclaim | ClaimStep::ExpireToUnknown => {}
-                    ClaimStep::Await
-                    | ClaimStep::RunApproved
-                    | ClaimStep::ExpireApproval
-                    | ClaimStep::AnswerApproval => return Err(StoreError::backend(PENDING)),
-                },
-                // Claimed by a worker that committed while this claim waited on it, or purged.
-                Inserted::Unseen => {}
-            }
-            if let Some(claim) = self.claim_existing(&request).await? {
-                return Ok(claim);
-            }
-        }
-        Err(StoreError::backend(format!(
-            "the record of {} was deleted under every claim of it ({CLAIM_ROUNDS} rounds)",
-            request.key
-        )))
+        claim::claim(&self.pool, &request).await
     }
 
     async fn succeed(
@@ -442,20 +304,41 @@ impl OperationStore for PostgresStore {
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
         let done = sqlx::query(
             "DELETE FROM toolgate_operations \
-             WHERE state IN ('succeeded', 'failed') AND updated_ms < $1",
+             WHERE state IN ('succeeded', 'failed', 'rejected') AND updated_ms < $1",
         )
         .bind(before_ms)
-        .execute(&self.pool)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        // The approvals of operations that are gone, whenever they were made.
+        sqlx::query(
+            "DELETE FROM toolgate_approvals AS a WHERE NOT EXISTS (SELECT FROM \
+             toolgate_operations AS o WHERE o.tenant_id = a.tenant_id \
+             AND o.idempotency_key = a.idempotency_key)",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        // Old audit records, never before their operation.
+        sqlx::query(
+            "DELETE FROM toolgate_audit AS a WHERE at_ms < $1 AND (idempotency_key IS NULL \
+             OR NOT EXISTS (SELECT FROM toolgate_operations AS o \
+             WHERE o.tenant_id = a.tenant_id AND o.idempotency_key = a.idempotency_key))",
+        )
+        .bind(before_ms)
+        .execute(&mut *tx)
         .await
         .map_err(backend)?;
         // A run's attempts and failures go with it (ON DELETE CASCADE).
         sqlx::query("DELETE FROM toolgate_runs WHERE updated_ms < $1")
             .bind(before_ms)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
         Ok(done.rows_affected())
     }
 
@@ -496,73 +379,57 @@ impl OperationStore for PostgresStore {
         run::run(&self.pool, run).await
     }
 
-    async fn decide(&self, _request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        approval::decide(&self.pool, &request).await
     }
 
-    async fn approval(&self, _id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(backend)?;
+        approval::read(&mut conn, id, false).await
     }
 
     async fn list_approvals(
         &self,
-        _query: ApprovalQuery<'_>,
+        query: ApprovalQuery<'_>,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+        approval::list(&self.pool, &query).await
     }
 
-    async fn list_approved(&self, _limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        approval::list_approved(&self.pool, limit).await
     }
 
     async fn expire_approvals(
         &self,
-        _now_ms: i64,
-        _limit: u32,
+        now_ms: i64,
+        limit: u32,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+        approval::expire(&self.pool, now_ms, limit).await
     }
 
     async fn reject_claimed(
         &self,
-        _owner: &ClaimToken,
-        _decision: &Decision,
-        _now_ms: i64,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
     ) -> Result<ApprovalRecord, StoreError> {
-        Err(StoreError::backend(PENDING))
+        approval::reject_claimed(&self.pool, owner, decision, now_ms).await
     }
 
     async fn list_operations(
         &self,
-        _query: OperationQuery<'_>,
+        query: OperationQuery<'_>,
     ) -> Result<Vec<OperationRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+        audit::operations(&self.pool, &query).await
     }
 
-    async fn append_audit(&self, _entry: &AuditEntry) -> Result<i64, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        audit::append(&self.pool, entry).await
     }
 
-    async fn audit(&self, _query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        audit::read(&self.pool, &query).await
     }
-}
-
-/// Placeholder until this store implements approvals and the audit trail.
-const PENDING: &str = "approvals and the audit trail are not implemented by this store yet";
-
-/// What the claim's insert found.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "matched once, right where it is made: boxing would allocate on every claim"
-)]
-enum Inserted {
-    /// No record: this claim inserted it.
-    Acquired,
-    /// The record under the key, as the statement's snapshot saw it.
-    Existing(OperationRecord),
-    /// A record exists that the statement's snapshot does not show.
-    Unseen,
 }
 
 /// A failed statement in the store's words: [`StoreError::Unreachable`] when the server could not

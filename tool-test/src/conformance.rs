@@ -46,11 +46,14 @@
 //! # }
 //! ```
 //!
-//! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text) and the
-//! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention). They use
-//! fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not read
-//! the clock itself.
+//! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text), the
+//! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention), approvals
+//! (waiting, deciding, running once, expiring, listing) and the audit trail (order, queries,
+//! retention). They use fixed times (milliseconds in 2023) and the tenants `acme` and
+//! `globex`: a store must not read the clock itself.
 
+mod approvals;
+mod audit;
 mod claims;
 mod fixture;
 mod outcomes;
@@ -67,6 +70,20 @@ use std::pin::Pin;
 use futures_util::FutureExt;
 use toolgate_core::store::OperationStore;
 
+pub use approvals::{
+    a_claim_over_the_threshold_awaits_its_approval,
+    a_decision_is_refused_to_the_requester_a_stranger_and_twice,
+    a_rejected_approval_answers_its_rejection, an_approved_operation_runs_exactly_once,
+    an_expired_approval_is_rejected_as_expired,
+    approvals_and_operations_are_listed_by_filter_in_order,
+    list_approved_lists_only_approved_operations_not_yet_run,
+    reject_claimed_rejects_an_approved_operation_before_it_runs,
+};
+pub use audit::{
+    retention_keeps_waiting_approvals_and_the_audit_of_living_operations,
+    the_audit_seq_keeps_increasing_after_a_purge,
+    the_audit_trail_is_read_in_append_order_by_run_key_and_tenant,
+};
 pub use claims::{
     a_live_claim_is_in_progress, a_replay_returns_the_stored_result,
     an_expired_lease_becomes_unknown_unless_taken_over, an_unknown_outcome_is_never_claimed_again,
@@ -255,6 +272,17 @@ macro_rules! __conformance_cases {
             a_run_reads_back_every_counter
             retention_purges_old_runs_and_keeps_recent_ones
             concurrent_turns_never_grant_past_the_budget
+            a_claim_over_the_threshold_awaits_its_approval
+            an_approved_operation_runs_exactly_once
+            a_rejected_approval_answers_its_rejection
+            a_decision_is_refused_to_the_requester_a_stranger_and_twice
+            an_expired_approval_is_rejected_as_expired
+            list_approved_lists_only_approved_operations_not_yet_run
+            reject_claimed_rejects_an_approved_operation_before_it_runs
+            approvals_and_operations_are_listed_by_filter_in_order
+            the_audit_trail_is_read_in_append_order_by_run_key_and_tenant
+            the_audit_seq_keeps_increasing_after_a_purge
+            retention_keeps_waiting_approvals_and_the_audit_of_living_operations
             every_text_round_trips_whatever_its_characters
         }
     };

@@ -1,0 +1,139 @@
+//! The audit trail, in the table `toolgate_audit`: appended one row at a time, numbered by an
+//! identity column, never changed; and the listing of operations by the runs that touched them.
+
+use sqlx::postgres::{PgPool, PgRow};
+use toolgate_core::store::{
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, OperationQuery, OperationRecord,
+    OperationState, StoreError,
+};
+
+use crate::error::store_error;
+use crate::row::{self, columns, decode, decode_optional, get, json_text};
+
+/// The columns of an audit record, in the order [`record`] reads them.
+macro_rules! audit_columns {
+    () => {
+        "seq, kind, tenant_id, run_id, call_id::text AS call_id, tool::text AS tool, \
+         actor::text AS actor, arguments, attempts, duration_ms, outcome, error_kind, replayed, \
+         bytes, idempotency_key, approval_id, reason::text AS reason, at_ms"
+    };
+}
+
+/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
+pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, StoreError> {
+    let reason = entry.reason.as_deref().map(json_text).transpose()?;
+    sqlx::query_scalar(
+        "INSERT INTO toolgate_audit (kind, tenant_id, run_id, call_id, tool, actor, arguments, \
+         attempts, duration_ms, outcome, error_kind, replayed, bytes, idempotency_key, \
+         approval_id, reason, at_ms) \
+         VALUES ($1, $2, $3, $4::json, $5::json, $6::json, $7, $8, $9, $10, $11, $12, $13, $14, \
+         $15, $16::json, $17) RETURNING seq",
+    )
+    .bind(entry.kind.as_str())
+    .bind(&entry.tenant)
+    .bind(&entry.run_id)
+    .bind(json_text(&entry.call_id)?)
+    .bind(json_text(&entry.tool)?)
+    .bind(json_text(&entry.actor)?)
+    .bind(&entry.arguments)
+    .bind(i64::from(entry.attempts))
+    .bind(row::wide(entry.duration_ms, "duration_ms")?)
+    .bind(&entry.outcome)
+    .bind(&entry.error_kind)
+    .bind(entry.replayed)
+    .bind(row::wide(entry.bytes, "bytes")?)
+    .bind(&entry.key)
+    .bind(&entry.approval_id)
+    .bind(reason)
+    .bind(entry.at_ms)
+    .fetch_one(pool)
+    .await
+    .map_err(fault("append an audit record"))
+}
+
+/// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).
+pub(crate) async fn read(
+    pool: &PgPool,
+    query: &AuditQuery<'_>,
+) -> Result<Vec<AuditRecord>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        audit_columns!(),
+        " FROM toolgate_audit WHERE ($1::text IS NULL OR tenant_id = $1) \
+         AND ($2::text IS NULL OR run_id = $2) AND ($3::text IS NULL OR idempotency_key = $3) \
+         ORDER BY seq LIMIT NULLIF($4, 0)"
+    ))
+    .bind(query.tenant)
+    .bind(query.run_id)
+    .bind(query.key)
+    .bind(row::limit(query.limit))
+    .fetch_all(pool)
+    .await
+    .map_err(fault("read the audit trail"))?;
+    rows.iter().map(record).collect()
+}
+
+/// [`OperationStore::list_operations`](toolgate_core::store::OperationStore::list_operations):
+/// by run, the operations whose keys the run's audit records name.
+pub(crate) async fn operations(
+    pool: &PgPool,
+    query: &OperationQuery<'_>,
+) -> Result<Vec<OperationRecord>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM toolgate_operations AS o WHERE ($1::text IS NULL OR tenant_id = $1) \
+         AND ($2::text IS NULL OR state = $2) \
+         AND ($3::text IS NULL OR EXISTS (SELECT FROM toolgate_audit AS a \
+         WHERE a.run_id = $3 AND a.tenant_id = o.tenant_id \
+         AND a.idempotency_key = o.idempotency_key)) \
+         ORDER BY created_ms, tenant_id, idempotency_key LIMIT NULLIF($4, 0)"
+    ))
+    .bind(query.tenant)
+    .bind(query.state.map(OperationState::as_str))
+    .bind(query.run_id)
+    .bind(row::limit(query.limit))
+    .fetch_all(pool)
+    .await
+    .map_err(fault("list operations"))?;
+    rows.iter().map(row::record).collect()
+}
+
+/// The audit record in `row`, selected with `audit_columns!`.
+fn record(row: &PgRow) -> Result<AuditRecord, StoreError> {
+    let kind: String = get(row, "kind")?;
+    Ok(AuditRecord {
+        seq: get(row, "seq")?,
+        entry: AuditEntry {
+            kind: AuditKind::parse(&kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown audit kind {kind:?}")))?,
+            tenant: get(row, "tenant_id")?,
+            run_id: get(row, "run_id")?,
+            call_id: decode(row, "call_id")?,
+            tool: decode(row, "tool")?,
+            actor: decode(row, "actor")?,
+            arguments: get(row, "arguments")?,
+            attempts: row::count(get(row, "attempts")?, "attempts")?,
+            duration_ms: unsigned(get(row, "duration_ms")?, "duration_ms")?,
+            outcome: get(row, "outcome")?,
+            error_kind: get(row, "error_kind")?,
+            replayed: get(row, "replayed")?,
+            bytes: unsigned(get(row, "bytes")?, "bytes")?,
+            key: get(row, "idempotency_key")?,
+            approval_id: get(row, "approval_id")?,
+            reason: decode_optional(row, "reason")?,
+            at_ms: get(row, "at_ms")?,
+        },
+    })
+}
+
+/// A stored `BIGINT` that must not be negative.
+fn unsigned(value: i64, column: &str) -> Result<u64, StoreError> {
+    u64::try_from(value)
+        .map_err(|_| StoreError::Corrupt(format!("{column} {value} is out of range")))
+}
+
+/// A failed statement while the store was `doing` something to the audit trail.
+fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |error| store_error(doing, error)
+}

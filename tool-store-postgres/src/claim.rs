@@ -1,0 +1,187 @@
+//! A claim of a key ([`OperationStore::claim`](toolgate_core::store::OperationStore::claim)):
+//! one statement for a new key or a record answered as it stands, a transaction under the
+//! record's row lock (and its approval's) for a record the claim changes.
+
+use sqlx::postgres::PgPool;
+use toolgate_core::store::{
+    Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, StoreError,
+};
+
+use crate::approval;
+use crate::error::store_error;
+use crate::row::{self, columns};
+
+/// How many times a claim inserts again when the record it collided with was purged before it
+/// could be read. Only retention deletes records, and only settled ones, so a second round
+/// finds either a record or room for one; the bound keeps a misbehaving database from looping.
+const CLAIM_ROUNDS: usize = 3;
+
+pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Claim, StoreError> {
+    for _ in 0..CLAIM_ROUNDS {
+        if let Some(new) = request.approval {
+            // Over the threshold: the record and its approval are inserted together, or the
+            // record under the key is settled under its lock.
+            if approval::insert_awaiting(pool, request, new).await? {
+                return Ok(Claim::Approval(new.clone()));
+            }
+        } else {
+            match insert_or_read(pool, request).await? {
+                Inserted::Acquired => {
+                    return Ok(Claim::Acquired {
+                        attempt: 1,
+                        approved: None,
+                    });
+                }
+                // The step is read without the approval: a conflict is one whatever the
+                // approval, and a record that has to do with one is settled under its lock.
+                Inserted::Existing(record) => match request.step(&record, None) {
+                    ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
+                    ClaimStep::Existing
+                        if !matches!(
+                            record.state,
+                            OperationState::AwaitingApproval | OperationState::Rejected
+                        ) =>
+                    {
+                        return Ok(Claim::Existing(record));
+                    }
+                    // The record must change, or its approval be read: under a row lock,
+                    // from its latest version.
+                    _ => {}
+                },
+                // Claimed by a worker that committed while this claim waited on it, or
+                // purged.
+                Inserted::Unseen => {}
+            }
+        }
+        if let Some(claim) = claim_existing(pool, request).await? {
+            return Ok(claim);
+        }
+    }
+    Err(StoreError::backend(format!(
+        "the record of {} was deleted under every claim of it ({CLAIM_ROUNDS} rounds)",
+        request.key
+    )))
+}
+
+/// Inserts a new record in `processing`, attempt 1, or reads the record under the key, in
+/// one statement. The insert skips a key that exists (no error, no dead row), and the
+/// statement's snapshot, taken before it, cannot see its own insert: the record read is
+/// always one that was there before.
+async fn insert_or_read(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Inserted, StoreError> {
+    let row = sqlx::query(concat!(
+        "WITH inserted AS (",
+        "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+         arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
+         VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7) \
+         ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
+         SELECT EXISTS (SELECT FROM inserted) AS acquired, ",
+        columns!(),
+        " FROM (VALUES (1)) AS one LEFT JOIN toolgate_operations \
+         ON tenant_id = $1 AND idempotency_key = $2"
+    ))
+    .bind(request.tenant)
+    .bind(request.key)
+    .bind(request.tool)
+    .bind(request.request_hash)
+    .bind(request.arguments)
+    .bind(request.lease_until_ms())
+    .bind(request.now_ms)
+    .fetch_one(pool)
+    .await
+    .map_err(backend)?;
+    if row::get(&row, "acquired")? {
+        return Ok(Inserted::Acquired);
+    }
+    match row::get::<Option<String>>(&row, "tenant_id")? {
+        Some(_) => Ok(Inserted::Existing(row::record(&row)?)),
+        None => Ok(Inserted::Unseen),
+    }
+}
+
+/// Settles a claim of a key that exists, under the lock of its row and then of its latest
+/// approval's. `None` when the record vanished (purged) since the insert collided with it.
+async fn claim_existing(
+    pool: &PgPool,
+    request: &ClaimRequest<'_>,
+) -> Result<Option<Claim>, StoreError> {
+    let mut tx = pool.begin().await.map_err(backend)?;
+    let Some((record, approval)) =
+        approval::lock_operation(&mut tx, request.tenant, request.key).await?
+    else {
+        return Ok(None);
+    };
+    let step = request.step(&record, approval.as_ref());
+    let claim = match step {
+        ClaimStep::Conflict => Claim::Conflict { tool: record.tool },
+        ClaimStep::Existing => Claim::Existing(record),
+        ClaimStep::Await
+        | ClaimStep::RunApproved
+        | ClaimStep::ExpireApproval
+        | ClaimStep::AnswerApproval => {
+            approval::claim_step(&mut tx, request, &record, approval, step)
+                .await?
+                .ok_or_else(|| {
+                    StoreError::backend(format!(
+                        "the claim of {} found no approval for the step {step:?}",
+                        request.key
+                    ))
+                })?
+        }
+        ClaimStep::Reclaim => {
+            let attempt: i64 = sqlx::query_scalar(
+                "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
+                 lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
+            )
+            .bind(request.tenant)
+            .bind(request.key)
+            .bind(request.lease_until_ms())
+            .bind(request.now_ms)
+            .bind(request.request_hash)
+            .bind(request.arguments)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+            Claim::Acquired {
+                attempt: row::count(attempt, "attempt")?,
+                approved: None,
+            }
+        }
+        ClaimStep::ExpireToUnknown => {
+            // The worker's lease ran out while it may have acted: from now on nobody knows.
+            let row = sqlx::query(concat!(
+                "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $3 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING ",
+                columns!()
+            ))
+            .bind(request.tenant)
+            .bind(request.key)
+            .bind(request.now_ms)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+            Claim::Existing(row::record(&row)?)
+        }
+    };
+    tx.commit().await.map_err(backend)?;
+    Ok(Some(claim))
+}
+
+/// What the claim's insert found.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "matched once, right where it is made: boxing would allocate on every claim"
+)]
+enum Inserted {
+    /// No record: this claim inserted it.
+    Acquired,
+    /// The record under the key, as the statement's snapshot saw it.
+    Existing(OperationRecord),
+    /// A record exists that the statement's snapshot does not show.
+    Unseen,
+}
+
+/// A failed statement of a claim in the store's words (see `error::store_error`).
+fn backend(error: sqlx::Error) -> StoreError {
+    store_error("claim a key", error)
+}
