@@ -1,8 +1,10 @@
 //! `approvals list | show | approve | reject` on a SQLite file: what they print, what they
 //! store, and every refusal with its exit code.
 
+use toolgate_core::AuthContext;
 use toolgate_core::store::{
-    ApprovalStatus, AuditKind, AuditQuery, OperationState, OperationStore, Verdict,
+    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, OperationStore,
+    Verdict,
 };
 
 use crate::support::{
@@ -16,7 +18,22 @@ async fn list_shows_the_pending_approvals_as_a_table_and_as_json() {
     ask(&db.store, &approval("apr_a1", "acme", "k1", later)).await;
     ask(&db.store, &approval("apr_g1", "globex", "k1", later)).await;
     ask(&db.store, &approval("apr_a2", "acme", "k2", later)).await;
+    ask(&db.store, &approval("apr_a3", "acme", "k3", later)).await;
+    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let decided = db
+        .store
+        .decide(DecideRequest {
+            id: "apr_a3",
+            approver: &manager,
+            verdict: Verdict::Reject,
+            reason: "no",
+            now_ms: now_ms(),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
 
+    // Pending by default: the rejected apr_a3 is not listed.
     let ran = toolgate(&db.arg, &["approvals", "list"]);
     assert_eq!(ran.code, 0, "{ran:?}");
     let lines: Vec<&str> = ran.stdout.lines().collect();
