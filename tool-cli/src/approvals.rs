@@ -70,20 +70,26 @@ pub(crate) async fn list(
     Ok(table.render())
 }
 
-/// `approvals show ID`: everything about one approval.
+/// `approvals show ID`: everything about one approval (when `tenant` is given, only if it is
+/// that tenant's).
 pub(crate) async fn show(
     store: &dyn OperationStore,
     id: &str,
+    tenant: Option<&str>,
     json: bool,
 ) -> Result<String, Failure> {
     let approval = store
         .approval(id)
         .await
         .map_err(|e| Failure::store(&format!("read approval {id}"), &e))?
+        .filter(|a| tenant.is_none_or(|t| a.tenant == t))
         .ok_or_else(|| {
+            let of = tenant
+                .map(|t| format!(" of tenant {t}"))
+                .unwrap_or_default();
             Failure::refused(
-                format!("no approval {id}"),
-                "no approval in this store has this id",
+                format!("no approval {id}{of}"),
+                format!("no approval{of} in this store has this id"),
                 "list the approvals with `toolgate approvals list --status all`",
             )
         })?;

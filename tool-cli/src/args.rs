@@ -40,6 +40,8 @@ pub(crate) enum Read {
     ApprovalsShow {
         /// The approval's id.
         id: String,
+        /// `--tenant`: shown only when it is this tenant's.
+        tenant: Option<String>,
         /// `--json`.
         json: bool,
     },
@@ -178,6 +180,7 @@ fn approvals() -> Command {
             Command::new("show")
                 .about("Show everything about one approval: the call, its requester, its decisions")
                 .arg(id())
+                .arg(tenant("Show it only if it is this tenant's"))
                 .arg(json()),
         )
         .subcommand(decide("approve", "Approve an operation: it runs at the next call of the model with the same arguments, or by the application's runner", id()))
@@ -306,6 +309,7 @@ fn approvals_action(matches: &ArgMatches) -> Option<Action> {
         }),
         "show" => Action::Read(Read::ApprovalsShow {
             id: text(m, "id")?,
+            tenant: text(m, "tenant"),
             json: m.get_flag("json"),
         }),
         "approve" | "reject" => Action::Decide(DecideArgs {

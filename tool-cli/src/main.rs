@@ -67,8 +67,10 @@ fn execute(invocation: Invocation) -> Result<String, Failure> {
 }
 
 async fn run(invocation: Invocation) -> Result<String, Failure> {
-    let env = |name: &str| std::env::var(name).ok();
-    let spec = open::spec(invocation.store.as_deref(), env(open::STORE_ENV).as_deref())?;
+    let spec = open::spec(
+        invocation.store.as_deref(),
+        env(open::STORE_ENV)?.as_deref(),
+    )?;
     match invocation.command {
         Action::Decide(args) => {
             // What can be refused without the store is checked before opening it.
@@ -80,7 +82,7 @@ async fn run(invocation: Invocation) -> Result<String, Failure> {
                 ));
             }
             let approver =
-                identity::resolve(&args.identity, env(identity::IDENTITY_ENV).as_deref())?;
+                identity::resolve(&args.identity, env(identity::IDENTITY_ENV)?.as_deref())?;
             let opened = open::open(&spec).await?;
             let output = approvals::decide(opened.store(), &args, &approver).await;
             opened.close().await;
@@ -95,6 +97,19 @@ async fn run(invocation: Invocation) -> Result<String, Failure> {
     }
 }
 
+/// The environment variable `name`, if set.
+fn env(name: &str) -> Result<Option<String>, Failure> {
+    match std::env::var(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Failure::usage(
+            format!("{name} is not text"),
+            "its value is not valid UTF-8",
+            format!("set {name} to a UTF-8 value, or unset it"),
+        )),
+    }
+}
+
 async fn answer(store: &dyn OperationStore, read: Read) -> Result<String, Failure> {
     match read {
         Read::ApprovalsList {
@@ -102,7 +117,9 @@ async fn answer(store: &dyn OperationStore, read: Read) -> Result<String, Failur
             tenant,
             json,
         } => approvals::list(store, status, tenant.as_deref(), json).await,
-        Read::ApprovalsShow { id, json } => approvals::show(store, &id, json).await,
+        Read::ApprovalsShow { id, tenant, json } => {
+            approvals::show(store, &id, tenant.as_deref(), json).await
+        }
         Read::OpsList {
             state,
             run,
