@@ -158,7 +158,7 @@ fn approvals() -> Command {
             "pending", "approved", "rejected", "all",
         ]))
         .default_value("pending")
-        .help("Only approvals in this status");
+        .help("Only approvals in this status (`all`: every status)");
     let id = || {
         Arg::new("id")
             .value_name("ID")
