@@ -48,8 +48,14 @@
 //! `toolgate_run_failures`. Each change to a run is one transaction that holds the lock of the
 //! run's row, so two processes never grant past a run's limits.
 //!
+//! Approvals wait in `toolgate_approvals`, durably: the process that asked, the approver's
+//! process and the process that runs an approved operation may all be different ones, and a
+//! restart loses none. Every call and decision is appended to the audit trail,
+//! `toolgate_audit`.
+//!
 //! The schema is those tables and `toolgate_operations`, created by the embedded migrations
-//! ([`PostgresStore::migrate`]). Connections are plain TCP or a Unix socket: this crate is built
+//! ([`PostgresStore::migrate`]), which upgrade a database of an earlier release in place,
+//! keeping its records. Connections are plain TCP or a Unix socket: this crate is built
 //! without TLS.
 //!
 //! # When the database is down

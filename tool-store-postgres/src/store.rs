@@ -41,7 +41,15 @@ macro_rules! append_error {
 /// at once. Only a record the claim must change (`failed`, or an expired lease) is read again
 /// `FOR UPDATE` and settled in a transaction, so two claims never both acquire. Every write of a
 /// worker is one `UPDATE … WHERE state = 'processing' AND attempt = $n`: when no row matches,
-/// the claim was lost and the write changes nothing. A run's ledger is one row a run in
+/// the claim was lost and the write changes nothing.
+///
+/// Approvals are rows of `toolgate_approvals`. A claim over the threshold inserts its record
+/// (`awaiting_approval`) and its approval in one transaction; a claim of a record that waits, or
+/// was rejected, reads the record and then its approval `FOR UPDATE`, and a decision, an expiry
+/// and a revalidation's rejection take the same two locks in the same order. So an approved
+/// operation is run by exactly one claim, whichever process makes it, and a claim acts on the
+/// decisions committed before it. The audit trail is `toolgate_audit`, appended one row at a time and numbered
+/// by an identity column. A run's ledger is one row a run in
 /// `toolgate_runs` (with its attempts and failed calls beside it), changed under that row's
 /// lock.
 ///
