@@ -114,3 +114,20 @@ fn an_unreachable_database_is_a_store_error_without_its_password() {
     );
     assert!(!ran.stderr.contains("hunter2"), "{}", ran.stderr);
 }
+
+#[test]
+fn a_file_that_is_not_a_store_is_a_store_error_and_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "not a database, just notes\n".repeat(200)).unwrap();
+    let ran = toolgate(&format!("sqlite:{}", path.display()), &["ops", "list"]);
+    assert_eq!(ran.code, 3, "{ran:?}");
+    assert!(
+        ran.stderr.contains("could not open the SQLite store"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("next: "), "{}", ran.stderr);
+    let kept = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(kept, "not a database, just notes\n".repeat(200));
+}
