@@ -1,0 +1,224 @@
+//! Who decides: the approver's tenant, user and permissions, from the command line (for local
+//! use) or from the JSON file `TOOLGATE_IDENTITY` names (for real use), never from the approval.
+
+use std::path::Path;
+
+use serde_json::Value;
+use toolgate_core::AuthContext;
+
+use crate::error::Failure;
+
+/// The environment variable naming the identity file.
+pub(crate) const IDENTITY_ENV: &str = "TOOLGATE_IDENTITY";
+
+/// The identity given on the command line: `--as`, `--tenant`, `--permission` (repeatable).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct IdentityFlags {
+    /// `--as USER`.
+    pub(crate) user: Option<String>,
+    /// `--tenant T`.
+    pub(crate) tenant: Option<String>,
+    /// `--permission P`, each.
+    pub(crate) permissions: Vec<String>,
+}
+
+impl IdentityFlags {
+    fn any(&self) -> bool {
+        self.user.is_some() || self.tenant.is_some() || !self.permissions.is_empty()
+    }
+}
+
+/// The approver: from `flags`, or from the file `identity_file` (the value of
+/// `TOOLGATE_IDENTITY`), exactly one of them.
+pub(crate) fn resolve(
+    flags: &IdentityFlags,
+    identity_file: Option<&str>,
+) -> Result<AuthContext, Failure> {
+    let identity_file = identity_file.filter(|file| !file.is_empty());
+    match (identity_file, flags.any()) {
+        (Some(file), true) => Err(Failure::usage(
+            "the approver's identity is given twice",
+            format!(
+                "{IDENTITY_ENV} names the identity file {file} and --as, --tenant or --permission was given too; one source is used, never a mix"
+            ),
+            format!(
+                "drop the flags to decide as the file's identity, or unset {IDENTITY_ENV} to decide as the flags say"
+            ),
+        )),
+        (Some(file), false) => from_file(Path::new(file)),
+        (None, true) => from_flags(flags),
+        (None, false) => Err(Failure::usage(
+            "no approver identity",
+            "approving or rejecting records who decided, and the approval's own requester is never taken for the approver",
+            format!(
+                "give --as USER --tenant TENANT --permission PERMISSION (repeatable) for local use, or set {IDENTITY_ENV} to a JSON file {{\"tenant\": …, \"user\": …, \"permissions\": [...]}}"
+            ),
+        )),
+    }
+}
+
+fn from_flags(flags: &IdentityFlags) -> Result<AuthContext, Failure> {
+    let missing = |flag: &str| {
+        Failure::usage(
+            format!("the approver's identity lacks {flag}"),
+            "an approver is a user of one tenant: --as and --tenant are both needed",
+            "give --as USER --tenant TENANT, and --permission PERMISSION for each permission the approver holds",
+        )
+    };
+    let user = non_empty(flags.user.as_deref()).ok_or_else(|| missing("--as USER"))?;
+    let tenant = non_empty(flags.tenant.as_deref()).ok_or_else(|| missing("--tenant TENANT"))?;
+    Ok(AuthContext::new(tenant, user).with_permissions(flags.permissions.iter().cloned()))
+}
+
+fn non_empty(value: Option<&str>) -> Option<&str> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+fn from_file(path: &Path) -> Result<AuthContext, Failure> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::usage(
+            format!("could not read the identity file {shown}"),
+            e.to_string(),
+            format!("set {IDENTITY_ENV} to the path of a readable JSON identity file, or unset it and give --as, --tenant and --permission"),
+        )
+    })?;
+    parse(&text).map_err(|why| {
+        Failure::usage(
+            format!("the identity file {shown} is not a valid identity"),
+            why,
+            "write it as {\"tenant\": \"acme\", \"user\": \"manager\", \"permissions\": [\"refund:approve\"]}",
+        )
+    })
+}
+
+/// The identity in the JSON text of an identity file, or why it is not one.
+fn parse(text: &str) -> Result<AuthContext, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON ({e})"))?;
+    let Value::Object(fields) = value else {
+        return Err("it is not a JSON object".to_owned());
+    };
+    if let Some(unknown) = fields
+        .keys()
+        .find(|k| !["tenant", "user", "permissions"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "it has the unknown field `{unknown}`; the fields are `tenant`, `user` and `permissions`"
+        ));
+    }
+    let text_field = |name: &str| match fields.get(name) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(_) => Err(format!("`{name}` must be a non-empty string")),
+        None => Err(format!("it lacks `{name}`")),
+    };
+    let tenant = text_field("tenant")?;
+    let user = text_field("user")?;
+    let permissions = match fields.get("permissions") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s.clone()),
+                _ => Err("`permissions` must be an array of strings".to_owned()),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err("`permissions` must be an array of strings".to_owned()),
+        None => return Err("it lacks `permissions` (an empty array if none)".to_owned()),
+    };
+    Ok(AuthContext::new(tenant, user).with_permissions(permissions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(user: Option<&str>, tenant: Option<&str>, permissions: &[&str]) -> IdentityFlags {
+        IdentityFlags {
+            user: user.map(str::to_owned),
+            tenant: tenant.map(str::to_owned),
+            permissions: permissions.iter().map(|p| (*p).to_owned()).collect(),
+        }
+    }
+
+    fn describe(auth: &AuthContext) -> (String, String, Vec<String>) {
+        (
+            auth.tenant().to_owned(),
+            auth.user().to_owned(),
+            auth.permissions().map(str::to_owned).collect(),
+        )
+    }
+
+    #[test]
+    fn flags_make_an_identity() {
+        let auth = resolve(
+            &flags(Some("manager"), Some("acme"), &["refund:approve"]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            describe(&auth),
+            (
+                "acme".into(),
+                "manager".into(),
+                vec!["refund:approve".into()]
+            )
+        );
+        // An empty TOOLGATE_IDENTITY is no file.
+        assert!(resolve(&flags(Some("m"), Some("acme"), &[]), Some("")).is_ok());
+    }
+
+    #[test]
+    fn an_incomplete_or_missing_or_doubled_identity_is_a_usage_error() {
+        for given in [
+            flags(Some("manager"), None, &[]),
+            flags(None, Some("acme"), &["refund:approve"]),
+            flags(Some(" "), Some("acme"), &[]),
+            flags(None, None, &[]),
+        ] {
+            let err = resolve(&given, None).expect_err("incomplete");
+            assert_eq!(err.exit_code(), 2, "{given:?}");
+        }
+        let err = resolve(&flags(Some("m"), None, &[]), Some("/some/file.json")).unwrap_err();
+        assert!(err.to_string().contains("given twice"), "{err}");
+        let err = resolve(&flags(None, None, &[]), Some("/no/such/identity.json")).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("/no/such/identity.json"), "{err}");
+    }
+
+    #[test]
+    fn an_identity_file_is_read_strictly() {
+        let auth =
+            parse(r#"{"tenant": "acme", "user": "manager", "permissions": ["refund:approve"]}"#)
+                .unwrap();
+        assert_eq!(
+            describe(&auth),
+            (
+                "acme".into(),
+                "manager".into(),
+                vec!["refund:approve".into()]
+            )
+        );
+        let bad = [
+            ("[]", "not a JSON object"),
+            ("{", "not JSON"),
+            (r#"{"user": "m", "permissions": []}"#, "lacks `tenant`"),
+            (r#"{"tenant": "acme", "permissions": []}"#, "lacks `user`"),
+            (r#"{"tenant": "acme", "user": "m"}"#, "lacks `permissions`"),
+            (
+                r#"{"tenant": "", "user": "m", "permissions": []}"#,
+                "`tenant` must be",
+            ),
+            (
+                r#"{"tenant": "acme", "user": "m", "permissions": [1]}"#,
+                "array of strings",
+            ),
+            (
+                r#"{"tenant": "acme", "user": "m", "permissions": [], "role": "x"}"#,
+                "unknown field `role`",
+            ),
+        ];
+        for (text, why) in bad {
+            let err = parse(text).expect_err(text);
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! `approvals list | show | approve | reject` on a SQLite file: what they print, what they
+//! store, and every refusal with its exit code.
+
+use toolgate_core::AuthContext;
+use toolgate_core::store::{
+    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, OperationStore,
+    Verdict,
+};
+
+use crate::support::{
+    HOUR_MS, MANAGER, all_audit, approval, ask, now_ms, sqlite_file, toolgate, toolgate_env,
+};
+
+#[tokio::test]
+async fn list_shows_the_pending_approvals_as_a_table_and_as_json() {
+    let db = sqlite_file().await;
+    let later = now_ms() + HOUR_MS;
+    ask(&db.store, &approval("apr_a1", "acme", "k1", later)).await;
+    ask(&db.store, &approval("apr_g1", "globex", "k1", later)).await;
+    ask(&db.store, &approval("apr_a2", "acme", "k2", later)).await;
+    ask(&db.store, &approval("apr_a3", "acme", "k3", later)).await;
+    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let decided = db
+        .store
+        .decide(DecideRequest {
+            id: "apr_a3",
+            approver: &manager,
+            verdict: Verdict::Reject,
+            reason: "no",
+            now_ms: now_ms(),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+
+    // Pending by default: the rejected apr_a3 is not listed.
+    let ran = toolgate(&db.arg, &["approvals", "list"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", ran.stdout);
+    assert!(
+        lines[0].starts_with("ID      TENANT  TOOL          AMOUNT   THRESHOLD  REQUESTER  STATUS"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1]
+            .starts_with("apr_a1  acme    issue_refund  8000.00  5000       agent      pending"),
+        "{}",
+        lines[1]
+    );
+    assert!(ran.stdout.contains("apr_g1  globex"), "{}", ran.stdout);
+
+    let ran = toolgate(
+        &db.arg,
+        &["approvals", "list", "--tenant", "acme", "--json"],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let listed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["apr_a1", "apr_a2"]);
+    assert_eq!(listed[0]["arguments"]["card_number"], "[redacted]");
+
+    let ran = toolgate(&db.arg, &["approvals", "list", "--status", "approved"]);
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (0, "no approved approvals\n")
+    );
+}
+
+#[tokio::test]
+async fn show_prints_every_field_and_an_unknown_id_is_not_found() {
+    let db = sqlite_file().await;
+    let expires = now_ms() + HOUR_MS;
+    let asked = approval("apr_a1", "acme", "k1", expires);
+    ask(&db.store, &asked).await;
+
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    for expected in [
+        "tool                   issue_refund".to_owned(),
+        r#"arguments              {"amount":"8000.00","card_number":"[redacted]","order_id":"ORD-1002"}"#.to_owned(),
+        "amount                 8000.00".to_owned(),
+        "threshold              5000".to_owned(),
+        "requester              agent".to_owned(),
+        "requester permissions  refund:create".to_owned(),
+        "run                    run-1".to_owned(),
+        "call                   call_1".to_owned(),
+        "approver permission    refund:approve".to_owned(),
+        "status                 pending".to_owned(),
+        format!("expires                {}", rfc3339_of(expires)),
+        "decisions              none".to_owned(),
+    ] {
+        assert!(ran.stdout.contains(&expected), "{expected:?} in\n{}", ran.stdout);
+    }
+
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(shown["expires_ms"], expires);
+    assert_eq!(shown["created_ms"], asked.created_ms);
+    assert_eq!(shown["key"], "k1");
+    assert_eq!(shown["call_id"], "call_1");
+
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_nope"]);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr.contains("no approval apr_nope"),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// The time `ms` as the binary prints it, worked out here with the standard library only.
+fn rfc3339_of(ms: i64) -> String {
+    // Days since the epoch to a date, by counting: slow and obviously right.
+    let mut days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let mut year = 1970;
+    loop {
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let length = if leap { 366 } else { 365 };
+        if days < length {
+            let mut month = 1;
+            for month_days in [
+                31,
+                if leap { 29 } else { 28 },
+                31,
+                30,
+                31,
+                30,
+                31,
+                31,
+                30,
+                31,
+                30,
+                31,
+            ] {
+                if days < month_days {
+                    break;
+                }
+                days -= month_days;
+                month += 1;
+            }
+            return format!(
+                "{year:04}-{month:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                days + 1,
+                in_day / 3_600_000,
+                in_day / 60_000 % 60,
+                in_day / 1000 % 60,
+                in_day % 1000
+            );
+        }
+        days -= length;
+        year += 1;
+    }
+}
+
+#[tokio::test]
+async fn approve_stores_the_decision_and_its_audit_record() {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+
+    let mut args = vec![
+        "approvals",
+        "approve",
+        "apr_a1",
+        "--reason",
+        "checked the order",
+    ];
+    args.extend(MANAGER);
+    let ran = toolgate(&db.arg, &args);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(ran.stdout.contains("approval apr_a1"), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("approved by manager: checked the order"),
+        "{}",
+        ran.stdout
+    );
+
+    let stored = db.store.approval("apr_a1").await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Approved);
+    assert_eq!(stored.decisions.len(), 1);
+    let decision = &stored.decisions[0];
+    assert_eq!(
+        (
+            decision.verdict,
+            decision.by.as_str(),
+            decision.reason.as_str()
+        ),
+        (Verdict::Approve, "manager", "checked the order")
+    );
+    // Approved, the operation waits for its next claim to run.
+    let record = db.store.get("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::AwaitingApproval);
+
+    let audit = db
+        .store
+        .audit(AuditQuery {
+            key: Some("k1"),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    let entry = &audit[0].entry;
+    assert_eq!(entry.kind, AuditKind::Decision);
+    assert_eq!(
+        (
+            entry.outcome.as_str(),
+            entry.actor.as_str(),
+            entry.reason.as_deref()
+        ),
+        ("approved", "manager", Some("checked the order"))
+    );
+    assert_eq!(entry.approval_id.as_deref(), Some("apr_a1"));
+
+    // Decided, it is not decided again.
+    let mut again = vec![
+        "approvals",
+        "reject",
+        "apr_a1",
+        "--reason",
+        "changed my mind",
+    ];
+    again.extend(MANAGER);
+    let ran = toolgate(&db.arg, &again);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr.contains("was already decided (approved)"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), stored);
+    assert_eq!(all_audit(&db.store).await.len(), 1);
+}
+
+#[tokio::test]
+async fn reject_makes_the_approval_and_its_operation_rejected() {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+
+    let mut args = vec![
+        "approvals",
+        "reject",
+        "apr_a1",
+        "--reason",
+        "duplicate refund",
+    ];
+    args.extend(MANAGER);
+    let ran = toolgate(&db.arg, &args);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(
+        ran.stdout.contains("rejected by manager: duplicate refund"),
+        "{}",
+        ran.stdout
+    );
+
+    let stored = db.store.approval("apr_a1").await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Rejected);
+    assert_eq!(stored.decisions[0].verdict, Verdict::Reject);
+    let record = db.store.get("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Rejected);
+    let audit = all_audit(&db.store).await;
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].entry.outcome, "rejected");
+}
+
+/// Runs `approvals approve apr_a1` with `identity`, and asserts it was refused with exit 1,
+/// saying `says`, and that nothing was stored.
+async fn refused_and_unchanged(identity: &[&str], says: &str) {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+    let before = db.store.approval("apr_a1").await.unwrap().unwrap();
+
+    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "ok"];
+    args.extend_from_slice(identity);
+    let ran = toolgate(&db.arg, &args);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
+    assert!(ran.stdout.is_empty(), "{}", ran.stdout);
+    assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
+    assert!(all_audit(&db.store).await.is_empty());
+}
+
+#[tokio::test]
+async fn the_requester_cannot_approve_their_own_call() {
+    refused_and_unchanged(
+        &[
+            "--as",
+            "agent",
+            "--tenant",
+            "acme",
+            "--permission",
+            "refund:approve",
+        ],
+        "agent asked for approval apr_a1 and cannot decide on it",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn another_tenant_does_not_find_the_approval() {
+    refused_and_unchanged(
+        &[
+            "--as",
+            "manager",
+            "--tenant",
+            "globex",
+            "--permission",
+            "refund:approve",
+        ],
+        "there is no approval with this id in your tenant",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_approver_without_the_permission_is_refused() {
+    refused_and_unchanged(
+        &[
+            "--as",
+            "clerk",
+            "--tenant",
+            "acme",
+            "--permission",
+            "refund:create",
+        ],
+        "takes the permission `refund:approve`, which the approver does not hold",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_expired_approval_is_rejected_as_expired_instead() {
+    let db = sqlite_file().await;
+    // Asked two hours ago, expired an hour ago.
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() - HOUR_MS),
+    )
+    .await;
+
+    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "late"];
+    args.extend(MANAGER);
+    let ran = toolgate(&db.arg, &args);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr.contains("expired before this decision"),
+        "{}",
+        ran.stderr
+    );
+
+    let stored = db.store.approval("apr_a1").await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Rejected);
+    let decision = stored.last_decision().unwrap();
+    assert_eq!(
+        (decision.by.as_str(), decision.reason.as_str()),
+        ("toolgate", "expired")
+    );
+    let record = db.store.get("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Rejected);
+}
+
+#[tokio::test]
+async fn the_identity_file_decides_and_is_never_mixed_with_flags() {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("identity.json");
+    std::fs::write(
+        &file,
+        r#"{"tenant": "acme", "user": "lead", "permissions": ["refund:approve"]}"#,
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let env = [("TOOLGATE_IDENTITY", file.as_str())];
+    let store = ["--store", db.arg.as_str()];
+
+    // Both sources: refused before anything is decided.
+    let mut args = store.to_vec();
+    args.extend([
+        "approvals",
+        "approve",
+        "apr_a1",
+        "--reason",
+        "ok",
+        "--as",
+        "manager",
+    ]);
+    let ran = toolgate_env(&args, &env);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("the approver's identity is given twice"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("unset TOOLGATE_IDENTITY"),
+        "{}",
+        ran.stderr
+    );
+    let waiting = db.store.approval("apr_a1").await.unwrap().unwrap();
+    assert_eq!(waiting.status, ApprovalStatus::Pending);
+
+    let mut args = store.to_vec();
+    args.extend(["approvals", "approve", "apr_a1", "--reason", "ok"]);
+    let ran = toolgate_env(&args, &env);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let stored = db.store.approval("apr_a1").await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Approved);
+    assert_eq!(stored.decisions[0].by, "lead");
+
+    // Without either source, no decision.
+    let mut args = store.to_vec();
+    args.extend(["approvals", "reject", "apr_a1", "--reason", "no"]);
+    let ran = toolgate_env(&args, &[]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(
+        ran.stderr.contains("--as USER --tenant TENANT"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -1,0 +1,8 @@
+//! The `toolgate` binary, run as an operator runs it, against stores prepared through the store
+//! API: a SQLite file, and a PostgreSQL database.
+
+mod approvals;
+mod postgres;
+mod reads;
+mod support;
+mod usage;

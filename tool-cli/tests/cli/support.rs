@@ -1,0 +1,199 @@
+//! What the command line's tests share: approvals and operations prepared through the store
+//! API, and the `toolgate` binary run as an operator runs it.
+
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use toolgate_store_sqlite::SqliteStore;
+
+use toolgate_core::store::{
+    ApprovalRecord, ApprovalStatus, AuditEntry, AuditKind, AuditQuery, AuditRecord, Claim,
+    ClaimRequest, ClaimToken, OperationStore, Requester,
+};
+
+/// Now by the system clock, as the binary reads it.
+pub(crate) fn now_ms() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    i64::try_from(since.as_millis()).unwrap()
+}
+
+/// One hour, in milliseconds.
+pub(crate) const HOUR_MS: i64 = 3_600_000;
+
+/// A pending approval of a refund of 8000.00 asked by `agent` in `tenant`, expiring at
+/// `expires_ms`, under the key `key`.
+pub(crate) fn approval(id: &str, tenant: &str, key: &str, expires_ms: i64) -> ApprovalRecord {
+    ApprovalRecord {
+        id: id.into(),
+        tenant: tenant.into(),
+        key: key.into(),
+        tool: "issue_refund".into(),
+        request_hash: format!("hash-{key}"),
+        policy_hash: "policy-1".into(),
+        arguments: r#"{"amount":"8000.00","card_number":"[redacted]","order_id":"ORD-1002"}"#
+            .into(),
+        amount: "8000.00".into(),
+        threshold: "5000".into(),
+        requester: Requester {
+            user: "agent".into(),
+            permissions: vec!["refund:create".into()],
+        },
+        run_id: "run-1".into(),
+        call_id: "call_1".into(),
+        approver_permission: "refund:approve".into(),
+        created_ms: expires_ms - HOUR_MS,
+        expires_ms,
+        status: ApprovalStatus::Pending,
+        decisions: Vec::new(),
+    }
+}
+
+/// Stores `approval` as the dispatcher does: a claim of its key that carries it.
+pub(crate) async fn ask(store: &dyn OperationStore, approval: &ApprovalRecord) {
+    let claim = store
+        .claim(ClaimRequest {
+            tenant: &approval.tenant,
+            key: &approval.key,
+            tool: &approval.tool,
+            request_hash: &approval.request_hash,
+            arguments: &approval.arguments,
+            now_ms: approval.created_ms,
+            lease: Duration::from_secs(30),
+            takeover: false,
+            approval: Some(approval),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(claim, Claim::Approval(_)), "{claim:?}");
+}
+
+/// A write of `tool` under `key` in `tenant` that ran and succeeded with `result`.
+pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &str, result: &str) {
+    let now = now_ms();
+    let claim = store
+        .claim(ClaimRequest {
+            tenant,
+            key,
+            tool: "issue_refund",
+            request_hash: &format!("hash-{key}"),
+            arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
+            now_ms: now,
+            lease: Duration::from_secs(30),
+            takeover: false,
+            approval: None,
+        })
+        .await
+        .unwrap();
+    let Claim::Acquired { attempt, .. } = claim else {
+        panic!("a new key is acquired: {claim:?}");
+    };
+    let owner = ClaimToken {
+        tenant: tenant.into(),
+        key: key.into(),
+        attempt,
+    };
+    store.succeed(&owner, result, now).await.unwrap();
+}
+
+/// The audit record of a call of `tool` in `run` of `tenant`.
+pub(crate) fn call_entry(
+    tenant: &str,
+    run: &str,
+    call: &str,
+    tool: &str,
+    key: Option<&str>,
+) -> AuditEntry {
+    AuditEntry {
+        kind: AuditKind::Call,
+        tenant: tenant.into(),
+        run_id: run.into(),
+        call_id: call.into(),
+        tool: tool.into(),
+        actor: "agent".into(),
+        arguments: r#"{"order_id":"ORD-1001"}"#.into(),
+        attempts: 1,
+        duration_ms: 12,
+        outcome: "succeeded".into(),
+        error_kind: None,
+        replayed: false,
+        bytes: 42,
+        key: key.map(str::to_owned),
+        approval_id: None,
+        reason: None,
+        at_ms: now_ms(),
+    }
+}
+
+/// What a run of the binary did.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    /// Its exit code.
+    pub(crate) code: i32,
+    /// What it printed on stdout.
+    pub(crate) stdout: String,
+    /// What it printed on stderr.
+    pub(crate) stderr: String,
+}
+
+/// Runs `toolgate` with `args` and the environment `env`, and nothing else of this process's
+/// `TOOLGATE_*` variables.
+pub(crate) fn toolgate_env(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
+        .args(args)
+        .env_remove("TOOLGATE_STORE")
+        .env_remove("TOOLGATE_IDENTITY");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("the binary runs");
+    Ran {
+        code: output.status.code().expect("an exit code"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// Runs `toolgate --store STORE` with `args`.
+pub(crate) fn toolgate(store: &str, args: &[&str]) -> Ran {
+    let mut all = vec!["--store", store];
+    all.extend_from_slice(args);
+    toolgate_env(&all, &[])
+}
+
+/// `args` for approving or rejecting as the tenant acme's manager, who holds the approval
+/// permission.
+pub(crate) const MANAGER: [&str; 6] = [
+    "--as",
+    "manager",
+    "--tenant",
+    "acme",
+    "--permission",
+    "refund:approve",
+];
+
+/// A SQLite store in a file of its own, and the `--store` argument naming it.
+pub(crate) struct SqliteFile {
+    /// The store, opened by the test.
+    pub(crate) store: SqliteStore,
+    /// `sqlite:PATH`.
+    pub(crate) arg: String,
+    _dir: tempfile::TempDir,
+}
+
+/// A new SQLite store in a temporary directory.
+pub(crate) async fn sqlite_file() -> SqliteFile {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("operations.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    SqliteFile {
+        store,
+        arg: format!("sqlite:{}", path.display()),
+        _dir: dir,
+    }
+}
+
+/// Every audit record of the store, in order.
+pub(crate) async fn all_audit(store: &dyn OperationStore) -> Vec<AuditRecord> {
+    store.audit(AuditQuery::default()).await.unwrap()
+}

@@ -1,0 +1,133 @@
+//! Bad usage (exit 2, and the message names the fix), help for every command, and stores that
+//! are missing or cannot be reached (exit 3).
+
+use std::net::TcpListener;
+
+use crate::support::{MANAGER, toolgate, toolgate_env};
+
+#[test]
+fn bad_usage_exits_2_and_names_the_fix() {
+    let ran = toolgate("sqlite:/nowhere/ops.db", &["approvals", "approve", "apr_1"]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("--reason <TEXT>"), "{}", ran.stderr);
+
+    let ran = toolgate(
+        "sqlite:/nowhere/ops.db",
+        &["ops", "list", "--status", "done"],
+    );
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("awaiting_approval"), "{}", ran.stderr);
+
+    // No command: the help, on stderr, with 2.
+    let ran = toolgate_env(&[], &[]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("Usage: toolgate"), "{}", ran.stderr);
+
+    // No store anywhere.
+    let ran = toolgate_env(&["approvals", "list"], &[]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("no store given"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("or set TOOLGATE_STORE"),
+        "{}",
+        ran.stderr
+    );
+
+    let ran = toolgate("mysql://localhost/ops", &["approvals", "list"]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("--store sqlite:PATH"), "{}", ran.stderr);
+
+    let mut args = vec!["approvals", "approve", "apr_1", "--reason", " "];
+    args.extend(MANAGER);
+    let ran = toolgate("sqlite:/nowhere/ops.db", &args);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("the reason is empty"), "{}", ran.stderr);
+}
+
+#[test]
+fn every_command_has_help() {
+    for command in [
+        &[][..],
+        &["approvals"],
+        &["approvals", "list"],
+        &["approvals", "show"],
+        &["approvals", "approve"],
+        &["approvals", "reject"],
+        &["ops"],
+        &["ops", "list"],
+        &["ops", "show"],
+        &["audit"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let ran = toolgate_env(&args, &[]);
+        assert_eq!(ran.code, 0, "{args:?}: {ran:?}");
+        assert!(
+            ran.stdout.contains("Usage: toolgate"),
+            "{args:?}: {}",
+            ran.stdout
+        );
+    }
+    let ran = toolgate_env(&["approvals", "approve", "--help"], &[]);
+    assert!(ran.stdout.contains("TOOLGATE_IDENTITY"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("--permission <PERMISSION>"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn a_missing_sqlite_file_is_a_store_error_and_is_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("operations.db");
+    let ran = toolgate(
+        &format!("sqlite:{}", path.display()),
+        &["approvals", "list"],
+    );
+    assert_eq!(ran.code, 3, "{ran:?}");
+    assert!(ran.stderr.contains("no store at"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("never creates one"), "{}", ran.stderr);
+    assert!(!path.exists(), "no empty store was made");
+}
+
+#[test]
+fn an_unreachable_database_is_a_store_error_without_its_password() {
+    // A port nothing listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://toolgate:hunter2@127.0.0.1:{port}/toolgate");
+    let ran = toolgate_env(&["approvals", "list"], &[("TOOLGATE_STORE", url.as_str())]);
+    assert_eq!(ran.code, 3, "{ran:?}");
+    assert!(
+        ran.stderr.contains("could not open the PostgreSQL store"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("toolgate:***@127.0.0.1"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("hunter2"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_file_that_is_not_a_store_is_a_store_error_and_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "not a database, just notes\n".repeat(200)).unwrap();
+    let ran = toolgate(&format!("sqlite:{}", path.display()), &["ops", "list"]);
+    assert_eq!(ran.code, 3, "{ran:?}");
+    assert!(
+        ran.stderr.contains("could not open the SQLite store"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("next: "), "{}", ran.stderr);
+    let kept = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(kept, "not a database, just notes\n".repeat(200));
+}
