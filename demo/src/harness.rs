@@ -43,6 +43,27 @@ fn examples_dir() -> &'static Path {
     })
 }
 
+/// The operator's command line `toolgate` (the `toolgate-cli` package), built once per test
+/// process with the cargo that built the calling test, ready to take flags.
+pub fn operator_cli() -> Command {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    let bin = BIN.get_or_init(|| {
+        let examples = examples_dir();
+        let profile_dir = examples.parent().expect("examples is in target/<profile>");
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["build", "--quiet", "--package", "toolgate-cli", "--bin", "toolgate"]);
+        if profile_dir.ends_with("release") {
+            cargo.arg("--release");
+        }
+        let status = cargo.status().expect("cargo runs");
+        assert!(status.success(), "building toolgate-cli failed: {status}");
+        profile_dir.join("toolgate")
+    });
+    Command::new(bin)
+}
+
 /// The refund desk binary, ready to take flags.
 pub fn desk() -> Command {
     let mut command = Command::new(examples_dir().join("refund_desk"));
