@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::{KeyScope, RateLimit, RetrySpec};
+use toolgate::{KeyScope, RateLimit, RetrySpec, Tool};
 
 /// Look up an order by its id.
 #[tool(permission = "orders:read", timeout = "2s")]
@@ -25,7 +25,10 @@ async fn get_order(
     retry(max_attempts = 4, base = "100ms", max = "5s", jitter = true),
     rate_limit = "20/min",
     reconcile = find_refund,
-    resource = order_id
+    resource = order_id,
+    approver = "refund:approve",
+    approval_ttl = "2h",
+    check = at_most_1000(amount, ctx)
 )]
 async fn issue_refund(
     ctx: &Ctx,
@@ -48,6 +51,60 @@ async fn find_refund(
 ) -> Result<Option<Value>, ToolError> {
     let _ = (ctx, order_id, amount, note);
     Ok(None)
+}
+
+/// A business check taking a subset of the tool's parameters, in an order of its own.
+async fn at_most_1000(amount: f64, ctx: &Ctx) -> Result<(), ToolError> {
+    if amount > 1000.0 {
+        return Err(ToolError::refused(format!("{amount} is over 1000"))
+            .why(format!(
+                "the tenant {} refunds at most 1000",
+                ctx.auth().tenant()
+            ))
+            .next("offer at most 1000"));
+    }
+    Ok(())
+}
+
+/// Preview a refund without issuing it.
+#[tool(check = known_order)]
+async fn preview_refund(
+    /// The order to preview a refund of.
+    order_id: String,
+) -> Result<String, ToolError> {
+    Ok(format!("would refund {order_id}"))
+}
+
+/// A read's check, taking every parameter of the tool as the bare `check = path` passes them.
+async fn known_order(order_id: String) -> Result<(), ToolError> {
+    if order_id.starts_with("ORD-") {
+        Ok(())
+    } else {
+        Err(ToolError::not_found(format!(
+            "there is no order {order_id}"
+        )))
+    }
+}
+
+/// Run the business check of another tool on arguments given as JSON text, with this call's
+/// context, the way the dispatcher calls `Tool::check`.
+#[tool]
+async fn run_check(ctx: &Ctx, tool: String, args: String) -> Result<Value, ToolError> {
+    let args: Value = serde_json::from_str(&args).expect("the test sends JSON");
+    let check = match tool.as_str() {
+        "issue_refund" => Tool::check(&issue_refund {}, ctx, &args),
+        "preview_refund" => Tool::check(&preview_refund {}, ctx, &args),
+        _ => Tool::check(&hello {}, ctx, &args),
+    };
+    Ok(match check {
+        None => json!("no check"),
+        Some(check) => match check.await {
+            Ok(()) => json!("passed"),
+            Err(err) => {
+                json!({"kind": err.kind().as_str(), "what": err.what(), "why": err.get_why()})
+            }
+        },
+    })
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -92,6 +149,10 @@ fn descriptors_record_every_key() {
     assert_eq!(d.permission, Some("refund:create"));
     let approval = d.approval.unwrap();
     assert_eq!((approval.over, approval.field), (5000.0, "amount"));
+    assert_eq!(approval.approver, Some("refund:approve"));
+    assert_eq!(approval.approver_permission(d.name), "refund:approve");
+    assert_eq!(approval.ttl, Some(std::time::Duration::from_secs(7200)));
+    assert_eq!(d.check, Some("at_most_1000"));
     assert_eq!(d.key, &["order_id"]);
     assert_eq!(d.key_scope, KeyScope::Tenant);
     assert_eq!(d.timeout, Some(std::time::Duration::from_secs(10)));
@@ -118,6 +179,16 @@ fn descriptors_record_every_key() {
     assert_eq!(d.side_effect, SideEffect::Destructive);
     assert_eq!(d.approval.unwrap().field, "payout");
     assert_eq!(d.approval.unwrap().over, 100.5);
+    // Without `approver` and `approval_ttl`: the default permission, the dispatcher's wait.
+    assert_eq!(d.approval.unwrap().approver, None);
+    assert_eq!(
+        d.approval.unwrap().approver_permission(d.name),
+        "close-account:approve"
+    );
+    assert_eq!(d.approval.unwrap().ttl, None);
+    assert_eq!(d.check, None);
+
+    assert_eq!(preview_refund::descriptor().check, Some("known_order"));
 
     let d = hello::descriptor();
     assert_eq!(
@@ -211,4 +282,60 @@ async fn every_form_dispatches() {
 #[tokio::test]
 async fn the_fn_stays_callable_as_written() {
     assert_eq!(hello().await.unwrap(), "hello");
+}
+
+#[tokio::test]
+async fn checks_take_the_parameters_they_name_and_answer_the_error_they_return() {
+    let mut registry = Registry::new();
+    registry
+        .register::<run_check>()
+        .unwrap()
+        .register::<issue_refund>()
+        .unwrap();
+    let dispatcher = Dispatcher::builder(registry)
+        .store(toolgate_test::MemoryStore::new())
+        .build();
+    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let check = |id: &str, tool: &str, args: Value| {
+        ToolCall::new(
+            id,
+            "run_check",
+            json!({"tool": tool, "args": args.to_string()}),
+        )
+    };
+    let calls = vec![
+        check(
+            "1",
+            "issue_refund",
+            json!({"order_id": "ORD-1", "amount": 1000, "note": null}),
+        ),
+        check(
+            "2",
+            "issue_refund",
+            json!({"order_id": "ORD-1", "amount": 1000.5, "note": null}),
+        ),
+        check("3", "preview_refund", json!({"order_id": "ORD-1"})),
+        check("4", "preview_refund", json!({"order_id": "X-1"})),
+        check("5", "hello", json!({})),
+    ];
+    let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
+    let data: Vec<Value> = reports
+        .iter()
+        .map(|r| r.result.to_json()["data"].clone())
+        .collect();
+    assert_eq!(data[0], json!("passed"));
+    assert_eq!(
+        data[1],
+        json!({
+            "kind": "refused",
+            "what": "1000.5 is over 1000",
+            "why": "the tenant acme refunds at most 1000",
+        })
+    );
+    assert_eq!(data[2], json!("passed"));
+    assert_eq!(
+        data[3],
+        json!({"kind": "not_found", "what": "there is no order X-1", "why": null})
+    );
+    assert_eq!(data[4], json!("no check"));
 }

@@ -252,7 +252,9 @@ pub async fn get_order(
     resource = order_id,
     timeout = "10s",
     retry(max_attempts = 4),
-    reconcile = find_refund(ctx, key)
+    reconcile = find_refund(ctx, key),
+    approver = "refund:approve",
+    check = within_balance(ctx, order_id, amount)
 )]
 pub async fn issue_refund(
     ctx: &Ctx,
@@ -265,16 +267,24 @@ pub async fn issue_refund(
     amount: f64,
 ) -> Result<RefundView, ToolError> {
     let cents = to_cents(amount)?;
-    let payments = payments(ctx)?;
-    // The business rule, checked before anything is sent; the provider checks it again.
-    let order = payments
+    // `within_balance` checked the amount before the call was claimed; the provider checks it
+    // again, against the order as it is when the refund is applied.
+    Ok(payments(ctx)?.refund(key, &order_id, cents).await?.into())
+}
+
+/// The refund's business check: the amount is at most what the order can still refund (paid
+/// minus refunded). An unknown order is `not_found`, an amount over the balance `refused`; the
+/// dispatcher runs it before the refund is claimed, and again before an approved refund runs.
+pub async fn within_balance(ctx: &Ctx, order_id: String, amount: f64) -> Result<(), ToolError> {
+    let cents = to_cents(amount)?;
+    let order = payments(ctx)?
         .order(&order_id)
         .await?
         .ok_or_else(|| unknown_order(&order_id))?;
     if cents > order.refundable_cents() {
         return Err(over_balance(&order, cents));
     }
-    Ok(payments.refund(key, &order_id, cents).await?.into())
+    Ok(())
 }
 
 /// Asks the payment provider for the refund under the operation's key, for a refund whose outcome

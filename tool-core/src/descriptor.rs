@@ -18,13 +18,44 @@ pub enum KeyScope {
 }
 
 /// An approval threshold: a call whose amount exceeds `over` does not run; its operation waits,
-/// durably, for an approver's decision, and the tool's description tells the model so.
+/// durably, for an approver's decision, and the tool's description tells the model so. Who may
+/// decide is [`ApprovalPolicy::approver_permission`]; how long a held call may wait is `ttl`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ApprovalPolicy {
     /// The threshold: an amount strictly greater needs approval.
     pub over: f64,
     /// The argument that holds the amount.
     pub field: &'static str,
+    /// The permission an approver must hold (`approver = "refund:approve"`); `None` means the
+    /// default, `<tool name>:approve` ([`ApprovalPolicy::approver_permission`]).
+    pub approver: Option<&'static str>,
+    /// How long an approval may wait for a decision (`approval_ttl = "24h"`) before it expires
+    /// as rejected; `None` means the dispatcher's default.
+    pub ttl: Option<Duration>,
+}
+
+impl ApprovalPolicy {
+    /// The permission an approver of the tool named `tool` must hold: the declared one, or
+    /// `<tool>:approve` (`issue_refund:approve` for the tool `issue_refund`).
+    ///
+    /// ```
+    /// use toolgate::{SideEffect, ToolDescriptor};
+    ///
+    /// let refund = ToolDescriptor::new("issue_refund", "Refund an order.")
+    ///     .with_side_effect(SideEffect::Write)
+    ///     .with_approval(5000.0, "amount");
+    /// let policy = refund.approval.unwrap();
+    /// assert_eq!(policy.approver_permission(refund.name), "issue_refund:approve");
+    ///
+    /// let refund = refund.with_approver("refund:approve");
+    /// assert_eq!(refund.approval.unwrap().approver_permission(refund.name), "refund:approve");
+    /// ```
+    pub fn approver_permission(&self, tool: &str) -> String {
+        match self.approver {
+            Some(permission) => permission.to_owned(),
+            None => format!("{tool}:approve"),
+        }
+    }
 }
 
 /// Everything the attribute declared about one tool.
@@ -42,7 +73,8 @@ pub struct ToolDescriptor {
     pub side_effect: SideEffect,
     /// The permission the session must hold, if any.
     pub permission: Option<&'static str>,
-    /// The approval threshold, on write and destructive tools.
+    /// The approval threshold, on write and destructive tools, with the permission its approvers
+    /// must hold and how long a held call may wait.
     pub approval: Option<ApprovalPolicy>,
     /// The arguments that identify the business operation; empty means all of them.
     pub key: &'static [&'static str],
@@ -57,6 +89,9 @@ pub struct ToolDescriptor {
     pub rate_limit: Option<RateLimit>,
     /// The path of the reconcile hook, as written (the [`crate::Reconciler`] calls it).
     pub reconcile: Option<&'static str>,
+    /// The path of the business check, as written (`check = path`): it runs through
+    /// [`Tool::check`](crate::Tool::check).
+    pub check: Option<&'static str>,
     /// The argument whose value serialises writes within a turn: writes naming the same value
     /// run one after the other, in the order the model emitted them.
     pub resource: Option<&'static str>,
@@ -88,6 +123,7 @@ impl ToolDescriptor {
             retry: RetrySpec::new(),
             rate_limit: None,
             reconcile: None,
+            check: None,
             resource: None,
             honours_key: false,
             params: &[],
@@ -110,7 +146,30 @@ impl ToolDescriptor {
 
     /// Sets the approval threshold.
     pub const fn with_approval(mut self, over: f64, field: &'static str) -> Self {
-        self.approval = Some(ApprovalPolicy { over, field });
+        self.approval = Some(ApprovalPolicy {
+            over,
+            field,
+            approver: None,
+            ttl: None,
+        });
+        self
+    }
+
+    /// Sets the permission an approver must hold. It belongs to the approval threshold, so
+    /// it has no effect without one: call it after [`ToolDescriptor::with_approval`].
+    pub const fn with_approver(mut self, permission: &'static str) -> Self {
+        if let Some(approval) = &mut self.approval {
+            approval.approver = Some(permission);
+        }
+        self
+    }
+
+    /// Sets how long an approval may wait for a decision. It belongs to the approval threshold,
+    /// so it has no effect without one: call it after [`ToolDescriptor::with_approval`].
+    pub const fn with_approval_ttl(mut self, ttl: Duration) -> Self {
+        if let Some(approval) = &mut self.approval {
+            approval.ttl = Some(ttl);
+        }
         self
     }
 
@@ -147,6 +206,12 @@ impl ToolDescriptor {
     /// Records the reconcile hook's path.
     pub const fn with_reconcile(mut self, path: &'static str) -> Self {
         self.reconcile = Some(path);
+        self
+    }
+
+    /// Records the business check's path.
+    pub const fn with_check(mut self, path: &'static str) -> Self {
+        self.check = Some(path);
         self
     }
 
@@ -235,6 +300,32 @@ mod tests {
             d.model_description(),
             "Look up an order. Read-only: this tool changes nothing and is safe to call again."
         );
+    }
+
+    #[test]
+    fn the_approver_permission_is_the_declared_one_or_the_tool_s_approve() {
+        let d = ToolDescriptor::new("issue_refund", "Refund an order")
+            .with_side_effect(SideEffect::Write)
+            .with_approval(5000.0, "amount");
+        let policy = d.approval.unwrap();
+        assert_eq!((policy.approver, policy.ttl), (None, None));
+        assert_eq!(policy.approver_permission(d.name), "issue_refund:approve");
+
+        let d = d
+            .with_approver("refund:approve")
+            .with_approval_ttl(Duration::from_secs(3600));
+        let policy = d.approval.unwrap();
+        assert_eq!(policy.approver_permission(d.name), "refund:approve");
+        assert_eq!(policy.ttl, Some(Duration::from_secs(3600)));
+        assert_eq!((policy.over, policy.field), (5000.0, "amount"));
+    }
+
+    #[test]
+    fn approver_and_ttl_need_a_threshold() {
+        let d = ToolDescriptor::new("t", "")
+            .with_approver("refund:approve")
+            .with_approval_ttl(Duration::from_secs(1));
+        assert_eq!(d.approval, None);
     }
 
     #[test]

@@ -70,7 +70,10 @@ pub use retry::{RetryPolicy, RetrySpec};
 pub use run_limits::RunLimits;
 pub use side_effect::SideEffect;
 pub use state::{State, StateType};
-pub use tool::{Args, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool, ToolFuture};
+pub use tool::{
+    Args, CheckFuture, IntoChecked, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool,
+    ToolFuture,
+};
 pub use turn::{TurnAnswer, TurnError};
 pub use validate::{ArgsValidator, SchemaError, Violation};
 pub use wiring::BuildError;
@@ -88,9 +91,9 @@ pub mod __private {
     };
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
-        Args, Ctx, IdempotencyKey, IntoReconciled, IntoToolOutput, KeyScope, RateLimit,
-        ReconcileFuture, RetrySpec, SideEffect, State, StateType, Tool, ToolDescriptor, ToolError,
-        ToolFuture,
+        Args, CheckFuture, Ctx, IdempotencyKey, IntoChecked, IntoReconciled, IntoToolOutput,
+        KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State, StateType, Tool,
+        ToolDescriptor, ToolError, ToolFuture,
     };
 
     use serde_json::Value;

@@ -16,6 +16,10 @@ use crate::json_text::JsonText;
 pub type ReconcileFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Option<JsonText>, ToolError>> + Send + 'a>>;
 
+/// The future a business check returns ([`Tool::check`]): `Ok(())` lets the call go on, an error
+/// (a `refused` one, usually) stops it before anything is stored or sent.
+pub type CheckFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>>;
+
 /// The future a tool returns from [`Tool::invoke`]: its output as JSON text, or its error.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<JsonText, ToolError>> + Send + 'a>>;
 
@@ -60,6 +64,14 @@ pub trait Tool: Send + Sync + 'static {
     /// the arguments of the call: `Ok(Some(output))` it was applied, `Ok(None)` it was not,
     /// `Err(_)` nobody knows yet. `None` when the tool declares no `reconcile` hook.
     fn reconcile<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> Option<ReconcileFuture<'a>> {
+        let _ = (ctx, args);
+        None
+    }
+
+    /// Runs the tool's business check (`check = path` on the attribute) on arguments that passed
+    /// validation: `Ok(())` lets the call go on, an error (a `refused` one, usually) stops it.
+    /// `None` when the tool declares no check.
+    fn check<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> Option<CheckFuture<'a>> {
         let _ = (ctx, args);
         None
     }
@@ -138,5 +150,25 @@ where
                     .why(err.to_string())
             }),
         }
+    }
+}
+
+/// What a business check (`check = path`) may return: `Result<(), E>` with `E: Into<ToolError>`.
+#[diagnostic::on_unimplemented(
+    message = "a check must return `Result<(), ToolError>`, not `{Self}`",
+    label = "this check cannot say whether the call may go on",
+    note = "return `Ok(())` to let the call go on, or `Err(ToolError::refused(...))` with what, why and next to stop it"
+)]
+pub trait IntoChecked {
+    /// `Ok(())` when the call may go on, or the error that stops it.
+    fn into_checked(self) -> Result<(), ToolError>;
+}
+
+impl<E> IntoChecked for Result<(), E>
+where
+    E: Into<ToolError>,
+{
+    fn into_checked(self) -> Result<(), ToolError> {
+        self.map_err(Into::into)
     }
 }

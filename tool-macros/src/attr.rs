@@ -31,9 +31,9 @@ pub(crate) enum KeyScope {
     Tenant,
 }
 
-/// `reconcile = path`, or `reconcile = path(param, ...)` naming the tool's parameters the hook
-/// takes.
-pub(crate) struct Reconcile {
+/// A hook fn the tool's arguments are passed to: `reconcile = path` or `check = path`, or
+/// `path(param, ...)` naming the tool's parameters the hook takes.
+pub(crate) struct Hook {
     pub(crate) path: Path,
     /// The parameters passed, in the hook's order; `None` passes every parameter of the tool.
     pub(crate) args: Option<Vec<Ident>>,
@@ -56,12 +56,15 @@ pub(crate) struct ToolAttr {
     pub(crate) permission: Option<Spanned<String>>,
     pub(crate) approval_over: Option<Spanned<f64>>,
     pub(crate) approval_field: Option<Spanned<Ident>>,
+    pub(crate) approver: Option<Spanned<String>>,
+    pub(crate) approval_ttl: Option<Spanned<Millis>>,
     pub(crate) key: Option<Spanned<Vec<Ident>>>,
     pub(crate) key_scope: Option<Spanned<KeyScope>>,
     pub(crate) timeout: Option<Spanned<Millis>>,
     pub(crate) retry: Option<Spanned<RetryAttr>>,
     pub(crate) rate_limit: Option<Spanned<Rate>>,
-    pub(crate) reconcile: Option<Spanned<Reconcile>>,
+    pub(crate) reconcile: Option<Spanned<Hook>>,
+    pub(crate) check: Option<Spanned<Hook>>,
     pub(crate) resource: Option<Spanned<Ident>>,
     pub(crate) honours_key: Option<Spanned<bool>>,
     /// The path the facade is reachable by, for users who rename it.
@@ -104,12 +107,15 @@ impl ToolAttr {
             "permission" => key(&self.permission),
             "approval_over" => key(&self.approval_over),
             "approval_field" => key(&self.approval_field),
+            "approver" => key(&self.approver),
+            "approval_ttl" => key(&self.approval_ttl),
             "key" => key(&self.key),
             "key_scope" => key(&self.key_scope),
             "timeout" => key(&self.timeout),
             "retry" => key(&self.retry),
             "rate_limit" => key(&self.rate_limit),
             "reconcile" => key(&self.reconcile),
+            "check" => key(&self.check),
             "resource" => key(&self.resource),
             "honours_key" => key(&self.honours_key),
             "crate" => key(&self.krate),
@@ -163,18 +169,21 @@ impl ToolAttr {
         match name.as_str() {
             "side_effect" => set!(side_effect, values::side_effect(meta, errors)?),
             "name" => set!(name, values::tool_name(meta, errors)?),
-            "permission" => set!(permission, values::permission(meta, errors)?),
+            "permission" => set!(permission, values::permission(meta, "permission", errors)?),
             "approval_over" => set!(approval_over, values::number(meta, errors)?),
             "approval_field" => set!(
                 approval_field,
                 Some(values::argument_name(meta, "approval_field")?)
             ),
+            "approver" => set!(approver, values::permission(meta, "approver", errors)?),
+            "approval_ttl" => set!(approval_ttl, values::approval_ttl(meta, errors)?),
             "key" => set!(key, values::key_list(meta, errors)?),
             "key_scope" => set!(key_scope, values::key_scope(meta, errors)?),
             "timeout" => set!(timeout, values::duration_value(meta, "timeout", errors)?),
             "retry" => set!(retry, Some(retry(meta, errors)?)),
             "rate_limit" => set!(rate_limit, values::rate(meta, errors)?),
-            "reconcile" => set!(reconcile, Some(values::reconcile(meta)?)),
+            "reconcile" => set!(reconcile, Some(values::hook(meta, "reconcile")?)),
+            "check" => set!(check, Some(values::hook(meta, "check")?)),
             "resource" => set!(resource, Some(values::argument_name(meta, "resource")?)),
             "honours_key" => set!(honours_key, values::boolean(meta, "honours_key", errors)?),
             "crate" => set!(krate, Some(values::crate_path(meta)?)),

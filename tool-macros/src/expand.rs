@@ -13,6 +13,7 @@ use syn::ReturnType;
 
 use crate::ast::{Param, ToolFn};
 use crate::attr::{KeyScope, SideEffect, ToolAttr};
+use crate::hook;
 use crate::spanned::Spanned;
 use crate::units::{Millis, Rate};
 
@@ -34,7 +35,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let descriptor = descriptor(attr, tool, &wire_name);
     let invoke = invoke_body(tool, &wire_name, &args_type);
     let invoke_text = invoke_text_fn(tool, &args_type);
-    let reconcile = reconcile_fn(attr, tool, &wire_name, &args_type);
+    let reconcile = hook::reconcile_fn(attr, tool, &wire_name, &args_type);
+    let check = hook::check_fn(attr, tool, &wire_name, &args_type);
     let checks = checks(attr, tool);
     let skeleton = tool_type(tool);
     let runtime = attr.runtime();
@@ -87,6 +89,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                 #invoke_text
 
                 #reconcile
+
+                #check
             }
 
             #checks
@@ -158,6 +162,14 @@ fn descriptor(attr: &ToolAttr, tool: &ToolFn, wire_name: &str) -> TokenStream {
         );
         chain.extend(quote!(.with_approval(#over, #field)));
     }
+    if let Some(approver) = &attr.approver {
+        let approver = &approver.value;
+        chain.extend(quote!(.with_approver(#approver)));
+    }
+    if let Some(ttl) = &attr.approval_ttl {
+        let ms = ttl.value.0;
+        chain.extend(quote!(.with_approval_ttl(__tg::millis(#ms))));
+    }
     if let Some(key) = &attr.key {
         let names = key.value.iter().map(|name| wire(tool, &name.to_string()));
         chain.extend(quote!(.with_key(&[#(#names),*])));
@@ -215,6 +227,11 @@ fn descriptor(attr: &ToolAttr, tool: &ToolFn, wire_name: &str) -> TokenStream {
         let text = quote!(#path).to_string().replace(' ', "");
         chain.extend(quote!(.with_reconcile(#text)));
     }
+    if let Some(check) = &attr.check {
+        let path = &check.value.path;
+        let text = quote!(#path).to_string().replace(' ', "");
+        chain.extend(quote!(.with_check(#text)));
+    }
     if attr.honours_key.as_ref().is_some_and(|h| h.value) {
         chain.extend(quote!(.with_honours_key(true)));
     }
@@ -258,50 +275,9 @@ fn wire(tool: &ToolFn, name: &str) -> String {
         .map_or_else(|| name.to_owned(), |p| p.wire.clone())
 }
 
-/// `reconcile` of the `Tool` impl: the hook called with the tool's own parameters, or with those
-/// that `reconcile = path(...)` names.
-fn reconcile_fn(
-    attr: &ToolAttr,
-    tool: &ToolFn,
-    wire_name: &str,
-    args_type: &TokenStream,
-) -> TokenStream {
-    let Some(reconcile) = &attr.reconcile else {
-        return TokenStream::new();
-    };
-    let path = &reconcile.value.path;
-    let (destructure, mut call_args) = arguments(tool, args_type, parse_tree(wire_name, args_type));
-    if let Some(names) = &reconcile.value.args {
-        // Only the parameters the hook names, in its order; valid.rs checked each name.
-        call_args = names
-            .iter()
-            .filter_map(|name| {
-                let index = tool.names.iter().position(|n| n.as_ref() == Some(name))?;
-                Some(call_args[index].clone())
-            })
-            .collect();
-    }
-    let span = syn::spanned::Spanned::span(path);
-    let call = quote_spanned!(span=> __tg::assert_send(#path(#(#call_args),*)));
-    let convert = quote_spanned!(span=> __tg::IntoReconciled::into_reconciled(__output));
-    quote! {
-        fn reconcile<'__a>(
-            &'__a self,
-            __ctx: &'__a __tg::Ctx,
-            __json: &'__a __tg::serde_json::Value,
-        ) -> ::core::option::Option<__tg::ReconcileFuture<'__a>> {
-            ::core::option::Option::Some(::std::boxed::Box::pin(async move {
-                #destructure
-                let __output = #call.await;
-                #convert
-            }))
-        }
-    }
-}
-
 /// The statement that binds the arguments `parse` gives, and the expressions that pass each
 /// parameter.
-fn arguments(
+pub(crate) fn arguments(
     tool: &ToolFn,
     args_type: &TokenStream,
     parse: TokenStream,
@@ -345,7 +321,7 @@ fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> Token
 }
 
 /// The expression that reads the validated tree `__json` into the arguments type.
-fn parse_tree(wire_name: &str, args_type: &TokenStream) -> TokenStream {
+pub(crate) fn parse_tree(wire_name: &str, args_type: &TokenStream) -> TokenStream {
     quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?)
 }
 

@@ -8,6 +8,7 @@ mod attr;
 mod errors;
 mod expand;
 mod fallback;
+mod hook;
 mod item;
 mod keys;
 mod spanned;

@@ -37,7 +37,9 @@ pub(crate) fn unknown_value(span: Span, key: &str, found: &str, valid: &[&str]) 
     syn::Error::new(span, message)
 }
 
-/// The valid word closest to `found`, if it is close enough to be a likely typo.
+/// The valid word closest to `found`, if it is close enough to be a likely typo. A word that
+/// `found` begins (`approval` of `approval_over`) comes first, the first such in `valid`'s order;
+/// then the nearest by edits.
 pub(crate) fn nearest<'a>(found: &str, valid: &[&'a str]) -> Option<&'a str> {
     valid
         .iter()
@@ -46,7 +48,10 @@ pub(crate) fn nearest<'a>(found: &str, valid: &[&'a str]) -> Option<&'a str> {
             *d <= candidate.len().max(found.len()) / 2
                 || candidate.contains(found) && found.len() >= 3
         })
-        .min_by_key(|(d, _)| *d)
+        .min_by_key(|(d, candidate)| {
+            let begins = found.len() >= 3 && candidate.starts_with(found);
+            if begins { 0 } else { d + 1 }
+        })
         .map(|(_, candidate)| candidate)
 }
 
@@ -80,6 +85,9 @@ mod tests {
         assert_eq!(nearest("timout", keys), Some("timeout"));
         assert_eq!(nearest("permisson", keys), Some("permission"));
         assert_eq!(nearest("approval", keys), Some("approval_over"));
+        assert_eq!(nearest("approve", keys), Some("approver"));
+        assert_eq!(nearest("approval_tll", keys), Some("approval_ttl"));
+        assert_eq!(nearest("chek", keys), Some("check"));
         assert_eq!(nearest("zzzzzzzz", keys), None);
     }
 }

@@ -32,6 +32,40 @@ pub(crate) fn with_seconds(text: &str) -> String {
     }
 }
 
+/// A bare number in place of an approval's wait gets hours, the unit most likely meant.
+pub(crate) fn with_hours(text: &str) -> String {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{text}h")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// How long an approval may wait for a decision: a duration as [`parse_duration`] reads it,
+/// with the advice for a missing unit or a zero given in the hours and minutes an approval waits.
+pub(crate) fn parse_approval_ttl(text: &str) -> Result<Millis, String> {
+    let help = "an approval waits for a person to decide, such as `\"24h\"` or `\"30min\"`";
+    if let Ok(count) = text.parse::<u64>()
+        && count > 0
+    {
+        return Err(format!(
+            "`{text}` has no unit: write `\"{count}h\"` or `\"{count}min\"`; the units are ms, s, min and h"
+        ));
+    }
+    let digits_end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(digits_end);
+    let zero = digits.parse::<u64>() == Ok(0)
+        && (unit.is_empty() || UNITS.iter().any(|(name, ..)| *name == unit));
+    if zero {
+        return Err(format!(
+            "an approval that expires at once could never be decided; {help}"
+        ));
+    }
+    parse_duration(text)
+}
+
 /// The duration `"500ms"`, `"10s"`, `"2min"` or `"1h"`.
 pub(crate) fn parse_duration(text: &str) -> Result<Millis, String> {
     let help = "write a whole number and a unit: `\"500ms\"`, `\"10s\"`, `\"2min\"` or `\"1h\"`";
@@ -132,6 +166,32 @@ mod tests {
         );
         assert!(parse_duration("0s").unwrap_err().contains("zero"));
         assert!(parse_duration("s").unwrap_err().contains("not a duration"));
+    }
+
+    #[test]
+    fn approval_ttls() {
+        assert_eq!(parse_approval_ttl("24h"), Ok(Millis(86_400_000)));
+        assert_eq!(parse_approval_ttl("30min"), Ok(Millis(1_800_000)));
+        let no_unit = parse_approval_ttl("24").unwrap_err();
+        assert!(
+            no_unit.contains("no unit") && no_unit.contains("\"24h\""),
+            "{no_unit}"
+        );
+        let zero = parse_approval_ttl("0h").unwrap_err();
+        assert!(zero.contains("expires at once"), "{zero}");
+        assert!(parse_approval_ttl("0").unwrap_err().contains("at once"));
+        assert!(
+            parse_approval_ttl("2days")
+                .unwrap_err()
+                .contains("not a unit")
+        );
+        assert!(
+            parse_approval_ttl("10hours")
+                .unwrap_err()
+                .contains("\"10h\"")
+        );
+        assert_eq!(with_hours("24"), "24h");
+        assert_eq!(with_hours("24h"), "24h");
     }
 
     #[test]

@@ -168,7 +168,12 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
     if let Some(reconcile) = &attr.reconcile
         && let Some(args) = &reconcile.value.args
     {
-        check_hook_args(tool, args, errors);
+        check_hook_args(tool, "the reconcile hook", args, errors);
+    }
+    if let Some(check) = &attr.check
+        && let Some(args) = &check.value.args
+    {
+        check_hook_args(tool, "the check", args, errors);
     }
 
     // Names of arguments must exist; for an `Args<T>` struct the expansion checks the fields.
@@ -239,10 +244,25 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
         )),
         _ => {}
     }
+    if attr.approval_over.is_none() && !attr.rejected("approval_over") {
+        if let Some(approver) = &attr.approver {
+            errors.push(syn::Error::new(
+                approver.key,
+                "approver names the permission that decides on calls held by approval_over, and there is no approval_over: add `approval_over = <threshold>`, or remove approver",
+            ));
+        }
+        if let Some(ttl) = &attr.approval_ttl {
+            errors.push(syn::Error::new(
+                ttl.key,
+                "approval_ttl is how long a call held by approval_over waits for a decision, and there is no approval_over: add `approval_over = <threshold>`, or remove approval_ttl",
+            ));
+        }
+    }
 }
 
-/// Each name in `reconcile = path(...)` must be a parameter of the tool, named once.
-fn check_hook_args(tool: &ToolFn, args: &[Ident], errors: &mut Errors) {
+/// Each name in `reconcile = path(...)` or `check = path(...)` must be a parameter of the tool,
+/// named once. `hook` names the hook in errors: "the reconcile hook", "the check".
+fn check_hook_args(tool: &ToolFn, hook: &str, args: &[Ident], errors: &mut Errors) {
     let names: Vec<String> = tool.names.iter().flatten().map(Ident::to_string).collect();
     let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
     for (index, arg) in args.iter().enumerate() {
@@ -250,7 +270,7 @@ fn check_hook_args(tool: &ToolFn, args: &[Ident], errors: &mut Errors) {
         if args[..index].contains(arg) {
             errors.push(syn::Error::new(
                 arg.span(),
-                format!("`{name}` is passed to the reconcile hook twice; name it once"),
+                format!("`{name}` is passed to {hook} twice; name it once"),
             ));
         } else if !names.contains(&name) {
             let listed = candidates
@@ -260,10 +280,10 @@ fn check_hook_args(tool: &ToolFn, args: &[Ident], errors: &mut Errors) {
                 .join(", ");
             let message = match nearest(&name, &candidates) {
                 Some(best) => format!(
-                    "the reconcile hook is given `{name}`, which is not a parameter of the tool: did you mean `{best}`? its parameters are {listed}"
+                    "{hook} is given `{name}`, which is not a parameter of the tool: did you mean `{best}`? its parameters are {listed}"
                 ),
                 None => format!(
-                    "the reconcile hook is given `{name}`, which is not a parameter of the tool; its parameters are {listed}"
+                    "{hook} is given `{name}`, which is not a parameter of the tool; its parameters are {listed}"
                 ),
             };
             errors.push(syn::Error::new(arg.span(), message));

@@ -8,12 +8,14 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned as _;
 use syn::{Ident, Lit, LitStr, Path, Token, bracketed};
 
-use crate::attr::{KeyScope, Reconcile, SideEffect};
+use crate::attr::{Hook, KeyScope, SideEffect};
 use crate::errors::Errors;
 use crate::keys;
 use crate::spanned::Spanned;
 use crate::suggest::unknown_value;
-use crate::units::{Millis, Rate, parse_duration, parse_rate, with_seconds};
+use crate::units::{
+    Millis, Rate, parse_approval_ttl, parse_duration, parse_rate, with_hours, with_seconds,
+};
 
 /// The values of `side_effect`.
 pub(crate) const SIDE_EFFECTS: &[&str] = &["read", "write", "destructive"];
@@ -133,23 +135,25 @@ fn suggest_name(name: &str) -> String {
     }
 }
 
+/// A permission, the value of `permission` or `approver`: one word with no spaces.
 pub(crate) fn permission(
     meta: &ParseNestedMeta<'_>,
+    key: &str,
     errors: &mut Errors,
 ) -> syn::Result<Option<Spanned<String>>> {
-    let lit = string(meta, "permission", as_written)?;
+    let lit = string(meta, key, as_written)?;
     let value = lit.value();
     if value.trim().is_empty() || value.chars().any(char::is_whitespace) {
         let suggestion: String = value.split_whitespace().collect::<Vec<_>>().join(":");
-        let suggestion = if suggestion.is_empty() {
-            "refund:create".to_owned()
+        let example = keys::example(key);
+        let message = if suggestion.is_empty() {
+            format!("a permission is one word with no spaces: write for example `{example}`")
         } else {
-            suggestion
+            format!(
+                "a permission is one word with no spaces: write for example `{key} = \"{suggestion}\"`"
+            )
         };
-        errors.push(syn::Error::new(
-            lit.span(),
-            format!("a permission is one word with no spaces: write for example `permission = \"{suggestion}\"`"),
-        ));
+        errors.push(syn::Error::new(lit.span(), message));
         return Ok(None);
     }
     Ok(Some(Spanned::new(value, lit.span())))
@@ -288,14 +292,22 @@ pub(crate) fn crate_path(meta: &ParseNestedMeta<'_>) -> syn::Result<Spanned<Path
     ))
 }
 
-pub(crate) fn reconcile(meta: &ParseNestedMeta<'_>) -> syn::Result<Spanned<Reconcile>> {
+/// `reconcile = path` or `check = path`, optionally with the parameters the hook takes:
+/// `path(param, ...)`.
+pub(crate) fn hook(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<Spanned<Hook>> {
+    // How the key is written with a path alone, and with the parameters it names.
+    let example = keys::example(key);
+    let with_args = match key {
+        "check" => "check = within_balance(ctx, order_id, amount)",
+        _ => "reconcile = find_refund(ctx, order_id)",
+    };
     let value = meta.value()?;
     if value.peek(LitStr) {
         let lit: LitStr = value.parse()?;
         return Err(syn::Error::new(
             lit.span(),
             format!(
-                "name the reconcile fn without quotes: `reconcile = {}`",
+                "name the {key} fn without quotes: `{key} = {}`",
                 lit.value()
             ),
         ));
@@ -304,7 +316,7 @@ pub(crate) fn reconcile(meta: &ParseNestedMeta<'_>) -> syn::Result<Spanned<Recon
     if fork.parse::<Path>().is_ok() && (fork.is_empty() || fork.peek(Token![,])) {
         let path: Path = value.parse()?;
         let span = path.span();
-        return Ok(Spanned::new(Reconcile { path, args: None }, span));
+        return Ok(Spanned::new(Hook { path, args: None }, span));
     }
     let fork = value.fork();
     if fork.parse::<Path>().is_ok() && fork.peek(syn::token::Paren) {
@@ -316,22 +328,24 @@ pub(crate) fn reconcile(meta: &ParseNestedMeta<'_>) -> syn::Result<Spanned<Recon
             .map_err(|err| {
                 syn::Error::new(
                     err.span(),
-                    "list the tool's parameters the hook takes, by name: `reconcile = find_refund(ctx, order_id)`",
+                    format!("list the tool's parameters the hook takes, by name: `{with_args}`"),
                 )
             })?;
         let args = Some(args.into_iter().collect());
-        return Ok(Spanned::new(Reconcile { path, args }, span));
+        return Ok(Spanned::new(Hook { path, args }, span));
     }
     let tokens = tokens_to_comma(value)?;
     if tokens.is_empty() {
         return Err(syn::Error::new(
             value.span(),
-            "`reconcile` has no value: write `reconcile = find_refund`",
+            format!("`{key}` has no value: write `{example}`"),
         ));
     }
     Err(syn::Error::new_spanned(
         tokens,
-        "reconcile takes the path of an async fn, such as `reconcile = find_refund`, or the path and the parameters it takes, such as `reconcile = find_refund(ctx, order_id)`",
+        format!(
+            "{key} takes the path of an async fn, such as `{example}`, or the path and the parameters it takes, such as `{with_args}`"
+        ),
     ))
 }
 
@@ -425,6 +439,15 @@ pub(crate) fn duration_value(
 ) -> syn::Result<Option<Spanned<Millis>>> {
     let lit = string(meta, key, with_seconds)?;
     Ok(parsed(&lit, parse_duration, errors))
+}
+
+/// How long an approval may wait: a duration, where a bare number most likely meant hours.
+pub(crate) fn approval_ttl(
+    meta: &ParseNestedMeta<'_>,
+    errors: &mut Errors,
+) -> syn::Result<Option<Spanned<Millis>>> {
+    let lit = string(meta, "approval_ttl", with_hours)?;
+    Ok(parsed(&lit, parse_approval_ttl, errors))
 }
 
 pub(crate) fn rate(
