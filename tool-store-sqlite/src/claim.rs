@@ -1,14 +1,17 @@
-//! The claim: one immediate transaction that inserts the record, or inspects the one there and
-//! moves it on as [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
+//! The claim: one immediate transaction that inserts the record (and its approval, for a call
+//! over its tool's threshold), or inspects the one there with its latest approval and moves it
+//! on as [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
 
-use sqlx::SqlitePool;
-use toolgate_core::store::{Claim, ClaimRequest, ClaimStep as Step, StoreError};
+use sqlx::{SqliteConnection, SqlitePool};
+use toolgate_core::store::{
+    ApprovalRecord, Claim, ClaimRequest, ClaimStep as Step, OperationRecord, StoreError,
+};
 
 use crate::error::backend;
-use crate::row;
+use crate::{approval, row};
 
 /// Claims `request.key`. `BEGIN IMMEDIATE` takes the write lock before the first read, so no
-/// other writer can change the record between the inspection and the update.
+/// other writer can change the record or its approval between the inspection and the update.
 pub(crate) async fn claim(
     writer: &SqlitePool,
     request: &ClaimRequest<'_>,
@@ -17,97 +20,166 @@ pub(crate) async fn claim(
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin a claim"))?;
-    let inserted = sqlx::query(
+    let found =
+        sqlx::query("SELECT * FROM operations WHERE tenant_id = ?1 AND idempotency_key = ?2")
+            .bind(request.tenant)
+            .bind(request.key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend("read a claimed record"))?;
+    let claim = match found {
+        None => insert(&mut tx, request).await?,
+        Some(found) => {
+            let record = row::record(&found)?;
+            let approval = match &record.approval_id {
+                Some(id) => approval::read(&mut tx, id).await?,
+                None => None,
+            };
+            let step = request.step(&record, approval.as_ref());
+            take_step(&mut tx, request, step, record, approval).await?
+        }
+    };
+    tx.commit().await.map_err(backend("commit a claim"))?;
+    Ok(claim)
+}
+
+/// A new record: `processing` (attempt 1, leased), or `awaiting_approval` (attempt 0) with the
+/// request's approval stored beside it.
+async fn insert(
+    conn: &mut SqliteConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
+    sqlx::query(
         "INSERT INTO operations (tenant_id, idempotency_key, tool, request_hash, arguments, \
-                                 state, attempt, lease_until_ms, created_ms, updated_ms) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'processing', 1, ?6, ?7, ?7) \
-         ON CONFLICT (tenant_id, idempotency_key) DO NOTHING",
+                                 state, attempt, lease_until_ms, created_ms, updated_ms, \
+                                 approval_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
     )
     .bind(request.tenant)
     .bind(request.key)
     .bind(request.tool)
     .bind(request.request_hash)
     .bind(request.arguments)
+    .bind(request.first_state().as_str())
+    .bind(i64::from(request.first_attempt()))
     .bind(request.lease_until_ms())
     .bind(request.now_ms)
-    .execute(&mut *tx)
+    .bind(request.approval.map(|a| a.id.as_str()))
+    .execute(&mut *conn)
     .await
-    .map_err(backend("insert a claim"))?
-    .rows_affected();
-
-    let claim = if inserted == 1 {
-        Claim::Acquired {
+    .map_err(backend("insert a claim"))?;
+    Ok(match request.approval {
+        Some(asked) => {
+            approval::insert(conn, asked).await?;
+            Claim::Approval(asked.clone())
+        }
+        None => Claim::Acquired {
             attempt: 1,
             approved: None,
-        }
-    } else {
-        let found =
-            sqlx::query("SELECT * FROM operations WHERE tenant_id = ?1 AND idempotency_key = ?2")
-                .bind(request.tenant)
-                .bind(request.key)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend("read a claimed record"))?
-                .ok_or_else(|| {
-                    StoreError::backend(format!(
-                        "the record {}/{} conflicted on insert but cannot be read",
-                        request.tenant, request.key
-                    ))
-                })?;
-        let record = row::record(&found)?;
-        match request.step(&record, None) {
-            Step::Conflict => Claim::Conflict { tool: record.tool },
-            Step::Existing => Claim::Existing(record),
-            Step::Await | Step::RunApproved | Step::ExpireApproval | Step::AnswerApproval => {
-                return Err(StoreError::backend(
-                    "approvals are not implemented by this store yet",
-                ));
+        },
+    })
+}
+
+/// Does what `step` says with `record`, the record under the key, and `approval`, its latest
+/// approval.
+async fn take_step(
+    conn: &mut SqliteConnection,
+    request: &ClaimRequest<'_>,
+    step: Step,
+    record: OperationRecord,
+    approval: Option<ApprovalRecord>,
+) -> Result<Claim, StoreError> {
+    Ok(match step {
+        Step::Conflict => Claim::Conflict { tool: record.tool },
+        Step::Existing => Claim::Existing(record),
+        Step::AnswerApproval => match approval {
+            Some(approval) => Claim::Approval(approval),
+            None => Claim::Existing(record),
+        },
+        Step::Reclaim | Step::RunApproved => {
+            let attempt = run(conn, request).await?;
+            Claim::Acquired {
+                attempt,
+                approved: approval.filter(|_| step == Step::RunApproved),
             }
-            Step::Reclaim => {
-                let attempt: i64 = sqlx::query_scalar(
-                    "UPDATE operations \
-                     SET state = 'processing', attempt = attempt + 1, \
-                         lease_until_ms = ?3, updated_ms = ?4, \
-                         request_hash = ?5, arguments = ?6 \
-                     WHERE tenant_id = ?1 AND idempotency_key = ?2 \
-                     RETURNING attempt",
-                )
-                .bind(request.tenant)
-                .bind(request.key)
-                .bind(request.lease_until_ms())
-                .bind(request.now_ms)
-                .bind(request.request_hash)
-                .bind(request.arguments)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(backend("claim a record again"))?;
-                let attempt = u32::try_from(attempt).map_err(|_| {
-                    StoreError::Corrupt(format!(
-                        "{}/{}: attempt {attempt} is out of range",
+        }
+        Step::Await => {
+            let Some(asked) = request.approval else {
+                return Err(StoreError::backend(
+                    "a claim without an approval was told to await one",
+                ));
+            };
+            approval::insert(conn, asked).await?;
+            sqlx::query(
+                "UPDATE operations \
+                 SET state = 'awaiting_approval', approval_id = ?3, updated_ms = ?4, \
+                     request_hash = ?5, arguments = ?6 \
+                 WHERE tenant_id = ?1 AND idempotency_key = ?2",
+            )
+            .bind(request.tenant)
+            .bind(request.key)
+            .bind(&asked.id)
+            .bind(request.now_ms)
+            .bind(request.request_hash)
+            .bind(request.arguments)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend("store an operation awaiting its approval"))?;
+            Claim::Approval(asked.clone())
+        }
+        Step::ExpireApproval => {
+            let id = approval.map(|a| a.id).unwrap_or_default();
+            let expiry = ApprovalRecord::expiry(request.now_ms);
+            match approval::reject(conn, &id, &expiry, request.now_ms).await? {
+                Some(expired) => Claim::Approval(expired),
+                None => {
+                    return Err(StoreError::Corrupt(format!(
+                        "{}/{}: its approval {id} vanished during the claim",
                         request.tenant, request.key
-                    ))
-                })?;
-                Claim::Acquired {
-                    attempt,
-                    approved: None,
+                    )));
                 }
             }
-            Step::ExpireToUnknown => {
-                let updated = sqlx::query(
-                    "UPDATE operations SET state = 'outcome_unknown', updated_ms = ?3 \
-                     WHERE tenant_id = ?1 AND idempotency_key = ?2 \
-                     RETURNING *",
-                )
-                .bind(request.tenant)
-                .bind(request.key)
-                .bind(request.now_ms)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(backend("store an expired claim's unknown outcome"))?;
-                Claim::Existing(row::record(&updated)?)
-            }
         }
-    };
-    tx.commit().await.map_err(backend("commit a claim"))?;
-    Ok(claim)
+        Step::ExpireToUnknown => {
+            let updated = sqlx::query(
+                "UPDATE operations SET state = 'outcome_unknown', updated_ms = ?3 \
+                 WHERE tenant_id = ?1 AND idempotency_key = ?2 \
+                 RETURNING *",
+            )
+            .bind(request.tenant)
+            .bind(request.key)
+            .bind(request.now_ms)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(backend("store an expired claim's unknown outcome"))?;
+            Claim::Existing(row::record(&updated)?)
+        }
+    })
+}
+
+/// The record → `processing` under this request: attempt + 1, a new lease. Answers the attempt.
+async fn run(conn: &mut SqliteConnection, request: &ClaimRequest<'_>) -> Result<u32, StoreError> {
+    let attempt: i64 = sqlx::query_scalar(
+        "UPDATE operations \
+         SET state = 'processing', attempt = attempt + 1, \
+             lease_until_ms = ?3, updated_ms = ?4, \
+             request_hash = ?5, arguments = ?6 \
+         WHERE tenant_id = ?1 AND idempotency_key = ?2 \
+         RETURNING attempt",
+    )
+    .bind(request.tenant)
+    .bind(request.key)
+    .bind(request.lease_until_ms())
+    .bind(request.now_ms)
+    .bind(request.request_hash)
+    .bind(request.arguments)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(backend("claim a record again"))?;
+    u32::try_from(attempt).map_err(|_| {
+        StoreError::Corrupt(format!(
+            "{}/{}: attempt {attempt} is out of range",
+            request.tenant, request.key
+        ))
+    })
 }

@@ -76,6 +76,17 @@ impl SqliteOptions {
         Ok(SqliteStore::from_pools(writer, reader))
     }
 
+    /// Creates the file if needed and brings its schema to `version` only, without opening a
+    /// store: for tests that upgrade a file written by an earlier release. Not part of the
+    /// supported API.
+    #[doc(hidden)]
+    pub async fn migrate_to_version(self, version: i64) -> Result<(), StoreError> {
+        let writer = self.writer().await?;
+        let migrated = crate::migrate::migrate_to(&writer, version).await;
+        writer.close().await;
+        migrated
+    }
+
     /// The settings of every connection: WAL, `synchronous = FULL` (the crate docs say why), a
     /// busy timeout, and foreign keys enforced.
     fn connection(&self) -> SqliteConnectOptions {

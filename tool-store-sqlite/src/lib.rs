@@ -95,6 +95,8 @@
 //! `user_version`, marked as a toolgate store by its `application_id`). A file written by a newer
 //! version, or by another program, is refused rather than changed.
 
+mod approval;
+mod audit;
 mod claim;
 mod connect;
 mod error;

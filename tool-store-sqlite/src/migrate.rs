@@ -78,7 +78,115 @@ CREATE TABLE run_failures (
 ) STRICT;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2];
+/// Version 3: approvals and the audit trail. `operations` admits the states
+/// `awaiting_approval` (attempt 0 while a new operation waits) and `rejected`, and names its
+/// latest approval; SQLite cannot alter a CHECK, so the table is rebuilt, every row copied as
+/// it is, inside the migration's transaction. `approvals` holds one row an approval (the
+/// requester and the decisions as JSON text), `audit` one row a call or decision, numbered in
+/// the order appended (AUTOINCREMENT: a number is never given twice, even after a purge).
+const V3: &str = r#"
+CREATE TABLE operations_v3 (
+    tenant_id       TEXT    NOT NULL,
+    idempotency_key TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    request_hash    TEXT    NOT NULL,
+    arguments       TEXT    NOT NULL,
+    state           TEXT    NOT NULL
+        CHECK (state IN ('processing', 'succeeded', 'failed', 'outcome_unknown',
+                         'awaiting_approval', 'rejected')),
+    -- 0 only before the first run: a new operation awaiting its approval, or rejected so.
+    attempt         INTEGER NOT NULL
+        CHECK (attempt >= 1 OR (attempt = 0 AND state IN ('awaiting_approval', 'rejected'))),
+    lease_until_ms  INTEGER NOT NULL,
+    result          TEXT,
+    -- Every attempt's error: a JSON array of toolgate_core's AttemptError.
+    errors          TEXT    NOT NULL DEFAULT '[]'
+        CHECK (json_valid(errors) AND json_type(errors) = 'array'),
+    reconcile_tries INTEGER NOT NULL DEFAULT 0 CHECK (reconcile_tries >= 0),
+    created_ms      INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL,
+    -- The operation's latest approval (approvals.id), when it needed one.
+    approval_id     TEXT
+        CHECK (state <> 'awaiting_approval' OR approval_id IS NOT NULL),
+    PRIMARY KEY (tenant_id, idempotency_key)
+) STRICT;
+
+INSERT INTO operations_v3 (tenant_id, idempotency_key, tool, request_hash, arguments, state,
+                           attempt, lease_until_ms, result, errors, reconcile_tries,
+                           created_ms, updated_ms)
+    SELECT tenant_id, idempotency_key, tool, request_hash, arguments, state,
+           attempt, lease_until_ms, result, errors, reconcile_tries, created_ms, updated_ms
+    FROM operations;
+
+DROP TABLE operations;
+ALTER TABLE operations_v3 RENAME TO operations;
+
+-- As in version 1: list_unknown, purge and expire_leases.
+CREATE INDEX operations_by_state_age
+    ON operations (state, updated_ms, tenant_id, idempotency_key);
+-- list_operations, oldest first.
+CREATE INDEX operations_by_age ON operations (created_ms, tenant_id, idempotency_key);
+
+CREATE TABLE approvals (
+    id                  TEXT    NOT NULL PRIMARY KEY,
+    tenant_id           TEXT    NOT NULL,
+    idempotency_key     TEXT    NOT NULL,
+    tool                TEXT    NOT NULL,
+    request_hash        TEXT    NOT NULL,
+    policy_hash         TEXT    NOT NULL,
+    arguments           TEXT    NOT NULL,
+    amount              TEXT    NOT NULL,
+    threshold           TEXT    NOT NULL,
+    -- toolgate_core's Requester as a JSON object.
+    requester           TEXT    NOT NULL
+        CHECK (json_valid(requester) AND json_type(requester) = 'object'),
+    run_id              TEXT    NOT NULL,
+    call_id             TEXT    NOT NULL,
+    approver_permission TEXT    NOT NULL,
+    created_ms          INTEGER NOT NULL,
+    expires_ms          INTEGER NOT NULL,
+    status              TEXT    NOT NULL
+        CHECK (status IN ('pending', 'approved', 'rejected')),
+    -- Every decision, in order: a JSON array of toolgate_core's Decision.
+    decisions           TEXT    NOT NULL DEFAULT '[]'
+        CHECK (json_valid(decisions) AND json_type(decisions) = 'array')
+) STRICT;
+
+-- list_approved, expire_approvals and list_approvals by status, oldest first.
+CREATE INDEX approvals_by_status ON approvals (status, created_ms, id);
+-- list_approvals by tenant, oldest first.
+CREATE INDEX approvals_by_tenant ON approvals (tenant_id, created_ms, id);
+-- purge: the approvals of an operation.
+CREATE INDEX approvals_by_operation ON approvals (tenant_id, idempotency_key);
+
+CREATE TABLE audit (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind            TEXT    NOT NULL CHECK (kind IN ('call', 'decision')),
+    tenant_id       TEXT    NOT NULL,
+    run_id          TEXT    NOT NULL,
+    call_id         TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    actor           TEXT    NOT NULL,
+    arguments       TEXT    NOT NULL,
+    attempts        INTEGER NOT NULL CHECK (attempts BETWEEN 0 AND 4294967295),
+    duration_ms     INTEGER NOT NULL CHECK (duration_ms >= 0),
+    outcome         TEXT    NOT NULL,
+    error_kind      TEXT,
+    replayed        INTEGER NOT NULL CHECK (replayed IN (0, 1)),
+    bytes           INTEGER NOT NULL CHECK (bytes >= 0),
+    idempotency_key TEXT,
+    approval_id     TEXT,
+    reason          TEXT,
+    at_ms           INTEGER NOT NULL
+) STRICT;
+
+-- audit and list_operations by run; audit by operation; purge by age.
+CREATE INDEX audit_by_run ON audit (run_id, seq);
+CREATE INDEX audit_by_key ON audit (idempotency_key, seq);
+CREATE INDEX audit_by_age ON audit (at_ms);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -87,6 +195,13 @@ pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;
 /// file at once migrate it once. Idempotent. Refuses a file of another program or a newer
 /// version without changing it.
 pub(crate) async fn migrate(writer: &SqlitePool) -> Result<(), StoreError> {
+    migrate_to(writer, LATEST).await
+}
+
+/// Brings the file to version `target` (at most [`LATEST`]) as [`migrate`] does; a file at
+/// `target` or later is left as it is.
+pub(crate) async fn migrate_to(writer: &SqlitePool, target: i64) -> Result<(), StoreError> {
+    let target = target.clamp(0, LATEST);
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -100,7 +215,7 @@ pub(crate) async fn migrate(writer: &SqlitePool) -> Result<(), StoreError> {
         .await
         .map_err(backend("read the schema version"))?;
     let from = check(application_id, version)?;
-    if from == LATEST {
+    if from >= target {
         return Ok(());
     }
     if from == 0 {
@@ -111,7 +226,8 @@ pub(crate) async fn migrate(writer: &SqlitePool) -> Result<(), StoreError> {
         .await
         .map_err(backend("mark the file as an operation store"))?;
     }
-    for (done, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+    let steps = MIGRATIONS.iter().enumerate().take(target as usize);
+    for (done, sql) in steps.skip(from as usize) {
         sqlx::raw_sql(*sql)
             .execute(&mut *tx)
             .await

@@ -29,13 +29,14 @@ pub(crate) fn record(row: &SqliteRow) -> Result<OperationRecord, StoreError> {
         reconcile_tries,
         created_ms: column(row, "created_ms")?,
         updated_ms: column(row, "updated_ms")?,
-        approval_id: None,
+        approval_id: column(row, "approval_id")?,
         tenant,
         key,
     })
 }
 
-fn column<'r, T>(row: &'r SqliteRow, name: &str) -> Result<T, StoreError>
+/// The column `name` of `row`, or why it cannot be read.
+pub(crate) fn column<'r, T>(row: &'r SqliteRow, name: &str) -> Result<T, StoreError>
 where
     T: Decode<'r, Sqlite> + Type<Sqlite>,
 {

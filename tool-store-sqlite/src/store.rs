@@ -14,7 +14,7 @@ use toolgate_core::store::{
 
 use crate::connect::SqliteOptions;
 use crate::error::backend;
-use crate::{claim, migrate, row, run};
+use crate::{approval, audit, claim, migrate, row, run};
 
 /// An [`OperationStore`] in one SQLite file, for one process (see the [crate docs](crate) for its
 /// limits and durability).
@@ -279,20 +279,46 @@ impl OperationStore for SqliteStore {
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a purge"))?;
         let done = sqlx::query(
             "DELETE FROM operations \
-             WHERE state IN ('succeeded', 'failed') AND updated_ms < ?1",
+             WHERE state IN ('succeeded', 'failed', 'rejected') AND updated_ms < ?1",
         )
         .bind(before_ms)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await
         .map_err(backend("purge settled records"))?;
+        sqlx::query(
+            "DELETE FROM approvals WHERE NOT EXISTS ( \
+                 SELECT 1 FROM operations o \
+                 WHERE o.tenant_id = approvals.tenant_id \
+                   AND o.idempotency_key = approvals.idempotency_key)",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("purge the approvals of purged records"))?;
+        // An audit record never goes before its operation.
+        sqlx::query(
+            "DELETE FROM audit WHERE at_ms < ?1 AND NOT EXISTS ( \
+                 SELECT 1 FROM operations o \
+                 WHERE o.tenant_id = audit.tenant_id \
+                   AND o.idempotency_key = audit.idempotency_key)",
+        )
+        .bind(before_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("purge old audit records"))?;
         // A run's attempts and failures go with it (ON DELETE CASCADE).
         sqlx::query("DELETE FROM runs WHERE updated_ms < ?1")
             .bind(before_ms)
-            .execute(&self.writer)
+            .execute(&mut *tx)
             .await
             .map_err(backend("purge old runs"))?;
+        tx.commit().await.map_err(backend("commit a purge"))?;
         Ok(done.rows_affected())
     }
 
@@ -333,57 +359,72 @@ impl OperationStore for SqliteStore {
         run::run(&self.reader, run).await
     }
 
-    async fn decide(&self, _request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        approval::decide(&self.writer, &request).await
     }
 
-    async fn approval(&self, _id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        approval::get(&self.reader, id).await
     }
 
     async fn list_approvals(
         &self,
-        _query: ApprovalQuery<'_>,
+        query: ApprovalQuery<'_>,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+        approval::list(&self.reader, &query).await
     }
 
-    async fn list_approved(&self, _limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        approval::list_approved(&self.reader, limit).await
     }
 
     async fn expire_approvals(
         &self,
-        _now_ms: i64,
-        _limit: u32,
+        now_ms: i64,
+        limit: u32,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+        approval::expire(&self.writer, now_ms, limit).await
     }
 
     async fn reject_claimed(
         &self,
-        _owner: &ClaimToken,
-        _decision: &Decision,
-        _now_ms: i64,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
     ) -> Result<ApprovalRecord, StoreError> {
-        Err(StoreError::backend(PENDING))
+        approval::reject_claimed(&self.writer, owner, decision, now_ms).await
     }
 
     async fn list_operations(
         &self,
-        _query: OperationQuery<'_>,
+        query: OperationQuery<'_>,
     ) -> Result<Vec<OperationRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+        sqlx::query(
+            "SELECT * FROM operations o \
+             WHERE (?1 IS NULL OR o.tenant_id = ?1) AND (?2 IS NULL OR o.state = ?2) \
+               AND (?3 IS NULL OR EXISTS ( \
+                   SELECT 1 FROM audit a \
+                   WHERE a.run_id = ?3 AND a.tenant_id = o.tenant_id \
+                     AND a.idempotency_key = o.idempotency_key)) \
+             ORDER BY o.created_ms, o.tenant_id, o.idempotency_key LIMIT ?4",
+        )
+        .bind(query.tenant)
+        .bind(query.state.map(OperationState::as_str))
+        .bind(query.run_id)
+        .bind(approval::limit(query.limit))
+        .fetch_all(&self.reader)
+        .await
+        .map_err(backend("list operations"))?
+        .iter()
+        .map(row::record)
+        .collect()
     }
 
-    async fn append_audit(&self, _entry: &AuditEntry) -> Result<i64, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        audit::append(&self.writer, entry).await
     }
 
-    async fn audit(&self, _query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
-        Err(StoreError::backend(PENDING))
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        audit::read(&self.reader, &query).await
     }
 }
-
-/// Placeholder until this store implements approvals and the audit trail.
-const PENDING: &str = "approvals and the audit trail are not implemented by this store yet";

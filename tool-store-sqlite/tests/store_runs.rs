@@ -167,10 +167,7 @@ async fn a_purged_run_leaves_no_row_behind() -> Result<(), StoreError> {
 async fn a_file_of_version_one_gains_the_run_ledger() -> Result<(), StoreError> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("operations.db");
-    {
-        let store = SqliteStore::open(&path).await?;
-        store.close().await;
-    }
+    SqliteStore::options(&path).migrate_to_version(1).await?;
     let mut conn = SqliteConnectOptions::new()
         .filename(&path)
         .connect()
@@ -179,9 +176,7 @@ async fn a_file_of_version_one_gains_the_run_ledger() -> Result<(), StoreError> 
     sqlx::raw_sql(
         "INSERT INTO operations (tenant_id, idempotency_key, tool, request_hash, arguments, \
                                  state, attempt, lease_until_ms, result, created_ms, updated_ms) \
-         VALUES ('acme', 'k1', 'issue_refund', 'h1', '{}', 'succeeded', 1, 0, 'true', 0, 0); \
-         DROP TABLE run_failures; DROP TABLE run_attempts; DROP TABLE runs; \
-         PRAGMA user_version = 1;",
+         VALUES ('acme', 'k1', 'issue_refund', 'h1', '{}', 'succeeded', 1, 0, 'true', 0, 0);",
     )
     .execute(&mut conn)
     .await

@@ -31,6 +31,7 @@
 //!     now_ms: 1_700_000_000_000,
 //!     lease: std::time::Duration::from_secs(30),
 //!     takeover: false,
+//!     approval: None,
 //! };
 //! store.set_down(true);
 //! assert!(store.claim(claim).await.unwrap_err().is_unreachable());

@@ -574,6 +574,7 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
 /// key (operations); at most the limit.
 pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn OperationStore) {
     assert_eq!(acquire(store, request("acme", "p1", "h1", T0)).await, 1);
+    assert_eq!(acquire(store, request("globex", "a0", "h1", T0)).await, 1);
     for (id, tenant, key, at) in [
         ("apr_b", "acme", "k1", T0 + 2),
         ("apr_a", "acme", "k2", T0 + 2),
@@ -673,6 +674,7 @@ pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn 
         operations(None, None, None, 0).await,
         [
             "acme/p1",
+            "globex/a0",
             "globex/k3",
             "acme/k1",
             "acme/k2",
@@ -686,7 +688,11 @@ pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn 
     );
     assert_eq!(
         operations(Some("globex"), None, None, 0).await,
-        ["globex/k3", "globex/s1"]
+        ["globex/a0", "globex/k3", "globex/s1"]
+    );
+    assert_eq!(
+        operations(None, Some(OperationState::Processing), None, 0).await,
+        ["acme/p1", "globex/a0"]
     );
     assert_eq!(
         operations(None, Some(OperationState::Rejected), None, 0).await,
@@ -694,7 +700,7 @@ pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn 
     );
     assert_eq!(
         operations(None, None, None, 3).await,
-        ["acme/p1", "globex/k3", "acme/k1"]
+        ["acme/p1", "globex/a0", "globex/k3"]
     );
     assert_eq!(
         operations(None, None, Some("run-7"), 0).await,
