@@ -128,17 +128,16 @@ async fn take_step(
             Claim::Approval(asked.clone())
         }
         Step::ExpireApproval => {
-            let id = approval.map(|a| a.id).unwrap_or_default();
+            let vanished = || {
+                StoreError::Corrupt(format!(
+                    "{}/{}: its approval vanished during the claim",
+                    request.tenant, request.key
+                ))
+            };
+            let id = approval.map(|a| a.id).ok_or_else(vanished)?;
             let expiry = ApprovalRecord::expiry(request.now_ms);
-            match approval::reject(conn, &id, &expiry, request.now_ms).await? {
-                Some(expired) => Claim::Approval(expired),
-                None => {
-                    return Err(StoreError::Corrupt(format!(
-                        "{}/{}: its approval {id} vanished during the claim",
-                        request.tenant, request.key
-                    )));
-                }
-            }
+            let expired = approval::reject(conn, &id, &expiry, request.now_ms).await?;
+            Claim::Approval(expired.ok_or_else(vanished)?)
         }
         Step::ExpireToUnknown => {
             let updated = sqlx::query(

@@ -17,8 +17,8 @@ use crate::SqliteStore;
 /// same file does. Set it with [`SqliteOptions::busy_timeout`].
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connections that serve reads (`get`, `list_unknown`) by default, which WAL lets run beside the
-/// write. Set it with [`SqliteOptions::max_readers`].
+/// Connections that serve reads (`get`, the lists, approvals and the audit trail) by default,
+/// which WAL lets run beside the write. Set it with [`SqliteOptions::max_readers`].
 const DEFAULT_READERS: u32 = 4;
 
 /// Settings for [`SqliteStore::open`], made by [`SqliteStore::options`].

@@ -11,6 +11,14 @@
 //! stood: each run's steps, tool calls and abort in the table `runs`, its attempts by tool in
 //! `run_attempts` and its failed calls in `run_failures`, each change one immediate transaction.
 //!
+//! Approvals and the audit trail are kept the same way. A call over its tool's approval
+//! threshold stores its operation `awaiting_approval` and its approval in the table
+//! `approvals` (the requester and every decision as JSON text), in the claim's transaction; a
+//! decision, an expiry and the claim that runs an approved operation each read the approval and
+//! change it and its operation in one immediate transaction, so an approved operation is
+//! claimed to run once. The table `audit` holds one row a call or decision, numbered in the
+//! order appended; retention never deletes a row whose operation is still stored.
+//!
 //! Through the facade, enable the feature `sqlite` of `toolgate` and name it
 //! `toolgate::store::SqliteStore`. Open the file once and hand the store to the dispatcher;
 //! every write tool's calls are then recorded in it:
@@ -92,8 +100,10 @@
 //! # Schema
 //!
 //! Opening a file migrates it to the schema this version knows (versioned by SQLite's
-//! `user_version`, marked as a toolgate store by its `application_id`). A file written by a newer
-//! version, or by another program, is refused rather than changed.
+//! `user_version`, marked as a toolgate store by its `application_id`), in one transaction that
+//! keeps every record: a file of an earlier version is upgraded in place, and a migration that
+//! fails leaves it as it was. A file written by a newer version, or by another program, is
+//! refused rather than changed.
 
 mod approval;
 mod audit;

@@ -154,10 +154,10 @@ CREATE TABLE approvals (
 
 -- list_approved, expire_approvals and list_approvals by status, oldest first.
 CREATE INDEX approvals_by_status ON approvals (status, created_ms, id);
--- list_approvals by tenant, oldest first.
+-- list_approvals by tenant, oldest first. (purge reads every approval to find those whose
+-- operation is gone: only the calls over a threshold have one, and they go with their
+-- operations.)
 CREATE INDEX approvals_by_tenant ON approvals (tenant_id, created_ms, id);
--- purge: the approvals of an operation.
-CREATE INDEX approvals_by_operation ON approvals (tenant_id, idempotency_key);
 
 CREATE TABLE audit (
     seq             INTEGER PRIMARY KEY AUTOINCREMENT,
