@@ -15,7 +15,7 @@ use toolgate_core::store::{
 };
 
 use crate::error::store_error;
-use crate::row::{self, columns, decode, encode, get, json_text};
+use crate::row::{self, decode, encode, get, json_text};
 
 /// The columns of an approval, in the order [`record`] reads them.
 macro_rules! approval_columns {
@@ -421,32 +421,4 @@ fn record(row: &PgRow) -> Result<ApprovalRecord, StoreError> {
 /// A failed statement while the store was `doing` something to an approval.
 fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |error| store_error(doing, error)
-}
-
-/// The operation under a claim's key, locked, with its latest approval locked after it. `None`
-/// when the key has no record (purged since the claim's insert collided with it).
-pub(crate) async fn lock_operation(
-    conn: &mut PgConnection,
-    tenant: &str,
-    key: &str,
-) -> Result<Option<(OperationRecord, Option<ApprovalRecord>)>, StoreError> {
-    let row = sqlx::query(concat!(
-        "SELECT ",
-        columns!(),
-        " FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 FOR UPDATE"
-    ))
-    .bind(tenant)
-    .bind(key)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(fault("lock an operation"))?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let record = row::record(&row)?;
-    let approval = match &record.approval_id {
-        Some(id) => read(conn, id, true).await?,
-        None => None,
-    };
-    Ok(Some((record, approval)))
 }

@@ -2,9 +2,9 @@
 //! one statement for a new key or a record answered as it stands, a transaction under the
 //! record's row lock (and its approval's) for a record the claim changes.
 
-use sqlx::postgres::PgPool;
+use sqlx::postgres::{PgConnection, PgPool};
 use toolgate_core::store::{
-    Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, StoreError,
+    ApprovalRecord, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, StoreError,
 };
 
 use crate::approval;
@@ -16,6 +16,8 @@ use crate::row::{self, columns};
 /// finds either a record or room for one; the bound keeps a misbehaving database from looping.
 const CLAIM_ROUNDS: usize = 3;
 
+/// Claims `request.key` following [`ClaimRequest::step`], as
+/// [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
 pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Claim, StoreError> {
     for _ in 0..CLAIM_ROUNDS {
         if let Some(new) = request.approval {
@@ -105,8 +107,7 @@ async fn claim_existing(
     request: &ClaimRequest<'_>,
 ) -> Result<Option<Claim>, StoreError> {
     let mut tx = pool.begin().await.map_err(backend)?;
-    let Some((record, approval)) =
-        approval::lock_operation(&mut tx, request.tenant, request.key).await?
+    let Some((record, approval)) = lock_operation(&mut tx, request.tenant, request.key).await?
     else {
         return Ok(None);
     };
@@ -165,6 +166,34 @@ async fn claim_existing(
     };
     tx.commit().await.map_err(backend)?;
     Ok(Some(claim))
+}
+
+/// The operation under a claim's key, locked, with its latest approval locked after it. `None`
+/// when the key has no record (purged since the claim's insert collided with it).
+async fn lock_operation(
+    conn: &mut PgConnection,
+    tenant: &str,
+    key: &str,
+) -> Result<Option<(OperationRecord, Option<ApprovalRecord>)>, StoreError> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 FOR UPDATE"
+    ))
+    .bind(tenant)
+    .bind(key)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(backend)?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let record = row::record(&row)?;
+    let approval = match &record.approval_id {
+        Some(id) => approval::read(conn, id, true).await?,
+        None => None,
+    };
+    Ok(Some((record, approval)))
 }
 
 /// What the claim's insert found.

@@ -234,3 +234,92 @@ async fn claims_racing_the_approval_never_run_it_twice_nor_before_it() {
         );
     }
 }
+
+/// Words a model or a person may write: NUL, controls, quotes, a backslash, beyond the BMP.
+const AWKWARD: &str = "nul \0 bell \u{7} quote \" backslash \\ seps \u{2028} crab \u{1f980} end \0";
+
+/// An approval made by one process (its pool closed, as when it exits) is decided by a second
+/// and run by a third; every text of it, of its decisions and of the audit trail comes back as
+/// it was written, NUL included.
+#[tokio::test]
+async fn an_approval_outlives_its_process_and_keeps_every_character() {
+    use toolgate_core::store::{AuditEntry, AuditKind, AuditQuery};
+
+    let url = test_database().await;
+    let mut asked = approval("apr_awkward", "refund-awkward");
+    asked.call_id = format!("call {AWKWARD}");
+    asked.requester.user = format!("agent {AWKWARD}");
+    asked.requester.permissions = vec![format!("refund:{AWKWARD}")];
+    let first = process_store(&url).await;
+    let waiting = first
+        .claim(request("refund-awkward", Some(&asked), T0))
+        .await
+        .unwrap();
+    assert_eq!(waiting, Claim::Approval(asked.clone()));
+    first.close().await;
+
+    let second = process_store(&url).await;
+    assert_eq!(
+        second.approval("apr_awkward").await.unwrap().as_ref(),
+        Some(&asked)
+    );
+    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let reason = format!("checked {AWKWARD}");
+    let decided = second
+        .decide(DecideRequest {
+            id: "apr_awkward",
+            approver: &manager,
+            verdict: Verdict::Approve,
+            reason: &reason,
+            now_ms: T0 + 1,
+        })
+        .await
+        .unwrap();
+    let Decided::Applied(approved) = decided else {
+        panic!("applied: {decided:?}");
+    };
+    assert_eq!(approved.decisions[0].reason, reason);
+    let entry = AuditEntry {
+        kind: AuditKind::Decision,
+        tenant: "acme".into(),
+        run_id: "run-1".into(),
+        call_id: asked.call_id.clone(),
+        tool: format!("issue_refund {AWKWARD}"),
+        actor: format!("manager {AWKWARD}"),
+        arguments: ARGUMENTS.into(),
+        attempts: 0,
+        duration_ms: 0,
+        outcome: "approved".into(),
+        error_kind: None,
+        replayed: false,
+        bytes: 0,
+        key: Some("refund-awkward".into()),
+        approval_id: Some("apr_awkward".into()),
+        reason: Some(reason.clone()),
+        at_ms: T0 + 1,
+    };
+    let seq = second.append_audit(&entry).await.unwrap();
+    second.close().await;
+
+    let third = process_store(&url).await;
+    let ran = third
+        .claim(request("refund-awkward", None, T0 + 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        ran,
+        Claim::Acquired {
+            attempt: 1,
+            approved: Some(approved.clone())
+        }
+    );
+    let trail = third
+        .audit(AuditQuery {
+            key: Some("refund-awkward"),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(trail.len(), 1);
+    assert_eq!((trail[0].seq, &trail[0].entry), (seq, &entry));
+}
