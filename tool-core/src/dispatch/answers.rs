@@ -329,3 +329,18 @@ pub(super) fn approval_missing(tool: &str) -> ToolError {
     .why("the operation's record names an approval that cannot be read")
     .next("do not repeat this call; tell the user the operation needs an operator's attention")
 }
+
+/// A business check that panicked.
+pub(super) fn check_panicked(tool: &str) -> ToolError {
+    ToolError::internal(format!("the business check of {tool} failed"))
+        .next("do not repeat this call; tell the user something went wrong")
+}
+
+/// A business check that did not answer within the tool's deadline: nothing was stored or sent.
+pub(super) fn check_timed_out(tool: &str, deadline: Duration) -> ToolError {
+    ToolError::timeout(format!(
+        "the business check of {tool} did not answer within {} ms; nothing was sent",
+        deadline.as_millis()
+    ))
+    .next(format!("call {tool} again in a moment"))
+}

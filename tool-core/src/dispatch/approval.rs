@@ -59,8 +59,10 @@ impl Dispatcher {
 
     /// How long an approval of `descriptor` may wait for a decision.
     fn approval_ttl_of(&self, descriptor: &ToolDescriptor) -> std::time::Duration {
-        let _ = descriptor;
-        self.inner.approval_ttl
+        descriptor
+            .approval
+            .and_then(|policy| policy.ttl)
+            .unwrap_or(self.inner.approval_ttl)
     }
 
     /// The checks made again before an approved operation runs, against the tool as registered
@@ -112,14 +114,22 @@ impl Dispatcher {
                 ));
             }
         }
-        let _ = ctx;
-        Ok(())
+        match self.check(registered, ctx, args).await {
+            Ok(()) => Ok(()),
+            Err(refused) => Err(match refused.get_why() {
+                Some(why) => format!("{} ({why})", refused.what()),
+                None => refused.what().to_owned(),
+            }),
+        }
     }
 }
 
 /// The permission an approver of `descriptor`'s operations must hold.
-pub(super) fn approver_permission(descriptor: &ToolDescriptor) -> String {
-    format!("{}:approve", descriptor.name)
+fn approver_permission(descriptor: &ToolDescriptor) -> String {
+    match descriptor.approval {
+        Some(policy) => policy.approver_permission(descriptor.name),
+        None => format!("{}:approve", descriptor.name),
+    }
 }
 
 /// The decision of a revalidation that failed for `reason`.

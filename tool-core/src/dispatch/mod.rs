@@ -29,6 +29,7 @@ mod attempt;
 mod audit;
 mod batch;
 mod builder;
+mod check;
 mod failure;
 mod ledger;
 mod outage;

@@ -58,6 +58,13 @@ impl Dispatcher {
         self.inner
             .rate_limits
             .check(registered.descriptor(), ctx.auth().tenant())?;
+        if registered.descriptor().check.is_some() {
+            let args = match input {
+                Input::Tree(args) => args.clone(),
+                Input::Text(_) => arguments.to_value(),
+            };
+            self.check(registered, ctx, &args).await?;
+        }
         let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None, ledger));
         match attempts.catch_unwind().await {
             Ok(outcome) => outcome

@@ -15,7 +15,7 @@ use crate::failpoint::Failpoint;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
-use crate::store::{Claim, ClaimRequest, ClaimToken, OperationStore};
+use crate::store::{Claim, ClaimRequest, ClaimToken, OperationState, OperationStore};
 
 use super::attempt::Input;
 use super::failure::Failure;
@@ -59,6 +59,12 @@ impl Dispatcher {
         let ctx = self
             .ctx(session, call_id, registered)
             .with_idempotency_key(write.key.clone());
+        // The business check: a refusal stores nothing and sends nothing. A call whose key
+        // already holds its request is answered from the record instead (a replay is never
+        // refused because the state it changed no longer passes the check).
+        if descriptor.check.is_some() && claim_may_act(store, tenant, &write).await {
+            self.check(registered, &ctx, &write.args).await?;
+        }
         let approval = self.approval_request(&ctx, registered, &write);
         let PreparedWrite {
             args,
@@ -235,6 +241,20 @@ impl Dispatcher {
             .saturating_mul(policy.max_attempts)
             .saturating_add(policy.max.saturating_mul(policy.max_attempts - 1))
             .saturating_add(LEASE_MARGIN)
+    }
+}
+
+/// Whether a claim of `write` may run it or ask for its approval: its key holds no record, or a
+/// record a new request takes over (`failed`, or `rejected` under other arguments). A store that
+/// cannot answer counts as yes: the check runs, and the claim meets the store's fault.
+async fn claim_may_act(store: &dyn OperationStore, tenant: &str, write: &PreparedWrite) -> bool {
+    match store.get(tenant, &write.key).await {
+        Ok(Some(record)) => match record.state {
+            OperationState::Failed => true,
+            OperationState::Rejected => record.request_hash != write.hash,
+            _ => false,
+        },
+        Ok(None) | Err(_) => true,
     }
 }
 
