@@ -70,6 +70,21 @@ mod v2 {
     }
 }
 
+/// The same tool whose schema no longer admits the amount that was approved.
+mod v3 {
+    use super::*;
+
+    /// Refund an order.
+    #[tool(name = "refund", side_effect = "write", permission = "refund:create", approval_over = 5000, key = [order_id])]
+    pub(crate) async fn refund_v3(
+        ctx: &Ctx,
+        order_id: String,
+        #[schemars(range(max = 7000))] amount: f64,
+    ) -> Result<Value, ToolError> {
+        super::refund(ctx, order_id, amount).await
+    }
+}
+
 struct Rig {
     store: Arc<dyn OperationStore>,
     clock: Arc<ManualClock>,
@@ -455,6 +470,27 @@ async fn revalidation_rejects_a_changed_policy(store: Arc<dyn OperationStore>) {
     assert_eq!(rig.runs(), 0);
 }
 
+async fn revalidation_rejects_arguments_the_schema_no_longer_admits(
+    store: Arc<dyn OperationStore>,
+) {
+    let rig = Rig::new(store);
+    let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    let mut changed = Registry::new();
+    changed.register::<v3::refund_v3>().unwrap();
+    let pass = rig.with(changed, None).run_approved(10).await.unwrap();
+    let result = &pass.executed[0].result;
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    let why = result.explanation().unwrap().why.clone().unwrap();
+    assert!(why.contains("no longer match the tool's schema"), "{why}");
+    assert_eq!(rig.runs(), 0);
+}
+
 async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
     let rig = Rig::new(store);
     let outcomes = [
@@ -521,7 +557,12 @@ async fn a_sensitive_argument_is_never_stored(store: Arc<dyn OperationStore>) {
     let rig = Rig::new(store);
     let args = json!({"order_id": "ORD-1", "amount": 8000.0, "card": SECRET});
     let asked = ToolCall::new("c1", "pay", args.clone());
-    let waiting = rig.dispatcher.dispatch(&agent(), asked).await.unwrap().result;
+    let waiting = rig
+        .dispatcher
+        .dispatch(&agent(), asked)
+        .await
+        .unwrap()
+        .result;
     let id = approval_id(&waiting);
     decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
     // The runner cannot run it: the card is not stored. The model's call can.
@@ -529,7 +570,12 @@ async fn a_sensitive_argument_is_never_stored(store: Arc<dyn OperationStore>) {
     assert_eq!(pass.executed[0].result.status, Status::AwaitingApproval);
     assert_eq!(rig.runs(), 0);
     let again = ToolCall::new("c2", "pay", args);
-    let ran = rig.dispatcher.dispatch(&agent(), again).await.unwrap().result;
+    let ran = rig
+        .dispatcher
+        .dispatch(&agent(), again)
+        .await
+        .unwrap()
+        .result;
     assert!(ran.is_succeeded(), "{}", ran.to_json_string());
     assert_eq!(rig.runs(), 1);
     let approval = rig.store.approval(&id).await.unwrap().unwrap();
@@ -537,7 +583,11 @@ async fn a_sensitive_argument_is_never_stored(store: Arc<dyn OperationStore>) {
     let audit = rig.store.audit(AuditQuery::default()).await.unwrap();
     let mut stored = vec![approval.arguments.clone(), record.arguments.clone()];
     stored.extend(audit.iter().map(|r| r.entry.arguments.clone()));
-    assert_eq!(audit.len(), 3, "two calls and a decision; the runner ran nothing");
+    assert_eq!(
+        audit.len(),
+        3,
+        "two calls and a decision; the runner ran nothing"
+    );
     for text in stored {
         assert!(!text.contains(SECRET), "{text}");
         assert!(text.contains(r#""card":"[redacted]""#), "{text}");
@@ -591,4 +641,91 @@ on_every_store!(
     revalidation_rejects_a_changed_policy,
     the_audit_trail_matches_the_calls,
     a_sensitive_argument_is_never_stored,
+    revalidation_rejects_arguments_the_schema_no_longer_admits,
 );
+
+/// An approval asked by a process that then stops is decided and run by a process started
+/// afterwards on the same file.
+#[tokio::test]
+async fn an_approval_outlives_the_process_that_asked_for_it() {
+    use toolgate::store::SqliteStore;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("operations.db");
+    let provider = Arc::new(Provider::default());
+    let clock = Arc::new(ManualClock::new(NOW));
+    let id = {
+        let store = SqliteStore::open(&file).await.unwrap();
+        let shared: Arc<dyn OperationStore> = Arc::new(store.clone());
+        let first = dispatcher(&shared, &clock, &provider, registry(), None);
+        let id = approval_id(&call(&first, "call_1", "ORD-1", 8000.0).await);
+        drop(first);
+        store.close().await;
+        id
+    };
+    let reopened: Arc<dyn OperationStore> = Arc::new(SqliteStore::open(&file).await.unwrap());
+    let waiting = reopened.approval(&id).await.unwrap().unwrap();
+    assert_eq!(waiting.status, ApprovalStatus::Pending);
+    decide(&*reopened, &id, &manager(), Verdict::Approve, NOW).await;
+    let second = dispatcher(&reopened, &clock, &provider, registry(), None);
+    let pass = second.run_approved(10).await.unwrap();
+    assert_eq!(pass.executed.len(), 1);
+    assert!(pass.executed[0].result.is_succeeded());
+    assert_eq!(provider.runs.load(Ordering::SeqCst), 1);
+}
+
+/// The model's call again and the runner of another process race for an approved operation on
+/// one PostgreSQL database, through two stores (two pools): it runs once, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_call_and_the_runner_race_and_it_runs_once() {
+    use toolgate::store::PostgresStore;
+    let url = toolgate_test_postgres::test_database().await;
+    let model_side: Arc<dyn OperationStore> = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    let runner_side: Arc<dyn OperationStore> =
+        Arc::new(PostgresStore::connect(&url).await.unwrap());
+    let provider = Arc::new(Provider::default());
+    let clock = Arc::new(ManualClock::new(NOW));
+    let model = dispatcher(&model_side, &clock, &provider, registry(), None);
+    let runner = dispatcher(&runner_side, &clock, &provider, registry(), None);
+    const ROUNDS: usize = 8;
+    for round in 0..ROUNDS {
+        let order = format!("ORD-{round}");
+        let id = approval_id(&call(&model, "ask", &order, 8000.0).await);
+        decide(&*runner_side, &id, &manager(), Verdict::Approve, NOW).await;
+        let start = Arc::new(tokio::sync::Barrier::new(2));
+        let again = {
+            let (model, start, order) = (model.clone(), start.clone(), order.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                call(&model, "again", &order, 8000.0).await
+            })
+        };
+        let pass = {
+            let (runner, start) = (runner.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                runner.run_approved(10).await.unwrap()
+            })
+        };
+        let (again, pass) = (again.await.unwrap(), pass.await.unwrap());
+        // Whoever lost reads the winner's outcome, or that it is running now.
+        assert!(
+            matches!(again.status, Status::Succeeded | Status::InProgress),
+            "{}",
+            again.to_json_string()
+        );
+        for done in &pass.executed {
+            assert!(
+                matches!(done.result.status, Status::Succeeded | Status::InProgress),
+                "{}",
+                done.result.to_json_string()
+            );
+        }
+        assert_eq!(
+            provider.runs.load(Ordering::SeqCst) as usize,
+            round + 1,
+            "round {round}: run once"
+        );
+    }
+    let applied = provider.applied.lock().unwrap().len();
+    assert_eq!(applied, ROUNDS);
+}

@@ -51,9 +51,14 @@ pub fn operator_cli() -> Command {
         let examples = examples_dir();
         let profile_dir = examples.parent().expect("examples is in target/<profile>");
         let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "--package", "toolgate-cli", "--bin", "toolgate"]);
+        cargo.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+            "build",
+            "--quiet",
+            "--package",
+            "toolgate-cli",
+            "--bin",
+            "toolgate",
+        ]);
         if profile_dir.ends_with("release") {
             cargo.arg("--release");
         }

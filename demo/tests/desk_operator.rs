@@ -48,14 +48,36 @@ fn the_command_line_approves_while_the_desk_waits() {
     let approved = operator_cli()
         .args(["--store", &store, "approvals", "approve", &id])
         .args(["--reason", "the customer returned the whole order"])
-        .args(["--as", "manager", "--tenant", "acme", "--permission", "refund:approve"])
+        .args([
+            "--as",
+            "manager",
+            "--tenant",
+            "acme",
+            "--permission",
+            "refund:approve",
+        ])
         .output()
         .unwrap();
     assert!(approved.status.success(), "{approved:?}");
     // The requester may not decide on their own refund.
     let own = operator_cli()
-        .args(["--store", &store, "approvals", "reject", &id, "--reason", "mine"])
-        .args(["--as", "agent", "--tenant", "acme", "--permission", "refund:approve"])
+        .args([
+            "--store",
+            &store,
+            "approvals",
+            "reject",
+            &id,
+            "--reason",
+            "mine",
+        ])
+        .args([
+            "--as",
+            "agent",
+            "--tenant",
+            "acme",
+            "--permission",
+            "refund:approve",
+        ])
         .output()
         .unwrap();
     assert_eq!(own.status.code(), Some(1), "{own:?}");

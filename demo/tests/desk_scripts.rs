@@ -1257,7 +1257,10 @@ fn a_big_refund_waits_for_a_manager_and_runs_once() {
     let own = answers[2]["error"].as_str().unwrap();
     assert!(own.contains("agent asked for approval"), "{own}");
     let clerk = answers[3]["error"].as_str().unwrap();
-    assert!(clerk.contains("takes the permission `refund:approve`"), "{clerk}");
+    assert!(
+        clerk.contains("takes the permission `refund:approve`"),
+        "{clerk}"
+    );
     let decided = answers[4]["decided"].as_array().unwrap();
     assert_eq!(decided.len(), 1, "{}", answers[4]);
     assert_eq!(decided[0]["status"], "approved");

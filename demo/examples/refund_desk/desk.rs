@@ -469,7 +469,11 @@ impl Desk {
             match answer {
                 Decided::Applied(after) => {
                     self.say(
-                        if verdict == Verdict::Approve { Voice::Good } else { Voice::Bad },
+                        if verdict == Verdict::Approve {
+                            Voice::Good
+                        } else {
+                            Voice::Bad
+                        },
                         &format!(
                             "{} {}s {} {} (amount {}): {reason}",
                             approver.user(),
@@ -483,7 +487,10 @@ impl Desk {
                 }
                 Decided::Refused { refusal, approval } => {
                     let why = refusal.explain(approval.as_ref());
-                    self.say(Voice::Bad, &format!("{} may not decide: {why}", approver.user()));
+                    self.say(
+                        Voice::Bad,
+                        &format!("{} may not decide: {why}", approver.user()),
+                    );
                     self.aside(
                         "An approver must hold the tool's approval permission, belong to the \
                          tenant, and not be the one who asked: toolgate refuses anything else.",
@@ -508,7 +515,10 @@ impl Desk {
         for approval in &pass.expired {
             self.say(
                 Voice::Bad,
-                &format!("approval {} of {} expired: rejected", approval.id, approval.tool),
+                &format!(
+                    "approval {} of {} expired: rejected",
+                    approval.id, approval.tool
+                ),
             );
         }
         let executed: Vec<Value> = pass
@@ -517,7 +527,11 @@ impl Desk {
             .map(|done| {
                 let status = done.result.status.as_str();
                 self.say(
-                    if done.result.is_succeeded() { Voice::Good } else { Voice::Bad },
+                    if done.result.is_succeeded() {
+                        Voice::Good
+                    } else {
+                        Voice::Bad
+                    },
                     &format!(
                         "runner → {} {}: {status}",
                         done.approval.tool,
