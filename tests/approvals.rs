@@ -19,11 +19,37 @@ use toolgate_test::MemoryStore;
 
 const NOW: i64 = 1_700_000_000_000;
 
-/// How many refunds ran, and on what.
+/// How many refunds ran, and on what; and the most a refund may be now (the business rule).
 #[derive(Default)]
 struct Provider {
     runs: AtomicU32,
     applied: Mutex<Vec<(String, f64)>>,
+    limit: Mutex<Option<f64>>,
+}
+
+/// The business check: the amount is within the provider's limit now.
+async fn within_limit(ctx: &Ctx, amount: f64) -> Result<(), ToolError> {
+    let provider = ctx.state::<Arc<Provider>>()?;
+    match *provider.limit.lock().unwrap() {
+        Some(limit) if amount > limit => Err(ToolError::refused(format!(
+            "a refund of {amount} is over the limit"
+        ))
+        .why(format!("at most {limit} may be refunded now"))),
+        _ => Ok(()),
+    }
+}
+
+/// Refund an order, within the provider's limit.
+#[tool(side_effect = "write", permission = "refund:create", approval_over = 5000,
+       approver = "refund:approve", key = [order_id], check = within_limit(ctx, amount))]
+async fn checked_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    refund(ctx, order_id, amount).await
+}
+
+/// Look an order up.
+#[tool]
+async fn lookup(order_id: String) -> Result<String, ToolError> {
+    Ok(format!("{order_id}: paid"))
 }
 
 /// Refund an order.
@@ -113,6 +139,8 @@ fn registry() -> Registry {
     let mut registry = Registry::new();
     registry.register::<refund>().unwrap();
     registry.register::<pay>().unwrap();
+    registry.register::<checked_refund>().unwrap();
+    registry.register::<lookup>().unwrap();
     registry
 }
 
@@ -491,8 +519,72 @@ async fn revalidation_rejects_arguments_the_schema_no_longer_admits(
     assert_eq!(rig.runs(), 0);
 }
 
+async fn revalidation_rejects_what_the_check_refuses_now(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let ask = |id: &str| {
+        ToolCall::new(
+            id,
+            "checked_refund",
+            json!({"order_id": "ORD-1", "amount": 8000.0}),
+        )
+    };
+    // The check refuses before anything is stored.
+    *rig.provider.limit.lock().unwrap() = Some(100.0);
+    let over = json!({"order_id": "ORD-1", "amount": 8000.5});
+    let over = ToolCall::new("c0", "checked_refund", over);
+    let refused = rig
+        .dispatcher
+        .dispatch(&agent(), over)
+        .await
+        .unwrap()
+        .result;
+    assert_eq!(
+        refused.error_kind(),
+        Some(ErrorKind::Refused),
+        "{}",
+        refused.to_json_string()
+    );
+    let listed = rig.store.list_operations(Default::default()).await.unwrap();
+    assert!(
+        listed.is_empty(),
+        "a refused check stores nothing: {listed:?}"
+    );
+    // Within the limit it waits; the limit drops while it waits; the run is rejected.
+    *rig.provider.limit.lock().unwrap() = Some(10_000.0);
+    let waiting = rig
+        .dispatcher
+        .dispatch(&agent(), ask("c1"))
+        .await
+        .unwrap()
+        .result;
+    let id = approval_id(&waiting);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    *rig.provider.limit.lock().unwrap() = Some(7_900.0);
+    let again = rig
+        .dispatcher
+        .dispatch(&agent(), ask("c2"))
+        .await
+        .unwrap()
+        .result;
+    assert_eq!(again.status, Status::Rejected, "{}", again.to_json_string());
+    let why = again.explanation().unwrap().why.clone().unwrap();
+    assert!(why.contains("at most 7900 may be refunded now"), "{why}");
+    let approval = rig.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Rejected);
+    assert_eq!(rig.runs(), 0);
+}
+
 async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
     let rig = Rig::new(store);
+    let read = ToolCall::new("c0", "lookup", json!({"order_id": "ORD-1"}));
+    assert!(
+        rig.dispatcher
+            .dispatch(&agent(), read)
+            .await
+            .unwrap()
+            .result
+            .is_succeeded()
+    );
     let outcomes = [
         call(&rig.dispatcher, "c1", "ORD-1", 100.0).await,
         call(&rig.dispatcher, "c2", "ORD-1", 100.0).await,
@@ -524,6 +616,7 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
     assert_eq!(
         calls,
         vec![
+            ("c0", "succeeded", false),
             ("c1", "succeeded", false),
             ("c2", "succeeded", true),
             ("c3", "error", false),
@@ -532,11 +625,20 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
         ]
     );
     assert!(ran.is_succeeded());
-    let first = &records[0].entry;
+    let read = &records[0].entry;
+    assert_eq!(
+        (read.attempts, read.key.as_deref()),
+        (1, None),
+        "a read has no key"
+    );
+    assert_eq!(read.arguments, r#"{"order_id":"ORD-1"}"#);
+    let first = &records[1].entry;
     assert_eq!(first.attempts, 1);
     assert_eq!(first.actor, "agent");
     assert!(first.key.is_some());
-    assert_eq!(records[1].entry.attempts, 0, "a replay runs nothing");
+    assert!(first.bytes > 0);
+    assert_eq!(records[2].entry.attempts, 0, "a replay runs nothing");
+    assert_eq!(records[3].entry.error_kind.as_deref(), Some("conflict"));
     let decisions: Vec<_> = records
         .iter()
         .filter(|r| r.entry.kind == AuditKind::Decision)
@@ -642,7 +744,34 @@ on_every_store!(
     the_audit_trail_matches_the_calls,
     a_sensitive_argument_is_never_stored,
     revalidation_rejects_arguments_the_schema_no_longer_admits,
+    revalidation_rejects_what_the_check_refuses_now,
 );
+
+/// The tool's description tells the model that a call over the threshold waits: the call it
+/// speaks of does wait, and one at the threshold runs.
+#[tokio::test]
+async fn the_description_says_what_a_call_over_the_threshold_does() {
+    let rig = Rig::new(Arc::new(MemoryStore::new()));
+    let registry = registry();
+    let description = registry
+        .get("refund")
+        .unwrap()
+        .descriptor()
+        .model_description();
+    let promise = "A call whose `amount` is over 5000 waits for a human approval before it runs";
+    assert!(description.contains(promise), "{description}");
+    let over = call(&rig.dispatcher, "c1", "ORD-1", 5000.01).await;
+    assert_eq!(
+        over.status,
+        Status::AwaitingApproval,
+        "{}",
+        over.to_json_string()
+    );
+    assert!(over.explanation().unwrap().approval_id.is_some());
+    let at = call(&rig.dispatcher, "c2", "ORD-2", 5000.0).await;
+    assert_eq!(at.status, Status::Succeeded, "{}", at.to_json_string());
+    assert_eq!(rig.runs(), 1);
+}
 
 /// An approval asked by a process that then stops is decided and run by a process started
 /// afterwards on the same file.
