@@ -146,10 +146,12 @@ mod tests {
             Unavailable => 11,
             OutcomeUnknown => 12,
             InProgress => 13,
-            PermissionDenied => 14,
-            CredentialsRevoked => 15,
-            RunBudgetExhausted => 16,
-            PolicyViolation => 17,
+            AwaitingApproval => 14,
+            Rejected => 15,
+            PermissionDenied => 16,
+            CredentialsRevoked => 17,
+            RunBudgetExhausted => 18,
+            PolicyViolation => 19,
         }
     }
 
@@ -168,7 +170,7 @@ mod tests {
         ];
         // May it be sent again? Columns: read, write, destructive; each without, then with, a
         // key the provider honours.
-        let table: [(ErrorKind, [bool; 6]); 18] = [
+        let table: [(ErrorKind, [bool; 6]); 20] = [
             (InvalidArguments, [N, N, N, N, N, N]),
             (UnknownTool, [N, N, N, N, N, N]),
             (NotFound, [N, N, N, N, N, N]),
@@ -183,13 +185,15 @@ mod tests {
             (Unavailable, [Y, Y, Y, Y, Y, Y]),
             (OutcomeUnknown, [N, Y, N, Y, N, Y]),
             (InProgress, [N, N, N, N, N, N]),
+            (AwaitingApproval, [N, N, N, N, N, N]),
+            (Rejected, [N, N, N, N, N, N]),
             (PermissionDenied, [N, N, N, N, N, N]),
             (CredentialsRevoked, [N, N, N, N, N, N]),
             (RunBudgetExhausted, [N, N, N, N, N, N]),
             (PolicyViolation, [N, N, N, N, N, N]),
         ];
         for (place, (kind, answers)) in table.iter().enumerate() {
-            // Each kind once, in its row: with 18 rows, that is every kind.
+            // Each kind once, in its row: with 20 rows, that is every kind.
             assert_eq!(row(*kind), place, "{kind:?} is out of place in the table");
             for ((side_effect, honours_key), expected) in COLUMNS.iter().zip(answers) {
                 assert_eq!(
