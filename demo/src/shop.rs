@@ -322,3 +322,68 @@ pub fn registry() -> Registry {
         .expect("issue_refund registers");
     registry
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use toolgate::Tool;
+
+    use super::*;
+
+    /// Runs the refund's business check on the amount given, with this call's context (and so
+    /// the shop in its state), the way the dispatcher calls `Tool::check`.
+    #[tool]
+    async fn check_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+        let args = json!({"order_id": order_id, "amount": amount});
+        let check = Tool::check(&issue_refund {}, ctx, &args).expect("issue_refund has a check");
+        Ok(match check.await {
+            Ok(()) => json!("passed"),
+            Err(err) => json!({"kind": err.kind().as_str(), "what": err.what()}),
+        })
+    }
+
+    #[tokio::test]
+    async fn the_refund_check_refuses_more_than_the_order_can_refund() {
+        let mut registry = Registry::new();
+        registry.register::<check_refund>().unwrap();
+        let dispatcher = Dispatcher::builder(registry)
+            .state(Provider::new(Shop::default()))
+            .build();
+        let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+        let check = |id: &str, order_id: &str, amount: f64| {
+            ToolCall::new(
+                id,
+                "check_refund",
+                json!({"order_id": order_id, "amount": amount}),
+            )
+        };
+        // ORD-1003: paid 120.00, refunded 20.00, so 100.00 is refundable.
+        let calls = vec![
+            check("1", "ORD-1003", 100.0),
+            check("2", "ORD-1003", 100.01),
+            check("3", "ORD-9999", 1.0),
+        ];
+        let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
+        let data: Vec<Value> = reports
+            .iter()
+            .map(|r| r.result.to_json()["data"].clone())
+            .collect();
+        assert_eq!(data[0], json!("passed"));
+        assert_eq!(
+            data[1],
+            json!({"kind": "refused", "what": "a refund of 100.01 exceeds what ORD-1003 can refund"})
+        );
+        assert_eq!(
+            data[2],
+            json!({"kind": "not_found", "what": "there is no order ORD-9999"})
+        );
+        assert_eq!(
+            issue_refund::descriptor()
+                .approval
+                .unwrap()
+                .approver_permission("issue_refund"),
+            "refund:approve"
+        );
+        assert_eq!(issue_refund::descriptor().check, Some("within_balance"));
+    }
+}

@@ -19,6 +19,17 @@ mod payments {
         let _ = (ctx.idempotency_key(), order_id, total);
         Ok(None)
     }
+
+    /// Refuses a refund over what the tenant may refund in one go.
+    pub async fn within_limit(total: f64, ctx: &Ctx) -> Result<(), ToolError> {
+        if total > 1_000_000.0 {
+            return Err(ToolError::refused(format!(
+                "{} refunds at most 1000000 at once",
+                ctx.auth().tenant()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Refund part or all of a paid order. The refund is final.
@@ -35,6 +46,9 @@ mod payments {
     rate_limit = "20/min",
     reconcile = payments::find_refund,
     resource = order_id,
+    approver = "refund:approve",
+    approval_ttl = "30min",
+    check = payments::within_limit(total, ctx),
 )]
 async fn issue_refund(ctx: &Ctx, order_id: String, total: f64) -> Result<Value, ToolError> {
     Ok(json!({"order_id": order_id, "total": total, "run": ctx.run_id()}))
@@ -67,4 +81,8 @@ fn main() {
     );
     assert_eq!(d.reconcile, Some("payments::find_refund"));
     assert_eq!(d.resource, Some("order_id"));
+    let approval = d.approval.unwrap();
+    assert_eq!(approval.approver, Some("refund:approve"));
+    assert_eq!(approval.ttl, Some(Duration::from_secs(30 * 60)));
+    assert_eq!(d.check, Some("payments::within_limit"));
 }

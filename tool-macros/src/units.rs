@@ -44,7 +44,7 @@ pub(crate) fn with_hours(text: &str) -> String {
 /// How long an approval may wait for a decision: a duration as [`parse_duration`] reads it,
 /// with the advice for a missing unit or a zero given in the hours and minutes an approval waits.
 pub(crate) fn parse_approval_ttl(text: &str) -> Result<Millis, String> {
-    let help = "an approval waits for a person to decide, such as `\"24h\"` or `\"30min\"`";
+    let help = "give a person time to decide, such as `\"24h\"` or `\"30min\"`";
     if let Ok(count) = text.parse::<u64>()
         && count > 0
     {
@@ -60,7 +60,7 @@ pub(crate) fn parse_approval_ttl(text: &str) -> Result<Millis, String> {
         && (unit.is_empty() || UNITS.iter().any(|(name, ..)| *name == unit));
     if zero {
         return Err(format!(
-            "an approval that expires at once could never be decided; {help}"
+            "an approval that expires at once could never be decided: {help}"
         ));
     }
     parse_duration(text)

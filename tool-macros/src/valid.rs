@@ -248,7 +248,7 @@ fn check_policies(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
         if let Some(approver) = &attr.approver {
             errors.push(syn::Error::new(
                 approver.key,
-                "approver names the permission that decides on calls held by approval_over, and there is no approval_over: add `approval_over = <threshold>`, or remove approver",
+                "approver names the permission needed to approve a call that approval_over holds, and there is no approval_over: add `approval_over = <threshold>`, or remove approver",
             ));
         }
         if let Some(ttl) = &attr.approval_ttl {
