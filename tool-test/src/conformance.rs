@@ -52,6 +52,7 @@
 //! retention). They use fixed times (milliseconds in 2023) and the tenants `acme` and
 //! `globex`: a store must not read the clock itself.
 
+mod approval_lists;
 mod approvals;
 mod audit;
 mod claims;
@@ -70,14 +71,16 @@ use std::pin::Pin;
 use futures_util::FutureExt;
 use toolgate_core::store::OperationStore;
 
+pub use approval_lists::{
+    approvals_and_operations_are_listed_by_filter_in_order,
+    list_approved_lists_only_approved_operations_not_yet_run,
+    reject_claimed_rejects_an_approved_operation_before_it_runs,
+};
 pub use approvals::{
     a_claim_over_the_threshold_awaits_its_approval,
     a_decision_is_refused_to_the_requester_a_stranger_and_twice,
     a_rejected_approval_answers_its_rejection, an_approved_operation_runs_exactly_once,
     an_expired_approval_is_rejected_as_expired,
-    approvals_and_operations_are_listed_by_filter_in_order,
-    list_approved_lists_only_approved_operations_not_yet_run,
-    reject_claimed_rejects_an_approved_operation_before_it_runs,
 };
 pub use audit::{
     retention_keeps_waiting_approvals_and_the_audit_of_living_operations,

@@ -6,56 +6,16 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+mod tables;
+
+use tables::{Records, Tables, truncate};
+
 use super::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditQuery,
     AuditRecord, Claim, ClaimRequest, ClaimStep, ClaimToken, DecideRequest, DecideStep, Decided,
     Decision, OperationQuery, OperationRecord, OperationState, OperationStore, Refusal, Resolution,
     RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest, Verdict,
 };
-
-type Records = HashMap<(String, String), OperationRecord>;
-
-/// The tables that change together.
-#[derive(Debug, Default)]
-struct Tables {
-    records: Records,
-    approvals: HashMap<String, ApprovalRecord>,
-    audit: Vec<AuditRecord>,
-    /// The `seq` of the last audit record appended, purged or not.
-    last_seq: i64,
-}
-
-impl Tables {
-    /// The latest approval of `record`, if it has one.
-    fn approval_of(&self, record: &OperationRecord) -> Option<&ApprovalRecord> {
-        record
-            .approval_id
-            .as_ref()
-            .and_then(|id| self.approvals.get(id))
-    }
-
-    /// Rejects approval `id` with `decision`, and its operation when it is waiting on it.
-    fn reject(&mut self, id: &str, decision: Decision) -> Option<ApprovalRecord> {
-        let approval = self.approvals.get_mut(id)?;
-        approval.status = ApprovalStatus::Rejected;
-        let at_ms = decision.at_ms;
-        approval.decisions.push(decision);
-        let approval = approval.clone();
-        if let Some(record) = self
-            .records
-            .get_mut(&(approval.tenant.clone(), approval.key.clone()))
-            && record.approval_id.as_deref() == Some(id)
-            && matches!(
-                record.state,
-                OperationState::AwaitingApproval | OperationState::Processing
-            )
-        {
-            record.state = OperationState::Rejected;
-            record.updated_ms = at_ms;
-        }
-        Some(approval)
-    }
-}
 
 /// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
 /// is exactly what a durable store exists to survive. Use `toolgate-store-sqlite` or
@@ -599,12 +559,5 @@ impl OperationStore for MemoryStore {
             truncate(&mut read, query.limit);
             read
         }))
-    }
-}
-
-/// Keeps the first `limit` of `items`; a limit of 0 keeps them all.
-fn truncate<T>(items: &mut Vec<T>, limit: u32) {
-    if limit > 0 {
-        items.truncate(limit as usize);
     }
 }

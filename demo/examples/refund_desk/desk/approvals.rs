@@ -1,0 +1,132 @@
+//! The desk's approval lines: an approver decides what waits, and the application's runner runs
+//! what was approved.
+
+use serde_json::{Value, json};
+use toolgate::AuthContext;
+use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, Verdict};
+
+use super::Desk;
+use crate::narrate::Voice;
+use crate::script::shortened;
+
+impl Desk {
+    /// Decides every approval waiting in the approver's tenant, oldest first. A refused decision
+    /// (self-approval, a missing permission, an expiry) is the line's `{"error": …}`, and the
+    /// approvals after it are left waiting.
+    pub(super) async fn decide(
+        &mut self,
+        verdict: Verdict,
+        approver: &AuthContext,
+        reason: &str,
+    ) -> Result<Value, String> {
+        let dispatcher = self.dispatcher().await?;
+        let store = dispatcher
+            .store()
+            .ok_or("the desk's dispatcher has no store")?;
+        let query = ApprovalQuery {
+            tenant: Some(approver.tenant()),
+            status: Some(ApprovalStatus::Pending),
+            limit: 0,
+        };
+        let waiting = store
+            .list_approvals(query)
+            .await
+            .map_err(|err| format!("cannot list the approvals: {err}"))?;
+        let mut decided = Vec::new();
+        for approval in waiting {
+            let request = DecideRequest {
+                id: &approval.id,
+                approver,
+                verdict,
+                reason,
+                now_ms: self.clock.now_ms(),
+            };
+            let answer = toolgate::decide(store, request)
+                .await
+                .map_err(|err| format!("cannot decide on {}: {err}", approval.id))?;
+            match answer {
+                Decided::Applied(after) => {
+                    self.say(
+                        if verdict == Verdict::Approve {
+                            Voice::Good
+                        } else {
+                            Voice::Bad
+                        },
+                        &format!(
+                            "{} {}s {} {} (amount {}): {reason}",
+                            approver.user(),
+                            verdict.as_str(),
+                            after.tool,
+                            shortened(&after.arguments, 120),
+                            after.amount
+                        ),
+                    );
+                    decided.push(json!({"operation": after.key, "status": after.status.as_str()}));
+                }
+                Decided::Refused { refusal, approval } => {
+                    let why = refusal.explain(approval.as_ref());
+                    self.say(
+                        Voice::Bad,
+                        &format!("{} may not decide: {why}", approver.user()),
+                    );
+                    self.aside(
+                        "An approver must hold the tool's approval permission, belong to the \
+                         tenant, and not be the one who asked: toolgate refuses anything else.",
+                    );
+                    return Ok(json!({"error": why}));
+                }
+            }
+        }
+        if decided.is_empty() {
+            self.say(Voice::Title, "nothing waits for a decision");
+        }
+        Ok(json!({"decided": decided}))
+    }
+
+    /// One pass of the runner of approved operations.
+    pub(super) async fn run_approved(&mut self) -> Result<Value, String> {
+        let dispatcher = self.dispatcher().await?;
+        let pass = dispatcher
+            .run_approved(100)
+            .await
+            .map_err(|err| format!("the runner of approved operations failed: {err}"))?;
+        for approval in &pass.expired {
+            self.say(
+                Voice::Bad,
+                &format!(
+                    "approval {} of {} expired: rejected",
+                    approval.id, approval.tool
+                ),
+            );
+        }
+        let executed: Vec<Value> = pass
+            .executed
+            .iter()
+            .map(|done| {
+                let status = done.result.status.as_str();
+                self.say(
+                    if done.result.is_succeeded() {
+                        Voice::Good
+                    } else {
+                        Voice::Bad
+                    },
+                    &format!(
+                        "runner → {} {}: {status}",
+                        done.approval.tool,
+                        shortened(&done.approval.arguments, 120)
+                    ),
+                );
+                json!({"operation": done.approval.key, "status": status})
+            })
+            .collect();
+        if executed.is_empty() {
+            self.say(Voice::Title, "runner: nothing approved waits to run");
+        } else {
+            self.aside(
+                "An approved refund runs once, under its original key: whichever comes first, \
+                 the runner or the model asking again, and the other reads its outcome.",
+            );
+        }
+        Ok(json!({"executed": executed}))
+    }
+}

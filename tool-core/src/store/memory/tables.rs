@@ -1,0 +1,59 @@
+//! The tables of the [`MemoryStore`](super::MemoryStore) that change together, and the rules
+//! they share.
+
+use std::collections::HashMap;
+
+use crate::store::{
+    ApprovalRecord, ApprovalStatus, AuditRecord, Decision, OperationRecord, OperationState,
+};
+
+pub(super) type Records = HashMap<(String, String), OperationRecord>;
+
+/// The tables that change together.
+#[derive(Debug, Default)]
+pub(super) struct Tables {
+    pub(super) records: Records,
+    pub(super) approvals: HashMap<String, ApprovalRecord>,
+    pub(super) audit: Vec<AuditRecord>,
+    /// The `seq` of the last audit record appended, purged or not.
+    pub(super) last_seq: i64,
+}
+
+impl Tables {
+    /// The latest approval of `record`, if it has one.
+    pub(super) fn approval_of(&self, record: &OperationRecord) -> Option<&ApprovalRecord> {
+        record
+            .approval_id
+            .as_ref()
+            .and_then(|id| self.approvals.get(id))
+    }
+
+    /// Rejects approval `id` with `decision`, and its operation when it is waiting on it.
+    pub(super) fn reject(&mut self, id: &str, decision: Decision) -> Option<ApprovalRecord> {
+        let approval = self.approvals.get_mut(id)?;
+        approval.status = ApprovalStatus::Rejected;
+        let at_ms = decision.at_ms;
+        approval.decisions.push(decision);
+        let approval = approval.clone();
+        if let Some(record) = self
+            .records
+            .get_mut(&(approval.tenant.clone(), approval.key.clone()))
+            && record.approval_id.as_deref() == Some(id)
+            && matches!(
+                record.state,
+                OperationState::AwaitingApproval | OperationState::Processing
+            )
+        {
+            record.state = OperationState::Rejected;
+            record.updated_ms = at_ms;
+        }
+        Some(approval)
+    }
+}
+
+/// Keeps the first `limit` of `items`; a limit of 0 keeps them all.
+pub(super) fn truncate<T>(items: &mut Vec<T>, limit: u32) {
+    if limit > 0 {
+        items.truncate(limit as usize);
+    }
+}
