@@ -383,9 +383,16 @@ impl Dispatcher {
         );
         let (id, name) = (call.id, call.name);
         let subject = self.audit_subject(&call.step);
-        let started_ms = self.now_ms();
+        let audited = subject.is_some();
+        let started_ms = if audited { self.now_ms() } else { 0 };
         let run = self.run_step(session, ledger, call, shared);
-        let (fate, notes) = audit::noted(attempt::in_span(&span, run)).await;
+        // What the call's path notes is read by its audit record and its span: without either,
+        // the call runs without the notes.
+        let (fate, notes) = if audited || !span.is_disabled() {
+            audit::noted(attempt::in_span(&span, run)).await
+        } else {
+            (run.await, audit::CallNotes::default())
+        };
         if !span.is_disabled() {
             let (status, error_type) = match &fate {
                 Fate::Answered(result) => (
@@ -406,15 +413,17 @@ impl Dispatcher {
                 span.record("otel.status_code", "ERROR");
             }
         }
-        let audit = audit::CallAudit {
-            id,
-            name,
-            subject,
-            fate: &fate,
-            notes,
-            started_ms,
-        };
-        self.audit_call(session, audit).await;
+        if audited {
+            let audit = audit::CallAudit {
+                id,
+                name,
+                subject,
+                fate: &fate,
+                notes,
+                started_ms,
+            };
+            self.audit_call(session, audit).await;
+        }
         fate
     }
 
