@@ -81,6 +81,37 @@ async fn pay(
 
 const SECRET: &str = "4111-1111-1111-1111";
 
+/// An amount in cents, compared in units.
+#[derive(Debug, Clone, Copy, serde::Deserialize, schemars::JsonSchema)]
+struct Cents(u64);
+
+impl toolgate::ApprovalAmount for Cents {
+    fn approval_amount(&self) -> f64 {
+        self.0 as f64 / 100.0
+    }
+}
+
+/// Refund an order, in cents.
+#[tool(side_effect = "write", approval_over = 500, key = [order_id])]
+async fn refund_cents(ctx: &Ctx, order_id: String, amount: Cents) -> Result<Value, ToolError> {
+    refund(ctx, order_id, amount.0 as f64).await
+}
+
+/// A refund asked as one struct.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct RefundRequest {
+    /// The order.
+    order_id: String,
+    /// The amount, in units.
+    total: f64,
+}
+
+/// Refund an order, asked as one struct.
+#[tool(side_effect = "write", approval_over = 5000, approval_field = total, key = [order_id])]
+async fn refund_request(ctx: &Ctx, Args(request): Args<RefundRequest>) -> Result<Value, ToolError> {
+    refund(ctx, request.order_id, request.total).await
+}
+
 /// The same tool with a higher threshold: another policy.
 mod v2 {
     use super::*;
@@ -746,6 +777,62 @@ on_every_store!(
     revalidation_rejects_arguments_the_schema_no_longer_admits,
     revalidation_rejects_what_the_check_refuses_now,
 );
+
+/// The amount compares as its own type says: cents in units, a struct's field by name.
+#[tokio::test]
+async fn the_amount_is_read_through_its_own_type() {
+    let rig = Rig::new(Arc::new(MemoryStore::new()));
+    let mut registry = Registry::new();
+    registry.register::<refund_cents>().unwrap();
+    registry.register::<refund_request>().unwrap();
+    let typed = rig.with(registry, None);
+    let run = |id: &str, tool: &str, args: Value| {
+        let call = ToolCall::new(id, tool, args);
+        let typed = typed.clone();
+        async move { typed.dispatch(&agent(), call).await.unwrap().result }
+    };
+    // 1050 cents are 10.50: under 500.
+    let small = run(
+        "c1",
+        "refund_cents",
+        json!({"order_id": "ORD-1", "amount": 1050}),
+    )
+    .await;
+    assert_eq!(
+        small.status,
+        Status::Succeeded,
+        "{}",
+        small.to_json_string()
+    );
+    // 60000 cents are 600.00: over 500.
+    let big = run(
+        "c2",
+        "refund_cents",
+        json!({"order_id": "ORD-2", "amount": 60000}),
+    )
+    .await;
+    assert_eq!(
+        big.status,
+        Status::AwaitingApproval,
+        "{}",
+        big.to_json_string()
+    );
+    assert!(
+        big.explanation()
+            .unwrap()
+            .what
+            .contains("its amount 600 is over 500")
+    );
+    let structured = json!({"order_id": "ORD-3", "total": 9000.0});
+    let held = run("c3", "refund_request", structured).await;
+    assert_eq!(
+        held.status,
+        Status::AwaitingApproval,
+        "{}",
+        held.to_json_string()
+    );
+    assert_eq!(rig.runs(), 1);
+}
 
 /// The tool's description tells the model that a call over the threshold waits: the call it
 /// speaks of does wait, and one at the threshold runs.

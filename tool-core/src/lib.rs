@@ -91,9 +91,9 @@ pub mod __private {
     };
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
-        Args, CheckFuture, Ctx, IdempotencyKey, IntoChecked, IntoReconciled, IntoToolOutput,
-        KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State, StateType, Tool,
-        ToolDescriptor, ToolError, ToolFuture,
+        ApprovalAmount, Args, CheckFuture, Ctx, IdempotencyKey, IntoChecked, IntoReconciled,
+        IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State,
+        StateType, Tool, ToolDescriptor, ToolError, ToolFuture,
     };
 
     use serde_json::Value;

@@ -68,6 +68,17 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// The amount `approval_over` compares, from arguments that passed validation: the
+    /// `approval_field` read into its own type, as its
+    /// [`ApprovalAmount`](crate::ApprovalAmount) says (a type counting cents compares its
+    /// value in units). `None` when the tool has no threshold, or the call carries no amount
+    /// that type can read; the dispatcher then holds a call whose amount field is present for
+    /// approval anyway, and runs one without it. The default reads the field as a JSON number.
+    fn approval_amount(&self, args: &Value) -> Option<f64> {
+        let policy = self.descriptor().approval?;
+        args.get(policy.field)?.as_f64()
+    }
+
     /// Runs the tool's business check (`check = path` on the attribute) on arguments that passed
     /// validation: `Ok(())` lets the call go on, an error (a `refused` one, usually) stops it.
     /// `None` when the tool declares no check.

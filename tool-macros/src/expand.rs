@@ -37,6 +37,7 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let invoke_text = invoke_text_fn(tool, &args_type);
     let reconcile = hook::reconcile_fn(attr, tool, &wire_name, &args_type);
     let check = hook::check_fn(attr, tool, &wire_name, &args_type);
+    let approval_amount = crate::amount::approval_amount_fn(attr, tool);
     let checks = checks(attr, tool);
     let skeleton = tool_type(tool);
     let runtime = attr.runtime();
@@ -91,6 +92,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                 #reconcile
 
                 #check
+
+                #approval_amount
             }
 
             #checks

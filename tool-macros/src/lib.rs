@@ -3,6 +3,7 @@
 
 use proc_macro::TokenStream;
 
+mod amount;
 mod ast;
 mod attr;
 mod errors;

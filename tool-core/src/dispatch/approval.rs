@@ -29,10 +29,16 @@ impl Dispatcher {
     ) -> Option<ApprovalRecord> {
         let descriptor = registered.descriptor();
         let policy = descriptor.approval?;
-        let amount = write.args.get(policy.field)?;
-        if amount.as_f64()? <= policy.over {
+        let sent = write
+            .args
+            .get(policy.field)
+            .filter(|value| !value.is_null())?;
+        // An amount its own type cannot read is held for a person: never run unchecked.
+        let amount = registered.tool().approval_amount(&write.args);
+        if amount.is_some_and(|amount| amount <= policy.over) {
             return None;
         }
+        let shown = amount.map_or_else(|| canonical_json(sent), |amount| amount.to_string());
         let auth = ctx.auth();
         let now_ms = self.now_ms();
         let ttl = i64::try_from(self.approval_ttl_of(descriptor).as_millis()).unwrap_or(i64::MAX);
@@ -44,7 +50,7 @@ impl Dispatcher {
             request_hash: write.hash.clone(),
             policy_hash: registered.policy_hash().to_owned(),
             arguments: redacted(descriptor, &write.args),
-            amount: canonical_json(amount),
+            amount: shown,
             threshold: policy.over.to_string(),
             requester: Requester::of(auth),
             run_id: ctx.run_id().to_owned(),
