@@ -91,9 +91,9 @@ pub mod __private {
     };
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
-        ApprovalAmount, Args, CheckFuture, Ctx, IdempotencyKey, IntoChecked, IntoReconciled,
-        IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State,
-        StateType, Tool, ToolDescriptor, ToolError, ToolFuture,
+        Args, CheckFuture, Ctx, IdempotencyKey, IntoChecked, IntoReconciled, IntoToolOutput,
+        KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State, StateType, Tool,
+        ToolDescriptor, ToolError, ToolFuture,
     };
 
     use serde_json::Value;
@@ -137,6 +137,33 @@ pub mod __private {
 
     /// Compile-time check that an `approval_field` of an `Args<T>` struct is numeric.
     pub fn assert_amount<T: crate::ApprovalAmount>(_: &T) {}
+
+    /// An amount, read through its [`ApprovalAmount`](crate::ApprovalAmount) when its type has
+    /// one ([`ViaApprovalAmount`]), else not at all ([`NoApprovalAmount`], by autoref): a type
+    /// without one is reported once, by [`assert_amount_type`].
+    pub struct AmountOf<'a, T>(pub &'a T);
+
+    /// [`AmountOf`] of a type with an [`ApprovalAmount`](crate::ApprovalAmount).
+    pub trait ViaApprovalAmount {
+        /// The amount.
+        fn read_amount(&self) -> Option<f64>;
+    }
+
+    impl<T: crate::ApprovalAmount> ViaApprovalAmount for AmountOf<'_, T> {
+        fn read_amount(&self) -> Option<f64> {
+            Some(self.0.approval_amount())
+        }
+    }
+
+    /// [`AmountOf`] of any other type: no amount.
+    pub trait NoApprovalAmount {
+        /// No amount.
+        fn read_amount(&self) -> Option<f64> {
+            None
+        }
+    }
+
+    impl<T> NoApprovalAmount for &AmountOf<'_, T> {}
 
     /// Compile-time check that a tool's future is `Send`; the error lands on the fn.
     pub fn assert_send<F: std::future::Future + Send>(future: F) -> F {

@@ -68,10 +68,10 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
-    /// The amount `approval_over` compares, from arguments that passed validation: the
-    /// `approval_field` read into its own type, as its
+    /// The amount `approval_over` compares, from arguments that passed validation: for a plain
+    /// parameter, the `approval_field` read into its own type, as its
     /// [`ApprovalAmount`](crate::ApprovalAmount) says (a type counting cents compares its
-    /// value in units). `None` when the tool has no threshold, or the call carries no amount
+    /// value in units); for a field of an `Args<T>` struct, the field as a JSON number. `None` when the tool has no threshold, or the call carries no amount
     /// that type can read; the dispatcher then holds a call whose amount field is present for
     /// approval anyway, and runs one without it. The default reads the field as a JSON number.
     fn approval_amount(&self, args: &Value) -> Option<f64> {

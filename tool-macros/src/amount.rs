@@ -1,6 +1,7 @@
 //! `approval_amount` of the `Tool` impl: the amount that `approval_over` compares, read through
 //! the `approval_field`'s own type and its `ApprovalAmount`, so a money type of the
-//! application's (cents, a decimal) compares as it says, not as its JSON looks.
+//! application's (cents, a decimal) compares as it says, not as its JSON looks. For an
+//! `Args<T>` struct, the trait's default reads the field as a JSON number.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -19,10 +20,9 @@ pub(crate) fn approval_amount_fn(attr: &ToolAttr, tool: &ToolFn) -> TokenStream 
         |field| field.value.clone(),
     );
     let read = match tool.struct_param() {
-        Some(ty) => quote! {
-            let __args: #ty = __tg::serde::Deserialize::deserialize(__json).ok()?;
-            let __amount = &__args.#field;
-        },
+        // A struct's field is read as a JSON number (the trait's default): naming the field here
+        // would repeat the error of a struct without it.
+        Some(_) => return TokenStream::new(),
         None => {
             let Some(param) = tool.plain_params().find(|p| p.ident == field) else {
                 // valid.rs reports the missing field.
@@ -42,7 +42,8 @@ pub(crate) fn approval_amount_fn(attr: &ToolAttr, tool: &ToolFn) -> TokenStream 
             __json: &__tg::serde_json::Value,
         ) -> ::core::option::Option<f64> {
             #read
-            ::core::option::Option::Some(__tg::ApprovalAmount::approval_amount(__amount))
+            use __tg::{NoApprovalAmount as _, ViaApprovalAmount as _};
+            (&__tg::AmountOf(__amount)).read_amount()
         }
     }
 }
