@@ -82,7 +82,14 @@ fn registry() -> Registry {
 
 /// Connects the store (migrating it) and creates the ledger.
 async fn store_with_ledger(url: &str) -> PostgresStore {
-    let store = PostgresStore::connect(url).await.expect("connect");
+    // 32 calls at once share the pool for their claims, their waits on the running one, their
+    // audit records and the tool's ledger insert: on a loaded machine a call may wait longer than
+    // the store's default bound (3 s) for a connection, which this test is not about.
+    let store = PostgresStore::options(url)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .expect("connect");
     sqlx::query(CREATE_LEDGER)
         .execute(store.pool())
         .await
