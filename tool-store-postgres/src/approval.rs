@@ -94,26 +94,10 @@ pub(crate) async fn claim_step(
             insert(conn, new).await?;
             Claim::Approval(new.clone())
         }
-        (ClaimStep::RunApproved, Some(approval)) => {
-            let attempt: i64 = sqlx::query_scalar(
-                "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
-                 lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
-            )
-            .bind(request.tenant)
-            .bind(request.key)
-            .bind(request.lease_until_ms())
-            .bind(request.now_ms)
-            .bind(request.request_hash)
-            .bind(request.arguments)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(fault("run an approved operation"))?;
-            Claim::Acquired {
-                attempt: row::count(attempt, "attempt")?,
-                approved: Some(approval),
-            }
-        }
+        (ClaimStep::RunApproved, Some(approval)) => Claim::Acquired {
+            attempt: crate::claim::take_to_run(conn, request).await?,
+            approved: Some(approval),
+        },
         (ClaimStep::ExpireApproval, Some(approval)) => {
             let expiry = ApprovalRecord::expiry(request.now_ms);
             Claim::Approval(reject(conn, approval, expiry, request.now_ms).await?)

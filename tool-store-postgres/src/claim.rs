@@ -128,26 +128,10 @@ async fn claim_existing(
                     ))
                 })?
         }
-        ClaimStep::Reclaim => {
-            let attempt: i64 = sqlx::query_scalar(
-                "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
-                 lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
-            )
-            .bind(request.tenant)
-            .bind(request.key)
-            .bind(request.lease_until_ms())
-            .bind(request.now_ms)
-            .bind(request.request_hash)
-            .bind(request.arguments)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
-            Claim::Acquired {
-                attempt: row::count(attempt, "attempt")?,
-                approved: None,
-            }
-        }
+        ClaimStep::Reclaim => Claim::Acquired {
+            attempt: take_to_run(&mut tx, request).await?,
+            approved: None,
+        },
         ClaimStep::ExpireToUnknown => {
             // The worker's lease ran out while it may have acted: from now on nobody knows.
             let row = sqlx::query(concat!(
@@ -208,6 +192,30 @@ enum Inserted {
     Existing(OperationRecord),
     /// A record exists that the statement's snapshot does not show.
     Unseen,
+}
+
+/// Takes the locked record under `request.key` to run it for `request`: `processing`, the
+/// attempt counted up, a new lease, this request's hash and arguments. Answers the attempt
+/// claimed. Shared by a reclaim and the run of an approved operation.
+pub(crate) async fn take_to_run(
+    conn: &mut PgConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<u32, StoreError> {
+    let attempt: i64 = sqlx::query_scalar(
+        "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
+         lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
+         WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
+    )
+    .bind(request.tenant)
+    .bind(request.key)
+    .bind(request.lease_until_ms())
+    .bind(request.now_ms)
+    .bind(request.request_hash)
+    .bind(request.arguments)
+    .fetch_one(conn)
+    .await
+    .map_err(backend)?;
+    row::count(attempt, "attempt")
 }
 
 /// A failed statement of a claim in the store's words (see `error::store_error`).
