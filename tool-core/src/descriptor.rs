@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::delivery::Delivery;
 use crate::rate_limit::RateLimit;
 use crate::retry::RetrySpec;
 use crate::side_effect::SideEffect;
@@ -100,6 +101,9 @@ pub struct ToolDescriptor {
     /// key, and a lease left by a crashed worker is taken over, because the provider applies one
     /// key once. Without it, an unknown outcome is never run again; the reconciler settles it.
     pub honours_key: bool,
+    /// How the tool's side effect leaves the process (`delivery = "outbox"`): directly, while
+    /// the model waits (the default), or through the transactional outbox.
+    pub delivery: Delivery,
     /// The names of the arguments, in order, as the model sends them.
     pub params: &'static [&'static str],
     /// Arguments that traces and audit records redact.
@@ -126,6 +130,7 @@ impl ToolDescriptor {
             check: None,
             resource: None,
             honours_key: false,
+            delivery: Delivery::Direct,
             params: &[],
             sensitive: &[],
             state: &[],
@@ -227,7 +232,13 @@ impl ToolDescriptor {
         self
     }
 
-    /// Sets the argument names.
+    /// Sets how the side effect is delivered.
+    pub const fn with_delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
+    }
+
+    /// Sets the names of the arguments, in order.
     pub const fn with_params(mut self, params: &'static [&'static str]) -> Self {
         self.params = params;
         self

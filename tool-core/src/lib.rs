@@ -12,6 +12,7 @@ mod call_ids;
 mod clock;
 mod ctx;
 mod decide;
+mod delivery;
 mod descriptor;
 mod dispatch;
 mod error;
@@ -22,6 +23,7 @@ pub mod idempotency;
 mod json_shape;
 mod json_text;
 mod key;
+mod outbox;
 mod permissions;
 mod probe;
 pub mod provider;
@@ -35,6 +37,7 @@ mod run_limits;
 pub mod schema;
 mod side_effect;
 mod state;
+mod steps;
 pub mod store;
 mod tool;
 mod turn;
@@ -50,6 +53,7 @@ pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use ctx::Ctx;
 pub use decide::{decide, decision_entry};
+pub use delivery::Delivery;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{
     ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY,
@@ -61,6 +65,7 @@ pub use failpoint::{Failpoint, Failpoints};
 pub use fate::{CallFate, Fate, TurnAborted};
 pub use json_text::JsonText;
 pub use key::IdempotencyKey;
+pub use outbox::{Deliver, DeliveryReport, OutboxWorker, OutboxWorkerBuilder, Transaction};
 pub use permissions::PermissionSource;
 pub use rate_limit::RateLimit;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
@@ -70,6 +75,7 @@ pub use retry::{RetryPolicy, RetrySpec};
 pub use run_limits::RunLimits;
 pub use side_effect::SideEffect;
 pub use state::{State, StateType};
+pub use steps::{StepError, StepReport, StepState};
 pub use tool::{
     Args, CheckFuture, IntoChecked, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool,
     ToolFuture,
@@ -91,9 +97,9 @@ pub mod __private {
     };
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
-        Args, CheckFuture, Ctx, IdempotencyKey, IntoChecked, IntoReconciled, IntoToolOutput,
-        KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State, StateType, Tool,
-        ToolDescriptor, ToolError, ToolFuture,
+        Args, CheckFuture, Ctx, Delivery, IdempotencyKey, IntoChecked, IntoReconciled,
+        IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State,
+        StateType, Tool, ToolDescriptor, ToolError, ToolFuture,
     };
 
     use serde_json::Value;

@@ -5,6 +5,8 @@ use serde_json::Value;
 
 use crate::error::{ErrorClass, ErrorKind, ToolError};
 use crate::json_text::{JsonText, escape_into};
+use crate::steps::{StepError, StepReport};
+use crate::store::EventStatus;
 
 /// The `status` of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -23,8 +25,12 @@ pub enum Status {
     AwaitingApproval,
     /// A human rejected the operation.
     Rejected,
-    /// Some steps succeeded and some did not.
+    /// Some steps succeeded and some did not; `steps` names each.
     Partial,
+    /// Accepted: the operation's records are committed and its delivery to the provider is
+    /// queued (an outbox tool); the provider has not acted yet. `data` holds the tool's result,
+    /// `delivery` how far the delivery got.
+    Queued,
     /// The call was not carried out; `error` says why and what to do.
     Error,
 }
@@ -40,6 +46,7 @@ impl Status {
             Status::AwaitingApproval => "awaiting_approval",
             Status::Rejected => "rejected",
             Status::Partial => "partial",
+            Status::Queued => "queued",
             Status::Error => "error",
         }
     }
@@ -145,6 +152,34 @@ pub struct CallResult {
     pub data: Option<JsonText>,
     /// The explanation, for every status but a plain success.
     pub error: Option<Explanation>,
+    /// The steps of a multi-step tool ([`Ctx::step`](crate::Ctx::step)), in the order the tool
+    /// reached them: on `partial`, and on any result of a call that reached a step.
+    pub steps: Option<Vec<StepReport>>,
+    /// How far the delivery of an outbox operation got: on `queued`, and on a later call's
+    /// answer about it.
+    pub delivery: Option<DeliveryNote>,
+}
+
+/// The delivery of an outbox operation, as the model reads it in a result's `delivery`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct DeliveryNote {
+    /// The operation's id: its idempotency key.
+    pub operation: String,
+    /// The event's status: `pending`, `leased`, `delivered`, `dead` or `unknown`.
+    pub state: EventStatus,
+    /// How many deliveries were tried.
+    pub attempts: u32,
+    /// The last delivery error, when one failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<StepError>,
+    /// The provider's answer, once delivered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<JsonText>,
+    /// What is true now, in words.
+    pub what: String,
+    /// What the model may do.
+    pub next: String,
 }
 
 impl Serialize for CallResult {
@@ -157,6 +192,12 @@ impl Serialize for CallResult {
         }
         if let Some(data) = &self.data {
             map.serialize_entry("data", data)?;
+        }
+        if let Some(steps) = &self.steps {
+            map.serialize_entry("steps", steps)?;
+        }
+        if let Some(delivery) = &self.delivery {
+            map.serialize_entry("delivery", delivery)?;
         }
         if let Some(error) = &self.error {
             map.serialize_entry("error", error)?;
@@ -174,6 +215,9 @@ impl Serialize for CallResult {
 pub enum Outcome<'a> {
     /// The operation happened; its data (`replayed` says whether it ran now or earlier).
     Succeeded(&'a JsonText),
+    /// Accepted and queued for delivery (an outbox tool): the tool's result; the provider has
+    /// not acted yet.
+    Queued(&'a JsonText),
     /// The operation definitely did not happen.
     Failed(&'a Explanation),
     /// The request was sent and nobody knows yet whether it was applied: not a failure.
@@ -198,6 +242,7 @@ impl CallResult {
         let Some(explanation) = &self.error else {
             return match (self.status, &self.data) {
                 (Status::Succeeded, Some(data)) => Outcome::Succeeded(data),
+                (Status::Queued, Some(data)) => Outcome::Queued(data),
                 (status, _) => Outcome::Unexplained(status),
             };
         };
@@ -212,6 +257,10 @@ impl CallResult {
             Status::AwaitingApproval => Outcome::AwaitingApproval(explanation),
             Status::Rejected => Outcome::Rejected(explanation),
             Status::Partial => Outcome::Partial(explanation),
+            Status::Queued => match &self.data {
+                Some(data) => Outcome::Queued(data),
+                None => Outcome::Error(explanation),
+            },
             Status::Error => Outcome::Error(explanation),
         }
     }
@@ -243,6 +292,8 @@ impl CallResult {
             replayed: false,
             data: Some(data),
             error: None,
+            steps: None,
+            delivery: None,
         }
     }
 
@@ -265,6 +316,8 @@ impl CallResult {
             replayed: false,
             data: None,
             error: Some(Explanation::from(err)),
+            steps: None,
+            delivery: None,
         }
     }
 
@@ -281,6 +334,11 @@ impl CallResult {
         text
     }
 
+    /// Whether the result is data alone: no steps, no delivery.
+    fn is_plain(&self) -> bool {
+        self.steps.is_none() && self.delivery.is_none()
+    }
+
     /// About how many bytes of JSON text the result object takes (exact for a success).
     pub(crate) fn json_len_hint(&self) -> usize {
         match &self.data {
@@ -295,7 +353,7 @@ impl CallResult {
     pub fn write_json(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
         match (&self.data, &self.error) {
             // A success, the hot path: the tool's text is copied in, not re-encoded.
-            (Some(data), None) => {
+            (Some(data), None) if self.is_plain() => {
                 out.write_str("{\"status\":\"")?;
                 out.write_str(self.status.as_str())?;
                 out.write_str(if self.replayed {
@@ -317,7 +375,7 @@ impl CallResult {
     /// as it is written; the rest is written escaped already.
     pub(crate) fn write_json_escaped(&self, out: &mut String) {
         match (&self.data, &self.error) {
-            (Some(data), None) => {
+            (Some(data), None) if self.is_plain() => {
                 out.push_str(r#"{\"status\":\""#);
                 escape_into(out, self.status.as_str());
                 out.push_str(if self.replayed {

@@ -29,6 +29,12 @@ pub enum BuildError {
         /// The name of the missing type.
         state: &'static str,
     },
+    /// An [`OutboxWorker`](crate::OutboxWorker) was built without a handler: it would lease
+    /// nothing.
+    #[error(
+        "the outbox worker has no handler: add `OutboxWorkerBuilder::deliver(tool, handler)` for each outbox tool it delivers"
+    )]
+    NoHandlers,
 }
 
 /// The first wiring mistake, tools in registration order.

@@ -31,6 +31,13 @@ pub(crate) enum KeyScope {
     Tenant,
 }
 
+/// `delivery = "..."`: how the side effect leaves the process.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Direct,
+    Outbox,
+}
+
 /// A hook fn the tool's arguments are passed to: `reconcile = path` or `check = path`, or
 /// `path(param, ...)` naming the tool's parameters the hook takes.
 pub(crate) struct Hook {
@@ -67,6 +74,7 @@ pub(crate) struct ToolAttr {
     pub(crate) check: Option<Spanned<Hook>>,
     pub(crate) resource: Option<Spanned<Ident>>,
     pub(crate) honours_key: Option<Spanned<bool>>,
+    pub(crate) delivery: Option<Spanned<Delivery>>,
     /// The path the facade is reachable by, for users who rename it.
     pub(crate) krate: Option<Spanned<Path>>,
     /// Keys that were given with a value already reported as an error. Checks between keys skip
@@ -118,6 +126,7 @@ impl ToolAttr {
             "check" => key(&self.check),
             "resource" => key(&self.resource),
             "honours_key" => key(&self.honours_key),
+            "delivery" => key(&self.delivery),
             "crate" => key(&self.krate),
             _ => None,
         }
@@ -186,6 +195,7 @@ impl ToolAttr {
             "check" => set!(check, Some(values::hook(meta, "check")?)),
             "resource" => set!(resource, Some(values::argument_name(meta, "resource")?)),
             "honours_key" => set!(honours_key, values::boolean(meta, "honours_key", errors)?),
+            "delivery" => set!(delivery, values::delivery(meta, errors)?),
             "crate" => set!(krate, Some(values::crate_path(meta)?)),
             // Unknown keys were reported by `read_key`.
             _ => {}

@@ -12,7 +12,7 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ReturnType;
 
 use crate::ast::{Param, ToolFn};
-use crate::attr::{KeyScope, SideEffect, ToolAttr};
+use crate::attr::{Delivery, KeyScope, SideEffect, ToolAttr};
 use crate::hook;
 use crate::spanned::Spanned;
 use crate::units::{Millis, Rate};
@@ -234,6 +234,13 @@ fn descriptor(attr: &ToolAttr, tool: &ToolFn, wire_name: &str) -> TokenStream {
         let path = &check.value.path;
         let text = quote!(#path).to_string().replace(' ', "");
         chain.extend(quote!(.with_check(#text)));
+    }
+    if attr
+        .delivery
+        .as_ref()
+        .is_some_and(|d| d.value == Delivery::Outbox)
+    {
+        chain.extend(quote!(.with_delivery(__tg::Delivery::Outbox)));
     }
     if attr.honours_key.as_ref().is_some_and(|h| h.value) {
         chain.extend(quote!(.with_honours_key(true)));

@@ -66,6 +66,7 @@ const KEYS: &[Key] = &[
     key("check", Level::Top, "check = within_balance"),
     key("resource", Level::Top, "resource = order_id"),
     key("honours_key", Level::Top, "honours_key = true"),
+    key("delivery", Level::Top, "delivery = \"outbox\""),
     key("crate", Level::Top, "crate = my_alias"),
     key("max_attempts", Level::Retry, "max_attempts = 4"),
     key("base", Level::Retry, "base = \"100ms\""),

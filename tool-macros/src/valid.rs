@@ -125,6 +125,7 @@ const ONLY_WRITES: &[(&str, &str)] = &[
     ("reconcile", "a read has no outcome to reconcile"),
     ("resource", "reads run in parallel freely"),
     ("honours_key", "reads have no idempotency key to hand on"),
+    ("delivery", "a read has no side effect to deliver"),
 ];
 
 /// Checks between the settings of `retry(...)`.

@@ -8,7 +8,7 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned as _;
 use syn::{Ident, Lit, LitStr, Path, Token, bracketed};
 
-use crate::attr::{Hook, KeyScope, SideEffect};
+use crate::attr::{Delivery, Hook, KeyScope, SideEffect};
 use crate::errors::Errors;
 use crate::keys;
 use crate::spanned::Spanned;
@@ -22,6 +22,9 @@ pub(crate) const SIDE_EFFECTS: &[&str] = &["read", "write", "destructive"];
 
 /// The values of `key_scope`.
 pub(crate) const KEY_SCOPES: &[&str] = &["run", "tenant"];
+
+/// The values of `delivery`.
+pub(crate) const DELIVERIES: &[&str] = &["direct", "outbox"];
 
 /// Consumes what is left of a key that is being rejected, up to the comma before the next key.
 pub(crate) fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<()> {
@@ -427,6 +430,21 @@ pub(crate) fn key_scope(
         "tenant" => Ok(Some(Spanned::new(KeyScope::Tenant, lit.span()))),
         other => {
             errors.push(unknown_value(lit.span(), "key_scope", other, KEY_SCOPES));
+            Ok(None)
+        }
+    }
+}
+
+pub(crate) fn delivery(
+    meta: &ParseNestedMeta<'_>,
+    errors: &mut Errors,
+) -> syn::Result<Option<Spanned<Delivery>>> {
+    let lit = string(meta, "delivery", as_written)?;
+    match lit.value().as_str() {
+        "direct" => Ok(Some(Spanned::new(Delivery::Direct, lit.span()))),
+        "outbox" => Ok(Some(Spanned::new(Delivery::Outbox, lit.span()))),
+        other => {
+            errors.push(unknown_value(lit.span(), "delivery", other, DELIVERIES));
             Ok(None)
         }
     }

@@ -36,20 +36,22 @@ pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<C
                 }
                 // The step is read without the approval: a conflict is one whatever the
                 // approval, and a record that has to do with one is settled under its lock.
-                Inserted::Existing(record) => match request.step(&record, None) {
-                    ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
-                    ClaimStep::Existing
-                        if !matches!(
-                            record.state,
-                            OperationState::AwaitingApproval | OperationState::Rejected
-                        ) =>
-                    {
-                        return Ok(Claim::Existing(record));
+                Inserted::Existing(record) => {
+                    match request.step(&record, None, toolgate_core::store::Journal::Empty) {
+                        ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
+                        ClaimStep::Existing
+                            if !matches!(
+                                record.state,
+                                OperationState::AwaitingApproval | OperationState::Rejected
+                            ) =>
+                        {
+                            return Ok(Claim::Existing(record));
+                        }
+                        // The record must change, or its approval be read: under a row lock,
+                        // from its latest version.
+                        _ => {}
                     }
-                    // The record must change, or its approval be read: under a row lock,
-                    // from its latest version.
-                    _ => {}
-                },
+                }
                 // Claimed by a worker that committed while this claim waited on it, or
                 // purged.
                 Inserted::Unseen => {}
@@ -111,7 +113,11 @@ async fn claim_existing(
     else {
         return Ok(None);
     };
-    let step = request.step(&record, approval.as_ref());
+    let step = request.step(
+        &record,
+        approval.as_ref(),
+        toolgate_core::store::Journal::Empty,
+    );
     let claim = match step {
         ClaimStep::Conflict => Claim::Conflict { tool: record.tool },
         ClaimStep::Existing => Claim::Existing(record),

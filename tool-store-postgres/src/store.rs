@@ -3,10 +3,11 @@
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgQueryResult};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
-    OperationState, OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
-    TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
+    EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationState, OperationStore,
+    OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::connect::PostgresOptions;
@@ -429,6 +430,85 @@ impl OperationStore for PostgresStore {
         query: OperationQuery<'_>,
     ) -> Result<Vec<OperationRecord>, StoreError> {
         audit::operations(&self.pool, &query).await
+    }
+
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
+        let _ = request;
+        unimplemented!("outbox: begin")
+    }
+
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
+        let _ = lease;
+        unimplemented!("outbox: lease_events")
+    }
+
+    async fn settle_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<OutboxEvent, StoreError> {
+        let _ = (tenant, key, attempt, outcome, now_ms);
+        unimplemented!("outbox: settle_event")
+    }
+
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError> {
+        let _ = (tenant, key, now_ms);
+        unimplemented!("outbox: resume_event")
+    }
+
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
+        let _ = (tenant, key);
+        unimplemented!("outbox: event")
+    }
+
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
+        let _ = query;
+        unimplemented!("outbox: list_events")
+    }
+
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError> {
+        let _ = (owner, name, now_ms);
+        unimplemented!("steps: begin_step")
+    }
+
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let _ = (owner, name, outcome, now_ms);
+        unimplemented!("steps: finish_step")
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        let _ = (tenant, key);
+        unimplemented!("steps: steps")
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let _ = (owner, report, error, now_ms);
+        unimplemented!("steps: partial")
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {

@@ -35,7 +35,11 @@ pub(crate) async fn claim(
                 Some(id) => approval::read(&mut tx, id).await?,
                 None => None,
             };
-            let step = request.step(&record, approval.as_ref());
+            let step = request.step(
+                &record,
+                approval.as_ref(),
+                toolgate_core::store::Journal::Empty,
+            );
             take_step(&mut tx, request, step, record, approval).await?
         }
     };

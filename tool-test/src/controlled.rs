@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::watch;
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
-    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
+    EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore, OutboxEvent,
+    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
+    TurnGrant, TurnRequest,
 };
 
 /// A request of the [`OperationStore`] trait: one variant a method.
@@ -510,6 +512,78 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
     ) -> Result<Vec<OperationRecord>, StoreError> {
         self.run(Request::ListOperations, self.inner.list_operations(query))
             .await
+    }
+
+    // The outbox's and the steps' requests pass to the inner store without faults.
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
+        self.inner.begin(request).await
+    }
+
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
+        self.inner.lease_events(lease).await
+    }
+
+    async fn settle_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<OutboxEvent, StoreError> {
+        self.inner
+            .settle_event(tenant, key, attempt, outcome, now_ms)
+            .await
+    }
+
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError> {
+        self.inner.resume_event(tenant, key, now_ms).await
+    }
+
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
+        self.inner.event(tenant, key).await
+    }
+
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
+        self.inner.list_events(query).await
+    }
+
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError> {
+        self.inner.begin_step(owner, name, now_ms).await
+    }
+
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.inner.finish_step(owner, name, outcome, now_ms).await
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        self.inner.steps(tenant, key).await
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.inner.partial(owner, report, error, now_ms).await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {

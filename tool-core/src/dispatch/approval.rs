@@ -231,6 +231,8 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
         replayed,
         data: None,
         error: Some(explanation),
+        steps: None,
+        delivery: None,
     }
 }
 

@@ -71,6 +71,9 @@ impl Dispatcher {
             OperationState::AwaitingApproval | OperationState::Rejected => {
                 return Recorded::Answer(Err(answers::approval_missing(&record.tool)));
             }
+            OperationState::Queued | OperationState::Partial => {
+                unimplemented!("answers of queued and partial records")
+            }
         };
         result.replayed = record.state != OperationState::Processing;
         Recorded::Answer(Ok(result))

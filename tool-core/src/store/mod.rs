@@ -12,9 +12,11 @@ mod approval;
 mod audit;
 #[cfg(feature = "test-util")]
 mod memory;
+mod outbox;
 mod record;
 mod run;
 mod shared;
+mod steps;
 
 use async_trait::async_trait;
 
@@ -25,11 +27,16 @@ pub use approval::{
 pub use audit::{AuditEntry, AuditKind, AuditQuery, AuditRecord};
 #[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
+pub use outbox::{
+    Begun, Commit, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, NewEvent,
+    OutboxEvent, StoreTransaction,
+};
 pub use record::{
     AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord,
     OperationState, Resolution, StoreError,
 };
 pub use run::{Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest};
+pub use steps::{Journal, StepOutcome, StepRecord, StepStart, StepStatus};
 
 /// Where write operations are recorded. Object safe: the dispatcher holds an
 /// `Arc<dyn OperationStore>`.
@@ -39,7 +46,8 @@ pub use run::{Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, Tur
 #[async_trait]
 pub trait OperationStore: Send + Sync + 'static {
     /// Claims `request.key` for `request.tenant`, atomically, following
-    /// [`ClaimRequest::step`] with the record's latest approval:
+    /// [`ClaimRequest::step`] with the record's latest approval and, when
+    /// [`ClaimRequest::needs_journal`], the [`Journal`] of its steps:
     ///
     /// - no record, and `request.approval` is `None`: inserts one in `processing` with attempt 1
     ///   and a lease until `now + lease`, and answers [`Claim::Acquired`];
@@ -57,9 +65,14 @@ pub trait OperationStore: Send + Sync + 'static {
     ///   earlier errors, [`Claim::Acquired`];
     /// - any other record with another `request_hash`: [`Claim::Conflict`], and nothing is
     ///   written;
+    /// - `partial` with the same hash: takes it again as `failed` is taken (the steps done
+    ///   stay in the journal and are skipped);
     /// - `processing` whose lease has expired: with `request.takeover` (the tool's downstream
-    ///   honours the key) takes it over, attempt + 1, [`Claim::Acquired`]; otherwise turns it
-    ///   into `outcome_unknown` and answers [`Claim::Existing`] with the updated record;
+    ///   honours the key), or a [`Journal::Settled`] journal, takes it over, attempt + 1,
+    ///   [`Claim::Acquired`]; otherwise turns it into `outcome_unknown` and answers
+    ///   [`Claim::Existing`] with the updated record;
+    /// - a takeover under another request hash (`failed`, `rejected`) clears the record's step
+    ///   journal: steps are never answered to other arguments;
     /// - any other record (`succeeded`, `outcome_unknown`, a live `processing`, …):
     ///   [`Claim::Existing`] with the record as it is.
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError>;
@@ -114,6 +127,13 @@ pub trait OperationStore: Send + Sync + 'static {
     /// Settles an `outcome_unknown` record: applied → `succeeded` with the result, not applied →
     /// `failed`, still unknown → stays, with its reconcile count + 1. Answers the record after
     /// the change, or `None` when it was not `outcome_unknown` any more (someone else settled it).
+    ///
+    /// For an operation with an outbox event (see [`OperationStore::settle_event`]): applied →
+    /// `succeeded` with the record's result unchanged (the tool's own) and the event `delivered`
+    /// with the resolution's result; not applied → `queued` again with the event `pending`, due
+    /// at `now_ms` (its rows are committed; the delivery is still owed). For an operation with a
+    /// step journal, not applied turns its `started` steps `failed`, and the record becomes
+    /// `partial` instead of `failed` when a step of it succeeded.
     async fn resolve(
         &self,
         tenant: &str,
@@ -123,7 +143,7 @@ pub trait OperationStore: Send + Sync + 'static {
     ) -> Result<Option<OperationRecord>, StoreError>;
 
     /// Deletes `succeeded`, `failed` and `rejected` records last changed before `before_ms`,
-    /// with their approvals. `processing`, `outcome_unknown` and `awaiting_approval` records
+    /// with their approvals, outbox events and step journals. `processing`, `outcome_unknown` and `awaiting_approval` records
     /// are never purged. Answers how many records. Also deleted, not counted in the answer:
     /// runs last changed before `before_ms` (their counters, failed calls and abort), and audit
     /// records appended before `before_ms` whose operation, if they name one, has no record any
@@ -226,6 +246,90 @@ pub trait OperationStore: Send + Sync + 'static {
         &self,
         query: OperationQuery<'_>,
     ) -> Result<Vec<OperationRecord>, StoreError>;
+
+    /// Opens a transaction and claims `request.key` inside it, following the rules of
+    /// [`OperationStore::claim`]. An acquired claim answers [`Begun::Open`] with the transaction
+    /// still open, the record `processing` inside it (so a concurrent claim of the key waits for
+    /// it, or sees it as soon as it commits); every other answer commits what the claim changed
+    /// and answers [`Begun::Settled`]. On SQLite the transaction holds the store's one writer
+    /// until it ends.
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError>;
+
+    /// Leases up to `lease.limit` events of `lease.tools`, oldest first: `pending` ones due at
+    /// `lease.now_ms`, and `leased` ones whose lease ended (their worker crashed or stalled;
+    /// [`LeasedEvent::taken_over`]). Each becomes `leased` by `lease.worker` until
+    /// `lease.lease_until_ms()`, its attempt + 1. Concurrent workers never lease the same event
+    /// twice (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite: one writer).
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError>;
+
+    /// Records what the delivery of the event of `(tenant, key)` under `attempt` came to (see
+    /// [`DeliveryOutcome`]), with its operation, atomically. Answers the event after the
+    /// change. [`StoreError::LostClaim`] when the event is no longer `leased` under `attempt`
+    /// (its lease ended and another worker took it).
+    async fn settle_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<OutboxEvent, StoreError>;
+
+    /// An operator's resume of a `dead` event: `pending` again, due at `now_ms`, its budget
+    /// counted afresh from its current attempt ([`OutboxEvent::resumed_at`]). Answers the event
+    /// after the change, or `None` when `(tenant, key)` has no event; a `dead` event only is
+    /// changed (any other is answered as it is).
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError>;
+
+    /// The outbox event of the operation `(tenant, key)`, if it has one.
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError>;
+
+    /// The events `query` admits, oldest first (by creation, then tenant and key), at most
+    /// `query.limit` (0: all).
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError>;
+
+    /// Begins the step `name` of the operation `owner` holds, atomically (see [`StepStart`]):
+    /// a step never begun, or `failed`, becomes `started` under `owner.attempt` (a new one takes
+    /// the next `seq`) and answers [`StepStart::Run`]; a `succeeded` one answers
+    /// [`StepStart::Done`]; a `started` one answers [`StepStart::Unknown`] and is not changed.
+    /// [`StoreError::LostClaim`] when the record is no longer `processing` under
+    /// `owner.attempt`.
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError>;
+
+    /// Records the outcome of the step `name` (`started`, or `failed` when a check found that
+    /// an unknown step was not applied) of the operation `owner` holds. Same ownership rule as
+    /// [`OperationStore::begin_step`].
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// The step journal of `(tenant, key)`, by `seq`.
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError>;
+
+    /// `processing` → `partial`: some steps succeeded and a later one failed. `report` (JSON
+    /// text, the steps as the model reads them) becomes the record's result and `error` is
+    /// appended. Same ownership rule as [`OperationStore::succeed`].
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
 
     /// Appends an audit record. Answers its `seq`, greater than every earlier one's.
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::approval::{ApprovalRecord, ApprovalStatus};
+use super::steps::Journal;
 
 /// Where an operation stands. Every transition is persisted before the next step acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +23,14 @@ pub enum OperationState {
     /// Not run: its approval was rejected, expired, or failed the revalidation after approval.
     /// A call with other arguments may claim the key again, as after `failed`.
     Rejected,
+    /// An outbox tool's body committed with its event: its rows are written and the event's
+    /// delivery is owed; a worker delivers it (the event says how far it got). Becomes
+    /// `succeeded` once delivered, `outcome_unknown` when a delivery's outcome is unknown.
+    Queued,
+    /// Some of its journaled steps succeeded and a later one failed (definitely not applied):
+    /// the result holds the steps' report. The same request claims it again and runs only the
+    /// steps not done; another request is a conflict, since the steps done have acted.
+    Partial,
 }
 
 impl OperationState {
@@ -35,17 +44,21 @@ impl OperationState {
             OperationState::OutcomeUnknown => "outcome_unknown",
             OperationState::AwaitingApproval => "awaiting_approval",
             OperationState::Rejected => "rejected",
+            OperationState::Queued => "queued",
+            OperationState::Partial => "partial",
         }
     }
 
     /// Every state, in the order of the state machine.
-    pub const ALL: [OperationState; 6] = [
+    pub const ALL: [OperationState; 8] = [
         OperationState::Processing,
         OperationState::Succeeded,
         OperationState::Failed,
         OperationState::OutcomeUnknown,
         OperationState::AwaitingApproval,
         OperationState::Rejected,
+        OperationState::Queued,
+        OperationState::Partial,
     ];
 
     /// The state named `name`, as [`OperationState::as_str`] writes it.
@@ -57,11 +70,14 @@ impl OperationState {
             "outcome_unknown" => OperationState::OutcomeUnknown,
             "awaiting_approval" => OperationState::AwaitingApproval,
             "rejected" => OperationState::Rejected,
+            "queued" => OperationState::Queued,
+            "partial" => OperationState::Partial,
             _ => return None,
         })
     }
 
     /// `succeeded`, `failed` and `rejected`: the settled states, which retention may purge.
+    /// (`queued` still owes its delivery; `partial` has acted and may be completed.)
     pub const fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -178,9 +194,25 @@ impl ClaimRequest<'_> {
         self.now_ms.saturating_add(lease)
     }
 
-    /// What this claim does with `record`, the record already under its key, and `approval`,
-    /// the record's latest approval ([`OperationRecord::approval_id`]) if it has one: the rules
-    /// of [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
+    /// Whether [`ClaimRequest::step`] needs the journal of `record`'s steps: only for a
+    /// `processing` record whose lease has ended and that the tool does not let be taken over.
+    /// Otherwise a store may pass [`Journal::Empty`] without reading it.
+    pub fn needs_journal(&self, record: &OperationRecord) -> bool {
+        record.state == OperationState::Processing
+            && record.lease_until_ms <= self.now_ms
+            && !self.takeover
+    }
+
+    /// What this claim does with `record`, the record already under its key, `approval`, the
+    /// record's latest approval ([`OperationRecord::approval_id`]) if it has one, and `journal`,
+    /// what its steps say (see [`ClaimRequest::needs_journal`]): the rules of
+    /// [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
+    ///
+    /// An ended lease is taken over (attempt + 1) when the tool's downstream honours the key, or
+    /// when the journal is [`Journal::Settled`]: every step the crashed worker began has its
+    /// outcome recorded, so the new attempt skips the succeeded ones and runs the rest. A
+    /// `partial` record is claimed again by the same request, as a `failed` one; a `queued` one
+    /// is answered as it is.
     ///
     /// A `failed` record (definitely not applied) is taken over by any request under its key,
     /// with the same or with corrected arguments: the claim stores this request's hash and
@@ -188,7 +220,12 @@ impl ClaimRequest<'_> {
     /// is answered its rejection. Another request is a conflict only while the earlier one may
     /// have acted or may still act (`processing`, `succeeded`, `outcome_unknown`,
     /// `awaiting_approval`).
-    pub fn step(&self, record: &OperationRecord, approval: Option<&ApprovalRecord>) -> ClaimStep {
+    pub fn step(
+        &self,
+        record: &OperationRecord,
+        approval: Option<&ApprovalRecord>,
+        journal: Journal,
+    ) -> ClaimStep {
         let same = record.request_hash == self.request_hash;
         let take = if self.approval.is_some() {
             ClaimStep::Await
@@ -199,6 +236,7 @@ impl ClaimRequest<'_> {
             OperationState::Failed => return take,
             OperationState::Rejected if !same => return take,
             _ if !same => return ClaimStep::Conflict,
+            OperationState::Partial => return take,
             _ => {}
         }
         let expired =
@@ -210,7 +248,7 @@ impl ClaimRequest<'_> {
                 ApprovalStatus::Pending if a.is_expired(self.now_ms) => ClaimStep::ExpireApproval,
                 _ => ClaimStep::AnswerApproval,
             },
-            _ if expired && self.takeover => ClaimStep::Reclaim,
+            _ if expired && (self.takeover || journal == Journal::Settled) => ClaimStep::Reclaim,
             _ if expired => ClaimStep::ExpireToUnknown,
             _ => ClaimStep::Existing,
         }
@@ -420,7 +458,11 @@ mod tests {
             for takeover in [false, true] {
                 for lease_until_ms in [0, NOW + 1] {
                     assert_eq!(
-                        request("h2", takeover).step(&record(state, lease_until_ms), None),
+                        request("h2", takeover).step(
+                            &record(state, lease_until_ms),
+                            None,
+                            Journal::Empty
+                        ),
                         ClaimStep::Conflict,
                         "{state:?}"
                     );
@@ -429,7 +471,11 @@ mod tests {
         }
         for takeover in [false, true] {
             assert_eq!(
-                request("h2", takeover).step(&record(OperationState::Failed, 0), None),
+                request("h2", takeover).step(
+                    &record(OperationState::Failed, 0),
+                    None,
+                    Journal::Empty
+                ),
                 ClaimStep::Reclaim
             );
         }
@@ -440,12 +486,12 @@ mod tests {
         for takeover in [false, true] {
             let req = request("h1", takeover);
             assert_eq!(
-                req.step(&record(OperationState::Failed, 0), None),
+                req.step(&record(OperationState::Failed, 0), None, Journal::Empty),
                 ClaimStep::Reclaim
             );
             for state in [OperationState::Succeeded, OperationState::OutcomeUnknown] {
                 assert_eq!(
-                    req.step(&record(state, 0), None),
+                    req.step(&record(state, 0), None, Journal::Empty),
                     ClaimStep::Existing,
                     "{state:?}"
                 );
@@ -457,12 +503,18 @@ mod tests {
     fn a_lease_ends_at_its_last_millisecond() {
         let live = record(OperationState::Processing, NOW + 1);
         let ended = record(OperationState::Processing, NOW);
-        assert_eq!(request("h1", true).step(&live, None), ClaimStep::Existing);
         assert_eq!(
-            request("h1", false).step(&ended, None),
+            request("h1", true).step(&live, None, Journal::Empty),
+            ClaimStep::Existing
+        );
+        assert_eq!(
+            request("h1", false).step(&ended, None, Journal::Empty),
             ClaimStep::ExpireToUnknown
         );
-        assert_eq!(request("h1", true).step(&ended, None), ClaimStep::Reclaim);
+        assert_eq!(
+            request("h1", true).step(&ended, None, Journal::Empty),
+            ClaimStep::Reclaim
+        );
     }
 
     /// An approval is answered while pending, run once approved, rejected once expired, and a
@@ -495,33 +547,39 @@ mod tests {
         let waiting = record(OperationState::AwaitingApproval, 0);
         let req = request("h1", false);
         assert_eq!(
-            req.step(&waiting, Some(&approval)),
+            req.step(&waiting, Some(&approval), Journal::Empty),
             ClaimStep::AnswerApproval
         );
         approval.expires_ms = NOW;
         assert_eq!(
-            req.step(&waiting, Some(&approval)),
+            req.step(&waiting, Some(&approval), Journal::Empty),
             ClaimStep::ExpireApproval
         );
         approval.status = ApprovalStatus::Approved;
-        assert_eq!(req.step(&waiting, Some(&approval)), ClaimStep::RunApproved);
+        assert_eq!(
+            req.step(&waiting, Some(&approval), Journal::Empty),
+            ClaimStep::RunApproved
+        );
         let rejected = record(OperationState::Rejected, 0);
         assert_eq!(
-            req.step(&rejected, Some(&approval)),
+            req.step(&rejected, Some(&approval), Journal::Empty),
             ClaimStep::AnswerApproval
         );
         // Other arguments take a rejected record over, as a failed one.
         assert_eq!(
-            request("h2", false).step(&rejected, Some(&approval)),
+            request("h2", false).step(&rejected, Some(&approval), Journal::Empty),
             ClaimStep::Reclaim
         );
         let asking = ClaimRequest {
             approval: Some(&approval),
             ..request("h2", false)
         };
-        assert_eq!(asking.step(&rejected, None), ClaimStep::Await);
         assert_eq!(
-            asking.step(&record(OperationState::Failed, 0), None),
+            asking.step(&rejected, None, Journal::Empty),
+            ClaimStep::Await
+        );
+        assert_eq!(
+            asking.step(&record(OperationState::Failed, 0), None, Journal::Empty),
             ClaimStep::Await
         );
         assert_eq!(asking.first_state(), OperationState::AwaitingApproval);

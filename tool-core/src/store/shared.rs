@@ -6,9 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, OperationQuery, OperationRecord,
-    OperationStore, Resolution, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
+    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
+    EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore, OutboxEvent,
+    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
+    TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -159,6 +161,77 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
         query: OperationQuery<'_>,
     ) -> Result<Vec<OperationRecord>, StoreError> {
         (**self).list_operations(query).await
+    }
+
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
+        (**self).begin(request).await
+    }
+
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
+        (**self).lease_events(lease).await
+    }
+
+    async fn settle_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<OutboxEvent, StoreError> {
+        (**self)
+            .settle_event(tenant, key, attempt, outcome, now_ms)
+            .await
+    }
+
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError> {
+        (**self).resume_event(tenant, key, now_ms).await
+    }
+
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
+        (**self).event(tenant, key).await
+    }
+
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
+        (**self).list_events(query).await
+    }
+
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError> {
+        (**self).begin_step(owner, name, now_ms).await
+    }
+
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        (**self).finish_step(owner, name, outcome, now_ms).await
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        (**self).steps(tenant, key).await
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        (**self).partial(owner, report, error, now_ms).await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {

@@ -1,0 +1,106 @@
+//! The step journal of a multi-step operation: each step's outcome, recorded under the
+//! operation, so that a retry or a takeover skips the steps already done.
+
+use super::record::AttemptError;
+
+/// Where a step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StepStatus {
+    /// Begun and no outcome recorded: it may be running now, or it ran in an attempt that ended
+    /// before recording it, and may have acted.
+    Started,
+    /// Done; its output is recorded and it never runs again.
+    Succeeded,
+    /// Definitely not applied; it runs again at the operation's next attempt.
+    Failed,
+}
+
+impl StepStatus {
+    /// The stored name: `started`, `succeeded`, `failed`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Started => "started",
+            StepStatus::Succeeded => "succeeded",
+            StepStatus::Failed => "failed",
+        }
+    }
+
+    /// The status named `name`, as [`StepStatus::as_str`] writes it.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "started" => Some(StepStatus::Started),
+            "succeeded" => Some(StepStatus::Succeeded),
+            "failed" => Some(StepStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// One step of an operation, as journaled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRecord {
+    /// The step's name, unique within its operation.
+    pub name: String,
+    /// Its position: 1 for the operation's first step ever begun, and so on.
+    pub seq: u32,
+    /// Where it stands.
+    pub status: StepStatus,
+    /// The operation's attempt that last began it.
+    pub attempt: u32,
+    /// Its output as JSON text, once succeeded.
+    pub output: Option<String>,
+    /// Its last error, when it failed.
+    pub error: Option<AttemptError>,
+    /// When it last changed.
+    pub updated_ms: i64,
+}
+
+/// What [`OperationStore::begin_step`](super::OperationStore::begin_step) answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepStart {
+    /// Not done before (new, or failed): it is `started` now under the claim's attempt; run it
+    /// and record its outcome.
+    Run,
+    /// Succeeded earlier: never run it again; its recorded output is the answer.
+    Done(StepRecord),
+    /// `started` and never recorded: it may have acted. It is not run again; it is reconciled.
+    Unknown(StepRecord),
+}
+
+/// A step's outcome, recorded by the claim's holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOutcome<'a> {
+    /// Applied; its output as JSON text.
+    Succeeded(&'a str),
+    /// Definitely not applied.
+    Failed(&'a AttemptError),
+}
+
+/// What an operation's journal says about a lease that ended ([`ClaimRequest::step`]
+/// (super::ClaimRequest::step)): whether the crashed worker may have left a step half done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Journal {
+    /// No step was ever begun: the tool journals no steps (or crashed before its first), so the
+    /// worker may have acted outside any step.
+    Empty,
+    /// Every step begun has its outcome recorded: a takeover skips the succeeded ones and acts
+    /// only inside steps, so it is safe.
+    Settled,
+    /// A step is `started` without an outcome: it may have acted.
+    InFlight,
+}
+
+impl Journal {
+    /// The journal of `steps`.
+    pub fn of<'a>(steps: impl IntoIterator<Item = &'a StepStatus>) -> Journal {
+        let mut journal = Journal::Empty;
+        for status in steps {
+            match status {
+                StepStatus::Started => return Journal::InFlight,
+                _ => journal = Journal::Settled,
+            }
+        }
+        journal
+    }
+}
