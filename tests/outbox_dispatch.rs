@@ -23,6 +23,8 @@ enum Body {
     Fail,
     Panic,
     Hang,
+    /// Writes its rows and enqueues nothing.
+    NoEvent,
 }
 
 /// The application and its payment provider.
@@ -119,6 +121,7 @@ async fn request_refund(
         Body::Fail => return Err(ToolError::refused("the order is not refundable")),
         Body::Panic => panic!("the refund table is missing"),
         Body::Hang => tokio::time::sleep(Duration::from_secs(60)).await,
+        Body::NoEvent => return Ok(json!({"request": order_id, "queued": false})),
     }
     ctx.enqueue(&json!({"order_id": order_id, "amount": amount}))?;
     Ok(json!({"request": order_id, "amount": amount}))
@@ -265,6 +268,22 @@ async fn a_body_that_fails_panics_or_overruns_leaves_nothing() {
         *setup.bank.body.lock().unwrap() = Body::Enqueue;
         assert_eq!(setup.call_in("run-2", "c2").await["status"], "queued", "{body:?}");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_that_enqueues_nothing_succeeds_with_its_rows_alone() {
+    let setup = setup();
+    *setup.bank.body.lock().unwrap() = Body::NoEvent;
+    let answer = setup.call("c1").await;
+    assert_eq!(answer["status"], "succeeded", "{answer}");
+    assert!(answer.get("delivery").is_none());
+    let records = setup.store.list_operations(Default::default()).await.unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].state, OperationState::Succeeded);
+    assert_eq!(setup.event().await, None);
+    let again = setup.call("c2").await;
+    assert_eq!((again["status"].as_str(), again["replayed"].as_bool()), (Some("succeeded"), Some(true)));
+    assert!(again.get("delivery").is_none());
 }
 
 #[tokio::test(start_paused = true)]

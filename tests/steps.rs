@@ -98,6 +98,18 @@ async fn update_crm_and_notify(
     Ok(json!({"customer": customer, "crm": record, "notification": sent}))
 }
 
+/// Update the customer's record, then try to notify them, and answer Ok either way.
+#[tool(side_effect = "write", key = [customer], timeout = "1s")]
+async fn update_and_try_notify(
+    ctx: &Ctx,
+    crm: State<Arc<Crm>>,
+    customer: String,
+) -> Result<Value, ToolError> {
+    let record = ctx.step("update_crm", crm.act("update_crm")).await?;
+    let sent = ctx.step("notify", crm.notify()).await.is_ok();
+    Ok(json!({"customer": customer, "crm": record, "notified": sent}))
+}
+
 struct Setup {
     dispatcher: Dispatcher,
     crm: Arc<Crm>,
@@ -110,6 +122,7 @@ fn setup() -> Setup {
     registry.register::<three_steps>().unwrap();
     registry.register::<checked_step>().unwrap();
     registry.register::<update_crm_and_notify>().unwrap();
+    registry.register::<update_and_try_notify>().unwrap();
     let crm = Arc::new(Crm::default());
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
@@ -287,4 +300,17 @@ async fn the_crm_and_notification_story_answers_partial_until_the_rest_is_done()
     assert_eq!(setup.crm.count("update_crm"), 1, "the CRM was updated once");
     assert_eq!(setup.crm.count("notify"), notified + 1);
     assert_eq!(setup.only_record().await.state, OperationState::Succeeded);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_step_the_tool_swallowed_still_answers_partial() {
+    let setup = setup();
+    *setup.crm.notify_fails.lock().unwrap() = true;
+    let answer = setup
+        .call("c1", "update_and_try_notify", json!({"customer": "CUS-2"}))
+        .await;
+    assert_eq!(answer["status"], "partial", "{answer}");
+    assert_eq!(answer["steps"][1]["status"], "failed");
+    assert!(answer.get("data").is_none(), "never a success");
+    assert_eq!(setup.only_record().await.state, OperationState::Partial);
 }
