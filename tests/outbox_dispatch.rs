@@ -73,11 +73,13 @@ impl Bank {
             Some(Answer::Unavailable) => Err(ToolError::unavailable("the provider answered 503")),
             Some(Answer::AppliedThenLost) => {
                 apply();
-                Err(ToolError::outcome_unknown("the connection dropped after the request was sent"))
+                Err(ToolError::outcome_unknown(
+                    "the connection dropped after the request was sent",
+                ))
             }
-            Some(Answer::LostUnapplied) => {
-                Err(ToolError::outcome_unknown("the connection dropped after the request was sent"))
-            }
+            Some(Answer::LostUnapplied) => Err(ToolError::outcome_unknown(
+                "the connection dropped after the request was sent",
+            )),
             None => {
                 apply();
                 Ok(json!({"refund_id": format!("re_{}", &event.key[..8])}))
@@ -226,23 +228,46 @@ async fn a_committed_body_answers_queued_with_its_record_and_event() {
     let answer = setup.call("c1").await;
     assert_eq!(answer["status"], "queued", "{answer}");
     assert_eq!(answer["replayed"], false);
-    assert_eq!(answer["data"], json!({"request": "ORD-1001", "amount": 25.0}));
+    assert_eq!(
+        answer["data"],
+        json!({"request": "ORD-1001", "amount": 25.0})
+    );
     let delivery = &answer["delivery"];
     let key = delivery["operation"].as_str().unwrap().to_owned();
     assert_eq!(delivery["state"], "pending");
     assert_eq!(delivery["attempts"], 0);
-    assert!(delivery["what"].as_str().unwrap().contains("the provider has not acted yet"));
-    assert!(delivery["next"].as_str().unwrap().contains("do not call it again"));
+    assert!(
+        delivery["what"]
+            .as_str()
+            .unwrap()
+            .contains("the provider has not acted yet")
+    );
+    assert!(
+        delivery["next"]
+            .as_str()
+            .unwrap()
+            .contains("do not call it again")
+    );
     assert!(answer.get("error").is_none());
 
     assert_eq!(setup.state(&key).await, Some(OperationState::Queued));
-    let event = setup.event().await.expect("the event committed with the record");
-    assert_eq!((event.key.as_str(), event.status), (key.as_str(), EventStatus::Pending));
+    let event = setup
+        .event()
+        .await
+        .expect("the event committed with the record");
+    assert_eq!(
+        (event.key.as_str(), event.status),
+        (key.as_str(), EventStatus::Pending)
+    );
     assert_eq!(
         serde_json::from_str::<Value>(&event.payload).unwrap(),
         json!({"order_id": "ORD-1001", "amount": 25.0})
     );
-    assert_eq!(*setup.bank.calls.lock().unwrap(), 0, "the provider has not been called");
+    assert_eq!(
+        *setup.bank.calls.lock().unwrap(),
+        0,
+        "the provider has not been called"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -259,14 +284,25 @@ async fn a_body_that_fails_panics_or_overruns_leaves_nothing() {
         assert_eq!(answer["error"]["kind"], kind, "{body:?}: {answer}");
         let why = answer["error"]["why"].as_str().unwrap_or_default();
         assert!(why.contains("nothing was stored"), "{body:?}: {answer}");
-        let records = setup.store.list_operations(Default::default()).await.unwrap();
-        assert!(records.is_empty(), "{body:?}: no record remains: {records:?}");
+        let records = setup
+            .store
+            .list_operations(Default::default())
+            .await
+            .unwrap();
+        assert!(
+            records.is_empty(),
+            "{body:?}: no record remains: {records:?}"
+        );
         assert_eq!(setup.event().await, None, "{body:?}: no event remains");
 
         // Nothing remains, so the same call (in another run: a refusal is not repeated in its
         // own) runs again once the body works.
         *setup.bank.body.lock().unwrap() = Body::Enqueue;
-        assert_eq!(setup.call_in("run-2", "c2").await["status"], "queued", "{body:?}");
+        assert_eq!(
+            setup.call_in("run-2", "c2").await["status"],
+            "queued",
+            "{body:?}"
+        );
     }
 }
 
@@ -277,12 +313,19 @@ async fn a_body_that_enqueues_nothing_succeeds_with_its_rows_alone() {
     let answer = setup.call("c1").await;
     assert_eq!(answer["status"], "succeeded", "{answer}");
     assert!(answer.get("delivery").is_none());
-    let records = setup.store.list_operations(Default::default()).await.unwrap();
+    let records = setup
+        .store
+        .list_operations(Default::default())
+        .await
+        .unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].state, OperationState::Succeeded);
     assert_eq!(setup.event().await, None);
     let again = setup.call("c2").await;
-    assert_eq!((again["status"].as_str(), again["replayed"].as_bool()), (Some("succeeded"), Some(true)));
+    assert_eq!(
+        (again["status"].as_str(), again["replayed"].as_bool()),
+        (Some("succeeded"), Some(true))
+    );
     assert!(again.get("delivery").is_none());
 }
 
@@ -296,7 +339,15 @@ async fn a_duplicate_reads_the_progress_then_the_delivery() {
     assert_eq!(again["replayed"], true);
     assert_eq!(again["data"], first["data"]);
     assert_eq!(again["delivery"]["state"], "pending");
-    assert_eq!(setup.store.list_events(Default::default()).await.unwrap().len(), 1);
+    assert_eq!(
+        setup
+            .store
+            .list_events(Default::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     let report = setup.worker(false).drain().await.unwrap();
     assert_eq!(report.delivered, 1);
@@ -306,7 +357,10 @@ async fn a_duplicate_reads_the_progress_then_the_delivery() {
     assert_eq!(done["replayed"], true);
     assert_eq!(done["data"], first["data"], "the tool's own result");
     assert_eq!(done["delivery"]["state"], "delivered");
-    assert_eq!(done["delivery"]["result"], json!({"refund_id": format!("re_{}", &key[..8])}));
+    assert_eq!(
+        done["delivery"]["result"],
+        json!({"refund_id": format!("re_{}", &key[..8])})
+    );
     assert_eq!(setup.bank.applied(&key), 1);
     assert_eq!(*setup.bank.calls.lock().unwrap(), 1);
 }
@@ -315,7 +369,9 @@ async fn a_duplicate_reads_the_progress_then_the_delivery() {
 async fn transient_errors_are_retried_with_backoff_then_delivered() {
     let setup = setup();
     setup.call("c1").await;
-    setup.bank.script([Answer::Unavailable, Answer::Unavailable]);
+    setup
+        .bank
+        .script([Answer::Unavailable, Answer::Unavailable]);
     let worker = setup.worker(false);
     let t0 = setup.clock.now_ms();
 
@@ -332,7 +388,11 @@ async fn transient_errors_are_retried_with_backoff_then_delivered() {
     setup.clock.advance_ms(1);
     assert_eq!(worker.drain().await.unwrap().retrying, 1);
     let event = setup.event().await.unwrap();
-    assert_eq!(event.due_ms, setup.clock.now_ms() + 2_000, "the backoff doubles");
+    assert_eq!(
+        event.due_ms,
+        setup.clock.now_ms() + 2_000,
+        "the backoff doubles"
+    );
 
     setup.clock.advance_ms(2_000);
     assert_eq!(worker.drain().await.unwrap().delivered, 1);
@@ -355,25 +415,43 @@ async fn a_spent_budget_dead_letters_and_a_resume_delivers_once() {
     assert_eq!(dead, 1);
     let event = setup.event().await.unwrap();
     assert_eq!((event.status, event.attempt), (EventStatus::Dead, 3));
-    assert_eq!(event.last_error.as_ref().unwrap().what, "the provider answered 503");
+    assert_eq!(
+        event.last_error.as_ref().unwrap().what,
+        "the provider answered 503"
+    );
     assert_eq!(setup.state(&event.key).await, Some(OperationState::Queued));
-    assert_eq!(worker.drain().await.unwrap(), Default::default(), "dead stays dead");
+    assert_eq!(
+        worker.drain().await.unwrap(),
+        Default::default(),
+        "dead stays dead"
+    );
 
     let answer = setup.call("c2").await;
     assert_eq!(answer["status"], "queued");
     assert_eq!(answer["delivery"]["state"], "dead");
     let what = answer["delivery"]["what"].as_str().unwrap();
-    assert!(what.contains("delivery stopped after 3 attempts: the provider answered 503"), "{what}");
+    assert!(
+        what.contains("delivery stopped after 3 attempts: the provider answered 503"),
+        "{what}"
+    );
     assert!(what.contains("an operator must resume it"), "{what}");
 
     let now = setup.clock.now_ms();
-    let resumed = setup.store.resume_event(TENANT, &event.key, now).await.unwrap().unwrap();
+    let resumed = setup
+        .store
+        .resume_event(TENANT, &event.key, now)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(resumed.status, EventStatus::Pending);
     assert_eq!(worker.drain().await.unwrap().delivered, 1);
     assert_eq!(worker.drain().await.unwrap(), Default::default());
     assert_eq!(setup.bank.applied(&event.key), 1, "delivered exactly once");
     assert_eq!(*setup.bank.calls.lock().unwrap(), 4);
-    assert_eq!(setup.state(&event.key).await, Some(OperationState::Succeeded));
+    assert_eq!(
+        setup.state(&event.key).await,
+        Some(OperationState::Succeeded)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -402,17 +480,29 @@ async fn an_unknown_delivery_found_applied_is_settled_delivered() {
     assert_eq!(report.unknown, 1);
     let event = setup.event().await.unwrap();
     assert_eq!(event.status, EventStatus::Unknown);
-    assert_eq!(setup.state(&event.key).await, Some(OperationState::OutcomeUnknown));
+    assert_eq!(
+        setup.state(&event.key).await,
+        Some(OperationState::OutcomeUnknown)
+    );
     assert_eq!(setup.call("c2").await["status"], "outcome_unknown");
 
     let report = Reconciler::new(&setup.dispatcher).run_once().await.unwrap();
-    assert_eq!((report.succeeded, report.requeued, report.failed), (1, 0, 0));
-    assert_eq!(setup.state(&event.key).await, Some(OperationState::Succeeded));
+    assert_eq!(
+        (report.succeeded, report.requeued, report.failed),
+        (1, 0, 0)
+    );
+    assert_eq!(
+        setup.state(&event.key).await,
+        Some(OperationState::Succeeded)
+    );
     assert_eq!(setup.event().await.unwrap().status, EventStatus::Delivered);
     let done = setup.call("c3").await;
     assert_eq!(done["status"], "succeeded");
     assert_eq!(done["delivery"]["state"], "delivered");
-    assert_eq!(setup.worker(false).drain().await.unwrap(), Default::default());
+    assert_eq!(
+        setup.worker(false).drain().await.unwrap(),
+        Default::default()
+    );
     assert_eq!(setup.bank.applied(&event.key), 1);
 }
 
@@ -424,7 +514,10 @@ async fn an_unknown_delivery_found_not_applied_is_requeued_and_delivered_once() 
     assert_eq!(setup.worker(false).drain().await.unwrap().unknown, 1);
 
     let report = Reconciler::new(&setup.dispatcher).run_once().await.unwrap();
-    assert_eq!((report.succeeded, report.requeued, report.failed), (0, 1, 0));
+    assert_eq!(
+        (report.succeeded, report.requeued, report.failed),
+        (0, 1, 0)
+    );
     let event = setup.event().await.unwrap();
     assert_eq!(event.status, EventStatus::Pending);
     assert_eq!(setup.state(&event.key).await, Some(OperationState::Queued));
@@ -445,8 +538,16 @@ async fn a_handler_that_honours_the_key_is_sent_again_after_an_unknown_outcome()
     assert_eq!(worker.drain().await.unwrap().delivered, 1);
     let event = setup.event().await.unwrap();
     assert_eq!((event.status, event.attempt), (EventStatus::Delivered, 2));
-    assert_eq!(*setup.bank.calls.lock().unwrap(), 2, "sent again with the key");
-    assert_eq!(setup.bank.applied(&event.key), 1, "the provider applied it once");
+    assert_eq!(
+        *setup.bank.calls.lock().unwrap(),
+        2,
+        "sent again with the key"
+    );
+    assert_eq!(
+        setup.bank.applied(&event.key),
+        1,
+        "the provider applied it once"
+    );
 }
 
 /// A worker leases the event and dies before recording anything.
@@ -473,10 +574,17 @@ async fn a_lease_taken_over_is_unknown_unless_the_handler_honours_the_key() {
     crash_holding_the_lease(&setup).await;
     let report = setup.worker(false).drain().await.unwrap();
     assert_eq!((report.unknown, report.delivered), (1, 0));
-    assert_eq!(*setup.bank.calls.lock().unwrap(), 0, "never sent by a worker that cannot know");
+    assert_eq!(
+        *setup.bank.calls.lock().unwrap(),
+        0,
+        "never sent by a worker that cannot know"
+    );
     let event = setup.event().await.unwrap();
     assert_eq!((event.status, event.attempt), (EventStatus::Unknown, 2));
-    assert_eq!(setup.state(&event.key).await, Some(OperationState::OutcomeUnknown));
+    assert_eq!(
+        setup.state(&event.key).await,
+        Some(OperationState::OutcomeUnknown)
+    );
 
     let setup = self::setup();
     setup.call("c1").await;

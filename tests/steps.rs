@@ -44,16 +44,28 @@ impl Crm {
 
     /// The step `name` acts (counted), then maybe stops, then answers.
     async fn act(&self, name: &str) -> Result<String, ToolError> {
-        *self.counts.lock().unwrap().entry(name.to_owned()).or_default() += 1;
+        *self
+            .counts
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default() += 1;
         self.gate(&format!("inside:{name}")).await;
         if self.unknown_at.lock().unwrap().as_deref() == Some(name) {
-            return Err(ToolError::outcome_unknown(format!("{name}: the answer was lost")));
+            return Err(ToolError::outcome_unknown(format!(
+                "{name}: the answer was lost"
+            )));
         }
         Ok(format!("{name}-done"))
     }
 
     async fn notify(&self) -> Result<String, ToolError> {
-        *self.counts.lock().unwrap().entry("notify".to_owned()).or_default() += 1;
+        *self
+            .counts
+            .lock()
+            .unwrap()
+            .entry("notify".to_owned())
+            .or_default() += 1;
         if *self.notify_fails.lock().unwrap() {
             return Err(ToolError::unavailable("the mail service answered 503"));
         }
@@ -68,7 +80,11 @@ impl Crm {
 
 /// Three steps, each acting once.
 #[tool(side_effect = "write", key = [order_id], timeout = "1s")]
-async fn three_steps(ctx: &Ctx, crm: State<Arc<Crm>>, order_id: String) -> Result<Value, ToolError> {
+async fn three_steps(
+    ctx: &Ctx,
+    crm: State<Arc<Crm>>,
+    order_id: String,
+) -> Result<Value, ToolError> {
     let a = ctx.step("a", crm.act("a")).await?;
     let b = ctx.step("b", crm.act("b")).await?;
     crm.gate("before:c").await;
@@ -79,7 +95,11 @@ async fn three_steps(ctx: &Ctx, crm: State<Arc<Crm>>, order_id: String) -> Resul
 /// One step that can be checked when it may have acted; its provider honours the key, so an
 /// ended lease is taken over.
 #[tool(side_effect = "write", key = [order_id], timeout = "1s", honours_key = true)]
-async fn checked_step(ctx: &Ctx, crm: State<Arc<Crm>>, order_id: String) -> Result<Value, ToolError> {
+async fn checked_step(
+    ctx: &Ctx,
+    crm: State<Arc<Crm>>,
+    order_id: String,
+) -> Result<Value, ToolError> {
     let a = ctx
         .step_or_check("a", crm.act("a"), || crm.check("a"))
         .await?;
@@ -169,7 +189,11 @@ impl Setup {
     }
 
     async fn only_record(&self) -> toolgate::store::OperationRecord {
-        let mut records = self.store.list_operations(Default::default()).await.unwrap();
+        let mut records = self
+            .store
+            .list_operations(Default::default())
+            .await
+            .unwrap();
         assert_eq!(records.len(), 1, "{records:?}");
         records.remove(0)
     }
@@ -179,45 +203,77 @@ impl Setup {
 async fn a_crash_after_step_2_of_3_then_a_retry_runs_step_3_only() {
     let setup = setup();
     let args = json!({"order_id": "ORD-7"});
-    setup.crash_at("before:c", "three_steps", args.clone()).await;
+    setup
+        .crash_at("before:c", "three_steps", args.clone())
+        .await;
     assert_eq!(
-        (setup.crm.count("a"), setup.crm.count("b"), setup.crm.count("c")),
+        (
+            setup.crm.count("a"),
+            setup.crm.count("b"),
+            setup.crm.count("c")
+        ),
         (1, 1, 0)
     );
 
     let answer = setup.call("c2", "three_steps", args).await;
     assert_eq!(answer["status"], "succeeded", "{answer}");
-    assert_eq!(answer["data"]["steps"], json!(["a-done", "b-done", "c-done"]));
-    assert!(answer.get("steps").is_none(), "a plain success carries no steps");
     assert_eq!(
-        (setup.crm.count("a"), setup.crm.count("b"), setup.crm.count("c")),
+        answer["data"]["steps"],
+        json!(["a-done", "b-done", "c-done"])
+    );
+    assert!(
+        answer.get("steps").is_none(),
+        "a plain success carries no steps"
+    );
+    assert_eq!(
+        (
+            setup.crm.count("a"),
+            setup.crm.count("b"),
+            setup.crm.count("c")
+        ),
         (1, 1, 1),
         "each step acted once"
     );
     let record = setup.only_record().await;
-    assert_eq!((record.state, record.attempt), (OperationState::Succeeded, 2));
+    assert_eq!(
+        (record.state, record.attempt),
+        (OperationState::Succeeded, 2)
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_step_that_began_and_was_never_recorded_is_not_run_again() {
     let setup = setup();
     let args = json!({"order_id": "ORD-8"});
-    setup.crash_at("inside:b", "three_steps", args.clone()).await;
+    setup
+        .crash_at("inside:b", "three_steps", args.clone())
+        .await;
 
     let answer = setup.call("c2", "three_steps", args.clone()).await;
     assert_eq!(answer["status"], "outcome_unknown", "{answer}");
     let again = setup.call("c3", "three_steps", args).await;
     assert_eq!(again["status"], "outcome_unknown", "{again}");
     assert_eq!(
-        (setup.crm.count("a"), setup.crm.count("b"), setup.crm.count("c")),
+        (
+            setup.crm.count("a"),
+            setup.crm.count("b"),
+            setup.crm.count("c")
+        ),
         (1, 1, 0),
         "step b may have acted: never run again"
     );
     let record = setup.only_record().await;
     assert_eq!(record.state, OperationState::OutcomeUnknown);
-    let steps = setup.store.steps(&record.tenant, &record.key).await.unwrap();
+    let steps = setup
+        .store
+        .steps(&record.tenant, &record.key)
+        .await
+        .unwrap();
     let statuses: Vec<_> = steps.iter().map(|s| (s.name.as_str(), s.status)).collect();
-    assert_eq!(statuses, [("a", StepStatus::Succeeded), ("b", StepStatus::Started)]);
+    assert_eq!(
+        statuses,
+        [("a", StepStatus::Succeeded), ("b", StepStatus::Started)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -230,8 +286,14 @@ async fn an_unknown_step_outcome_is_answered_with_the_steps() {
     assert_eq!(answer["status"], "outcome_unknown", "{answer}");
     let steps = answer["steps"].as_array().expect("the steps reached");
     assert_eq!(steps.len(), 2, "{answer}");
-    assert_eq!((steps[0]["name"].as_str(), steps[0]["status"].as_str()), (Some("a"), Some("succeeded")));
-    assert_eq!((steps[1]["name"].as_str(), steps[1]["status"].as_str()), (Some("b"), Some("outcome_unknown")));
+    assert_eq!(
+        (steps[0]["name"].as_str(), steps[0]["status"].as_str()),
+        (Some("a"), Some("succeeded"))
+    );
+    assert_eq!(
+        (steps[1]["name"].as_str(), steps[1]["status"].as_str()),
+        (Some("b"), Some("outcome_unknown"))
+    );
     assert_eq!(setup.crm.count("b"), 1, "an unknown outcome is not retried");
 }
 
@@ -239,7 +301,9 @@ async fn an_unknown_step_outcome_is_answered_with_the_steps() {
 async fn a_checked_step_found_applied_is_not_run_again() {
     let setup = setup();
     let args = json!({"order_id": "ORD-10"});
-    setup.crash_at("inside:a", "checked_step", args.clone()).await;
+    setup
+        .crash_at("inside:a", "checked_step", args.clone())
+        .await;
     *setup.crm.check_finds.lock().unwrap() = true;
     let answer = setup.call("c2", "checked_step", args).await;
     assert_eq!(answer["status"], "succeeded", "{answer}");
@@ -251,7 +315,9 @@ async fn a_checked_step_found_applied_is_not_run_again() {
 async fn a_checked_step_found_not_applied_runs_again() {
     let setup = setup();
     let args = json!({"order_id": "ORD-11"});
-    setup.crash_at("inside:a", "checked_step", args.clone()).await;
+    setup
+        .crash_at("inside:a", "checked_step", args.clone())
+        .await;
     *setup.crm.check_finds.lock().unwrap() = false;
     let answer = setup.call("c2", "checked_step", args).await;
     assert_eq!(answer["status"], "succeeded", "{answer}");
@@ -265,7 +331,9 @@ async fn the_crm_and_notification_story_answers_partial_until_the_rest_is_done()
     let args = json!({"customer": "CUS-1"});
     *setup.crm.notify_fails.lock().unwrap() = true;
 
-    let first = setup.call("c1", "update_crm_and_notify", args.clone()).await;
+    let first = setup
+        .call("c1", "update_crm_and_notify", args.clone())
+        .await;
     assert_eq!(first["status"], "partial", "{first}");
     let steps = first["steps"].as_array().unwrap();
     assert_eq!(steps[0]["name"], "update_crm");
@@ -277,16 +345,24 @@ async fn the_crm_and_notification_story_answers_partial_until_the_rest_is_done()
     let error = &first["error"];
     assert_eq!(error["kind"], "retry_budget_exhausted");
     let what = error["what"].as_str().unwrap();
-    assert!(what.contains("update_crm succeeded") && what.contains("notify failed"), "{what}");
+    assert!(
+        what.contains("update_crm succeeded") && what.contains("notify failed"),
+        "{what}"
+    );
     let next = error["next"].as_str().unwrap();
-    assert!(next.contains("update_crm is done and is not run again"), "{next}");
+    assert!(
+        next.contains("update_crm is done and is not run again"),
+        "{next}"
+    );
     assert!(next.contains("only notify runs again"), "{next}");
     assert_eq!(setup.crm.count("update_crm"), 1);
     assert_eq!(setup.only_record().await.state, OperationState::Partial);
 
     // The same call again, while the notification still fails: partial again, the CRM not
     // touched.
-    let second = setup.call("c2", "update_crm_and_notify", args.clone()).await;
+    let second = setup
+        .call("c2", "update_crm_and_notify", args.clone())
+        .await;
     assert_eq!(second["status"], "partial", "{second}");
     assert_eq!(second["steps"][0]["replayed"], true);
     assert_eq!(setup.crm.count("update_crm"), 1);

@@ -301,7 +301,10 @@ mod tests {
         assert!(!direct.model_description().contains("queued"));
         let outbox = direct.with_delivery(Delivery::Outbox);
         let text = outbox.model_description();
-        assert!(text.contains("it answers queued with the operation's id"), "{text}");
+        assert!(
+            text.contains("it answers queued with the operation's id"),
+            "{text}"
+        );
         assert!(text.contains("the provider acts on it later"), "{text}");
         assert!(text.contains("Calling again with the same arguments reads its progress"));
     }

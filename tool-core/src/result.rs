@@ -157,12 +157,12 @@ pub struct CallResult {
     /// and on `outcome_unknown` answered by the call that ran the steps, when it reached at
     /// least one. Absent on every other result: a success, a failure, a replay of an unknown
     /// outcome.
-    pub steps: Option<Vec<StepReport>>,
+    pub steps: Option<Box<Vec<StepReport>>>,
     /// How far the delivery of an outbox operation got. Present on `queued` (the call whose
     /// transaction committed, and a later call with the same arguments while the delivery is
     /// owed), and on `succeeded` answered to a later call once a worker delivered it. Absent
     /// on every other result, and on the `succeeded` of an outbox call that enqueued no event.
-    pub delivery: Option<DeliveryNote>,
+    pub delivery: Option<Box<DeliveryNote>>,
 }
 
 /// The delivery of an outbox operation, as the model reads it in a result's `delivery`.
