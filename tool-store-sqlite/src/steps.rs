@@ -105,7 +105,9 @@ pub(crate) async fn begin_step(
             StepStart::Run
         }
     };
-    tx.commit().await.map_err(backend("commit a step's begin"))?;
+    tx.commit()
+        .await
+        .map_err(backend("commit a step's begin"))?;
     Ok(start)
 }
 
