@@ -75,12 +75,17 @@ mod claim;
 mod connect;
 mod error;
 mod migrate;
+mod outbox;
+mod resolve;
 mod row;
 mod run;
+mod steps;
 mod store;
+mod transaction;
 
 pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions};
 pub use store::PostgresStore;
+pub use transaction::connection;
 
 /// The sqlx this crate is built with, to configure a pool for [`PostgresStore::from_pool`]
 /// without a second copy of sqlx.
