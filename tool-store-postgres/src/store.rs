@@ -38,6 +38,14 @@ use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
 /// `toolgate_runs` (with its attempts and failed calls beside it), changed under that row's
 /// lock.
 ///
+/// An outbox operation is claimed inside a transaction that stays open while the tool's body
+/// writes its rows (see [`connection`](crate::connection)): its uncommitted record, or the row
+/// lock of a record taken again, holds every other claim of the key until the transaction ends.
+/// Its event, in `toolgate_outbox` under the operation's key, is inserted by the commit. Workers
+/// lease events with one `UPDATE … FOR UPDATE SKIP LOCKED`, so two never hold the same one, and
+/// settle an event and its operation in one transaction fenced by the event's attempt. Steps are
+/// rows of `toolgate_steps`, begun and finished under the lock of their operation's row.
+///
 /// Cloning is cheap: clones share one connection pool.
 ///
 /// ```no_run
