@@ -24,8 +24,10 @@
 //! ([`begin`](toolgate_core::store::OperationStore::begin)): it writes its own rows with
 //! [`connection`], and the commit stores the operation (`queued`) and its one event in the table `outbox`
 //! with them, or the rollback leaves none of the three. The transaction holds the store's one
-//! writer while the body runs, so every other write (a claim of the same key too) waits for it:
-//! keep outbox bodies to their database work. Workers lease events in an immediate
+//! writer while the body runs, so every other write of the process (a claim of the same key
+//! too) waits for it, and one that waits longer than 30 s fails as
+//! [`StoreError::Unreachable`](toolgate_core::store::StoreError::Unreachable): keep outbox
+//! bodies to their database work. Workers lease events in an immediate
 //! transaction each, so two never lease the same one (within this one process). The table
 //! `steps` holds each operation's step journal; a takeover under other arguments deletes it.
 //!

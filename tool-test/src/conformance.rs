@@ -48,10 +48,11 @@
 //!
 //! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text), the
 //! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention), approvals
-//! (waiting, deciding, running once, expiring, listing) and the audit trail (order, queries,
-//! retention), the transactional outbox (begin, commit, rollback, leases, settlement, resume)
-//! and the step journal (steps, takeovers, `partial`). They use fixed times (milliseconds in 2023) and the tenants `acme` and
-//! `globex`: a store must not read the clock itself.
+//! (waiting, deciding, running once, expiring, listing), the audit trail (order, queries,
+//! retention), the transactional outbox (begin, commit, rollback, leases, settlement, resume,
+//! reconciliation) and the step journal (steps, takeovers, `partial`, reconciliation). They use
+//! fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not
+//! read the clock itself.
 
 mod approval_lists;
 mod approvals;
