@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::{OperationStore, PostgresStore, SqliteStore};
-use toolgate::{CallFate, Clock, Fate, Reconciler, RunLimits, SystemClock, ToolCall, TurnAborted};
+use toolgate::{
+    CallFate, Clock, Delivery, Fate, Reconciler, RunLimits, SystemClock, ToolCall, TurnAborted,
+};
 
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::shop::{self, Provider};
@@ -17,6 +19,7 @@ use toolgate_demo::shop::{self, Provider};
 use crate::narrate::{Narrator, Voice};
 
 mod approvals;
+mod outbox;
 use crate::script::{Dialect, Line, shortened};
 
 /// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
@@ -106,6 +109,8 @@ pub(crate) struct Options {
     pub(crate) narrator: Narrator,
     /// Explain each outcome, for a person watching (the narrated story).
     pub(crate) explain: bool,
+    /// How `issue_refund` is delivered until a `delivery` line says otherwise.
+    pub(crate) delivery: Delivery,
 }
 
 /// The desk between two lines of a script.
@@ -120,6 +125,8 @@ pub(crate) struct Desk {
     session: Session,
     narrator: Narrator,
     explain: bool,
+    /// How `issue_refund` is delivered: directly, or through the outbox.
+    delivery: Delivery,
 }
 
 impl Desk {
@@ -127,12 +134,13 @@ impl Desk {
     /// `demo/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
+        outbox::create_tables(&options.store).await?;
         let clock: Arc<dyn Clock> = Arc::new(AheadClock {
             ahead_ms: i64::try_from(options.clock_ahead.as_millis()).unwrap_or(i64::MAX),
         });
         let auth =
             AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
-        let dispatcher = dispatcher(&store, &options.payments, &clock);
+        let dispatcher = dispatcher(&store, &options.payments, &clock, options.delivery);
         Ok(Desk {
             spec: options.store,
             open: Some((store, dispatcher)),
@@ -141,6 +149,7 @@ impl Desk {
             session: Session::new(auth, "run-1"),
             narrator: options.narrator,
             explain: options.explain,
+            delivery: options.delivery,
         })
     }
 
@@ -203,6 +212,11 @@ impl Desk {
                 reason,
             } => Ok(Some(self.decide(verdict, &approver, &reason).await?)),
             Line::RunApproved => Ok(Some(self.run_approved().await?)),
+            Line::Delivery(delivery) => {
+                self.set_delivery(delivery).await?;
+                Ok(None)
+            }
+            Line::Deliver => Ok(Some(self.deliver().await?)),
         }
     }
 
@@ -459,7 +473,7 @@ impl Desk {
         let store = OpenStore::open(&self.spec).await.map_err(|err| {
             format!("{err}; the desk opens it again on the next line that needs it")
         })?;
-        let dispatcher = dispatcher(&store, &self.payments, &self.clock);
+        let dispatcher = dispatcher(&store, &self.payments, &self.clock, self.delivery);
         self.open = Some((store, dispatcher));
         Ok(())
     }
@@ -475,8 +489,17 @@ impl Desk {
     }
 }
 
-fn dispatcher(store: &OpenStore, payments: &HttpPayments, clock: &Arc<dyn Clock>) -> Dispatcher {
-    Dispatcher::builder(shop::registry())
+fn dispatcher(
+    store: &OpenStore,
+    payments: &HttpPayments,
+    clock: &Arc<dyn Clock>,
+    delivery: Delivery,
+) -> Dispatcher {
+    let registry = match delivery {
+        Delivery::Outbox => shop::outbox_registry(),
+        _ => shop::registry(),
+    };
+    Dispatcher::builder(registry)
         .store(store.shared())
         .state(Provider::new(payments.clone()))
         .clock(clock.clone())
