@@ -91,8 +91,11 @@ async fn run(invocation: Invocation) -> Result<String, Failure> {
             output
         }
         Action::Resume(args) => {
-            let operator =
-                identity::resolve(&args.identity, env(identity::IDENTITY_ENV)?.as_deref())?;
+            let operator = identity::resolve_as(
+                identity::Role::Operator,
+                &args.identity,
+                env(identity::IDENTITY_ENV)?.as_deref(),
+            )?;
             let opened = open::open(&spec).await?;
             let output = outbox::resume(opened.store(), &args, &operator).await;
             opened.close().await;
