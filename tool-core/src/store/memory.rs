@@ -2,18 +2,21 @@
 //! when the process ends, so it cannot keep a write from running twice across a restart.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+mod claim;
+mod outbox;
+mod steps;
 mod tables;
 
 use tables::{Records, Tables, truncate};
 
 use super::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditQuery,
-    AuditRecord, Begun, Claim, ClaimRequest, ClaimStep, ClaimToken, DecideRequest, DecideStep,
-    Decided, Decision, DeliveryOutcome, EventLease, EventQuery, LeasedEvent, OperationQuery,
+    AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, DecideStep, Decided,
+    Decision, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationQuery,
     OperationRecord, OperationState, OperationStore, OutboxEvent, Refusal, Resolution, RunAbort,
     RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError, TurnGrant, TurnRequest,
     Verdict,
@@ -27,7 +30,7 @@ use super::{
 /// conformance suite as the durable stores.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    tables: Mutex<Tables>,
+    tables: Arc<Mutex<Tables>>,
     runs: Mutex<HashMap<(String, String), RunRecord>>,
 }
 
@@ -109,93 +112,7 @@ impl MemoryStore {
 #[async_trait]
 impl OperationStore for MemoryStore {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        Ok(self.tables(|tables| {
-            let id = (request.tenant.to_owned(), request.key.to_owned());
-            let Some(record) = tables.records.get(&id) else {
-                tables.records.insert(
-                    id,
-                    OperationRecord {
-                        tenant: request.tenant.to_owned(),
-                        key: request.key.to_owned(),
-                        tool: request.tool.to_owned(),
-                        request_hash: request.request_hash.to_owned(),
-                        arguments: request.arguments.to_owned(),
-                        state: request.first_state(),
-                        attempt: request.first_attempt(),
-                        lease_until_ms: request.lease_until_ms(),
-                        result: None,
-                        errors: Vec::new(),
-                        reconcile_tries: 0,
-                        created_ms: request.now_ms,
-                        updated_ms: request.now_ms,
-                        approval_id: request.approval.map(|a| a.id.clone()),
-                    },
-                );
-                return match request.approval {
-                    Some(approval) => {
-                        tables
-                            .approvals
-                            .insert(approval.id.clone(), approval.clone());
-                        Claim::Approval(approval.clone())
-                    }
-                    None => Claim::Acquired {
-                        attempt: 1,
-                        approved: None,
-                    },
-                };
-            };
-            let approval = tables.approval_of(record).cloned();
-            let step = request.step(record, approval.as_ref(), super::Journal::Empty);
-            let Some(record) = tables.records.get_mut(&id) else {
-                unreachable!("the record was read under the same lock");
-            };
-            match step {
-                ClaimStep::Conflict => Claim::Conflict {
-                    tool: record.tool.clone(),
-                },
-                ClaimStep::Reclaim | ClaimStep::RunApproved => {
-                    record.request_hash = request.request_hash.to_owned();
-                    record.arguments = request.arguments.to_owned();
-                    record.state = OperationState::Processing;
-                    record.attempt += 1;
-                    record.lease_until_ms = request.lease_until_ms();
-                    record.updated_ms = request.now_ms;
-                    Claim::Acquired {
-                        attempt: record.attempt,
-                        approved: approval.filter(|_| step == ClaimStep::RunApproved),
-                    }
-                }
-                ClaimStep::Await => {
-                    let Some(new) = request.approval else {
-                        unreachable!("only a claim with an approval awaits one");
-                    };
-                    record.request_hash = request.request_hash.to_owned();
-                    record.arguments = request.arguments.to_owned();
-                    record.state = OperationState::AwaitingApproval;
-                    record.approval_id = Some(new.id.clone());
-                    record.updated_ms = request.now_ms;
-                    tables.approvals.insert(new.id.clone(), new.clone());
-                    Claim::Approval(new.clone())
-                }
-                ClaimStep::ExpireToUnknown => {
-                    record.state = OperationState::OutcomeUnknown;
-                    record.updated_ms = request.now_ms;
-                    Claim::Existing(record.clone())
-                }
-                ClaimStep::ExpireApproval => {
-                    let approval = approval.map(|a| a.id).unwrap_or_default();
-                    match tables.reject(&approval, ApprovalRecord::expiry(request.now_ms)) {
-                        Some(approval) => Claim::Approval(approval),
-                        None => unreachable!("the approval was read under the same lock"),
-                    }
-                }
-                ClaimStep::AnswerApproval => match approval {
-                    Some(approval) => Claim::Approval(approval),
-                    None => Claim::Existing(record.clone()),
-                },
-                ClaimStep::Existing => Claim::Existing(record.clone()),
-            }
-        }))
+        Ok(self.tables(|tables| tables.claim(&request)))
     }
 
     async fn succeed(
@@ -281,19 +198,47 @@ impl OperationStore for MemoryStore {
         resolution: Resolution<'_>,
         now_ms: i64,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        Ok(self.with(|records| {
-            let record = records.get_mut(&(tenant.to_owned(), key.to_owned()))?;
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| {
+            let record = tables.records.get(&id)?;
             if record.state != OperationState::OutcomeUnknown {
                 return None;
             }
+            let has_event = tables.events.contains_key(&id);
+            let state = match resolution {
+                Resolution::Applied(_) => OperationState::Succeeded,
+                Resolution::NotApplied if has_event => OperationState::Queued,
+                Resolution::NotApplied if tables.steps_not_applied(&id, now_ms) => {
+                    OperationState::Partial
+                }
+                Resolution::NotApplied => OperationState::Failed,
+                Resolution::StillUnknown => OperationState::OutcomeUnknown,
+            };
+            if let Some(event) = tables.events.get_mut(&id) {
+                match resolution {
+                    Resolution::Applied(result) => {
+                        event.status = EventStatus::Delivered;
+                        event.result = Some(result.to_owned());
+                        event.updated_ms = now_ms;
+                    }
+                    Resolution::NotApplied => {
+                        event.status = EventStatus::Pending;
+                        event.due_ms = now_ms;
+                        event.updated_ms = now_ms;
+                    }
+                    Resolution::StillUnknown => {}
+                }
+            }
+            let record = tables.records.get_mut(&id)?;
             match resolution {
-                Resolution::Applied(result) => {
-                    record.state = OperationState::Succeeded;
+                // An outbox operation keeps the tool's own result.
+                Resolution::Applied(result) if !has_event => {
                     record.result = Some(result.to_owned());
                 }
-                Resolution::NotApplied => record.state = OperationState::Failed,
                 Resolution::StillUnknown => record.reconcile_tries += 1,
+                _ => {}
             }
+            record.state = state;
             record.updated_ms = now_ms;
             Some(record.clone())
         }))
@@ -309,9 +254,13 @@ impl OperationStore for MemoryStore {
                 records,
                 approvals,
                 audit,
+                events,
+                steps,
                 ..
             } = tables;
             approvals.retain(|_, a| records.contains_key(&(a.tenant.clone(), a.key.clone())));
+            events.retain(|id, _| records.contains_key(id));
+            steps.retain(|id, _| records.contains_key(id));
             audit.retain(|record| {
                 let entry = &record.entry;
                 entry.at_ms >= before_ms
@@ -539,13 +488,11 @@ impl OperationStore for MemoryStore {
     }
 
     async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
-        let _ = request;
-        unimplemented!("outbox: begin")
+        Ok(outbox::begin(&self.tables, &request))
     }
 
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        let _ = lease;
-        unimplemented!("outbox: lease_events")
+        Ok(self.tables(|tables| tables.lease_events(&lease)))
     }
 
     async fn settle_event(
@@ -556,8 +503,8 @@ impl OperationStore for MemoryStore {
         outcome: DeliveryOutcome<'_>,
         now_ms: i64,
     ) -> Result<OutboxEvent, StoreError> {
-        let _ = (tenant, key, attempt, outcome, now_ms);
-        unimplemented!("outbox: settle_event")
+        let id = (tenant.to_owned(), key.to_owned());
+        self.tables(|tables| tables.settle_event(&id, attempt, outcome, now_ms))
     }
 
     async fn resume_event(
@@ -566,18 +513,17 @@ impl OperationStore for MemoryStore {
         key: &str,
         now_ms: i64,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        let _ = (tenant, key, now_ms);
-        unimplemented!("outbox: resume_event")
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.resume_event(&id, now_ms)))
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
-        let _ = (tenant, key);
-        unimplemented!("outbox: event")
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.events.get(&id).cloned()))
     }
 
     async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
-        let _ = query;
-        unimplemented!("outbox: list_events")
+        Ok(self.tables(|tables| tables.list_events(&query)))
     }
 
     async fn begin_step(
@@ -586,8 +532,7 @@ impl OperationStore for MemoryStore {
         name: &str,
         now_ms: i64,
     ) -> Result<StepStart, StoreError> {
-        let _ = (owner, name, now_ms);
-        unimplemented!("steps: begin_step")
+        self.tables(|tables| tables.begin_step(owner, name, now_ms))
     }
 
     async fn finish_step(
@@ -597,13 +542,12 @@ impl OperationStore for MemoryStore {
         outcome: StepOutcome<'_>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let _ = (owner, name, outcome, now_ms);
-        unimplemented!("steps: finish_step")
+        self.tables(|tables| tables.finish_step(owner, name, outcome, now_ms))
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        let _ = (tenant, key);
-        unimplemented!("steps: steps")
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.steps.get(&id).cloned().unwrap_or_default()))
     }
 
     async fn partial(
@@ -613,8 +557,12 @@ impl OperationStore for MemoryStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let _ = (owner, report, error, now_ms);
-        unimplemented!("steps: partial")
+        self.owned(owner, |record| {
+            record.state = OperationState::Partial;
+            record.result = Some(report.to_owned());
+            record.errors.push(error.clone());
+            record.updated_ms = now_ms;
+        })
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {

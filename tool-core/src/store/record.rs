@@ -586,4 +586,55 @@ mod tests {
         assert_eq!(asking.first_attempt(), 0);
         assert_eq!(req.first_attempt(), 1);
     }
+
+    /// An ended lease is taken over when every step the crashed worker began is recorded; a
+    /// step in flight, or no journal, makes it unknown.
+    #[test]
+    fn a_settled_journal_lets_an_ended_lease_be_taken_over() {
+        let ended = record(OperationState::Processing, NOW);
+        let req = request("h1", false);
+        assert!(req.needs_journal(&ended));
+        assert!(!request("h1", true).needs_journal(&ended));
+        assert!(!req.needs_journal(&record(OperationState::Processing, NOW + 1)));
+        assert_eq!(req.step(&ended, None, Journal::Settled), ClaimStep::Reclaim);
+        assert_eq!(
+            req.step(&ended, None, Journal::InFlight),
+            ClaimStep::ExpireToUnknown
+        );
+        assert_eq!(
+            req.step(&ended, None, Journal::Empty),
+            ClaimStep::ExpireToUnknown
+        );
+        use crate::store::StepStatus::{Failed, Started, Succeeded};
+        assert_eq!(Journal::of(&[]), Journal::Empty);
+        assert_eq!(Journal::of(&[Succeeded, Failed]), Journal::Settled);
+        assert_eq!(Journal::of(&[Succeeded, Started]), Journal::InFlight);
+    }
+
+    /// A `partial` record is resumed by its own request only; a `queued` one is answered.
+    #[test]
+    fn partial_is_resumed_by_the_same_request_and_queued_is_answered() {
+        let partial = record(OperationState::Partial, 0);
+        assert_eq!(
+            request("h1", false).step(&partial, None, Journal::Settled),
+            ClaimStep::Reclaim
+        );
+        assert_eq!(
+            request("h2", false).step(&partial, None, Journal::Settled),
+            ClaimStep::Conflict
+        );
+        let queued = record(OperationState::Queued, 0);
+        assert_eq!(
+            request("h1", true).step(&queued, None, Journal::Empty),
+            ClaimStep::Existing
+        );
+        assert_eq!(
+            request("h2", true).step(&queued, None, Journal::Empty),
+            ClaimStep::Conflict
+        );
+        for state in OperationState::ALL {
+            assert_eq!(OperationState::parse(state.as_str()), Some(state));
+        }
+        assert!(!OperationState::Queued.is_terminal() && !OperationState::Partial.is_terminal());
+    }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::store::{
     ApprovalRecord, ApprovalStatus, AuditRecord, Decision, OperationRecord, OperationState,
+    OutboxEvent, StepRecord,
 };
 
 pub(super) type Records = HashMap<(String, String), OperationRecord>;
@@ -17,6 +18,10 @@ pub(super) struct Tables {
     pub(super) audit: Vec<AuditRecord>,
     /// The `seq` of the last audit record appended, purged or not.
     pub(super) last_seq: i64,
+    /// The outbox events, by their operation.
+    pub(super) events: HashMap<(String, String), OutboxEvent>,
+    /// The step journals, by their operation, each in `seq` order.
+    pub(super) steps: HashMap<(String, String), Vec<StepRecord>>,
 }
 
 impl Tables {
