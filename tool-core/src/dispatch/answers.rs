@@ -213,6 +213,15 @@ pub(super) fn stored_result_unreadable(tool: &str) -> ToolError {
     ToolError::internal(format!("the stored result of {tool} cannot be read"))
 }
 
+/// A `queued` operation whose outbox event the store does not hold.
+pub(super) fn event_missing(tool: &str) -> ToolError {
+    ToolError::internal(format!(
+        "the earlier {tool} call with these arguments is recorded as queued, and its delivery \
+         cannot be found"
+    ))
+    .next("do not repeat this call; tell the user the operation needs an operator's attention")
+}
+
 /// A duplicate of an operation whose recorded outcome is unknown.
 pub(super) fn unknown_replayed(tool: &str) -> ToolError {
     ToolError::outcome_unknown(format!(
@@ -343,4 +352,59 @@ pub(super) fn check_timed_out(tool: &str, deadline: Duration) -> ToolError {
         deadline.as_millis()
     ))
     .next(format!("call {tool} again in a moment"))
+}
+
+/// An outbox call whose transaction's commit failed: it may have landed.
+pub(super) fn commit_unknown(tool: &str, err: &StoreError) -> ToolError {
+    ToolError::outcome_unknown(format!(
+        "{tool} ran, and the commit of its records and its queued delivery failed: {err}"
+    ))
+    .why(
+        "the store may have committed before it failed: then the operation is queued for \
+         delivery; otherwise nothing was stored and nothing will be sent",
+    )
+    .next(format!(
+        "call {tool} again with the same arguments: if it was committed the answer reads its \
+         progress, and if it was not it runs now, once"
+    ))
+}
+
+/// An outbox call whose body failed, panicked or passed its deadline: its transaction was
+/// rolled back, so nothing was stored and nothing will be sent.
+pub(super) fn rolled_back(tool: &str, err: ToolError, deadline: Duration) -> ToolError {
+    const WHY: &str = "its transaction was rolled back: nothing was stored and nothing will be sent";
+    match err.kind() {
+        // A body that did not finish, or that cannot know: its rows went with the rollback.
+        ErrorKind::OutcomeUnknown if err.get_timed_out_after().is_some() => {
+            ToolError::timeout(format!("{tool} did not finish within {deadline:?}"))
+                .why(WHY)
+                .next(format!(
+                    "call {tool} again, or tell the user the system is slow"
+                ))
+                .timed_out_after(deadline)
+                .may_still_be_running(false)
+        }
+        ErrorKind::OutcomeUnknown => ToolError::unavailable(format!(
+            "{tool} failed before its records were committed: {}",
+            err.what()
+        ))
+        .why(WHY),
+        _ if err.get_why().is_none() => err.why(WHY),
+        _ => err,
+    }
+}
+
+/// An outbox call whose body panicked: rolled back, nothing stored.
+pub(super) fn outbox_panicked(tool: &str) -> ToolError {
+    ToolError::internal(format!("{tool} failed unexpectedly while it ran"))
+        .why("the tool stopped on an internal fault; its transaction was rolled back, so nothing was stored and nothing will be sent")
+        .next("do not repeat this call; tell the user the tool failed")
+}
+
+/// A store that answered an outbox claim acquired outside a transaction.
+pub(super) fn no_transaction(tool: &str) -> ToolError {
+    ToolError::internal(format!(
+        "{tool} did not run: the operation store claimed it without opening its transaction"
+    ))
+    .next("do not repeat this call; tell the user the tool is unavailable")
 }

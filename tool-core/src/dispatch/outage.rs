@@ -116,7 +116,7 @@ impl UnrecordedOutcomes {
 impl Dispatcher {
     /// Runs `op` on the store, tried again while the store cannot be reached, under the store
     /// policy and within `budget` counted from the first failure.
-    async fn reaching<T, F, Fut>(
+    pub(super) async fn reaching<T, F, Fut>(
         &self,
         seed: u64,
         budget: Duration,

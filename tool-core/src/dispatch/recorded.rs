@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
+use crate::delivery::Delivery;
 use crate::error::ToolError;
 use crate::json_text::JsonText;
-use crate::result::CallResult;
-use crate::store::{OperationRecord, OperationState, OperationStore};
+use crate::result::{CallResult, Status};
+use crate::store::{OperationRecord, OperationState, OperationStore, StoreError};
 
-use super::{Dispatcher, answers};
+use super::{Dispatcher, answers, delivery_notes, partial};
 
 impl Dispatcher {
     /// What a call whose key holds `record`, of the same request, answers: the stored outcome,
@@ -46,17 +47,45 @@ impl Dispatcher {
         }
         let mut result = match record.state {
             OperationState::Succeeded => {
-                let data = record
-                    .result
-                    .as_deref()
-                    .map(JsonText::parse)
-                    .transpose()
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| answers::stored_result_unreadable(&record.tool));
-                match data {
-                    Ok(data) => CallResult::succeeded(data),
+                let data = match stored_data(&record) {
+                    Ok(data) => data,
                     Err(err) => return Recorded::Answer(Err(err)),
+                };
+                if !self.is_outbox(&record.tool) {
+                    CallResult::succeeded(data)
+                } else {
+                    // Delivered by a worker: the provider's answer goes with the tool's result.
+                    match store.event(&record.tenant, &record.key).await {
+                        Ok(Some(event)) => {
+                            delivery_notes::of_event(Status::Succeeded, data, &event)
+                        }
+                        // Its body enqueued nothing: its rows were the whole effect.
+                        Ok(None) => CallResult::succeeded(data),
+                        Err(err) => return Recorded::Answer(Err(self.event_unread(&record, &err))),
+                    }
+                }
+            }
+            OperationState::Queued => {
+                let data = match stored_data(&record) {
+                    Ok(data) => data,
+                    Err(err) => return Recorded::Answer(Err(err)),
+                };
+                match store.event(&record.tenant, &record.key).await {
+                    Ok(Some(event)) => delivery_notes::of_event(Status::Queued, data, &event),
+                    Ok(None) => {
+                        return Recorded::Answer(Err(answers::event_missing(&record.tool)));
+                    }
+                    Err(err) => return Recorded::Answer(Err(self.event_unread(&record, &err))),
+                }
+            }
+            OperationState::Partial => {
+                match record.result.as_deref().and_then(partial::read_report) {
+                    Some(steps) => partial::answer(&record.tool, steps, true),
+                    None => {
+                        return Recorded::Answer(Err(answers::stored_result_unreadable(
+                            &record.tool,
+                        )));
+                    }
                 }
             }
             OperationState::OutcomeUnknown => {
@@ -71,13 +100,36 @@ impl Dispatcher {
             OperationState::AwaitingApproval | OperationState::Rejected => {
                 return Recorded::Answer(Err(answers::approval_missing(&record.tool)));
             }
-            OperationState::Queued | OperationState::Partial => {
-                unimplemented!("answers of queued and partial records")
-            }
         };
         result.replayed = record.state != OperationState::Processing;
         Recorded::Answer(Ok(result))
     }
+
+    /// Whether `tool` delivers through the outbox.
+    fn is_outbox(&self, tool: &str) -> bool {
+        self.inner
+            .registry
+            .get(tool)
+            .is_some_and(|registered| registered.descriptor().delivery == Delivery::Outbox)
+    }
+
+    /// The answer when the event of `record` could not be read.
+    fn event_unread(&self, record: &OperationRecord, err: &StoreError) -> ToolError {
+        tracing::warn!(error = %err, tool = record.tool.as_str(), "the outbox event of an operation could not be read");
+        answers::store_failed(&record.tool, err)
+    }
+}
+
+/// The tool's result the record holds, as the model reads it.
+fn stored_data(record: &OperationRecord) -> Result<JsonText, ToolError> {
+    record
+        .result
+        .as_deref()
+        .map(JsonText::parse)
+        .transpose()
+        .ok()
+        .flatten()
+        .ok_or_else(|| answers::stored_result_unreadable(&record.tool))
 }
 
 /// What a call whose key holds a record of the same request does next.

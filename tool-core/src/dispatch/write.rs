@@ -3,19 +3,26 @@
 //! recorded, or kept until the store can take it.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use serde_json::Value;
 
 use crate::auth::Session;
+use crate::delivery::Delivery;
 use crate::error::ToolError;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoint;
+use crate::json_text::JsonText;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
-use crate::store::{Claim, ClaimRequest, ClaimToken, OperationState, OperationStore};
+use crate::steps::{StepJournal, StepReport};
+use crate::store::{
+    ApprovalRecord, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+};
 
 use super::attempt::Input;
 use super::failure::Failure;
@@ -24,7 +31,7 @@ use super::outage::Outcome;
 use super::plan::PreparedWrite;
 use super::recorded::{CLAIM_ROUNDS, Recorded};
 use super::retries::seed_of;
-use super::{Dispatcher, answers, approval, audit, unwind};
+use super::{Dispatcher, answers, approval, audit, partial, unwind};
 
 /// The claim a write runs under: where its attempts record their errors, and under which
 /// attempt of the operation.
@@ -87,38 +94,34 @@ impl Dispatcher {
         let seed = self.inner.seed ^ seed_of(call_id);
         // A duplicate waits for the outcome of the call it found running until then.
         let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
+        let call = WriteCall {
+            store,
+            registered,
+            tenant,
+            key: &key,
+            hash: &hash,
+            stored: &stored,
+            args: &args,
+            approval: approval.as_ref(),
+            lease,
+            seed,
+            budget,
+            give_up,
+        };
+        if descriptor.delivery == Delivery::Outbox {
+            return self.write_outbox(&call, ctx).await;
+        }
         let mut rounds = 0;
         let (attempt, approved) = loop {
-            let request = ClaimRequest {
-                tenant,
-                key: &key,
-                tool: descriptor.name,
-                request_hash: &hash,
-                arguments: &stored,
-                now_ms: self.inner.clock.now_ms(),
-                lease,
-                takeover: descriptor.honours_key,
-                approval: approval.as_ref(),
-            };
-            match self.claim_reaching(store, request, seed, budget).await? {
-                Claim::Acquired { attempt, approved } => break (attempt, approved),
-                Claim::Conflict { .. } => return Err(answers::conflict(descriptor)),
-                Claim::Approval(found) => {
-                    // Asked by this call, or found from an earlier one.
-                    let asked_now = approval.as_ref().is_some_and(|mine| mine.id == found.id);
-                    audit::note_approval(&found.id);
-                    return Ok(approval::approval_answer(&found, !asked_now));
-                }
-                Claim::Existing(record) => {
-                    match self.answer_recorded(store, record, give_up).await {
-                        Recorded::Answer(answer) => return answer,
-                        // The call waited on failed, or its record was purged: claim the key again.
-                        Recorded::Claimable if rounds < CLAIM_ROUNDS => rounds += 1,
-                        Recorded::Claimable => {
-                            return Err(answers::claims_exhausted(descriptor.name));
-                        }
-                    }
-                }
+            let claim = self
+                .claim_reaching(store, call.request(self.now_ms()), seed, budget)
+                .await?;
+            match self.on_claim(&call, claim).await {
+                Claimed::Run { attempt, approved } => break (attempt, approved),
+                Claimed::Answer(answer) => return answer,
+                // The call waited on failed, or its record was purged: claim the key again.
+                Claimed::Again if rounds < CLAIM_ROUNDS => rounds += 1,
+                Claimed::Again => return Err(answers::claims_exhausted(descriptor.name)),
             }
         };
         let owner = ClaimToken {
@@ -134,6 +137,18 @@ impl Dispatcher {
                     .await;
             }
         }
+        // Its steps are journaled under the claim: a retry or a takeover skips those done.
+        let journal = self.inner.store.as_ref().map(|store| {
+            Arc::new(StepJournal::new(
+                store.clone(),
+                owner.clone(),
+                self.inner.clock.clone(),
+            ))
+        });
+        let ctx = match &journal {
+            Some(journal) => ctx.with_journal(journal.clone()),
+            None => ctx,
+        };
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Claimed);
         let claim = HeldClaim {
@@ -164,22 +179,69 @@ impl Dispatcher {
         };
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Executed);
-        let result = match outcome {
+        let steps = journal.map(|journal| journal.reports()).unwrap_or_default();
+        let result = if partial::is_partial(&steps) {
+            // A step succeeded and a later one failed, whether the tool answered the failure
+            // or swallowed it: never a success, never a failure.
+            Ok(self.record_partial(&claim, descriptor.name, steps, seed, budget).await)
+        } else {
+            self.record(&claim, descriptor.name, outcome, steps, seed, budget)
+                .await
+        };
+        #[cfg(feature = "test-util")]
+        self.reached(Failpoint::Recorded);
+        result
+    }
+
+    /// What a write does with the store's answer to its claim (of the plain path or the
+    /// outbox's): run, answer, or claim again.
+    pub(super) async fn on_claim(&self, call: &WriteCall<'_>, claim: Claim) -> Claimed {
+        let descriptor = call.registered.descriptor();
+        match claim {
+            Claim::Acquired { attempt, approved } => Claimed::Run { attempt, approved },
+            Claim::Conflict { .. } => Claimed::Answer(Err(answers::conflict(descriptor))),
+            Claim::Approval(found) => {
+                // Asked by this call, or found from an earlier one.
+                let asked_now = call.approval.is_some_and(|mine| mine.id == found.id);
+                audit::note_approval(&found.id);
+                Claimed::Answer(Ok(approval::approval_answer(&found, !asked_now)))
+            }
+            Claim::Existing(record) => {
+                match self.answer_recorded(call.store, record, call.give_up).await {
+                    Recorded::Answer(answer) => Claimed::Answer(answer),
+                    Recorded::Claimable => Claimed::Again,
+                }
+            }
+        }
+    }
+
+    /// Records the outcome of a write's attempts and answers it.
+    async fn record(
+        &self,
+        claim: &HeldClaim<'_>,
+        tool: &str,
+        outcome: Result<JsonText, Failure>,
+        steps: Vec<StepReport>,
+        seed: u64,
+        budget: Duration,
+    ) -> Result<CallResult, ToolError> {
+        match outcome {
             Ok(data) => {
                 let recorded = Outcome::Succeeded(data.as_str().to_owned());
-                match self.record_outcome(&claim, recorded, seed, budget).await {
+                match self.record_outcome(claim, recorded, seed, budget).await {
                     Ok(()) => Ok(CallResult::succeeded(data)),
                     // Applied, but the store does not hold it: never claim a success it does
                     // not hold.
                     Err(err) => {
-                        tracing::warn!(error = %err, tool = descriptor.name, "a write ran and its result could not be recorded");
-                        Err(answers::ran_unrecorded(descriptor.name, &err))
+                        tracing::warn!(error = %err, tool, "a write ran and its result could not be recorded");
+                        Err(answers::ran_unrecorded(tool, &err))
                     }
                 }
             }
             Err(failure) => {
                 // The record keeps the last attempt's own error; the model gets the answer.
-                let recorded = if failure.may_have_acted() {
+                let unknown = failure.may_have_acted();
+                let recorded = if unknown {
                     Outcome::Unknown(failure.recorded())
                 } else {
                     // Every other error proves the operation was not applied.
@@ -187,23 +249,49 @@ impl Dispatcher {
                 };
                 // The answer stays true whether or not it was recorded: the store's error goes
                 // to the trace, and an unrecorded outcome is kept to be written later.
-                match self.record_outcome(&claim, recorded, seed, budget).await {
-                    Ok(()) => Err(failure.into_answer()),
-                    Err(store_err) => {
-                        tracing::warn!(error = %store_err, tool = descriptor.name, "the outcome of a write could not be recorded");
-                        Err(failure.into_answer())
-                    }
+                if let Err(store_err) = self.record_outcome(claim, recorded, seed, budget).await {
+                    tracing::warn!(error = %store_err, tool, "the outcome of a write could not be recorded");
                 }
+                if unknown && !steps.is_empty() {
+                    // Which steps are done and which one may have acted.
+                    let mut result = CallResult::from_error(&failure.into_answer());
+                    result.steps = Some(steps);
+                    return Ok(result);
+                }
+                Err(failure.into_answer())
             }
-        };
-        #[cfg(feature = "test-util")]
-        self.reached(Failpoint::Recorded);
-        result
+        }
+    }
+
+    /// Records a partial outcome: the steps' report becomes the record's result, so that the
+    /// same call again reads it, and claims the operation again to run only what is not done.
+    async fn record_partial(
+        &self,
+        claim: &HeldClaim<'_>,
+        tool: &str,
+        steps: Vec<StepReport>,
+        seed: u64,
+        budget: Duration,
+    ) -> CallResult {
+        let HeldClaim { store, owner, .. } = *claim;
+        let report = partial::report_json(&steps);
+        let error = partial::recorded_error(owner.attempt, &steps);
+        let written = self
+            .reaching(seed, budget, || {
+                store.partial(owner, &report, &error, self.now_ms())
+            })
+            .await;
+        if let Err(err) = written {
+            // The journal holds each step's outcome: the answer is true, and the record, left
+            // `processing`, is taken over at the end of its lease by the same call again.
+            tracing::warn!(error = %err, tool, "a partial outcome could not be recorded");
+        }
+        partial::answer(tool, steps, false)
     }
 
     /// An approved operation that failed the checks before it ran: rejected, with `reason`, in
     /// the store and the audit trail; the model reads the rejection.
-    async fn reject_approved(
+    pub(super) async fn reject_approved(
         &self,
         store: &dyn OperationStore,
         owner: &ClaimToken,
@@ -229,7 +317,7 @@ impl Dispatcher {
 
     /// Tells the test hooks, if any, that a write reached `point`.
     #[cfg(feature = "test-util")]
-    fn reached(&self, point: Failpoint) {
+    pub(super) fn reached(&self, point: Failpoint) {
         if let Some(failpoints) = &self.inner.failpoints {
             failpoints.hit(point);
         }
@@ -241,6 +329,58 @@ impl Dispatcher {
             .saturating_mul(policy.max_attempts)
             .saturating_add(policy.max.saturating_mul(policy.max_attempts - 1))
             .saturating_add(LEASE_MARGIN)
+    }
+}
+
+/// What a write does with the store's answer to its claim.
+pub(super) enum Claimed {
+    /// Run it under the claim: the attempt claimed, and the approval it runs under.
+    Run {
+        attempt: u32,
+        approved: Option<ApprovalRecord>,
+    },
+    /// Answer this without running.
+    Answer(Result<CallResult, ToolError>),
+    /// Claim the key again: the record failed, or was purged, while it waited.
+    Again,
+}
+
+/// A write on its way to its claim: what the plain path and the outbox's share.
+pub(super) struct WriteCall<'a> {
+    pub(super) store: &'a dyn OperationStore,
+    pub(super) registered: &'a RegisteredTool,
+    pub(super) tenant: &'a str,
+    pub(super) key: &'a str,
+    pub(super) hash: &'a str,
+    /// The arguments the record keeps (sensitive ones redacted).
+    pub(super) stored: &'a str,
+    /// The validated arguments the tool runs with.
+    pub(super) args: &'a Value,
+    /// The approval this call asks for, over its tool's threshold.
+    pub(super) approval: Option<&'a ApprovalRecord>,
+    pub(super) lease: Duration,
+    pub(super) seed: u64,
+    /// How long the store's faults are retried.
+    pub(super) budget: Duration,
+    /// Until when a duplicate waits for the outcome of the call it found running.
+    pub(super) give_up: tokio::time::Instant,
+}
+
+impl WriteCall<'_> {
+    /// The claim of its key at `now_ms`.
+    pub(super) fn request(&self, now_ms: i64) -> ClaimRequest<'_> {
+        let descriptor = self.registered.descriptor();
+        ClaimRequest {
+            tenant: self.tenant,
+            key: self.key,
+            tool: descriptor.name,
+            request_hash: self.hash,
+            arguments: self.stored,
+            now_ms,
+            lease: self.lease,
+            takeover: descriptor.honours_key,
+            approval: self.approval,
+        }
     }
 }
 

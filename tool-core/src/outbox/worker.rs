@@ -4,16 +4,24 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
-use crate::clock::Clock;
-use crate::error::ToolError;
+use crate::backoff::Backoff;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{ErrorKind, ToolError};
 use crate::retry::RetrySpec;
-use crate::store::{OperationStore, OutboxEvent, StoreError};
+use crate::store::{
+    AttemptError, DeliveryOutcome, EventLease, LeasedEvent, OperationStore, OutboxEvent,
+    StoreError,
+};
 use crate::wiring::BuildError;
 
 /// Delivers the events of one outbox tool to its provider.
@@ -153,34 +161,283 @@ impl OutboxWorker {
     }
 
     /// One pass: leases up to the batch size of due events (and events whose worker's lease
-    /// ended) and delivers each.
+    /// ended) and delivers each, the batch's deliveries running concurrently. A store error
+    /// while leasing is answered at once; one while recording an outcome is answered after
+    /// every delivery of the pass has ended (the event stays leased until its lease ends, then
+    /// another pass takes it over).
     pub async fn run_once(&self) -> Result<DeliveryReport, StoreError> {
-        let _ = (
-            &self.store,
-            &self.handlers,
-            &self.retry,
-            &self.clock,
-            self.seed,
-        );
-        unimplemented!("the worker's pass")
+        let tools: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
+        let leased = self
+            .store
+            .lease_events(EventLease {
+                worker: &self.name,
+                tools: &tools,
+                now_ms: self.clock.now_ms(),
+                lease: self.lease,
+                limit: self.batch,
+            })
+            .await?;
+        let deliveries = leased.into_iter().map(|leased| self.deliver_one(leased));
+        let mut report = DeliveryReport::default();
+        let mut first_error = None;
+        for settled in futures_util::future::join_all(deliveries).await {
+            match settled {
+                Ok(settled) => report.count(settled),
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                }
+            }
+        }
+        match first_error {
+            Some(err) => Err(err),
+            None => Ok(report),
+        }
     }
 
     /// Passes until one leases nothing: every event due now is delivered, waiting for its
     /// backoff, dead or unknown. Answers the sum of the passes.
     pub async fn drain(&self) -> Result<DeliveryReport, StoreError> {
-        unimplemented!("drain")
+        let mut total = DeliveryReport::default();
+        loop {
+            let pass = self.run_once().await?;
+            if pass.leased() == 0 {
+                return Ok(total);
+            }
+            total.add(pass);
+        }
     }
 
     /// Delivers until `shutdown` completes, draining every `poll`. A store error is logged and
-    /// the next poll tries again.
+    /// the next poll tries again. A drain under way when `shutdown` completes ends first, so
+    /// that no event is left leased by a worker that stopped.
     pub async fn run(
         &self,
         poll: Duration,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), StoreError> {
-        let _ = (poll, shutdown);
-        unimplemented!("run")
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            if let Err(err) = self.drain().await {
+                tracing::warn!(error = %err, worker = self.name.as_str(), "an outbox pass failed; trying again at the next poll");
+            }
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return Ok(()),
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
     }
+
+    /// Delivers one leased event and records what it came to.
+    async fn deliver_one(&self, leased: LeasedEvent) -> Result<Settled, StoreError> {
+        let event = leased.event;
+        let span = tracing::info_span!(
+            "outbox.deliver",
+            worker = self.name.as_str(),
+            tool = event.tool.as_str(),
+            key = event.key.as_str(),
+            attempt = event.attempt,
+            taken_over = leased.taken_over,
+        );
+        async {
+            let Some(handler) = self.handlers.get(&event.tool) else {
+                // Leased only for the tools it has handlers for; a store that answered another
+                // is left to the lease's end.
+                tracing::warn!("leased an event of a tool this worker has no handler for");
+                return Ok(Settled::Lost);
+            };
+            let verdict = if leased.taken_over && !handler.honours_key() {
+                // Its earlier worker stopped mid-delivery and may have sent it: never sent again
+                // by a worker that cannot know.
+                Verdict::Unknown(AttemptError {
+                    attempt: event.attempt,
+                    kind: ErrorKind::OutcomeUnknown.as_str().to_owned(),
+                    what: format!(
+                        "the worker that leased attempt {} stopped before recording its outcome; \
+                         the provider may have applied it",
+                        event.attempt.saturating_sub(1)
+                    ),
+                })
+            } else {
+                self.attempt(handler.as_ref(), &event).await
+            };
+            self.settle(&event, verdict).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Calls the handler once under the lease, and says what to record.
+    async fn attempt(&self, handler: &dyn Deliver, event: &OutboxEvent) -> Verdict {
+        let call = AssertUnwindSafe(handler.deliver(event)).catch_unwind();
+        let err = match tokio::time::timeout(self.lease, call).await {
+            Ok(Ok(Ok(value))) => {
+                return match serde_json::to_string(&value) {
+                    Ok(text) => Verdict::Delivered(text),
+                    Err(err) => Verdict::Unknown(AttemptError {
+                        attempt: event.attempt,
+                        kind: ErrorKind::OutcomeUnknown.as_str().to_owned(),
+                        what: format!(
+                            "the provider's answer was received and does not serialize to JSON: {err}"
+                        ),
+                    }),
+                };
+            }
+            Ok(Ok(Err(err))) => err,
+            Ok(Err(payload)) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("(a panic payload that is not text)");
+                tracing::error!(panic = message, "the outbox handler panicked");
+                ToolError::outcome_unknown(format!(
+                    "the handler of {} panicked mid-delivery and may have sent it; its message is in the trace",
+                    event.tool
+                ))
+            }
+            Err(_elapsed) => ToolError::outcome_unknown(format!(
+                "the handler of {} did not answer within the worker's lease of {:?}; it may have sent it",
+                event.tool, self.lease
+            )),
+        };
+        tracing::info!(kind = err.kind().as_str(), error = err.what(), "a delivery failed");
+        let error = AttemptError {
+            attempt: event.attempt,
+            kind: err.kind().as_str().to_owned(),
+            what: err.what().to_owned(),
+        };
+        let budget_left = event.attempts_spent() < self.max_attempts();
+        match err.kind() {
+            ErrorKind::Unavailable | ErrorKind::RateLimited | ErrorKind::Timeout if budget_left => {
+                Verdict::Retry(error)
+            }
+            ErrorKind::Unavailable | ErrorKind::RateLimited | ErrorKind::Timeout => {
+                Verdict::Dead(error)
+            }
+            ErrorKind::OutcomeUnknown if handler.honours_key() && budget_left => {
+                Verdict::Retry(error)
+            }
+            ErrorKind::OutcomeUnknown => Verdict::Unknown(error),
+            _ => Verdict::Dead(error),
+        }
+    }
+
+    /// Records `verdict` for `event`; a lease lost meanwhile is counted, not an error.
+    async fn settle(&self, event: &OutboxEvent, verdict: Verdict) -> Result<Settled, StoreError> {
+        let due_ms;
+        let (outcome, settled) = match &verdict {
+            Verdict::Delivered(result) => (DeliveryOutcome::Delivered(result), Settled::Delivered),
+            Verdict::Retry(error) => {
+                let wait = self.backoff(event);
+                let wait = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+                due_ms = self.clock.now_ms().saturating_add(wait);
+                (DeliveryOutcome::Retry { error, due_ms }, Settled::Retrying)
+            }
+            Verdict::Dead(error) => (DeliveryOutcome::Dead(error), Settled::Dead),
+            Verdict::Unknown(error) => (DeliveryOutcome::Unknown(error), Settled::Unknown),
+        };
+        match self
+            .store
+            .settle_event(
+                &event.tenant,
+                &event.key,
+                event.attempt,
+                outcome,
+                self.clock.now_ms(),
+            )
+            .await
+        {
+            Ok(_) => Ok(settled),
+            Err(StoreError::LostClaim { .. }) => {
+                tracing::warn!("the event's lease ended before its outcome was recorded");
+                Ok(Settled::Lost)
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "the outcome of a delivery could not be recorded");
+                Err(err)
+            }
+        }
+    }
+
+    /// How many deliveries an event gets between two resumes.
+    fn max_attempts(&self) -> u32 {
+        self.retry.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).max(1)
+    }
+
+    /// The wait before the next delivery of `event`: exponential in the attempts spent since
+    /// its last resume, with full jitter drawn from the worker's seed, the event's key and its
+    /// attempt (so two workers, or two events, do not wake together).
+    fn backoff(&self, event: &OutboxEvent) -> Duration {
+        let base = self.retry.base.unwrap_or(DEFAULT_BASE);
+        let max = self.retry.max.unwrap_or(DEFAULT_MAX);
+        let jitter = self.retry.jitter.unwrap_or(true);
+        let seed = self.seed ^ fnv(&event.key) ^ u64::from(event.attempt);
+        let step = event.attempts_spent().saturating_sub(1) as usize;
+        Backoff::new(base, max, jitter, seed)
+            .nth(step)
+            .unwrap_or(max)
+    }
+}
+
+/// What to record for one delivery.
+enum Verdict {
+    Delivered(String),
+    Retry(AttemptError),
+    Dead(AttemptError),
+    Unknown(AttemptError),
+}
+
+/// What one delivery came to, as counted in a [`DeliveryReport`].
+#[derive(Debug, Clone, Copy)]
+enum Settled {
+    Delivered,
+    Retrying,
+    Dead,
+    Unknown,
+    Lost,
+}
+
+impl DeliveryReport {
+    fn count(&mut self, settled: Settled) {
+        match settled {
+            Settled::Delivered => self.delivered += 1,
+            Settled::Retrying => self.retrying += 1,
+            Settled::Dead => self.dead += 1,
+            Settled::Unknown => self.unknown += 1,
+            Settled::Lost => self.lost += 1,
+        }
+    }
+
+    fn add(&mut self, other: DeliveryReport) {
+        self.delivered += other.delivered;
+        self.retrying += other.retrying;
+        self.dead += other.dead;
+        self.unknown += other.unknown;
+        self.lost += other.lost;
+    }
+
+    /// How many events the pass leased.
+    fn leased(&self) -> u32 {
+        self.delivered + self.retrying + self.dead + self.unknown + self.lost
+    }
+}
+
+/// Deliveries an event gets between two resumes, by default.
+const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// The first backoff, by default.
+const DEFAULT_BASE: Duration = Duration::from_secs(1);
+/// The largest backoff, by default.
+const DEFAULT_MAX: Duration = Duration::from_secs(60);
+
+/// Numbers the workers of the process that were given no name.
+static NEXT_WORKER: AtomicU64 = AtomicU64::new(1);
+
+/// FNV-1a of `text`: a stable seed from a name or a key.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl OutboxWorkerBuilder {
@@ -232,7 +489,22 @@ impl OutboxWorkerBuilder {
 
     /// The worker. [`BuildError::NoHandlers`] when it was given no handler.
     pub fn build(self) -> Result<OutboxWorker, BuildError> {
-        let _ = (self.name, self.clock, self.seed);
-        unimplemented!("build")
+        if self.handlers.is_empty() {
+            return Err(BuildError::NoHandlers);
+        }
+        let name = self.name.unwrap_or_else(|| {
+            format!("worker-{}", NEXT_WORKER.fetch_add(1, Ordering::Relaxed))
+        });
+        let seed = self.seed.unwrap_or_else(|| fnv(&name));
+        Ok(OutboxWorker {
+            store: self.store,
+            handlers: Arc::new(self.handlers),
+            name,
+            lease: self.lease,
+            batch: self.batch.max(1),
+            retry: self.retry,
+            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            seed,
+        })
     }
 }

@@ -1,0 +1,130 @@
+//! What the model reads about the delivery of an outbox operation: accepted and queued when its
+//! transaction commits, then, to a later call with the same arguments, how far its event got.
+
+use crate::error::ErrorKind;
+use crate::json_text::JsonText;
+use crate::result::{CallResult, DeliveryNote, Status};
+use crate::steps::StepError;
+use crate::store::{AttemptError, EventStatus, OutboxEvent};
+
+/// What a call with the same arguments does about an operation whose delivery is under way.
+const READ_PROGRESS: &str = "do not call it again to make it happen; calling it again with the \
+                             same arguments reads its progress";
+
+/// The answer of an outbox call whose transaction committed with an event: `queued`, with the
+/// tool's result; the provider has not acted.
+pub(super) fn queued_now(key: &str, data: JsonText) -> CallResult {
+    let note = DeliveryNote {
+        operation: key.to_owned(),
+        state: EventStatus::Pending,
+        attempts: 0,
+        last_error: None,
+        result: None,
+        what: "accepted: its records are committed and its delivery to the provider is queued; \
+               the provider has not acted yet"
+            .to_owned(),
+        next: READ_PROGRESS.to_owned(),
+    };
+    with_note(Status::Queued, data, note, false)
+}
+
+/// The answer of a later call about an operation whose record holds `data` and whose event is
+/// `event`: `queued` while its delivery is owed, `succeeded` once delivered.
+pub(super) fn of_event(status: Status, data: JsonText, event: &OutboxEvent) -> CallResult {
+    with_note(status, data, note_of(event), true)
+}
+
+fn with_note(status: Status, data: JsonText, note: DeliveryNote, replayed: bool) -> CallResult {
+    CallResult {
+        status,
+        replayed,
+        data: Some(data),
+        error: None,
+        steps: None,
+        delivery: Some(note),
+    }
+}
+
+/// The delivery note of `event`, in words true of where it stands.
+fn note_of(event: &OutboxEvent) -> DeliveryNote {
+    let attempts = event.attempt;
+    let last = event.last_error.as_ref();
+    let (what, next) = match event.status {
+        EventStatus::Pending if attempts == 0 => (
+            "accepted: its records are committed and its delivery to the provider is queued; \
+             the provider has not acted yet"
+                .to_owned(),
+            READ_PROGRESS.to_owned(),
+        ),
+        EventStatus::Pending => (
+            format!(
+                "accepted and queued: its delivery to the provider was tried {attempts} {} \
+                 without being applied{}, and is tried again",
+                times(attempts),
+                last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
+            ),
+            READ_PROGRESS.to_owned(),
+        ),
+        EventStatus::Leased => (
+            format!(
+                "accepted and queued: a worker is delivering it to the provider now (attempt \
+                 {attempts})"
+            ),
+            READ_PROGRESS.to_owned(),
+        ),
+        EventStatus::Delivered => (
+            "delivered: the provider applied it".to_owned(),
+            "do not call it again; tell the user it is done".to_owned(),
+        ),
+        EventStatus::Dead => (
+            format!(
+                "its records are committed, and delivery stopped after {} {}: {}; an operator \
+                 must resume it",
+                event.attempts_spent(),
+                attempt_word(event.attempts_spent()),
+                last.map_or("no error was kept", |err| err.what.as_str()),
+            ),
+            "tell the user the operation is recorded and its delivery waits for an operator; \
+             calling it again does not deliver it"
+                .to_owned(),
+        ),
+        EventStatus::Unknown => (
+            "its records are committed, and whether the provider applied its delivery is \
+             unknown; it is being reconciled with the provider"
+                .to_owned(),
+            "do not repeat the call or assume it failed; tell the user the outcome is being \
+             checked"
+                .to_owned(),
+        ),
+    };
+    DeliveryNote {
+        operation: event.key.clone(),
+        state: event.status,
+        attempts,
+        last_error: last.map(step_error),
+        result: event
+            .result
+            .as_deref()
+            .and_then(|text| JsonText::parse(text).ok()),
+        what,
+        next,
+    }
+}
+
+/// A delivery error as the model reads it.
+fn step_error(err: &AttemptError) -> StepError {
+    StepError {
+        kind: ErrorKind::from_name(&err.kind)
+            .unwrap_or(ErrorKind::Internal)
+            .seen_by_model(),
+        what: err.what.clone(),
+    }
+}
+
+fn times(n: u32) -> &'static str {
+    if n == 1 { "time" } else { "times" }
+}
+
+fn attempt_word(n: u32) -> &'static str {
+    if n == 1 { "attempt" } else { "attempts" }
+}

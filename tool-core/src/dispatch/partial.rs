@@ -1,0 +1,202 @@
+//! A multi-step write that ended halfway: some steps succeeded, one failed, none is unknown.
+//! What the model reads (`partial`, naming each step), and the report the record keeps so that
+//! a later call with the same arguments reads the same.
+
+use serde_json::Value;
+
+use crate::error::ErrorKind;
+use crate::json_text::JsonText;
+use crate::result::{CallResult, Explanation, Status};
+use crate::steps::{StepError, StepReport, StepState};
+use crate::store::AttemptError;
+
+/// Whether `steps` end `partial`: one succeeded, one failed, none unknown.
+pub(super) fn is_partial(steps: &[StepReport]) -> bool {
+    let has = |state| steps.iter().any(|step| step.status == state);
+    has(StepState::Succeeded) && has(StepState::Failed) && !has(StepState::OutcomeUnknown)
+}
+
+/// The error the record of a partial operation appends: its first failed step's.
+pub(super) fn recorded_error(attempt: u32, steps: &[StepReport]) -> AttemptError {
+    let failed = steps
+        .iter()
+        .find(|step| step.status == StepState::Failed);
+    let (kind, what) = match failed.and_then(|step| step.error.as_ref()) {
+        Some(err) => (err.kind, err.what.clone()),
+        None => (ErrorKind::Internal, "a step failed".to_owned()),
+    };
+    AttemptError {
+        attempt,
+        kind: kind.as_str().to_owned(),
+        what: format!(
+            "step {} failed: {what}",
+            failed.map_or("?", |step| step.name.as_str())
+        ),
+    }
+}
+
+/// The steps as the record keeps them: JSON text of the reports.
+pub(super) fn report_json(steps: &[StepReport]) -> String {
+    serde_json::to_string(steps).expect("step reports always serialize")
+}
+
+/// The steps the record of a partial operation keeps, read back; `None` when the text is not
+/// such a report.
+pub(super) fn read_report(text: &str) -> Option<Vec<StepReport>> {
+    let Value::Array(items) = serde_json::from_str::<Value>(text).ok()? else {
+        return None;
+    };
+    items.iter().map(read_step).collect()
+}
+
+fn read_step(item: &Value) -> Option<StepReport> {
+    let status = match item.get("status")?.as_str()? {
+        "succeeded" => StepState::Succeeded,
+        "failed" => StepState::Failed,
+        "outcome_unknown" => StepState::OutcomeUnknown,
+        _ => return None,
+    };
+    let error = match item.get("error") {
+        Some(err) => Some(StepError {
+            kind: ErrorKind::from_name(err.get("kind")?.as_str()?)?,
+            what: err.get("what")?.as_str()?.to_owned(),
+        }),
+        None => None,
+    };
+    Some(StepReport {
+        name: item.get("name")?.as_str()?.to_owned(),
+        status,
+        replayed: item.get("replayed")?.as_bool()?,
+        output: match item.get("output") {
+            Some(output) => Some(JsonText::of(output).ok()?),
+            None => None,
+        },
+        error,
+    })
+}
+
+/// What the model reads of `tool`'s partial outcome: which steps succeeded, which failed and
+/// why, and that the same call again runs only what is not done.
+pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> CallResult {
+    let names = |state| {
+        steps
+            .iter()
+            .filter(|step| step.status == state)
+            .map(|step| step.name.as_str())
+            .collect::<Vec<_>>()
+    };
+    let done = names(StepState::Succeeded);
+    let failed = names(StepState::Failed);
+    let first_failed = steps
+        .iter()
+        .find(|step| step.status == StepState::Failed)
+        .and_then(|step| step.error.as_ref());
+    let kind = first_failed.map_or(ErrorKind::Internal, |err| err.kind);
+    let why = steps
+        .iter()
+        .filter_map(|step| match (&step.status, &step.error) {
+            (StepState::Failed, Some(err)) => Some(format!("{}: {}", step.name, err.what)),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let (done_list, failed_list) = (list(&done), list(&failed));
+    let transient = matches!(
+        kind,
+        ErrorKind::Unavailable
+            | ErrorKind::RetryBudgetExhausted
+            | ErrorKind::Timeout
+            | ErrorKind::RateLimited
+    );
+    let when = if transient {
+        String::new()
+    } else {
+        format!(" once what made {failed_list} fail is fixed")
+    };
+    let explanation = Explanation {
+        kind,
+        what: format!(
+            "{tool} partly succeeded: {done_list} succeeded (applied, and never rolled back); \
+             {failed_list} failed (not applied)"
+        ),
+        why: (!why.is_empty()).then_some(why),
+        next: format!(
+            "call {tool} again with the same arguments{when}: {done_list} {} done and {} not \
+             run again; only {failed_list} runs again, with any step not reached yet; tell the \
+             user which steps succeeded",
+            if done.len() == 1 { "is" } else { "are" },
+            if done.len() == 1 { "is" } else { "are" },
+        ),
+        retry_after_ms: None,
+        after_ms: None,
+        may_still_be_running: None,
+        approval_id: None,
+        expires_at_ms: None,
+    };
+    CallResult {
+        status: Status::Partial,
+        replayed,
+        data: None,
+        error: Some(explanation),
+        steps: Some(steps),
+        delivery: None,
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn list(names: &[&str]) -> String {
+    match names {
+        [] => "no step".to_owned(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &str, status: StepState) -> StepReport {
+        StepReport {
+            name: name.to_owned(),
+            status,
+            replayed: false,
+            output: (status == StepState::Succeeded).then(|| JsonText::parse(r#"{"id":7}"#).unwrap()),
+            error: (status == StepState::Failed).then(|| StepError {
+                kind: ErrorKind::RetryBudgetExhausted,
+                what: "the mail service answered 503".to_owned(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_partial_answer_names_each_step_and_reads_back_the_same() {
+        let steps = vec![
+            step("update_crm", StepState::Succeeded),
+            step("notify", StepState::Failed),
+        ];
+        assert!(is_partial(&steps));
+        let read = read_report(&report_json(&steps)).expect("the report reads back");
+        assert_eq!(read, steps);
+        let result = answer("update_and_notify", read, true);
+        let explanation = result.explanation().unwrap();
+        assert_eq!(explanation.kind, ErrorKind::RetryBudgetExhausted);
+        assert!(explanation.what.contains("update_crm succeeded"));
+        assert!(explanation.what.contains("notify failed"));
+        assert!(explanation.next.contains("update_crm is done and is not run again"));
+        assert!(explanation.next.contains("only notify runs again"));
+        assert_eq!(result.to_json()["status"], "partial");
+    }
+
+    #[test]
+    fn an_unknown_step_or_a_lone_failure_is_not_partial() {
+        let unknown = vec![
+            step("a", StepState::Succeeded),
+            step("b", StepState::Failed),
+            step("c", StepState::OutcomeUnknown),
+        ];
+        assert!(!is_partial(&unknown));
+        assert!(!is_partial(&[step("b", StepState::Failed)]));
+        assert!(!is_partial(&[step("a", StepState::Succeeded)]));
+    }
+}
