@@ -438,7 +438,7 @@ mod tests {
         let ledger = payments.ledger().await.unwrap();
         assert_eq!(
             ledger["provider_requests"],
-            json!({"refund": 0, "lookup": 1}),
+            json!({"refund": 0, "lookup": 1, "crm": 0, "notify": 0}),
             "only the lookup reached /refunds"
         );
     }
