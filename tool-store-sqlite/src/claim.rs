@@ -1,14 +1,15 @@
 //! The claim: one immediate transaction that inserts the record (and its approval, for a call
 //! over its tool's threshold), or inspects the one there with its latest approval and moves it
-//! on as [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
+//! on as [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says. The same
+//! logic runs inside the transaction an outbox tool's body runs in ([`claim_on`]).
 
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep as Step, OperationRecord, StoreError,
+    ApprovalRecord, Claim, ClaimRequest, ClaimStep as Step, Journal, OperationRecord, StoreError,
 };
 
 use crate::error::backend;
-use crate::{approval, row};
+use crate::{approval, row, steps};
 
 /// Claims `request.key`. `BEGIN IMMEDIATE` takes the write lock before the first read, so no
 /// other writer can change the record or its approval between the inspection and the update.
@@ -20,31 +21,46 @@ pub(crate) async fn claim(
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin a claim"))?;
+    let claim = claim_on(&mut tx, request).await?;
+    tx.commit().await.map_err(backend("commit a claim"))?;
+    Ok(claim)
+}
+
+/// Claims `request.key` on `conn`, which must be inside an immediate transaction (the caller
+/// commits it): inserts the record, or inspects the one there with its latest approval and, when
+/// [`ClaimRequest::needs_journal`], its step journal, and moves it on as
+/// [`ClaimRequest::step`] says.
+pub(crate) async fn claim_on(
+    conn: &mut SqliteConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
     let found =
         sqlx::query("SELECT * FROM operations WHERE tenant_id = ?1 AND idempotency_key = ?2")
             .bind(request.tenant)
             .bind(request.key)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(backend("read a claimed record"))?;
-    let claim = match found {
-        None => insert(&mut tx, request).await?,
-        Some(found) => {
-            let record = row::record(&found)?;
-            let approval = match &record.approval_id {
-                Some(id) => approval::read(&mut tx, id).await?,
-                None => None,
-            };
-            let step = request.step(
-                &record,
-                approval.as_ref(),
-                toolgate_core::store::Journal::Empty,
-            );
-            take_step(&mut tx, request, step, record, approval).await?
-        }
+    let Some(found) = found else {
+        return insert(conn, request).await;
     };
-    tx.commit().await.map_err(backend("commit a claim"))?;
-    Ok(claim)
+    let record = row::record(&found)?;
+    let approval = match &record.approval_id {
+        Some(id) => approval::read(conn, id).await?,
+        None => None,
+    };
+    let journal = if request.needs_journal(&record) {
+        steps::journal(conn, request.tenant, request.key).await?
+    } else {
+        Journal::Empty
+    };
+    let step = request.step(&record, approval.as_ref(), journal);
+    let taken = matches!(step, Step::Reclaim | Step::Await);
+    if taken && record.request_hash != request.request_hash {
+        // Steps are never answered to other arguments.
+        steps::clear(conn, request.tenant, request.key).await?;
+    }
+    take_step(conn, request, step, record, approval).await
 }
 
 /// A new record: `processing` (attempt 1, leased), or `awaiting_approval` (attempt 0) with the

@@ -107,13 +107,18 @@
 
 mod approval;
 mod audit;
+mod begin;
 mod claim;
 mod connect;
 mod error;
 mod migrate;
+mod outbox;
+mod resolve;
 mod row;
 mod run;
+mod steps;
 mod store;
 
+pub use begin::connection;
 pub use connect::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
 pub use store::SqliteStore;

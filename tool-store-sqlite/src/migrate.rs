@@ -186,7 +186,102 @@ CREATE INDEX audit_by_key ON audit (idempotency_key, seq);
 CREATE INDEX audit_by_age ON audit (at_ms);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+/// Version 4: the transactional outbox and the step journal. `operations` admits the states
+/// `queued` (an outbox operation whose delivery is owed) and `partial` (some steps succeeded, a
+/// later one failed); the table is rebuilt as in version 3, every row copied as it is. `outbox`
+/// holds an operation's one event (keyed as its operation; rows of purged operations go with
+/// them), `steps` the journal of an operation's steps.
+const V4: &str = r#"
+CREATE TABLE operations_v4 (
+    tenant_id       TEXT    NOT NULL,
+    idempotency_key TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    request_hash    TEXT    NOT NULL,
+    arguments       TEXT    NOT NULL,
+    state           TEXT    NOT NULL
+        CHECK (state IN ('processing', 'succeeded', 'failed', 'outcome_unknown',
+                         'awaiting_approval', 'rejected', 'queued', 'partial')),
+    -- 0 only before the first run: a new operation awaiting its approval, or rejected so.
+    attempt         INTEGER NOT NULL
+        CHECK (attempt >= 1 OR (attempt = 0 AND state IN ('awaiting_approval', 'rejected'))),
+    lease_until_ms  INTEGER NOT NULL,
+    result          TEXT,
+    -- Every attempt's error: a JSON array of toolgate_core's AttemptError.
+    errors          TEXT    NOT NULL DEFAULT '[]'
+        CHECK (json_valid(errors) AND json_type(errors) = 'array'),
+    reconcile_tries INTEGER NOT NULL DEFAULT 0 CHECK (reconcile_tries >= 0),
+    created_ms      INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL,
+    -- The operation's latest approval (approvals.id), when it needed one.
+    approval_id     TEXT
+        CHECK (state <> 'awaiting_approval' OR approval_id IS NOT NULL),
+    PRIMARY KEY (tenant_id, idempotency_key)
+) STRICT;
+
+INSERT INTO operations_v4 (tenant_id, idempotency_key, tool, request_hash, arguments, state,
+                           attempt, lease_until_ms, result, errors, reconcile_tries,
+                           created_ms, updated_ms, approval_id)
+    SELECT tenant_id, idempotency_key, tool, request_hash, arguments, state,
+           attempt, lease_until_ms, result, errors, reconcile_tries, created_ms, updated_ms,
+           approval_id
+    FROM operations;
+
+DROP TABLE operations;
+ALTER TABLE operations_v4 RENAME TO operations;
+
+-- As in version 3: list_unknown, purge and expire_leases; list_operations, oldest first.
+CREATE INDEX operations_by_state_age
+    ON operations (state, updated_ms, tenant_id, idempotency_key);
+CREATE INDEX operations_by_age ON operations (created_ms, tenant_id, idempotency_key);
+
+-- One event an outbox operation, under its operation's tenant and key.
+CREATE TABLE outbox (
+    tenant_id       TEXT    NOT NULL,
+    idempotency_key TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    -- What the worker delivers: JSON text.
+    payload         TEXT    NOT NULL CHECK (json_valid(payload)),
+    status          TEXT    NOT NULL
+        CHECK (status IN ('pending', 'leased', 'delivered', 'dead', 'unknown')),
+    attempt         INTEGER NOT NULL CHECK (attempt BETWEEN 0 AND 4294967295),
+    resumed_at      INTEGER NOT NULL DEFAULT 0 CHECK (resumed_at BETWEEN 0 AND attempt),
+    lease_until_ms  INTEGER NOT NULL DEFAULT 0,
+    due_ms          INTEGER NOT NULL,
+    worker          TEXT,
+    -- The last delivery error: toolgate_core's AttemptError as a JSON object.
+    last_error      TEXT
+        CHECK (last_error IS NULL OR (json_valid(last_error)
+                                      AND json_type(last_error) = 'object')),
+    result          TEXT,
+    created_ms      INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, idempotency_key)
+) STRICT;
+
+-- lease_events: due pending events and leased ones whose lease ended, oldest first.
+CREATE INDEX outbox_by_status_due ON outbox (status, due_ms, created_ms);
+-- list_events, oldest first.
+CREATE INDEX outbox_by_age ON outbox (created_ms, tenant_id, idempotency_key);
+
+-- The step journal: one row a step of an operation.
+CREATE TABLE steps (
+    tenant_id       TEXT    NOT NULL,
+    idempotency_key TEXT    NOT NULL,
+    name            TEXT    NOT NULL,
+    seq             INTEGER NOT NULL CHECK (seq BETWEEN 1 AND 4294967295),
+    status          TEXT    NOT NULL CHECK (status IN ('started', 'succeeded', 'failed')),
+    attempt         INTEGER NOT NULL CHECK (attempt BETWEEN 1 AND 4294967295),
+    output          TEXT,
+    -- The step's last error: toolgate_core's AttemptError as a JSON object.
+    error           TEXT
+        CHECK (error IS NULL OR (json_valid(error) AND json_type(error) = 'object')),
+    updated_ms      INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, idempotency_key, name),
+    UNIQUE (tenant_id, idempotency_key, seq)
+) STRICT;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -45,7 +45,7 @@ where
 }
 
 /// A counter stored as an INTEGER that must fit a `u32`.
-fn count(row: &SqliteRow, name: &str) -> Result<u32, String> {
+pub(crate) fn count(row: &SqliteRow, name: &str) -> Result<u32, String> {
     let value: i64 = row
         .try_get(name)
         .map_err(|err| format!("column {name}: {err}"))?;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
-use sqlx::{Sqlite, SqlitePool};
+use sqlx::{AssertSqlSafe, Sqlite, SqlitePool};
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
     ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
@@ -15,7 +15,7 @@ use toolgate_core::store::{
 
 use crate::connect::SqliteOptions;
 use crate::error::backend;
-use crate::{approval, audit, claim, migrate, row, run};
+use crate::{approval, audit, begin, claim, migrate, outbox, resolve, row, run, steps};
 
 /// An [`OperationStore`] in one SQLite file, for one process (see the [crate docs](crate) for its
 /// limits and durability).
@@ -243,40 +243,7 @@ impl OperationStore for SqliteStore {
         resolution: Resolution<'_>,
         now_ms: i64,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        let query = match resolution {
-            Resolution::Applied(result) => sqlx::query(
-                "UPDATE operations SET state = 'succeeded', result = ?4, updated_ms = ?3 \
-                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'outcome_unknown' \
-                 RETURNING *",
-            )
-            .bind(tenant)
-            .bind(key)
-            .bind(now_ms)
-            .bind(result),
-            Resolution::NotApplied => sqlx::query(
-                "UPDATE operations SET state = 'failed', updated_ms = ?3 \
-                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'outcome_unknown' \
-                 RETURNING *",
-            )
-            .bind(tenant)
-            .bind(key)
-            .bind(now_ms),
-            Resolution::StillUnknown => sqlx::query(
-                "UPDATE operations SET reconcile_tries = reconcile_tries + 1, updated_ms = ?3 \
-                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'outcome_unknown' \
-                 RETURNING *",
-            )
-            .bind(tenant)
-            .bind(key)
-            .bind(now_ms),
-        };
-        query
-            .fetch_optional(&self.writer)
-            .await
-            .map_err(backend("settle an unknown outcome"))?
-            .as_ref()
-            .map(row::record)
-            .transpose()
+        resolve::resolve(&self.writer, tenant, key, resolution, now_ms).await
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
@@ -302,6 +269,20 @@ impl OperationStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(backend("purge the approvals of purged records"))?;
+        for (table, doing) in [
+            ("outbox", "purge the outbox events of purged records"),
+            ("steps", "purge the step journals of purged records"),
+        ] {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE NOT EXISTS ( \
+                     SELECT 1 FROM operations o \
+                     WHERE o.tenant_id = {table}.tenant_id \
+                       AND o.idempotency_key = {table}.idempotency_key)"
+            )))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend(doing))?;
+        }
         // An audit record never goes before its operation.
         sqlx::query(
             "DELETE FROM audit WHERE at_ms < ?1 AND NOT EXISTS ( \
@@ -422,13 +403,11 @@ impl OperationStore for SqliteStore {
     }
 
     async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
-        let _ = request;
-        unimplemented!("outbox: begin")
+        begin::begin(&self.writer, &request).await
     }
 
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        let _ = lease;
-        unimplemented!("outbox: lease_events")
+        outbox::lease(&self.writer, &lease).await
     }
 
     async fn settle_event(
@@ -439,8 +418,7 @@ impl OperationStore for SqliteStore {
         outcome: DeliveryOutcome<'_>,
         now_ms: i64,
     ) -> Result<OutboxEvent, StoreError> {
-        let _ = (tenant, key, attempt, outcome, now_ms);
-        unimplemented!("outbox: settle_event")
+        outbox::settle(&self.writer, tenant, key, attempt, outcome, now_ms).await
     }
 
     async fn resume_event(
@@ -449,18 +427,15 @@ impl OperationStore for SqliteStore {
         key: &str,
         now_ms: i64,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        let _ = (tenant, key, now_ms);
-        unimplemented!("outbox: resume_event")
+        outbox::resume(&self.writer, tenant, key, now_ms).await
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
-        let _ = (tenant, key);
-        unimplemented!("outbox: event")
+        outbox::get(&self.reader, tenant, key).await
     }
 
     async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
-        let _ = query;
-        unimplemented!("outbox: list_events")
+        outbox::list(&self.reader, &query).await
     }
 
     async fn begin_step(
@@ -469,8 +444,7 @@ impl OperationStore for SqliteStore {
         name: &str,
         now_ms: i64,
     ) -> Result<StepStart, StoreError> {
-        let _ = (owner, name, now_ms);
-        unimplemented!("steps: begin_step")
+        steps::begin_step(&self.writer, owner, name, now_ms).await
     }
 
     async fn finish_step(
@@ -480,13 +454,11 @@ impl OperationStore for SqliteStore {
         outcome: StepOutcome<'_>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let _ = (owner, name, outcome, now_ms);
-        unimplemented!("steps: finish_step")
+        steps::finish_step(&self.writer, owner, name, outcome, now_ms).await
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        let _ = (tenant, key);
-        unimplemented!("steps: steps")
+        steps::steps(&self.reader, tenant, key).await
     }
 
     async fn partial(
@@ -496,8 +468,7 @@ impl OperationStore for SqliteStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let _ = (owner, report, error, now_ms);
-        unimplemented!("steps: partial")
+        steps::partial(&self.writer, owner, report, error, now_ms).await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {

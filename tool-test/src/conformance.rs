@@ -49,7 +49,8 @@
 //! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text), the
 //! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention), approvals
 //! (waiting, deciding, running once, expiring, listing) and the audit trail (order, queries,
-//! retention). They use fixed times (milliseconds in 2023) and the tenants `acme` and
+//! retention), the transactional outbox (begin, commit, rollback, leases, settlement, resume)
+//! and the step journal (steps, takeovers, `partial`). They use fixed times (milliseconds in 2023) and the tenants `acme` and
 //! `globex`: a store must not read the clock itself.
 
 mod approval_lists;
@@ -57,8 +58,10 @@ mod approvals;
 mod audit;
 mod claims;
 mod fixture;
+mod outbox;
 mod outcomes;
 mod runs;
+mod steps;
 mod sweeps;
 mod takeover;
 mod text;
@@ -94,6 +97,15 @@ pub use claims::{
     concurrent_claims_acquire_once, failed_can_be_claimed_again, first_claim_acquires_attempt_one,
     reordered_arguments_are_the_same_request, tenants_never_share_records,
 };
+pub use outbox::{
+    a_committed_outbox_call_is_queued_with_its_event, a_rolled_back_outbox_call_leaves_nothing,
+    a_stale_or_unleased_event_is_not_settled, begin_answers_a_settled_key_as_claim_does,
+    concurrent_leases_never_lease_an_event_twice,
+    events_are_listed_by_filter_in_order_and_scoped_by_tenant,
+    lease_events_takes_due_events_oldest_first, resolve_settles_an_outbox_operation_with_its_event,
+    resume_event_makes_a_dead_event_pending_again,
+    settle_event_records_the_delivery_with_its_operation,
+};
 pub use outcomes::{
     a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
 };
@@ -106,6 +118,14 @@ pub use runs::{
     concurrent_turns_never_grant_past_the_budget, retention_purges_old_runs_and_keeps_recent_ones,
     runs_of_two_tenants_never_share_counters, the_first_abort_stands_and_refuses_every_later_turn,
     the_retry_budget_grants_the_first_calls_in_order,
+};
+pub use steps::{
+    a_partial_record_is_claimed_again_by_the_same_request_only,
+    a_step_of_a_claim_not_held_is_refused, a_step_runs_until_its_outcome_is_recorded,
+    a_takeover_under_other_arguments_clears_the_journal,
+    an_ended_lease_with_a_settled_journal_is_taken_over,
+    reconciling_steps_as_not_applied_fails_the_started_ones,
+    retention_purges_events_and_steps_with_their_records,
 };
 pub use sweeps::{
     expire_leases_turns_only_expired_processing_into_unknown,
@@ -287,6 +307,23 @@ macro_rules! __conformance_cases {
             the_audit_seq_keeps_increasing_after_a_purge
             retention_keeps_waiting_approvals_and_the_audit_of_living_operations
             every_text_round_trips_whatever_its_characters
+            a_committed_outbox_call_is_queued_with_its_event
+            a_rolled_back_outbox_call_leaves_nothing
+            begin_answers_a_settled_key_as_claim_does
+            lease_events_takes_due_events_oldest_first
+            concurrent_leases_never_lease_an_event_twice
+            settle_event_records_the_delivery_with_its_operation
+            a_stale_or_unleased_event_is_not_settled
+            resume_event_makes_a_dead_event_pending_again
+            resolve_settles_an_outbox_operation_with_its_event
+            events_are_listed_by_filter_in_order_and_scoped_by_tenant
+            a_step_runs_until_its_outcome_is_recorded
+            a_step_of_a_claim_not_held_is_refused
+            an_ended_lease_with_a_settled_journal_is_taken_over
+            a_partial_record_is_claimed_again_by_the_same_request_only
+            a_takeover_under_other_arguments_clears_the_journal
+            reconciling_steps_as_not_applied_fails_the_started_ones
+            retention_purges_events_and_steps_with_their_records
         }
     };
     (@list table () $($case:ident)*) => {
