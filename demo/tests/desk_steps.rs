@@ -49,7 +49,12 @@ fn a_failed_notification_is_partial_and_a_repeat_runs_only_the_notification() {
     );
     assert_eq!(partial["steps"][0]["output"]["action_id"], "crm_000001");
     assert_eq!(
-        partial["steps"][1]["error"]["kind"], "unavailable",
+        partial["steps"][1]["error"]["what"], "the payment provider answered 503 Service Unavailable",
+        "{partial}"
+    );
+    let next = partial["error"]["next"].as_str().unwrap();
+    assert!(
+        next.contains("update_crm is done and is not run again; only notify runs again"),
         "{partial}"
     );
 

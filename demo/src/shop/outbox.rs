@@ -106,7 +106,7 @@ async fn record_request(
         .map_err(|_| ToolError::invalid_arguments("the amount is too large to record"))?;
     let inserted = match tx.store_name() {
         "SQLite" => {
-            let connection = tx.connection::<sqlx::SqliteConnection>().ok_or_else(|| ToolError::internal("x"))?;
+            let connection = toolgate_store_sqlite::connection(tx)?;
             sqlx::query(
                 "INSERT INTO refund_requests (tenant, key, order_id, amount_cents) \
                  VALUES (?1, ?2, ?3, ?4)",
@@ -120,7 +120,10 @@ async fn record_request(
             .map(drop)
         }
         "PostgreSQL" => {
-            let connection = tx.connection::<sqlx::PgConnection>().ok_or_else(|| ToolError::internal("x"))?;
+            // The PostgreSQL store lends its transaction's connection as a `PgConnection`.
+            let connection = tx.connection::<sqlx::PgConnection>().ok_or_else(|| {
+                ToolError::internal("the PostgreSQL store's transaction lent no connection")
+            })?;
             sqlx::query(
                 "INSERT INTO refund_requests (tenant, key, order_id, amount_cents) \
                  VALUES ($1, $2, $3, $4)",
