@@ -231,12 +231,22 @@ impl Payments for Shop {
 
 impl Shop {
     /// An action of kind `prefix` under `key`, applied once per key.
-    fn act(&self, prefix: &'static str, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError> {
+    fn act(
+        &self,
+        prefix: &'static str,
+        key: &str,
+        order_id: &str,
+    ) -> Result<ActionReceipt, ToolError> {
         let mut shop = self.inner.lock().expect("the shop lock is never poisoned");
         if !shop.orders.contains_key(order_id) {
             return Err(unknown_order(order_id));
         }
-        let number = shop.actions.keys().filter(|(kind, _)| *kind == prefix).count() + 1;
+        let number = shop
+            .actions
+            .keys()
+            .filter(|(kind, _)| *kind == prefix)
+            .count()
+            + 1;
         let receipt = shop
             .actions
             .entry((prefix, key.to_owned()))

@@ -213,6 +213,9 @@ fn the_command_line_resumes_a_dead_refund_and_the_next_delivery_applies_it_once(
         ledger["ledger"]["ORD-1001"],
         json!({"refunded": "50.00", "refunds": 1})
     );
-    assert_eq!(ledger["provider_requests"]["refund"], 4, "3 refused, 1 applied");
+    assert_eq!(
+        ledger["provider_requests"]["refund"], 4,
+        "3 refused, 1 applied"
+    );
     assert!(running.wait().unwrap().success());
 }

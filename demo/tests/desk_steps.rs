@@ -49,7 +49,8 @@ fn a_failed_notification_is_partial_and_a_repeat_runs_only_the_notification() {
     );
     assert_eq!(partial["steps"][0]["output"]["action_id"], "crm_000001");
     assert_eq!(
-        partial["steps"][1]["error"]["what"], "the payment provider answered 503 Service Unavailable",
+        partial["steps"][1]["error"]["what"],
+        "the payment provider answered 503 Service Unavailable",
         "{partial}"
     );
     let next = partial["error"]["next"].as_str().unwrap();
@@ -83,7 +84,11 @@ fn a_failed_notification_is_partial_and_a_repeat_runs_only_the_notification() {
     assert_eq!(replay["data"], done["data"]);
 
     let ledger = &answers[4];
-    assert_eq!(ledger["crm"], json!({"ORD-1003": 1}), "updated once: {ledger}");
+    assert_eq!(
+        ledger["crm"],
+        json!({"ORD-1003": 1}),
+        "updated once: {ledger}"
+    );
     assert_eq!(ledger["notify"], json!({"ORD-1003": 1}), "{ledger}");
     assert_eq!(
         ledger["provider_requests"]["crm"], 1,

@@ -35,7 +35,9 @@ pub(crate) async fn list(
         .await
         .map_err(|e| Failure::store("list the outbox events", &e))?;
     if json {
-        return Ok(document(&Value::Array(events.iter().map(event_json).collect())));
+        return Ok(document(&Value::Array(
+            events.iter().map(event_json).collect(),
+        )));
     }
     if events.is_empty() {
         let which = status.map_or(String::new(), |s| format!("{} ", s.as_str()));
@@ -45,7 +47,14 @@ pub(crate) async fn list(
         return Ok(format!("no {which}outbox events{of}\n"));
     }
     let mut table = Table::new(&[
-        "TENANT", "KEY", "TOOL", "STATUS", "ATTEMPT", "DUE", "UPDATED", "LAST ERROR",
+        "TENANT",
+        "KEY",
+        "TOOL",
+        "STATUS",
+        "ATTEMPT",
+        "DUE",
+        "UPDATED",
+        "LAST ERROR",
     ]);
     for e in &events {
         table.row(vec![
@@ -169,7 +178,10 @@ fn not_dead(event: &OutboxEvent) -> Failure {
 }
 
 /// The one event of any tenant under `key`; several are a usage error that names the tenants.
-async fn only_holder(store: &dyn OperationStore, key: &str) -> Result<Option<OutboxEvent>, Failure> {
+async fn only_holder(
+    store: &dyn OperationStore,
+    key: &str,
+) -> Result<Option<OutboxEvent>, Failure> {
     let mut holders: Vec<OutboxEvent> = store
         .list_events(EventQuery::default())
         .await
@@ -218,7 +230,11 @@ fn describe(e: &OutboxEvent) -> String {
         out.push_str(&format!("{name:<12} {value}\n"));
     }
     if e.status == EventStatus::Leased {
-        out.push_str(&format!("{:<12} {}\n", "lease until", rfc3339(e.lease_until_ms)));
+        out.push_str(&format!(
+            "{:<12} {}\n",
+            "lease until",
+            rfc3339(e.lease_until_ms)
+        ));
     }
     out
 }

@@ -321,8 +321,11 @@ impl HttpPayments {
                 Err(ToolError::unavailable(self.describe(&failure))
                     .why(format!("{what} was never sent, so nothing was applied")))
             }
-            Err(failure) => Err(ToolError::outcome_unknown(self.describe(&failure))
-                .why(format!("{what} was sent, so the provider may have applied it"))),
+            Err(failure) => Err(
+                ToolError::outcome_unknown(self.describe(&failure)).why(format!(
+                    "{what} was sent, so the provider may have applied it"
+                )),
+            ),
         }
     }
 }

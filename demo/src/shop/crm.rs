@@ -42,9 +42,7 @@ pub async fn update_crm_and_notify(
     let crm = ctx
         .step("update_crm", provider.crm_update(key, &order_id))
         .await?;
-    let notification = ctx
-        .step("notify", provider.notify(key, &order_id))
-        .await?;
+    let notification = ctx.step("notify", provider.notify(key, &order_id)).await?;
     Ok(CrmAndNotification {
         order_id,
         crm_update: crm.action_id,
@@ -78,7 +76,12 @@ mod tests {
             self.shop.order(order_id).await
         }
 
-        async fn refund(&self, key: &str, order_id: &str, cents: u64) -> Result<Receipt, ToolError> {
+        async fn refund(
+            &self,
+            key: &str,
+            order_id: &str,
+            cents: u64,
+        ) -> Result<Receipt, ToolError> {
             self.shop.refund(key, order_id, cents).await
         }
 
@@ -93,7 +96,9 @@ mod tests {
 
         async fn notify(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError> {
             if self.notify.fetch_add(1, Ordering::SeqCst) < self.failing {
-                return Err(ToolError::unavailable("the notification service answered 503"));
+                return Err(ToolError::unavailable(
+                    "the notification service answered 503",
+                ));
             }
             self.shop.notify(key, order_id).await
         }
@@ -115,13 +120,8 @@ mod tests {
             .build();
         let auth = AuthContext::new("acme", "agent").with_permissions(["crm:write"]);
         let session = Session::new(auth, "run-1");
-        let call = |id: &str| {
-            ToolCall::new(
-                id,
-                "update_crm_and_notify",
-                json!({"order_id": "ORD-1003"}),
-            )
-        };
+        let call =
+            |id: &str| ToolCall::new(id, "update_crm_and_notify", json!({"order_id": "ORD-1003"}));
         let mut answers: Vec<Value> = Vec::new();
         for id in ["1", "2", "3", "4"] {
             let reports = dispatcher

@@ -144,7 +144,9 @@ async fn record_request(
     };
     inserted.map_err(|err| {
         ToolError::unavailable("the refund request could not be recorded")
-            .why(format!("the database refused the row ({err}); nothing was kept"))
+            .why(format!(
+                "the database refused the row ({err}); nothing was kept"
+            ))
             .next("try the same refund again in a moment")
     })
 }

@@ -168,10 +168,21 @@ mod tests {
         let all = parse(&["outbox", "list"]).unwrap();
         assert!(matches!(
             all.command,
-            Action::Read(Read::OutboxList { status: None, limit: 0, .. })
+            Action::Read(Read::OutboxList {
+                status: None,
+                limit: 0,
+                ..
+            })
         ));
         let resume = parse(&[
-            "outbox", "resume", "k1", "--as", "ops", "--tenant", "acme", "--permission",
+            "outbox",
+            "resume",
+            "k1",
+            "--as",
+            "ops",
+            "--tenant",
+            "acme",
+            "--permission",
             "outbox:resume",
         ])
         .unwrap();

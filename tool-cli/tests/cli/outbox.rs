@@ -34,7 +34,9 @@ async fn list_and_show_print_the_events_as_a_table_and_as_json() {
 
     let ran = toolgate(
         &db.arg,
-        &["outbox", "list", "--tenant", "acme", "--status", "dead", "--json"],
+        &[
+            "outbox", "list", "--tenant", "acme", "--status", "dead", "--json",
+        ],
     );
     assert_eq!(ran.code, 0, "{ran:?}");
     let listed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
@@ -58,7 +60,10 @@ async fn list_and_show_print_the_events_as_a_table_and_as_json() {
     assert!(ran.stdout.contains("tenant       acme\n"), "{}", ran.stdout);
     let ran = toolgate(&db.arg, &["outbox", "show", "k1", "--tenant", "globex"]);
     assert_eq!(ran.code, 1, "another tenant's key is not found: {ran:?}");
-    assert!(ran.stderr.contains("no outbox event k1 of tenant globex"), "{ran:?}");
+    assert!(
+        ran.stderr.contains("no outbox event k1 of tenant globex"),
+        "{ran:?}"
+    );
 }
 
 #[tokio::test]
@@ -75,9 +80,15 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(ran.stderr.contains("`outbox:resume`"), "{ran:?}");
     // Another tenant's event is not found for acme's operator.
-    let ran = toolgate(&db.arg, &[&["outbox", "resume", "k2"][..], &OPERATOR].concat());
+    let ran = toolgate(
+        &db.arg,
+        &[&["outbox", "resume", "k2"][..], &OPERATOR].concat(),
+    );
     assert_eq!(ran.code, 1, "{ran:?}");
-    assert!(ran.stderr.contains("no outbox event k2 of tenant acme"), "{ran:?}");
+    assert!(
+        ran.stderr.contains("no outbox event k2 of tenant acme"),
+        "{ran:?}"
+    );
     // No identity at all is a usage error.
     let ran = toolgate(&db.arg, &["outbox", "resume", "k1"]);
     assert_eq!(ran.code, 2, "{ran:?}");
@@ -86,21 +97,32 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
 
     let ran = toolgate(
         &db.arg,
-        &[&["outbox", "resume", "k1", "--json", "--reason", "back up"][..], &OPERATOR].concat(),
+        &[
+            &["outbox", "resume", "k1", "--json", "--reason", "back up"][..],
+            &OPERATOR,
+        ]
+        .concat(),
     );
     assert_eq!(ran.code, 0, "{ran:?}");
     let resumed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(resumed["status"], "pending", "{resumed}");
-    assert_eq!(resumed["attempts_spent"], 0, "the budget counts afresh: {resumed}");
+    assert_eq!(
+        resumed["attempts_spent"], 0,
+        "the budget counts afresh: {resumed}"
+    );
     let event = db.store.event("acme", "k1").await.unwrap().unwrap();
     assert_eq!(event.status, EventStatus::Pending);
     assert_eq!(event.resumed_at, event.attempt);
 
     // Pending now: a second resume is refused and says so.
-    let ran = toolgate(&db.arg, &[&["outbox", "resume", "k1"][..], &OPERATOR].concat());
+    let ran = toolgate(
+        &db.arg,
+        &[&["outbox", "resume", "k1"][..], &OPERATOR].concat(),
+    );
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
-        ran.stderr.contains("the outbox event k1 is pending, not dead"),
+        ran.stderr
+            .contains("the outbox event k1 is pending, not dead"),
         "{ran:?}"
     );
 }
