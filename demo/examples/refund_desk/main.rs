@@ -332,6 +332,9 @@ mod tests {
             .unwrap();
         assert_eq!(parsed.script.as_deref(), Some("a.jsonl"));
         assert_eq!(parsed.provider_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(parsed.delivery, Delivery::Direct);
+        let outbox = flags(&["--delivery", "outbox"]).unwrap().unwrap();
+        assert_eq!(outbox.delivery, Delivery::Outbox);
         assert!(flags(&["--help"]).unwrap().is_none());
     }
 
@@ -344,6 +347,7 @@ mod tests {
             (&["--provider-timeout-ms", "0"][..], "above 0"),
             (&["--script"][..], "needs a value"),
             (&["--verbose", "1"][..], "unknown flag"),
+            (&["--delivery", "soon"][..], "not a delivery"),
         ] {
             let err = flags(args).unwrap_err();
             assert!(err.contains(needle), "{args:?}: {err}");

@@ -429,6 +429,18 @@ mod tests {
             Line::parse(r#"{"run_approved": {}}"#),
             Ok(Line::RunApproved)
         ));
+        assert!(matches!(
+            Line::parse(r#"{"delivery": "outbox"}"#),
+            Ok(Line::Delivery(Delivery::Outbox))
+        ));
+        assert!(matches!(
+            Line::parse(r#"{"delivery": "direct"}"#),
+            Ok(Line::Delivery(Delivery::Direct))
+        ));
+        assert!(matches!(
+            Line::parse(r#"{"deliver": {}}"#),
+            Ok(Line::Deliver)
+        ));
         assert!(
             Line::parse(r#"{"reject": {"reason": "no"}}"#)
                 .unwrap_err()
@@ -487,6 +499,12 @@ mod tests {
                 "invalid value",
             ),
             (r#"{"openai": "hi"}"#, "takes an object"),
+            (r#"{"delivery": "later"}"#, "`later` is not a delivery"),
+            (
+                r#"{"delivery": {}}"#,
+                "`delivery` takes \"direct\" or \"outbox\"",
+            ),
+            (r#"{"deliver": 1}"#, "`deliver` takes an object"),
             (r#"{"session": {"tenant": "acme"}}"#, "missing field `user`"),
         ] {
             let err = Line::parse(line).unwrap_err();
