@@ -206,7 +206,6 @@ fn the_command_line_resumes_a_dead_refund_and_the_next_delivery_applies_it_once(
     assert_eq!(delivered, json!({"delivered": 1, "retrying": 0, "dead": 0}));
     let done = only_result(&play(&refund.replace("call_1", "call_2")));
     assert_eq!(done["status"], "succeeded", "{done}");
-    drop(play);
     drop(send);
     let ledger = answer();
     assert_eq!(
