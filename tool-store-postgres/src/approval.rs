@@ -30,11 +30,13 @@ macro_rules! approval_columns {
 /// (attempt 0) and the approval, pending, in one transaction. `false`, and nothing written, when
 /// the key has a record already.
 pub(crate) async fn insert_awaiting(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     request: &ClaimRequest<'_>,
     approval: &ApprovalRecord,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool.begin().await.map_err(fault("begin a claim"))?;
+    let mut tx = sqlx::Connection::begin(conn)
+        .await
+        .map_err(fault("begin a claim"))?;
     let inserted = sqlx::query(
         "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
          arguments, state, attempt, lease_until_ms, created_ms, updated_ms, approval_id) \

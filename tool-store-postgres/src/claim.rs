@@ -4,10 +4,11 @@
 
 use sqlx::postgres::{PgConnection, PgPool};
 use toolgate_core::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep, OperationRecord, OperationState, StoreError,
+    ApprovalRecord, Claim, ClaimRequest, ClaimStep, Journal, OperationRecord, OperationState,
+    StoreError,
 };
 
-use crate::approval;
+use crate::{approval, steps};
 use crate::error::store_error;
 use crate::row::{self, columns};
 
@@ -19,15 +20,28 @@ const CLAIM_ROUNDS: usize = 3;
 /// Claims `request.key` following [`ClaimRequest::step`], as
 /// [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
 pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Claim, StoreError> {
+    let mut conn = pool.acquire().await.map_err(backend)?;
+    claim_on(&mut conn, request).await
+}
+
+/// Claims `request.key` on `conn`: a connection of the pool, where each statement commits on
+/// its own and a change to an existing record runs in a transaction; or a connection inside
+/// an open transaction ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)),
+/// where that change runs in a savepoint and everything commits or rolls back with the
+/// transaction, whose row lock on the record holds concurrent claims of the key until it ends.
+pub(crate) async fn claim_on(
+    conn: &mut PgConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
     for _ in 0..CLAIM_ROUNDS {
         if let Some(new) = request.approval {
             // Over the threshold: the record and its approval are inserted together, or the
             // record under the key is settled under its lock.
-            if approval::insert_awaiting(pool, request, new).await? {
+            if approval::insert_awaiting(conn, request, new).await? {
                 return Ok(Claim::Approval(new.clone()));
             }
         } else {
-            match insert_or_read(pool, request).await? {
+            match insert_or_read(conn, request).await? {
                 Inserted::Acquired => {
                     return Ok(Claim::Acquired {
                         attempt: 1,
@@ -36,8 +50,10 @@ pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<C
                 }
                 // The step is read without the approval: a conflict is one whatever the
                 // approval, and a record that has to do with one is settled under its lock.
+                // The journal is read (under the row lock) only for a record the claim changes:
+                // it never turns a record answered as it stands into another step.
                 Inserted::Existing(record) => {
-                    match request.step(&record, None, toolgate_core::store::Journal::Empty) {
+                    match request.step(&record, None, Journal::Empty) {
                         ClaimStep::Conflict => return Ok(Claim::Conflict { tool: record.tool }),
                         ClaimStep::Existing
                             if !matches!(
@@ -57,7 +73,7 @@ pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<C
                 Inserted::Unseen => {}
             }
         }
-        if let Some(claim) = claim_existing(pool, request).await? {
+        if let Some(claim) = claim_existing(conn, request).await? {
             return Ok(claim);
         }
     }
@@ -71,7 +87,10 @@ pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<C
 /// one statement. The insert skips a key that exists (no error, no dead row), and the
 /// statement's snapshot, taken before it, cannot see its own insert: the record read is
 /// always one that was there before.
-async fn insert_or_read(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Inserted, StoreError> {
+async fn insert_or_read(
+    conn: &mut PgConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<Inserted, StoreError> {
     let row = sqlx::query(concat!(
         "WITH inserted AS (",
         "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
@@ -90,7 +109,7 @@ async fn insert_or_read(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Ins
     .bind(request.arguments)
     .bind(request.lease_until_ms())
     .bind(request.now_ms)
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await
     .map_err(backend)?;
     if row::get(&row, "acquired")? {
@@ -103,21 +122,30 @@ async fn insert_or_read(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Ins
 }
 
 /// Settles a claim of a key that exists, under the lock of its row and then of its latest
-/// approval's. `None` when the record vanished (purged) since the insert collided with it.
+/// approval's, reading its step journal when the step depends on it
+/// ([`ClaimRequest::needs_journal`]). `None` when the record vanished (purged) since the insert
+/// collided with it.
 async fn claim_existing(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     request: &ClaimRequest<'_>,
 ) -> Result<Option<Claim>, StoreError> {
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut tx = sqlx::Connection::begin(conn).await.map_err(backend)?;
     let Some((record, approval)) = lock_operation(&mut tx, request.tenant, request.key).await?
     else {
         return Ok(None);
     };
-    let step = request.step(
-        &record,
-        approval.as_ref(),
-        toolgate_core::store::Journal::Empty,
-    );
+    let journal = if request.needs_journal(&record) {
+        steps::journal(&mut tx, request.tenant, request.key).await?
+    } else {
+        Journal::Empty
+    };
+    let step = request.step(&record, approval.as_ref(), journal);
+    if matches!(step, ClaimStep::Reclaim | ClaimStep::Await)
+        && record.request_hash != request.request_hash
+    {
+        // Taken over for other arguments: their steps are never answered to these.
+        steps::clear(&mut tx, request.tenant, request.key).await?;
+    }
     let claim = match step {
         ClaimStep::Conflict => Claim::Conflict { tool: record.tool },
         ClaimStep::Existing => Claim::Existing(record),

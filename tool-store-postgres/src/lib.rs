@@ -53,6 +53,14 @@
 //! restart loses none. Every call and decision is appended to the audit trail,
 //! `toolgate_audit`.
 //!
+//! An outbox tool (`delivery = "outbox"`) runs its body inside a transaction the store opens
+//! ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)); the tool writes its
+//! own rows with the connection [`connection`] lends it, and its operation record, those rows
+//! and its event (a row of `toolgate_outbox`) commit together or not at all. Workers on any
+//! number of machines lease the events with `FOR UPDATE SKIP LOCKED` and settle each with its
+//! operation in one transaction. The steps of a multi-step tool are journaled in
+//! `toolgate_steps`, beside their operation.
+//!
 //! The schema is those tables and `toolgate_operations`, created by the embedded migrations
 //! ([`PostgresStore::migrate`]), which upgrade a database of an earlier release in place,
 //! keeping its records. Connections are plain TCP or a Unix socket: this crate is built
@@ -75,12 +83,17 @@ mod claim;
 mod connect;
 mod error;
 mod migrate;
+mod outbox;
+mod resolve;
 mod row;
 mod run;
+mod steps;
 mod store;
+mod transaction;
 
 pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions};
 pub use store::PostgresStore;
+pub use transaction::connection;
 
 /// The sqlx this crate is built with, to configure a pool for [`PostgresStore::from_pool`]
 /// without a second copy of sqlx.

@@ -14,6 +14,23 @@ macro_rules! columns {
 }
 pub(crate) use columns;
 
+/// The `errors` column with the one-element JSON array in the parameter `$p` appended, as one
+/// SQL expression. The column is `json`, the text as written (jsonb would refuse a NUL in an
+/// error), so the element is spliced into that text: the last `]` (after any trailing
+/// whitespace) gives way to `,` and the element. The row's `UPDATE` makes it atomic.
+macro_rules! append_error {
+    ($p:literal) => {
+        concat!(
+            "CASE WHEN json_array_length(errors) = 0 THEN (",
+            $p,
+            "::text)::json ELSE (left(rtrim(errors::text, E' \t\n\r'), -1) || ',' || substr(",
+            $p,
+            "::text, 2))::json END"
+        )
+    };
+}
+pub(crate) use append_error;
+
 /// The record in `row`, selected with [`columns!`].
 pub(crate) fn record(row: &PgRow) -> Result<OperationRecord, StoreError> {
     let state: String = get(row, "state")?;

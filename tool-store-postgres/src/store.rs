@@ -13,25 +13,9 @@ use toolgate_core::store::{
 use crate::connect::PostgresOptions;
 use crate::error::store_error;
 use crate::migrate::migrator;
-use crate::row::{self, columns};
+use crate::row::{self, append_error, columns};
 use crate::run;
-use crate::{approval, audit, claim};
-
-/// The `errors` column with the one-element JSON array in the parameter `$p` appended, as one
-/// SQL expression. The column is `json`, the text as written (jsonb would refuse a NUL in an
-/// error), so the element is spliced into that text: the last `]` (after any trailing
-/// whitespace) gives way to `,` and the element. The row's `UPDATE` makes it atomic.
-macro_rules! append_error {
-    ($p:literal) => {
-        concat!(
-            "CASE WHEN json_array_length(errors) = 0 THEN (",
-            $p,
-            "::text)::json ELSE (left(rtrim(errors::text, E' \t\n\r'), -1) || ',' || substr(",
-            $p,
-            "::text, 2))::json END"
-        )
-    };
-}
+use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
 
 /// An [`OperationStore`] in a PostgreSQL database, shared safely by any number of processes
 /// and machines.
@@ -53,6 +37,14 @@ macro_rules! append_error {
 /// by an identity column. A run's ledger is one row a run in
 /// `toolgate_runs` (with its attempts and failed calls beside it), changed under that row's
 /// lock.
+///
+/// An outbox operation is claimed inside a transaction that stays open while the tool's body
+/// writes its rows (see [`connection`](crate::connection)): its uncommitted record, or the row
+/// lock of a record taken again, holds every other claim of the key until the transaction ends.
+/// Its event, in `toolgate_outbox` under the operation's key, is inserted by the commit. Workers
+/// lease events with one `UPDATE … FOR UPDATE SKIP LOCKED`, so two never hold the same one, and
+/// settle an event and its operation in one transaction fenced by the event's attempt. Steps are
+/// rows of `toolgate_steps`, begun and finished under the lock of their operation's row.
 ///
 /// Cloning is cheap: clones share one connection pool.
 ///
@@ -287,33 +279,12 @@ impl OperationStore for PostgresStore {
         resolution: Resolution<'_>,
         now_ms: i64,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        // $3 is the new state, $4 the result (kept when NULL), $5 what the reconcile count grows.
-        let (state, result, tries) = match resolution {
-            Resolution::Applied(result) => (OperationState::Succeeded, Some(result), 0_i64),
-            Resolution::NotApplied => (OperationState::Failed, None, 0),
-            Resolution::StillUnknown => (OperationState::OutcomeUnknown, None, 1),
-        };
-        let row = sqlx::query(concat!(
-            "UPDATE toolgate_operations SET state = $3, result = COALESCE($4, result), \
-             reconcile_tries = reconcile_tries + $5, updated_ms = $6 \
-             WHERE tenant_id = $1 AND idempotency_key = $2 AND state = 'outcome_unknown' \
-             RETURNING ",
-            columns!()
-        ))
-        .bind(tenant)
-        .bind(key)
-        .bind(state.as_str())
-        .bind(result)
-        .bind(tries)
-        .bind(now_ms)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?;
-        row.as_ref().map(row::record).transpose()
+        resolve::resolve(&self.pool, tenant, key, resolution, now_ms).await
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.pool.begin().await.map_err(backend)?;
+        // Their outbox events and step journals go with them (ON DELETE CASCADE).
         let done = sqlx::query(
             "DELETE FROM toolgate_operations \
              WHERE state IN ('succeeded', 'failed', 'rejected') AND updated_ms < $1",
@@ -433,13 +404,11 @@ impl OperationStore for PostgresStore {
     }
 
     async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
-        let _ = request;
-        unimplemented!("outbox: begin")
+        transaction::begin(&self.pool, &request).await
     }
 
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        let _ = lease;
-        unimplemented!("outbox: lease_events")
+        outbox::lease(&self.pool, &lease).await
     }
 
     async fn settle_event(
@@ -450,8 +419,7 @@ impl OperationStore for PostgresStore {
         outcome: DeliveryOutcome<'_>,
         now_ms: i64,
     ) -> Result<OutboxEvent, StoreError> {
-        let _ = (tenant, key, attempt, outcome, now_ms);
-        unimplemented!("outbox: settle_event")
+        outbox::settle(&self.pool, tenant, key, attempt, outcome, now_ms).await
     }
 
     async fn resume_event(
@@ -460,18 +428,16 @@ impl OperationStore for PostgresStore {
         key: &str,
         now_ms: i64,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        let _ = (tenant, key, now_ms);
-        unimplemented!("outbox: resume_event")
+        outbox::resume(&self.pool, tenant, key, now_ms).await
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
-        let _ = (tenant, key);
-        unimplemented!("outbox: event")
+        let mut conn = self.pool.acquire().await.map_err(backend)?;
+        outbox::read(&mut conn, tenant, key, false).await
     }
 
     async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
-        let _ = query;
-        unimplemented!("outbox: list_events")
+        outbox::list(&self.pool, &query).await
     }
 
     async fn begin_step(
@@ -480,8 +446,7 @@ impl OperationStore for PostgresStore {
         name: &str,
         now_ms: i64,
     ) -> Result<StepStart, StoreError> {
-        let _ = (owner, name, now_ms);
-        unimplemented!("steps: begin_step")
+        steps::begin_step(&self.pool, owner, name, now_ms).await
     }
 
     async fn finish_step(
@@ -491,13 +456,11 @@ impl OperationStore for PostgresStore {
         outcome: StepOutcome<'_>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let _ = (owner, name, outcome, now_ms);
-        unimplemented!("steps: finish_step")
+        steps::finish_step(&self.pool, owner, name, outcome, now_ms).await
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        let _ = (tenant, key);
-        unimplemented!("steps: steps")
+        steps::steps(&self.pool, tenant, key).await
     }
 
     async fn partial(
@@ -507,8 +470,7 @@ impl OperationStore for PostgresStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let _ = (owner, report, error, now_ms);
-        unimplemented!("steps: partial")
+        steps::partial(&self.pool, owner, report, error, now_ms).await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {

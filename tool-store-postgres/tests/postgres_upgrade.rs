@@ -1,6 +1,8 @@
-//! A database the previous release made (migrations 1 to 3), with a record in each of its
-//! states and a run, opened by this store: migration 4 keeps every record and run as it was,
-//! and approvals and the audit trail then work on them.
+//! Databases earlier releases made, opened by this store. Migrations 1 to 3, with a record in
+//! each of their states and a run: migration 4 keeps every record and run as it was, and
+//! approvals and the audit trail then work on them. Migrations 1 to 4, with records, an
+//! approval and an audit record: migration 5 keeps them, and the outbox and the step journal
+//! then work on them.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,9 +10,10 @@ use std::time::Duration;
 
 use toolgate_core::AuthContext;
 use toolgate_core::store::{
-    ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, FailedCall, OperationQuery, OperationRecord,
-    OperationState, OperationStore, Requester, Resolution, RunKey, RunRecord, Verdict,
+    ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, Begun, Claim,
+    ClaimRequest, ClaimToken, Commit, DecideRequest, Decided, EventStatus, FailedCall, NewEvent,
+    OperationQuery, OperationRecord, OperationState, OperationStore, Requester, Resolution, RunKey,
+    RunRecord, StepOutcome, StepStart, StepStatus, Verdict,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, SqlSafeStr};
@@ -19,8 +22,13 @@ use toolgate_test_postgres::test_database;
 const T0: i64 = 1_700_000_000_000;
 const LEASE_UNTIL: i64 = 9_000_000_000_000;
 
-/// The schema of the previous release: migrations 1 to 3, as it applied them.
+/// The schema of the release before approvals: migrations 1 to 3, as it applied them.
 async fn previous_release(url: &str) -> sqlx::PgPool {
+    release(url, 3).await
+}
+
+/// The schema of an earlier release: migrations 1 to `last`, as it applied them.
+async fn release(url: &str, last: i64) -> sqlx::PgPool {
     use sqlx::migrate::{Migration, MigrationType, Migrator};
     let pool = sqlx::PgPool::connect(url).await.unwrap();
     let migration = |version, name, sql: &'static str| {
@@ -44,7 +52,13 @@ async fn previous_release(url: &str) -> sqlx::PgPool {
             include_str!("../migrations/0002_errors_keep_every_character.sql"),
         ),
         migration(3, "runs", include_str!("../migrations/0003_runs.sql")),
+        migration(
+            4,
+            "approvals and audit",
+            include_str!("../migrations/0004_approvals_and_audit.sql"),
+        ),
     ]);
+    migrator.migrations.to_mut().retain(|m| m.version <= last);
     migrator.dangerous_set_table_name("_toolgate_store_migrations");
     migrator.run(&pool).await.unwrap();
     pool
@@ -216,7 +230,7 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
             .fetch_all(store.pool())
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
 
     // Every record and the run are kept as they were.
     for record in records {
@@ -363,5 +377,118 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
             .map(|r| (r.key.as_str(), r.state))
             .collect::<Vec<_>>(),
         [("failed", OperationState::Processing)]
+    );
+}
+
+#[tokio::test]
+async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_outbox_and_steps() {
+    let url = test_database().await;
+    let pool = release(&url, 4).await;
+    let processing = old("processing", OperationState::Processing, 1);
+    let succeeded = old("succeeded", OperationState::Succeeded, 1);
+    let failed = old("failed", OperationState::Failed, 1);
+    let unknown = old("unknown", OperationState::OutcomeUnknown, 2);
+    for record in [&processing, &succeeded, &failed, &unknown] {
+        insert_old(&pool, record).await;
+    }
+    pool.close().await;
+    // Approvals and audit records written by that release's store.
+    let store = {
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        PostgresStore::from_pool(pool)
+    };
+    let waiting = old("waiting", OperationState::Processing, 0);
+    let asked = approval("apr_waiting", &waiting, T0 + 2);
+    store
+        .claim(claim_of(&waiting, Some(&asked), T0 + 2))
+        .await
+        .unwrap();
+    let audited = store
+        .append_audit(&audit_entry("succeeded", "succeeded", T0 + 3))
+        .await
+        .unwrap();
+    let waiting = store.get("acme", "waiting").await.unwrap().unwrap();
+    store.close().await;
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    let versions: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM _toolgate_store_migrations ORDER BY version")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
+
+    // Every record, the approval and the audit record are kept as they were.
+    for record in [&processing, &succeeded, &failed, &unknown, &waiting] {
+        assert_eq!(store.get("acme", &record.key).await.unwrap().as_ref(), Some(record));
+    }
+    assert_eq!(store.approval("apr_waiting").await.unwrap(), Some(asked));
+    let trail = store.audit(AuditQuery::default()).await.unwrap();
+    assert_eq!(trail.iter().map(|r| r.seq).collect::<Vec<_>>(), [audited]);
+    assert!(store.list_events(Default::default()).await.unwrap().is_empty());
+
+    // The old failed record is taken again inside a transaction and queued with an event.
+    let Begun::Open { tx, attempt, .. } = store
+        .begin(claim_of(&failed, None, T0 + 10))
+        .await
+        .unwrap()
+    else {
+        panic!("the failed record is taken again");
+    };
+    assert_eq!(attempt, 2);
+    let event = NewEvent {
+        payload: r#"{"order_id":"failed"}"#.into(),
+    };
+    let owner = ClaimToken {
+        tenant: "acme".into(),
+        key: "failed".into(),
+        attempt,
+    };
+    tx.commit(Commit {
+        owner: &owner,
+        result: r#"{"accepted":true}"#,
+        event: Some(&event),
+        now_ms: T0 + 11,
+    })
+    .await
+    .unwrap();
+    let record = store.get("acme", "failed").await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Queued);
+    assert_eq!(record.errors, failed.errors, "earlier errors are kept");
+    let event = store.event("acme", "failed").await.unwrap().expect("event");
+    assert_eq!(event.status, EventStatus::Pending);
+
+    // The old processing record journals steps, and ends partial.
+    let worker = ClaimToken {
+        tenant: "acme".into(),
+        key: "processing".into(),
+        attempt: 1,
+    };
+    assert_eq!(
+        store.begin_step(&worker, "update_crm", T0 + 20).await.unwrap(),
+        StepStart::Run
+    );
+    store
+        .finish_step(&worker, "update_crm", StepOutcome::Succeeded("1"), T0 + 21)
+        .await
+        .unwrap();
+    let error = AttemptError {
+        attempt: 1,
+        kind: "unavailable".into(),
+        what: "notify failed".into(),
+    };
+    store
+        .partial(&worker, r#"{"steps":[]}"#, &error, T0 + 22)
+        .await
+        .unwrap();
+    let record = store.get("acme", "processing").await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Partial);
+    let steps = store.steps("acme", "processing").await.unwrap();
+    assert_eq!(
+        steps
+            .iter()
+            .map(|s| (s.name.as_str(), s.seq, s.status))
+            .collect::<Vec<_>>(),
+        [("update_crm", 1, StepStatus::Succeeded)]
     );
 }

@@ -1,0 +1,256 @@
+//! The outbox's events: one row an operation in `toolgate_outbox`, leased by workers with
+//! `FOR UPDATE SKIP LOCKED`, settled together with their operation.
+
+use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use toolgate_core::store::{
+    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OutboxEvent, StoreError,
+};
+
+use crate::error::store_error;
+use crate::row::{self, append_error, decode_optional, encode, get, json_text};
+
+/// The columns of an event, in the order [`event`] reads them.
+macro_rules! event_columns {
+    () => {
+        "tenant_id, idempotency_key, tool, payload, status, attempt, resumed_at, lease_until_ms, \
+         due_ms, worker::text AS worker, last_error::text AS last_error, result, created_ms, \
+         updated_ms"
+    };
+}
+
+/// Leases due events in one statement: the rows a worker may take, oldest first, locked and
+/// skipped when another worker holds them, become `leased` by this worker; each answers
+/// whether it was leased before (its lease ended: taken over).
+pub(crate) async fn lease(
+    pool: &PgPool,
+    lease: &EventLease<'_>,
+) -> Result<Vec<LeasedEvent>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "WITH due AS (SELECT tenant_id, idempotency_key, status AS was FROM toolgate_outbox \
+         WHERE ((status = 'pending' AND due_ms <= $1) \
+         OR (status = 'leased' AND lease_until_ms <= $1)) AND tool = ANY($2) \
+         ORDER BY created_ms, tenant_id, idempotency_key LIMIT $3 FOR UPDATE SKIP LOCKED) \
+         UPDATE toolgate_outbox AS e SET status = 'leased', attempt = e.attempt + 1, \
+         lease_until_ms = $4, worker = $5::json, updated_ms = $1 FROM due \
+         WHERE e.tenant_id = due.tenant_id AND e.idempotency_key = due.idempotency_key \
+         RETURNING (due.was = 'leased') AS taken_over, ",
+        "e.tenant_id, e.idempotency_key, e.tool, e.payload, e.status, e.attempt, e.resumed_at, \
+         e.lease_until_ms, e.due_ms, e.worker::text AS worker, e.last_error::text AS last_error, \
+         e.result, e.created_ms, e.updated_ms"
+    ))
+    .bind(lease.now_ms)
+    .bind(lease.tools)
+    .bind(i64::from(lease.limit))
+    .bind(lease.lease_until_ms())
+    .bind(json_text(lease.worker)?)
+    .fetch_all(pool)
+    .await
+    .map_err(backend)?;
+    let mut leased = rows
+        .iter()
+        .map(|row| {
+            Ok(LeasedEvent {
+                event: event(row)?,
+                taken_over: get(row, "taken_over")?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    // RETURNING keeps no order: oldest first, as they were chosen.
+    leased.sort_by(|a, b| {
+        (a.event.created_ms, &a.event.tenant, &a.event.key).cmp(&(
+            b.event.created_ms,
+            &b.event.tenant,
+            &b.event.key,
+        ))
+    });
+    Ok(leased)
+}
+
+/// Records a delivery's outcome on the event leased under `attempt` and on its operation, in
+/// one transaction; [`StoreError::LostClaim`] when the event is not leased under `attempt`.
+pub(crate) async fn settle(
+    pool: &PgPool,
+    tenant: &str,
+    key: &str,
+    attempt: u32,
+    outcome: DeliveryOutcome<'_>,
+    now_ms: i64,
+) -> Result<OutboxEvent, StoreError> {
+    // $4 the event's status, $5 its result (kept when NULL), $6 its error (kept when NULL),
+    // $7 when it is due (kept when NULL).
+    let (status, result, error, due) = match outcome {
+        DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, Some(result), None, None),
+        DeliveryOutcome::Retry { error, due_ms } => {
+            (EventStatus::Pending, None, Some(error), Some(due_ms))
+        }
+        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None),
+        DeliveryOutcome::Unknown(error) => (EventStatus::Unknown, None, Some(error), None),
+    };
+    let mut tx = pool.begin().await.map_err(backend)?;
+    let row = sqlx::query(concat!(
+        "UPDATE toolgate_outbox SET status = $4, result = COALESCE($5, result), \
+         last_error = COALESCE($6::json, last_error), due_ms = COALESCE($7, due_ms), \
+         updated_ms = $8 \
+         WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'leased' AND attempt = $3 \
+         RETURNING ",
+        event_columns!()
+    ))
+    .bind(tenant)
+    .bind(key)
+    .bind(row::attempt(attempt))
+    .bind(status.as_str())
+    .bind(result)
+    .bind(error.map(encode).transpose()?)
+    .bind(due)
+    .bind(now_ms)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(backend)?;
+    let Some(row) = row else {
+        return Err(StoreError::LostClaim {
+            key: key.to_owned(),
+            attempt,
+        });
+    };
+    let settled = event(&row)?;
+    match outcome {
+        DeliveryOutcome::Delivered(_) => {
+            // The operation's result stays the tool's own.
+            sqlx::query(
+                "UPDATE toolgate_operations SET state = 'succeeded', updated_ms = $3 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 AND state = 'queued'",
+            )
+            .bind(tenant)
+            .bind(key)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
+        DeliveryOutcome::Unknown(error) => {
+            sqlx::query(concat!(
+                "UPDATE toolgate_operations SET state = 'outcome_unknown', errors = ",
+                append_error!("$3"),
+                ", updated_ms = $4 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 AND state = 'queued'"
+            ))
+            .bind(tenant)
+            .bind(key)
+            .bind(row::error_list(error)?)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
+        // The delivery is still owed: the operation stays `queued`.
+        DeliveryOutcome::Retry { .. } | DeliveryOutcome::Dead(_) => {}
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(settled)
+}
+
+/// An operator's resume: a `dead` event is `pending` again, due now, its budget counted from
+/// its current attempt; any other is answered as it is.
+pub(crate) async fn resume(
+    pool: &PgPool,
+    tenant: &str,
+    key: &str,
+    now_ms: i64,
+) -> Result<Option<OutboxEvent>, StoreError> {
+    let row = sqlx::query(concat!(
+        "UPDATE toolgate_outbox SET status = 'pending', due_ms = $3, resumed_at = attempt, \
+         updated_ms = $3 WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'dead' \
+         RETURNING ",
+        event_columns!()
+    ))
+    .bind(tenant)
+    .bind(key)
+    .bind(now_ms)
+    .fetch_optional(pool)
+    .await
+    .map_err(backend)?;
+    match row {
+        Some(row) => event(&row).map(Some),
+        None => {
+            let mut conn = pool.acquire().await.map_err(backend)?;
+            read(&mut conn, tenant, key, false).await
+        }
+    }
+}
+
+/// The event of `(tenant, key)`, its row locked when `for_update`.
+pub(crate) async fn read(
+    conn: &mut PgConnection,
+    tenant: &str,
+    key: &str,
+    for_update: bool,
+) -> Result<Option<OutboxEvent>, StoreError> {
+    let sql = if for_update {
+        concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM toolgate_outbox WHERE tenant_id = $1 AND idempotency_key = $2 FOR UPDATE"
+        )
+    } else {
+        concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM toolgate_outbox WHERE tenant_id = $1 AND idempotency_key = $2"
+        )
+    };
+    let row = sqlx::query(sql)
+        .bind(tenant)
+        .bind(key)
+        .fetch_optional(conn)
+        .await
+        .map_err(backend)?;
+    row.as_ref().map(event).transpose()
+}
+
+/// The events `query` admits, oldest first.
+pub(crate) async fn list(
+    pool: &PgPool,
+    query: &EventQuery<'_>,
+) -> Result<Vec<OutboxEvent>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM toolgate_outbox WHERE ($1::text IS NULL OR tenant_id = $1) \
+         AND ($2::text IS NULL OR status = $2) \
+         ORDER BY created_ms, tenant_id, idempotency_key LIMIT NULLIF($3, 0)"
+    ))
+    .bind(query.tenant)
+    .bind(query.status.map(EventStatus::as_str))
+    .bind(row::limit(query.limit))
+    .fetch_all(pool)
+    .await
+    .map_err(backend)?;
+    rows.iter().map(event).collect()
+}
+
+/// The event in `row`, selected with [`event_columns!`].
+fn event(row: &PgRow) -> Result<OutboxEvent, StoreError> {
+    let status: String = get(row, "status")?;
+    Ok(OutboxEvent {
+        tenant: get(row, "tenant_id")?,
+        key: get(row, "idempotency_key")?,
+        tool: get(row, "tool")?,
+        payload: get(row, "payload")?,
+        status: EventStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("event status {status:?}")))?,
+        attempt: row::count(get(row, "attempt")?, "attempt")?,
+        resumed_at: row::count(get(row, "resumed_at")?, "resumed_at")?,
+        lease_until_ms: get(row, "lease_until_ms")?,
+        due_ms: get(row, "due_ms")?,
+        worker: decode_optional(row, "worker")?,
+        last_error: decode_optional(row, "last_error")?,
+        result: get(row, "result")?,
+        created_ms: get(row, "created_ms")?,
+        updated_ms: get(row, "updated_ms")?,
+    })
+}
+
+/// A failed statement of the outbox in the store's words (see `error::store_error`).
+fn backend(error: sqlx::Error) -> StoreError {
+    store_error("keep an outbox event", error)
+}

@@ -1,0 +1,119 @@
+//! The reconciler's verdict on an `outcome_unknown` operation
+//! ([`OperationStore::resolve`](toolgate_core::store::OperationStore::resolve)), with its
+//! outbox event and its step journal, in one transaction under the operation's row lock.
+
+use sqlx::postgres::PgPool;
+use toolgate_core::store::{OperationRecord, OperationState, Resolution, StoreError};
+
+use crate::error::store_error;
+use crate::outbox;
+use crate::row::{self, columns};
+
+/// Settles the `outcome_unknown` record of `(tenant, key)`; `None` when it is not
+/// `outcome_unknown` (any more).
+pub(crate) async fn resolve(
+    pool: &PgPool,
+    tenant: &str,
+    key: &str,
+    resolution: Resolution<'_>,
+    now_ms: i64,
+) -> Result<Option<OperationRecord>, StoreError> {
+    let mut tx = pool.begin().await.map_err(backend)?;
+    let unknown: Option<String> = sqlx::query_scalar(
+        "SELECT tool FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 \
+         AND state = 'outcome_unknown' FOR UPDATE",
+    )
+    .bind(tenant)
+    .bind(key)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(backend)?;
+    if unknown.is_none() {
+        return Ok(None);
+    }
+    let event = outbox::read(&mut tx, tenant, key, true).await?;
+    // The new state, the result (kept when None) and what the reconcile count grows by.
+    let (state, result, tries) = match (resolution, &event) {
+        // The operation's result stays the tool's own; the provider's answer goes on the event.
+        (Resolution::Applied(answer), Some(_)) => {
+            set_event(&mut tx, tenant, key, "delivered", Some(answer), now_ms).await?;
+            (OperationState::Succeeded, None, 0_i64)
+        }
+        (Resolution::Applied(answer), None) => (OperationState::Succeeded, Some(answer), 0),
+        // Its rows are committed and the delivery is still owed: delivered again.
+        (Resolution::NotApplied, Some(_)) => {
+            set_event(&mut tx, tenant, key, "pending", None, now_ms).await?;
+            (OperationState::Queued, None, 0)
+        }
+        (Resolution::NotApplied, None) => {
+            let succeeded: bool = sqlx::query_scalar(
+                "WITH failed AS (UPDATE toolgate_steps SET status = 'failed', updated_ms = $3 \
+                 WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'started') \
+                 SELECT EXISTS (SELECT FROM toolgate_steps WHERE tenant_id = $1 \
+                 AND idempotency_key = $2 AND status = 'succeeded')",
+            )
+            .bind(tenant)
+            .bind(key)
+            .bind(now_ms)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
+            let state = if succeeded {
+                OperationState::Partial
+            } else {
+                OperationState::Failed
+            };
+            (state, None, 0)
+        }
+        (Resolution::StillUnknown, _) => (OperationState::OutcomeUnknown, None, 1),
+    };
+    let row = sqlx::query(concat!(
+        "UPDATE toolgate_operations SET state = $3, result = COALESCE($4, result), \
+         reconcile_tries = reconcile_tries + $5, updated_ms = $6 \
+         WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING ",
+        columns!()
+    ))
+    .bind(tenant)
+    .bind(key)
+    .bind(state.as_str())
+    .bind(result)
+    .bind(tries)
+    .bind(now_ms)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(backend)?;
+    let record = row::record(&row)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(Some(record))
+}
+
+/// The event of `(tenant, key)` becomes `status` (due now, for `pending`), with `result` when
+/// given.
+async fn set_event(
+    conn: &mut sqlx::PgConnection,
+    tenant: &str,
+    key: &str,
+    status: &str,
+    result: Option<&str>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE toolgate_outbox SET status = $3, result = COALESCE($4, result), \
+         due_ms = CASE WHEN $3 = 'pending' THEN $5 ELSE due_ms END, updated_ms = $5 \
+         WHERE tenant_id = $1 AND idempotency_key = $2",
+    )
+    .bind(tenant)
+    .bind(key)
+    .bind(status)
+    .bind(result)
+    .bind(now_ms)
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// A failed statement of a resolution in the store's words (see `error::store_error`).
+fn backend(error: sqlx::Error) -> StoreError {
+    store_error("settle an unknown outcome", error)
+}
