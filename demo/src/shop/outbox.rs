@@ -120,10 +120,7 @@ async fn record_request(
             .map(drop)
         }
         "PostgreSQL" => {
-            // The PostgreSQL store lends its transaction's connection as a `PgConnection`.
-            let connection = tx.connection::<sqlx::PgConnection>().ok_or_else(|| {
-                ToolError::internal("the PostgreSQL store's transaction lent no connection")
-            })?;
+            let connection = toolgate_store_postgres::connection(tx)?;
             sqlx::query(
                 "INSERT INTO refund_requests (tenant, key, order_id, amount_cents) \
                  VALUES ($1, $2, $3, $4)",
