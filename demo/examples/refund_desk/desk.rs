@@ -20,6 +20,7 @@ use crate::narrate::{Narrator, Voice};
 
 mod approvals;
 mod outbox;
+mod progress;
 use crate::script::{Dialect, Line, shortened};
 
 /// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
@@ -241,6 +242,7 @@ impl Desk {
             Ok(reports) => {
                 for report in &reports {
                     self.tell_result(report);
+                    self.tell_progress(&report.result);
                 }
                 Ok(json!({ dialect.key(): format.render_results(&reports) }))
             }
