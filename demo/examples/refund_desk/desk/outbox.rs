@@ -50,16 +50,31 @@ pub(super) async fn create_tables(spec: &StoreSpec) -> Result<(), String> {
         }
         StoreSpec::Postgres(url) => match sqlx::PgConnection::connect(url).await {
             Ok(mut connection) => {
-                let done = sqlx::query(REFUND_REQUESTS_POSTGRES)
-                    .execute(&mut connection)
-                    .await;
+                let done = create_postgres_table(&mut connection).await;
                 let _ = connection.close().await;
-                done.map(drop)
+                done
             }
             Err(err) => Err(err),
         },
     };
     created.map_err(|err| format!("cannot create the shop's refund_requests table: {err}"))
+}
+
+/// The key of the advisory lock that makes desks starting at once on one PostgreSQL database
+/// create the table one after the other: two concurrent `CREATE TABLE IF NOT EXISTS` can both
+/// find it missing, and the second fails.
+const TABLES_LOCK: i64 = 0x7e57_0b0c;
+
+async fn create_postgres_table(connection: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    let mut tx = connection.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(TABLES_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(REFUND_REQUESTS_POSTGRES)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
 }
 
 impl Desk {
