@@ -54,7 +54,7 @@ pub struct RefundRequestView {
 }
 
 /// Refund part or all of a paid order. The refund is final. It is recorded at once and sent to
-/// the payment provider right after by the shop's worker: the answer is `queued` with the
+/// the payment provider afterwards by the shop's worker: the answer is `queued` with the
 /// operation's id until the provider has applied it; asking again with the same order and
 /// amount tells how far the delivery got.
 #[tool(
