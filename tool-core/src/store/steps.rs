@@ -77,8 +77,9 @@ pub enum StepOutcome<'a> {
     Failed(&'a AttemptError),
 }
 
-/// What an operation's journal says about a lease that ended ([`ClaimRequest::step`]
-/// (super::ClaimRequest::step)): whether the crashed worker may have left a step half done.
+/// What an operation's journal says about a lease that ended (see
+/// [`ClaimRequest::step`](super::ClaimRequest::step)): whether the crashed worker may have left a
+/// step half done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Journal {
     /// No step was ever begun: the tool journals no steps (or crashed before its first), so the
