@@ -37,6 +37,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toolgate::ToolError;
 
+mod actions;
+
+pub use actions::Action;
+
 /// Whether the provider applies one idempotency key once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyMode {
@@ -56,7 +60,14 @@ pub enum Operation {
     /// [`FakeProvider::read_order`]: an order read, which changes nothing (a fault "after
     /// apply" on it is one after the order was read).
     Order,
+    /// [`FakeProvider::act`] with `Crm`: an update of the customer's CRM record of an order.
+    Crm,
+    /// [`FakeProvider::act`] with `Notify`: a notification sent to the customer of an order.
+    Notify,
 }
+
+/// How many [`Operation`]s there are: the size of the fault script and the request counts.
+const OPERATIONS: usize = 5;
 
 /// A fault waiting for a request: of any order, or of the one it names.
 #[derive(Debug, Clone)]
@@ -102,9 +113,11 @@ pub struct FakeProvider {
     path: PathBuf,
     ledger: Mutex<Ledger>,
     mode: KeyMode,
-    faults: Mutex<[VecDeque<Scripted>; 3]>,
-    requests: [AtomicU32; 3],
+    faults: Mutex<[VecDeque<Scripted>; OPERATIONS]>,
+    requests: [AtomicU32; OPERATIONS],
     on_applied: Option<AppliedHook>,
+    /// The CRM updates and notifications applied, oldest first: kept in memory only.
+    actions: Mutex<Vec<Action>>,
 }
 
 /// Every refund applied, in memory, and the file each new one is appended to.
@@ -184,6 +197,7 @@ impl FakeProvider {
             faults: Mutex::default(),
             requests: Default::default(),
             on_applied: None,
+            actions: Mutex::default(),
         })
     }
 

@@ -4,7 +4,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`shop`] | the shop's four orders and its two tools, `get_order` and `issue_refund` |
+//! | [`shop`] | the shop's four orders and its tools: `get_order`, `issue_refund` (direct or through the outbox), `update_crm_and_notify` |
 //! | [`fake_provider`] | the fake payment provider: a durable ledger, idempotency keys, scripted faults |
 //! | [`payments`] | that provider over loopback HTTP: its server and the client the tools call it with |
 //! | [`harness`] | runs the `refund_desk` and `fake_payments` examples as processes, for tests |

@@ -1,5 +1,6 @@
 //! The demo shop of the refund desk: four orders, the payment provider the tools talk to, and the
-//! two tools the model may call.
+//! tools the model may call: `get_order`, `issue_refund` (direct, or through the outbox:
+//! [`issue_refund_outbox`]) and `update_crm_and_notify`.
 //!
 //! The tools reach the provider through a [`Provider`] in the dispatcher's state. The refund desk
 //! gives them an HTTP client of the fake payment provider ([`crate::payments`]); the catalog and
@@ -10,6 +11,15 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use toolgate::prelude::*;
+
+mod crm;
+mod outbox;
+
+pub use crm::{CrmAndNotification, update_crm_and_notify};
+pub use outbox::{
+    REFUND_REQUESTS_POSTGRES, REFUND_REQUESTS_SQLITE, RefundDelivery, RefundEvent,
+    RefundRequestView, issue_refund_outbox,
+};
 
 /// What an order id looks like, as the tools' schemas tell the model: `ORD-` and up to ten
 /// digits. The dispatcher refuses any other id (`invalid_arguments`) before a tool runs, so no
@@ -61,6 +71,15 @@ pub struct Receipt {
     pub amount_cents: u64,
 }
 
+/// A CRM update or a notification the provider applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionReceipt {
+    /// The provider's id for it (`crm_000001`, `ntf_000001`).
+    pub action_id: String,
+    /// The order whose customer it is about.
+    pub order_id: String,
+}
+
 /// What the tools ask of the payment provider.
 #[async_trait::async_trait]
 pub trait Payments: Send + Sync + 'static {
@@ -78,6 +97,13 @@ pub trait Payments: Send + Sync + 'static {
 
     /// The refund applied under `key`, if any.
     async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError>;
+
+    /// Updates the CRM record of `order_id`'s customer under the idempotency `key`: a key the
+    /// provider has seen for a CRM update answers that update and applies nothing.
+    async fn crm_update(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError>;
+
+    /// Notifies `order_id`'s customer under the idempotency `key`, as [`Payments::crm_update`].
+    async fn notify(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError>;
 }
 
 /// The payment provider the tools use: put one in the dispatcher's state.
@@ -127,6 +153,8 @@ pub struct Shop {
 struct ShopState {
     orders: BTreeMap<&'static str, OrderState>,
     receipts: BTreeMap<String, Receipt>,
+    /// CRM updates and notifications by (`crm` or `ntf`, key).
+    actions: BTreeMap<(&'static str, String), ActionReceipt>,
 }
 
 impl Default for Shop {
@@ -146,6 +174,7 @@ impl Default for Shop {
             inner: Mutex::new(ShopState {
                 orders,
                 receipts: BTreeMap::new(),
+                actions: BTreeMap::new(),
             }),
         }
     }
@@ -189,6 +218,43 @@ impl Payments for Shop {
     async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError> {
         let shop = self.inner.lock().expect("the shop lock is never poisoned");
         Ok(shop.receipts.get(key).cloned())
+    }
+
+    async fn crm_update(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError> {
+        self.act("crm", key, order_id)
+    }
+
+    async fn notify(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError> {
+        self.act("ntf", key, order_id)
+    }
+}
+
+impl Shop {
+    /// An action of kind `prefix` under `key`, applied once per key.
+    fn act(
+        &self,
+        prefix: &'static str,
+        key: &str,
+        order_id: &str,
+    ) -> Result<ActionReceipt, ToolError> {
+        let mut shop = self.inner.lock().expect("the shop lock is never poisoned");
+        if !shop.orders.contains_key(order_id) {
+            return Err(unknown_order(order_id));
+        }
+        let number = shop
+            .actions
+            .keys()
+            .filter(|(kind, _)| *kind == prefix)
+            .count()
+            + 1;
+        let receipt = shop
+            .actions
+            .entry((prefix, key.to_owned()))
+            .or_insert_with(|| ActionReceipt {
+                action_id: format!("{prefix}_{number:06}"),
+                order_id: order_id.to_owned(),
+            });
+        Ok(receipt.clone())
     }
 }
 
@@ -312,14 +378,31 @@ fn to_cents(amount: f64) -> Result<u64, ToolError> {
     Ok(cents as u64)
 }
 
-/// A registry with the shop's tools.
+/// A registry with the shop's tools: `get_order`, `issue_refund` (calling the provider while
+/// the model waits) and `update_crm_and_notify`.
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     registry
         .register::<get_order>()
         .expect("get_order registers")
         .register::<issue_refund>()
-        .expect("issue_refund registers");
+        .expect("issue_refund registers")
+        .register::<update_crm_and_notify>()
+        .expect("update_crm_and_notify registers");
+    registry
+}
+
+/// [`registry`] with `issue_refund` delivered through the outbox ([`issue_refund_outbox`]): the
+/// same wire name, schema, permission, approval, key, check and reconcile.
+pub fn outbox_registry() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register::<get_order>()
+        .expect("get_order registers")
+        .register::<issue_refund_outbox>()
+        .expect("issue_refund registers")
+        .register::<update_crm_and_notify>()
+        .expect("update_crm_and_notify registers");
     registry
 }
 

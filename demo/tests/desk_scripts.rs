@@ -17,7 +17,12 @@ fn ledger(refunded: &[(&str, &str, u64)], refund_requests: u64, lookups: u64) ->
     for (order, amount, refunds) in refunded {
         ledger[order] = json!({"refunded": amount, "refunds": refunds});
     }
-    json!({"ledger": ledger, "provider_requests": {"refund": refund_requests, "lookup": lookups}})
+    json!({
+        "ledger": ledger,
+        "crm": {},
+        "notify": {},
+        "provider_requests": {"refund": refund_requests, "lookup": lookups, "crm": 0, "notify": 0},
+    })
 }
 
 fn script(lines: &[String]) -> String {
@@ -84,6 +89,18 @@ fn story_ledger(path: &str) -> Value {
         | "hostile-turns.jsonl"
         | "rate-limited-burst.jsonl"
         | "abort-keeps-every-report.jsonl" => ledger(&[], 0, 0),
+        "outbox-refund-is-queued-then-delivered.jsonl" => {
+            ledger(&[("ORD-1001", "100.00", 1)], 1, 0)
+        }
+        "outbox-delivery-retries-then-dead.jsonl" => ledger(&[], 3, 0),
+        "crm-update-then-notification-fails.jsonl" => {
+            let mut ledger = ledger(&[], 0, 0);
+            ledger["crm"] = json!({"ORD-1003": 1});
+            ledger["notify"] = json!({"ORD-1003": 1});
+            ledger["provider_requests"]["crm"] = json!(1);
+            ledger["provider_requests"]["notify"] = json!(3);
+            ledger
+        }
         other => panic!("a story without its ledger here: {other}"),
     }
 }
@@ -161,7 +178,7 @@ fn every_example_script_gives_the_same_output_twice() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
         .collect();
     scripts.sort();
-    assert_eq!(scripts.len(), 10, "{scripts:?}");
+    assert_eq!(scripts.len(), 13, "{scripts:?}");
     for script in scripts {
         let path = script.to_str().unwrap();
         let run = || {

@@ -6,6 +6,10 @@ use toolgate_core::store::{ApprovalStatus, OperationState, Verdict};
 
 use crate::identity::IdentityFlags;
 
+mod outbox;
+
+pub(crate) use outbox::ResumeArgs;
+
 /// What the operator asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Invocation {
@@ -22,6 +26,8 @@ pub(crate) enum Action {
     Read(Read),
     /// `approvals approve ID` or `approvals reject ID`.
     Decide(DecideArgs),
+    /// `outbox resume KEY`.
+    Resume(ResumeArgs),
 }
 
 /// A command that only reads the store.
@@ -65,6 +71,26 @@ pub(crate) enum Read {
         /// `--json`.
         json: bool,
     },
+    /// `outbox list`.
+    OutboxList {
+        /// `--status`; `None` for every status.
+        status: Option<toolgate_core::store::EventStatus>,
+        /// `--tenant`.
+        tenant: Option<String>,
+        /// `--limit`; 0 for all.
+        limit: u32,
+        /// `--json`.
+        json: bool,
+    },
+    /// `outbox show KEY`.
+    OutboxShow {
+        /// The operation's idempotency key.
+        key: String,
+        /// `--tenant`.
+        tenant: Option<String>,
+        /// `--json`.
+        json: bool,
+    },
     /// `audit RUN`.
     Audit {
         /// The run id.
@@ -96,16 +122,18 @@ The store:
   TOOLGATE_STORE                 used when --store is not given
   Opening a store applies its migrations, as the application does at start-up.
 
-The approver (approvals approve and reject only), one source of the two:
+The approver (approvals approve and reject) or operator (outbox resume), one source of the two:
   --as USER --tenant TENANT --permission PERMISSION (repeatable)   for local use
   TOOLGATE_IDENTITY=FILE   a JSON file {\"tenant\": \"acme\", \"user\": \"manager\",
                            \"permissions\": [\"refund:approve\"]}, for real use
   Giving both is an error. The approver never comes from the approval itself.
+  `outbox resume` needs the permission outbox:resume, and resumes only an event of the
+  operator's tenant.
 
 Exit codes:
   0  done
-  1  a decision was refused (self-approval, expired, missing permission, not found, already
-     decided), or what was asked for was not found
+  1  a decision or a resume was refused (self-approval, expired, missing permission, not found,
+     already decided, an event that is not dead), or what was asked for was not found
   2  usage error
   3  the store could not be opened, reached or read";
 
@@ -126,24 +154,25 @@ pub(crate) fn command() -> Command {
         .help("The store: sqlite:PATH or postgres://… (default: the environment's TOOLGATE_STORE)");
     Command::new("toolgate")
         .version(env!("CARGO_PKG_VERSION"))
-        .about("Act on a toolgate operation store: decide approvals, read operations and the audit trail")
+        .about("Act on a toolgate operation store: decide approvals, resume dead outbox events, read operations and the audit trail")
         .after_help(ROOT_AFTER_HELP)
         .subcommand_required(true)
         .arg_required_else_help(true)
         .arg(store)
         .subcommand(approvals())
         .subcommand(ops())
+        .subcommand(outbox::command())
         .subcommand(audit())
 }
 
-fn json() -> Arg {
+pub(super) fn json() -> Arg {
     Arg::new("json")
         .long("json")
         .action(ArgAction::SetTrue)
         .help("Print one JSON document instead of a table")
 }
 
-fn tenant(help: &'static str) -> Arg {
+pub(super) fn tenant(help: &'static str) -> Arg {
     Arg::new("tenant")
         .long("tenant")
         .value_name("TENANT")
@@ -282,6 +311,7 @@ pub(crate) fn invocation(matches: &ArgMatches) -> Option<Invocation> {
     let command = match group {
         "approvals" => approvals_action(sub)?,
         "ops" => ops_action(sub)?,
+        "outbox" => outbox::action(sub)?,
         "audit" => Action::Read(Read::Audit {
             run: text(sub, "run")?,
             tenant: text(sub, "tenant"),
@@ -295,7 +325,7 @@ pub(crate) fn invocation(matches: &ArgMatches) -> Option<Invocation> {
     })
 }
 
-fn text(matches: &ArgMatches, name: &str) -> Option<String> {
+pub(super) fn text(matches: &ArgMatches, name: &str) -> Option<String> {
     matches.get_one::<String>(name).cloned()
 }
 

@@ -1,5 +1,6 @@
-//! Who decides: the approver's tenant, user and permissions, from the command line (for local
-//! use) or from the JSON file `TOOLGATE_IDENTITY` names (for real use), never from the approval.
+//! Who decides (or resumes an outbox event): the approver's or operator's tenant, user and
+//! permissions, from the command line (for local use) or from the JSON file `TOOLGATE_IDENTITY`
+//! names (for real use), never from the approval or the event.
 
 use std::path::Path;
 
@@ -28,28 +29,75 @@ impl IdentityFlags {
     }
 }
 
+/// Who acts with the identity: an approver deciding, or an operator resuming an outbox event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `approvals approve` and `approvals reject`.
+    Approver,
+    /// `outbox resume`.
+    Operator,
+}
+
+impl Role {
+    fn noun(self) -> &'static str {
+        match self {
+            Role::Approver => "approver",
+            Role::Operator => "operator",
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Role::Approver => "decide",
+            Role::Operator => "resume",
+        }
+    }
+
+    /// Why the command needs an identity.
+    fn why(self) -> &'static str {
+        match self {
+            Role::Approver => {
+                "approving or rejecting records who decided, and the approval's own requester is never taken for the approver"
+            }
+            Role::Operator => {
+                "a resume is allowed to an operator of the event's tenant who holds outbox:resume, and the event names no one"
+            }
+        }
+    }
+}
+
 /// The approver: from `flags`, or from the file `identity_file` (the value of
 /// `TOOLGATE_IDENTITY`), exactly one of them.
 pub(crate) fn resolve(
     flags: &IdentityFlags,
     identity_file: Option<&str>,
 ) -> Result<AuthContext, Failure> {
+    resolve_as(Role::Approver, flags, identity_file)
+}
+
+/// [`resolve`] for `role`, whose errors name it.
+pub(crate) fn resolve_as(
+    role: Role,
+    flags: &IdentityFlags,
+    identity_file: Option<&str>,
+) -> Result<AuthContext, Failure> {
+    let (noun, verb) = (role.noun(), role.verb());
     let identity_file = identity_file.filter(|file| !file.is_empty());
     match (identity_file, flags.any()) {
         (Some(file), true) => Err(Failure::usage(
-            "the approver's identity is given twice",
+            format!("the {noun}'s identity is given twice"),
             format!(
                 "{IDENTITY_ENV} names the identity file {file} and --as, --tenant or --permission was given too; one source is used, never a mix"
             ),
             format!(
-                "drop the flags to decide as the file's identity, or unset {IDENTITY_ENV} to decide as the flags say"
+                "drop the flags to {verb} as the file's identity, or unset {IDENTITY_ENV} to {verb} as the flags say"
             ),
         )),
         (Some(file), false) => from_file(Path::new(file)),
-        (None, true) => from_flags(flags),
+        (None, true) => from_flags(role, flags),
         (None, false) => Err(Failure::usage(
-            "no approver identity",
-            "approving or rejecting records who decided, and the approval's own requester is never taken for the approver",
+            format!("no {noun} identity"),
+            role.why(),
             format!(
                 "give --as USER --tenant TENANT --permission PERMISSION (repeatable) for local use, or set {IDENTITY_ENV} to a JSON file {{\"tenant\": …, \"user\": …, \"permissions\": [...]}}"
             ),
@@ -57,12 +105,15 @@ pub(crate) fn resolve(
     }
 }
 
-fn from_flags(flags: &IdentityFlags) -> Result<AuthContext, Failure> {
+fn from_flags(role: Role, flags: &IdentityFlags) -> Result<AuthContext, Failure> {
+    let noun = role.noun();
     let missing = |flag: &str| {
         Failure::usage(
-            format!("the approver's identity lacks {flag}"),
-            "an approver is a user of one tenant: --as and --tenant are both needed",
-            "give --as USER --tenant TENANT, and --permission PERMISSION for each permission the approver holds",
+            format!("the {noun}'s identity lacks {flag}"),
+            format!("an {noun} is a user of one tenant: --as and --tenant are both needed"),
+            format!(
+                "give --as USER --tenant TENANT, and --permission PERMISSION for each permission the {noun} holds"
+            ),
         )
     };
     let user = non_empty(flags.user.as_deref()).ok_or_else(|| missing("--as USER"))?;

@@ -2,7 +2,8 @@
 //!
 //! It works on the application's operation store (a SQLite file or a PostgreSQL database)
 //! without the application's code: it lists and shows approvals and decides on them, lists and
-//! shows operations, and prints a run's audit trail. Run `toolgate --help` for its commands.
+//! shows operations, lists and shows outbox events and resumes dead ones, and prints a run's
+//! audit trail. Run `toolgate --help` for its commands.
 
 mod approvals;
 mod args;
@@ -12,6 +13,7 @@ mod identity;
 mod json;
 mod open;
 mod ops;
+mod outbox;
 mod table;
 mod time;
 
@@ -88,6 +90,17 @@ async fn run(invocation: Invocation) -> Result<String, Failure> {
             opened.close().await;
             output
         }
+        Action::Resume(args) => {
+            let operator = identity::resolve_as(
+                identity::Role::Operator,
+                &args.identity,
+                env(identity::IDENTITY_ENV)?.as_deref(),
+            )?;
+            let opened = open::open(&spec).await?;
+            let output = outbox::resume(opened.store(), &args, &operator).await;
+            opened.close().await;
+            output
+        }
         Action::Read(read) => {
             let opened = open::open(&spec).await?;
             let output = answer(opened.store(), read).await;
@@ -128,6 +141,15 @@ async fn answer(store: &dyn OperationStore, read: Read) -> Result<String, Failur
         } => ops::list(store, state, run.as_deref(), tenant.as_deref(), json).await,
         Read::OpsShow { key, tenant, json } => {
             ops::show(store, &key, tenant.as_deref(), json).await
+        }
+        Read::OutboxList {
+            status,
+            tenant,
+            limit,
+            json,
+        } => outbox::list(store, status, tenant.as_deref(), limit, json).await,
+        Read::OutboxShow { key, tenant, json } => {
+            outbox::show(store, &key, tenant.as_deref(), json).await
         }
         Read::Audit { run, tenant, json } => {
             audit::trail(store, &run, tenant.as_deref(), json).await

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::{OperationStore, PostgresStore, SqliteStore};
-use toolgate::{CallFate, Clock, Fate, Reconciler, RunLimits, SystemClock, ToolCall, TurnAborted};
+use toolgate::{
+    CallFate, Clock, Delivery, Fate, Reconciler, RunLimits, SystemClock, ToolCall, TurnAborted,
+};
 
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::shop::{self, Provider};
@@ -17,6 +19,8 @@ use toolgate_demo::shop::{self, Provider};
 use crate::narrate::{Narrator, Voice};
 
 mod approvals;
+mod outbox;
+mod progress;
 use crate::script::{Dialect, Line, shortened};
 
 /// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
@@ -106,6 +110,8 @@ pub(crate) struct Options {
     pub(crate) narrator: Narrator,
     /// Explain each outcome, for a person watching (the narrated story).
     pub(crate) explain: bool,
+    /// How `issue_refund` is delivered until a `delivery` line says otherwise.
+    pub(crate) delivery: Delivery,
 }
 
 /// The desk between two lines of a script.
@@ -120,6 +126,8 @@ pub(crate) struct Desk {
     session: Session,
     narrator: Narrator,
     explain: bool,
+    /// How `issue_refund` is delivered: directly, or through the outbox.
+    delivery: Delivery,
 }
 
 impl Desk {
@@ -127,12 +135,13 @@ impl Desk {
     /// `demo/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
+        outbox::create_tables(&options.store).await?;
         let clock: Arc<dyn Clock> = Arc::new(AheadClock {
             ahead_ms: i64::try_from(options.clock_ahead.as_millis()).unwrap_or(i64::MAX),
         });
         let auth =
             AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
-        let dispatcher = dispatcher(&store, &options.payments, &clock);
+        let dispatcher = dispatcher(&store, &options.payments, &clock, options.delivery);
         Ok(Desk {
             spec: options.store,
             open: Some((store, dispatcher)),
@@ -141,6 +150,7 @@ impl Desk {
             session: Session::new(auth, "run-1"),
             narrator: options.narrator,
             explain: options.explain,
+            delivery: options.delivery,
         })
     }
 
@@ -203,6 +213,11 @@ impl Desk {
                 reason,
             } => Ok(Some(self.decide(verdict, &approver, &reason).await?)),
             Line::RunApproved => Ok(Some(self.run_approved().await?)),
+            Line::Delivery(delivery) => {
+                self.set_delivery(delivery).await?;
+                Ok(None)
+            }
+            Line::Deliver => Ok(Some(self.deliver().await?)),
         }
     }
 
@@ -227,6 +242,7 @@ impl Desk {
             Ok(reports) => {
                 for report in &reports {
                     self.tell_result(report);
+                    self.tell_progress(&report.result);
                 }
                 Ok(json!({ dialect.key(): format.render_results(&reports) }))
             }
@@ -459,7 +475,7 @@ impl Desk {
         let store = OpenStore::open(&self.spec).await.map_err(|err| {
             format!("{err}; the desk opens it again on the next line that needs it")
         })?;
-        let dispatcher = dispatcher(&store, &self.payments, &self.clock);
+        let dispatcher = dispatcher(&store, &self.payments, &self.clock, self.delivery);
         self.open = Some((store, dispatcher));
         Ok(())
     }
@@ -475,8 +491,17 @@ impl Desk {
     }
 }
 
-fn dispatcher(store: &OpenStore, payments: &HttpPayments, clock: &Arc<dyn Clock>) -> Dispatcher {
-    Dispatcher::builder(shop::registry())
+fn dispatcher(
+    store: &OpenStore,
+    payments: &HttpPayments,
+    clock: &Arc<dyn Clock>,
+    delivery: Delivery,
+) -> Dispatcher {
+    let registry = match delivery {
+        Delivery::Outbox => shop::outbox_registry(),
+        _ => shop::registry(),
+    };
+    Dispatcher::builder(registry)
         .store(store.shared())
         .state(Provider::new(payments.clone()))
         .clock(clock.clone())

@@ -25,7 +25,14 @@
 //!   fake_payments`) instead of one in process;
 //! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider;
 //! - `--clock-ahead-secs N` (default 0): run the desk's clock ahead, as a desk restarted that long
-//!   after a crash would, so that the leases the dead process held have expired.
+//!   after a crash would, so that the leases the dead process held have expired;
+//! - `--delivery direct|outbox` (default `direct`): how `issue_refund` is delivered, as a
+//!   script's `{"delivery": "outbox"}` line sets it. Through the outbox, the refund is recorded in
+//!   the store's database (the shop's `refund_requests` table, created at start-up, and the
+//!   operation's event) and the model reads `queued`; a `{"deliver": {}}` line runs the outbox
+//!   worker, which sends each queued refund to the provider under its operation's key (3
+//!   deliveries at most, retried at once, then dead until an operator resumes it with
+//!   `toolgate outbox resume KEY`) and answers `{"delivered": n, "retrying": n, "dead": n}`.
 //!
 //! The script is read as bytes, one line at a time: a line the desk cannot take (not UTF-8, not
 //! JSON, a key given twice, a fault beyond its limits) is answered `{"error": "line N: …"}` and
@@ -47,6 +54,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
+use toolgate::Delivery;
 
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};
@@ -60,7 +68,12 @@ const SEED_STORY: &str = include_str!(concat!(
 ));
 
 const USAGE: &str = "usage: refund_desk [--script FILE|-] [--store sqlite:PATH|postgres://…] \
-     [--provider-url URL] [--provider-timeout-ms N] [--clock-ahead-secs N]";
+     [--provider-url URL] [--provider-timeout-ms N] [--clock-ahead-secs N] \
+     [--delivery direct|outbox]\n\
+     The script's lines (demo/scenarios/README.md): session, run, openai, anthropic, fault, \
+     reconcile, restart, approve, reject, run_approved, delivery (\"direct\" or \"outbox\": how \
+     issue_refund is delivered from then on), deliver ({}: the outbox worker delivers every \
+     refund queued, answering {\"delivered\": n, \"retrying\": n, \"dead\": n}).";
 
 /// The flags.
 #[derive(Debug, Default)]
@@ -70,6 +83,7 @@ struct Flags {
     provider_url: Option<String>,
     provider_timeout: Option<Duration>,
     clock_ahead: Duration,
+    delivery: Delivery,
 }
 
 fn main() -> ExitCode {
@@ -125,6 +139,7 @@ fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, 
                 ms => flags.provider_timeout = Some(Duration::from_millis(ms)),
             },
             "--clock-ahead-secs" => flags.clock_ahead = Duration::from_secs(number(&value)?),
+            "--delivery" => flags.delivery = script::delivery(&value)?,
             other => return Err(format!("unknown flag `{other}`")),
         }
     }
@@ -175,6 +190,7 @@ async fn run(flags: Flags) -> Result<(), String> {
         clock_ahead: flags.clock_ahead,
         narrator,
         explain: story,
+        delivery: flags.delivery,
     })
     .await?;
     if story {
@@ -316,6 +332,9 @@ mod tests {
             .unwrap();
         assert_eq!(parsed.script.as_deref(), Some("a.jsonl"));
         assert_eq!(parsed.provider_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(parsed.delivery, Delivery::Direct);
+        let outbox = flags(&["--delivery", "outbox"]).unwrap().unwrap();
+        assert_eq!(outbox.delivery, Delivery::Outbox);
         assert!(flags(&["--help"]).unwrap().is_none());
     }
 
@@ -328,6 +347,7 @@ mod tests {
             (&["--provider-timeout-ms", "0"][..], "above 0"),
             (&["--script"][..], "needs a value"),
             (&["--verbose", "1"][..], "unknown flag"),
+            (&["--delivery", "soon"][..], "not a delivery"),
         ] {
             let err = flags(args).unwrap_err();
             assert!(err.contains(needle), "{args:?}: {err}");

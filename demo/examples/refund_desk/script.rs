@@ -13,7 +13,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolgate::store::Verdict;
-use toolgate::{AuthContext, RunLimits};
+use toolgate::{AuthContext, Delivery, RunLimits};
 
 /// The UTF-8 byte-order mark, which some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -82,6 +82,10 @@ pub(crate) enum Line<'a> {
     },
     /// Run the application's runner of approved operations once.
     RunApproved,
+    /// `issue_refund` is delivered this way from now on.
+    Delivery(Delivery),
+    /// The outbox worker delivers every event due.
+    Deliver,
 }
 
 /// The provider format of a model turn.
@@ -154,8 +158,20 @@ impl RunLine {
     }
 }
 
-const KEYS: &str =
-    "session, run, openai, anthropic, fault, reconcile, restart, approve, reject, run_approved";
+const KEYS: &str = "session, run, openai, anthropic, fault, reconcile, restart, approve, reject, \
+     run_approved, delivery, deliver";
+
+/// `direct` or `outbox`, as the `delivery` line and the `--delivery` flag write it.
+pub(crate) fn delivery(name: &str) -> Result<Delivery, String> {
+    match name {
+        "direct" => Ok(Delivery::Direct),
+        "outbox" => Ok(Delivery::Outbox),
+        other => Err(format!(
+            "`{}` is not a delivery: write \"direct\" or \"outbox\"",
+            shortened(other, 40)
+        )),
+    }
+}
 
 impl<'a> Line<'a> {
     /// The line `text`, or what is wrong with it.
@@ -233,6 +249,19 @@ impl<'a> Line<'a> {
             "run_approved" => {
                 object(value()?)?;
                 Line::RunApproved
+            }
+            "delivery" => match value()? {
+                Value::String(name) => Line::Delivery(delivery(&name)?),
+                other => {
+                    return Err(format!(
+                        "`delivery` takes \"direct\" or \"outbox\", not {}",
+                        shortened(&other.to_string(), 80)
+                    ));
+                }
+            },
+            "deliver" => {
+                object(value()?)?;
+                Line::Deliver
             }
             other => {
                 return Err(format!(
@@ -400,6 +429,18 @@ mod tests {
             Line::parse(r#"{"run_approved": {}}"#),
             Ok(Line::RunApproved)
         ));
+        assert!(matches!(
+            Line::parse(r#"{"delivery": "outbox"}"#),
+            Ok(Line::Delivery(Delivery::Outbox))
+        ));
+        assert!(matches!(
+            Line::parse(r#"{"delivery": "direct"}"#),
+            Ok(Line::Delivery(Delivery::Direct))
+        ));
+        assert!(matches!(
+            Line::parse(r#"{"deliver": {}}"#),
+            Ok(Line::Deliver)
+        ));
         assert!(
             Line::parse(r#"{"reject": {"reason": "no"}}"#)
                 .unwrap_err()
@@ -458,6 +499,12 @@ mod tests {
                 "invalid value",
             ),
             (r#"{"openai": "hi"}"#, "takes an object"),
+            (r#"{"delivery": "later"}"#, "`later` is not a delivery"),
+            (
+                r#"{"delivery": {}}"#,
+                "`delivery` takes \"direct\" or \"outbox\"",
+            ),
+            (r#"{"deliver": 1}"#, "`deliver` takes an object"),
             (r#"{"session": {"tenant": "acme"}}"#, "missing field `user`"),
         ] {
             let err = Line::parse(line).unwrap_err();

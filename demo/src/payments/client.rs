@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use toolgate::ToolError;
 
-use crate::shop::{OrderState, Payments, Receipt, money};
+use crate::shop::{ActionReceipt, OrderState, Payments, Receipt, money};
 
 /// Told what the client sends and what comes back, one line each, for the desk's narration.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
@@ -284,6 +284,50 @@ impl Payments for HttpPayments {
     async fn lookup(&self, key: &str) -> Result<Option<Receipt>, ToolError> {
         self.read(&format!("/refunds/{}", segment(key))).await
     }
+
+    async fn crm_update(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError> {
+        self.act("/crm", "the CRM update", key, order_id).await
+    }
+
+    async fn notify(&self, key: &str, order_id: &str) -> Result<ActionReceipt, ToolError> {
+        self.act("/notifications", "the notification", key, order_id)
+            .await
+    }
+}
+
+impl HttpPayments {
+    /// A CRM update or a notification (`what`) about `order_id`, posted to `path` under `key`.
+    async fn act(
+        &self,
+        path: &str,
+        what: &str,
+        key: &str,
+        order_id: &str,
+    ) -> Result<ActionReceipt, ToolError> {
+        self.say(&format!(
+            "POST {path} {} (Idempotency-Key {}…)",
+            shortened(order_id),
+            key.get(..10).unwrap_or(key)
+        ));
+        let body = json!({"order_id": order_id});
+        let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+        let answer = self.send(Method::POST, path, Some(key), Some(body)).await;
+        self.say_answer(&answer);
+        match answer {
+            Ok((StatusCode::OK, body)) => parse(&body),
+            Ok((status, body)) => Err(status_error(status, &body)),
+            Err(Failure::Unbuildable(why)) => Err(unbuildable(&why)),
+            Err(failure @ Failure::NotSent(_)) => {
+                Err(ToolError::unavailable(self.describe(&failure))
+                    .why(format!("{what} was never sent, so nothing was applied")))
+            }
+            Err(failure) => Err(
+                ToolError::outcome_unknown(self.describe(&failure)).why(format!(
+                    "{what} was sent, so the provider may have applied it"
+                )),
+            ),
+        }
+    }
 }
 
 /// The error for a request that cannot be built from the tool's arguments: nothing was sent.
@@ -397,7 +441,7 @@ mod tests {
         let ledger = payments.ledger().await.unwrap();
         assert_eq!(
             ledger["provider_requests"],
-            json!({"refund": 0, "lookup": 1}),
+            json!({"refund": 0, "lookup": 1, "crm": 0, "notify": 0}),
             "only the lookup reached /refunds"
         );
     }

@@ -39,7 +39,7 @@ pub const MAX_FAULT_MS: u64 = 60_000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FaultSpec {
-    /// `refund`, `lookup` or `order`.
+    /// `refund`, `lookup`, `order`, `crm` or `notify`.
     operation: String,
     /// The order whose requests take the fault (a refund or an order read); any order when
     /// left out.
@@ -63,9 +63,12 @@ impl FaultSpec {
             "refund" => Operation::Refund,
             "lookup" => Operation::Lookup,
             "order" => Operation::Order,
+            "crm" => Operation::Crm,
+            "notify" => Operation::Notify,
             other => {
                 return Err(format!(
-                    "unknown operation `{other}`: faults apply to `refund`, `lookup` or `order`"
+                    "unknown operation `{other}`: faults apply to `refund`, `lookup`, `order`, \
+                     `crm` or `notify`"
                 ));
             }
         };
@@ -120,6 +123,13 @@ impl FaultSpec {
 struct RefundRequest {
     order_id: String,
     amount_cents: u64,
+}
+
+/// The body of a CRM update or a notification request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActionRequest {
+    order_id: String,
 }
 
 /// What a request handler answers: a response, or the connection dropped without one.
@@ -208,6 +218,8 @@ impl PaymentsServer {
             (&Method::GET, ["orders", order_id]) => self.order(order_id).await,
             (&Method::POST, ["refunds"]) => self.refund(request).await,
             (&Method::GET, ["refunds", key]) => self.lookup(key).await,
+            (&Method::POST, ["crm"]) => self.act(Operation::Crm, request).await,
+            (&Method::POST, ["notifications"]) => self.act(Operation::Notify, request).await,
             (&Method::POST, ["faults"]) => Ok(self.fault(request).await),
             (&Method::GET, ["ledger"]) => Ok(self.ledger()),
             _ => Ok(error(
@@ -233,12 +245,7 @@ impl PaymentsServer {
     }
 
     async fn refund(&self, request: Request<Incoming>) -> Answer {
-        let Some(key) = request
-            .headers()
-            .get("idempotency-key")
-            .and_then(|key| key.to_str().ok())
-            .map(str::to_owned)
-        else {
+        let Some(key) = idempotency_key(&request) else {
             return Ok(error(
                 StatusCode::BAD_REQUEST,
                 "a refund needs an Idempotency-Key header",
@@ -265,6 +272,34 @@ impl PaymentsServer {
             .await;
         match answer {
             Ok(refund) => Ok(ok(&receipt(&refund))),
+            Err(err) => tool_error(&err),
+        }
+    }
+
+    /// A CRM update or a notification about an order of the shop, under its idempotency key.
+    async fn act(&self, operation: Operation, request: Request<Incoming>) -> Answer {
+        let Some(key) = idempotency_key(&request) else {
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                "this request needs an Idempotency-Key header",
+            ));
+        };
+        let body: ActionRequest = match read_json(request).await {
+            Ok(body) => body,
+            Err(answer) => return Ok(answer),
+        };
+        let order_id = body.order_id.as_str();
+        let answer = self
+            .provider
+            .act(operation, &key, order_id, || {
+                match ORDERS.iter().any(|(id, _, _)| *id == order_id) {
+                    true => Ok(()),
+                    false => Err(unknown_order(order_id)),
+                }
+            })
+            .await;
+        match answer {
+            Ok(action) => Ok(ok(&action)),
             Err(err) => tool_error(&err),
         }
     }
@@ -310,14 +345,38 @@ impl PaymentsServer {
             }
             ledger
         });
+        let mut crm = serde_json::Map::new();
+        let mut notify = serde_json::Map::new();
+        for action in self.provider.actions() {
+            let per_order = if action.operation == "crm" {
+                &mut crm
+            } else {
+                &mut notify
+            };
+            let count = per_order.entry(action.order_id).or_insert(json!(0));
+            *count = json!(count.as_u64().unwrap_or(0) + 1);
+        }
         ok(&json!({
             "ledger": ledger,
+            "crm": crm,
+            "notify": notify,
             "provider_requests": {
                 "refund": self.provider.requests(Operation::Refund),
                 "lookup": self.provider.requests(Operation::Lookup),
+                "crm": self.provider.requests(Operation::Crm),
+                "notify": self.provider.requests(Operation::Notify),
             },
         }))
     }
+}
+
+/// The `Idempotency-Key` header of `request`.
+fn idempotency_key(request: &Request<Incoming>) -> Option<String> {
+    request
+        .headers()
+        .get("idempotency-key")
+        .and_then(|key| key.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The order `order_id` of the shop's table with the ledger's refunds added, or `None`.

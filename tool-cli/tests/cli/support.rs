@@ -7,8 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use toolgate_store_sqlite::SqliteStore;
 
 use toolgate_core::store::{
-    ApprovalRecord, ApprovalStatus, AuditEntry, AuditKind, AuditQuery, AuditRecord, Claim,
-    ClaimRequest, ClaimToken, OperationStore, Requester,
+    ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, AuditRecord,
+    Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease, NewEvent,
+    OperationStore, OutboxEvent, Requester,
 };
 
 /// Now by the system clock, as the binary reads it.
@@ -95,6 +96,74 @@ pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &st
     store.succeed(&owner, result, now).await.unwrap();
 }
 
+/// An outbox refund under `key` in `tenant`, committed with its event, whose delivery was leased
+/// and dead-lettered after a 503: the event as the store answers it after.
+pub(crate) async fn dead_event(store: &dyn OperationStore, tenant: &str, key: &str) -> OutboxEvent {
+    let now = now_ms();
+    let begun = store
+        .begin(ClaimRequest {
+            tenant,
+            key,
+            tool: "issue_refund",
+            request_hash: &format!("hash-{key}"),
+            arguments: r#"{"amount":50,"order_id":"ORD-1001"}"#,
+            now_ms: now,
+            lease: Duration::from_secs(30),
+            takeover: false,
+            approval: None,
+        })
+        .await
+        .unwrap();
+    let Begun::Open { tx, attempt, .. } = begun else {
+        panic!("a new key is claimed in a transaction: {begun:?}");
+    };
+    let owner = ClaimToken {
+        tenant: tenant.into(),
+        key: key.into(),
+        attempt,
+    };
+    let event = NewEvent {
+        payload: r#"{"order_id":"ORD-1001","amount_cents":5000}"#.into(),
+    };
+    tx.commit(Commit {
+        owner: &owner,
+        result: r#"{"order_id":"ORD-1001","amount":"50.00"}"#,
+        event: Some(&event),
+        now_ms: now,
+    })
+    .await
+    .unwrap();
+    let leased = store
+        .lease_events(EventLease {
+            worker: "w1",
+            tools: &["issue_refund"],
+            now_ms: now,
+            lease: Duration::from_secs(30),
+            limit: 16,
+        })
+        .await
+        .unwrap();
+    let leased = leased
+        .into_iter()
+        .find(|l| l.event.tenant == tenant && l.event.key == key)
+        .expect("the event is leased");
+    let error = AttemptError {
+        attempt: leased.event.attempt,
+        kind: "unavailable".into(),
+        what: "the payment provider answered 503".into(),
+    };
+    store
+        .settle_event(
+            tenant,
+            key,
+            leased.event.attempt,
+            DeliveryOutcome::Dead(&error),
+            now,
+        )
+        .await
+        .unwrap()
+}
+
 /// The audit record of a call of `tool` in `run` of `tenant`.
 pub(crate) fn call_entry(
     tenant: &str,
@@ -160,6 +229,16 @@ pub(crate) fn toolgate(store: &str, args: &[&str]) -> Ran {
     all.extend_from_slice(args);
     toolgate_env(&all, &[])
 }
+
+/// `args` for resuming as the tenant acme's operator, who holds `outbox:resume`.
+pub(crate) const OPERATOR: [&str; 6] = [
+    "--as",
+    "ops",
+    "--tenant",
+    "acme",
+    "--permission",
+    "outbox:resume",
+];
 
 /// `args` for approving or rejecting as the tenant acme's manager, who holds the approval
 /// permission.

@@ -1,0 +1,128 @@
+//! `outbox list | show | resume` on a SQLite file: events made through the store API (an outbox
+//! operation committed with its event, leased, and dead-lettered), what the commands print, and
+//! every refusal of a resume with its exit code.
+
+use toolgate_core::store::{EventStatus, OperationStore};
+
+use crate::support::{OPERATOR, dead_event, sqlite_file, toolgate};
+
+#[tokio::test]
+async fn list_and_show_print_the_events_as_a_table_and_as_json() {
+    let db = sqlite_file().await;
+    dead_event(&db.store, "acme", "k1").await;
+    dead_event(&db.store, "globex", "k2").await;
+
+    let ran = toolgate(&db.arg, &["outbox", "list"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", ran.stdout);
+    assert!(
+        lines[0].starts_with("TENANT  KEY  TOOL          STATUS  ATTEMPT  DUE"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("acme    k1   issue_refund  dead    1"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[1].ends_with("unavailable: the payment provider answered 503"),
+        "{}",
+        lines[1]
+    );
+
+    let ran = toolgate(
+        &db.arg,
+        &[
+            "outbox", "list", "--tenant", "acme", "--status", "dead", "--json",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let listed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["key"], "k1");
+    assert_eq!(listed[0]["payload"]["amount_cents"], 5000);
+    assert_eq!(listed[0]["last_error"]["kind"], "unavailable");
+
+    let ran = toolgate(&db.arg, &["outbox", "list", "--limit", "1", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let ran = toolgate(&db.arg, &["outbox", "list", "--status", "pending"]);
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (0, "no pending outbox events\n")
+    );
+
+    let ran = toolgate(&db.arg, &["outbox", "show", "k1"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(ran.stdout.contains("status       dead\n"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("tenant       acme\n"), "{}", ran.stdout);
+    let ran = toolgate(&db.arg, &["outbox", "show", "k1", "--tenant", "globex"]);
+    assert_eq!(ran.code, 1, "another tenant's key is not found: {ran:?}");
+    assert!(
+        ran.stderr.contains("no outbox event k1 of tenant globex"),
+        "{ran:?}"
+    );
+}
+
+#[tokio::test]
+async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
+    let db = sqlite_file().await;
+    dead_event(&db.store, "acme", "k1").await;
+    dead_event(&db.store, "globex", "k2").await;
+
+    // Without outbox:resume.
+    let ran = toolgate(
+        &db.arg,
+        &["outbox", "resume", "k1", "--as", "ops", "--tenant", "acme"],
+    );
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(ran.stderr.contains("`outbox:resume`"), "{ran:?}");
+    // Another tenant's event is not found for acme's operator.
+    let ran = toolgate(
+        &db.arg,
+        &[&["outbox", "resume", "k2"][..], &OPERATOR].concat(),
+    );
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr.contains("no outbox event k2 of tenant acme"),
+        "{ran:?}"
+    );
+    // No identity at all is a usage error.
+    let ran = toolgate(&db.arg, &["outbox", "resume", "k1"]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    let event = db.store.event("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(event.status, EventStatus::Dead, "nothing was changed");
+
+    let ran = toolgate(
+        &db.arg,
+        &[
+            &["outbox", "resume", "k1", "--json", "--reason", "back up"][..],
+            &OPERATOR,
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let resumed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(resumed["status"], "pending", "{resumed}");
+    assert_eq!(
+        resumed["attempts_spent"], 0,
+        "the budget counts afresh: {resumed}"
+    );
+    let event = db.store.event("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(event.status, EventStatus::Pending);
+    assert_eq!(event.resumed_at, event.attempt);
+
+    // Pending now: a second resume is refused and says so.
+    let ran = toolgate(
+        &db.arg,
+        &[&["outbox", "resume", "k1"][..], &OPERATOR].concat(),
+    );
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("the outbox event k1 is pending, not dead"),
+        "{ran:?}"
+    );
+}
