@@ -265,8 +265,9 @@ impl ToolDescriptor {
         }
     }
 
-    /// The description the model reads: the doc comment, the side-effect sentence, and for a tool
-    /// with an approval threshold, that calls over it wait for a human approval.
+    /// The description the model reads: the doc comment, the side-effect sentence, for an outbox
+    /// tool that a call is accepted and queued (the provider acts later), and for a tool with an
+    /// approval threshold, that calls over it wait for a human approval.
     pub fn model_description(&self) -> String {
         let mut text = self.doc.trim().to_owned();
         if !text.is_empty() && !text.ends_with(['.', '!', '?', ':']) {
@@ -276,6 +277,9 @@ impl ToolDescriptor {
             text.push(' ');
         }
         text.push_str(self.side_effect.sentence());
+        if self.delivery == Delivery::Outbox && !self.side_effect.is_read() {
+            text.push_str(" Delivery: a call records the operation and queues it; it answers queued with the operation's id, and the provider acts on it later. Calling again with the same arguments reads its progress; it never queues it twice.");
+        }
         if let Some(approval) = &self.approval {
             text.push_str(&format!(
                 " A call whose `{}` is over {} waits for a human approval before it runs: it answers awaiting_approval with the approval's id; call again with the same arguments later to learn the outcome.",
@@ -289,6 +293,21 @@ impl ToolDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outbox_tool_says_calls_are_queued_not_done() {
+        let direct = ToolDescriptor::new("issue_refund", "Refund an order")
+            .with_side_effect(SideEffect::Write);
+        assert!(!direct.model_description().contains("queued"));
+        let outbox = direct.with_delivery(Delivery::Outbox);
+        let text = outbox.model_description();
+        assert!(
+            text.contains("it answers queued with the operation's id"),
+            "{text}"
+        );
+        assert!(text.contains("the provider acts on it later"), "{text}");
+        assert!(text.contains("Calling again with the same arguments reads its progress"));
+    }
 
     #[test]
     fn description_states_the_side_effect_and_the_approval_threshold() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::auth::AuthContext;
 use crate::ctx::Ctx;
 use crate::dispatch::Dispatcher;
-use crate::store::{OperationRecord, Resolution, StoreError};
+use crate::store::{OperationRecord, OperationState, Resolution, StoreError};
 
 /// After this many answers of "still unknown", an operation is reported as escalated.
 pub const DEFAULT_ESCALATE_AFTER: u32 = 5;
@@ -23,10 +23,15 @@ pub struct ReconcileReport {
     pub expired_leases: u64,
     /// Terminal records older than the retention, deleted.
     pub purged: u64,
-    /// Unknown outcomes found applied: now `succeeded` with the provider's result.
+    /// Unknown outcomes found applied: now `succeeded` with the provider's result (an outbox
+    /// operation keeps the tool's result, and its event is `delivered` with the provider's).
     pub succeeded: u32,
-    /// Unknown outcomes found not applied: now `failed`, so a new call may run them.
+    /// Unknown outcomes found not applied: now `failed`, so a new call may run them, or
+    /// `partial` when a step of theirs had succeeded (the same call again runs the rest).
     pub failed: u32,
+    /// Outbox operations whose delivery was found not applied: `queued` again, their event
+    /// `pending` and due now, so a worker delivers them (their records stay committed).
+    pub requeued: u32,
     /// Still unknown (the hook could not tell, or the tool has no hook).
     pub still_unknown: u32,
     /// Of those, the ones asked about [`Reconciler::escalate_after`] times or more: a person
@@ -38,6 +43,12 @@ pub struct ReconcileReport {
 /// applied → `failed` (claimable again), unknown → stays, counted, escalated after N tries. An
 /// expired lease on a write (a crashed worker) first becomes `outcome_unknown` and goes the same
 /// way.
+///
+/// A multi-step operation found not applied has its unknown steps marked failed, and becomes
+/// `partial` when one of its steps had succeeded. An outbox operation whose delivery's outcome
+/// was unknown (an [`OutboxWorker`](crate::OutboxWorker) could not tell) is asked about the same
+/// way, through its tool's hook: applied → `succeeded`, its event `delivered`; not applied →
+/// `queued` again with its event due now, for a worker to deliver.
 ///
 /// ```no_run
 /// # async fn demo(dispatcher: toolgate::Dispatcher) -> Result<(), toolgate::store::StoreError> {
@@ -119,10 +130,8 @@ impl Reconciler {
             let Some(settled) = settled else {
                 continue; // settled meanwhile by another reconciler
             };
-            match resolution {
-                Asked::Applied(_) => report.succeeded += 1,
-                Asked::NotApplied => report.failed += 1,
-                Asked::StillUnknown(why) => {
+            match (&resolution, settled.state) {
+                (Asked::StillUnknown(why), _) => {
                     report.still_unknown += 1;
                     if settled.reconcile_tries >= self.escalate_after {
                         report.escalated += 1;
@@ -135,6 +144,17 @@ impl Reconciler {
                             "an operation's outcome is still unknown; a person should check it"
                         );
                     }
+                }
+                (_, OperationState::Succeeded) => report.succeeded += 1,
+                (_, OperationState::Queued) => report.requeued += 1,
+                (_, OperationState::Failed | OperationState::Partial) => report.failed += 1,
+                (_, state) => {
+                    tracing::warn!(
+                        tenant = %settled.tenant,
+                        key = %settled.key,
+                        state = state.as_str(),
+                        "a resolved operation is in a state a resolution does not lead to"
+                    );
                 }
             }
         }

@@ -152,12 +152,17 @@ pub struct CallResult {
     pub data: Option<JsonText>,
     /// The explanation, for every status but a plain success.
     pub error: Option<Explanation>,
-    /// The steps of a multi-step tool ([`Ctx::step`](crate::Ctx::step)), in the order the tool
-    /// reached them: on `partial`, and on any result of a call that reached a step.
-    pub steps: Option<Vec<StepReport>>,
-    /// How far the delivery of an outbox operation got: on `queued`, and on a later call's
-    /// answer about it.
-    pub delivery: Option<DeliveryNote>,
+    /// The steps of a multi-step write ([`Ctx::step`](crate::Ctx::step)), in the order the tool
+    /// reached them. Present on `partial` (a step succeeded and another failed, none unknown),
+    /// and on `outcome_unknown` answered by the call that ran the steps, when it reached at
+    /// least one. Absent on every other result: a success, a failure, a replay of an unknown
+    /// outcome.
+    pub steps: Option<Box<Vec<StepReport>>>,
+    /// How far the delivery of an outbox operation got. Present on `queued` (the call whose
+    /// transaction committed, and a later call with the same arguments while the delivery is
+    /// owed), and on `succeeded` answered to a later call once a worker delivered it. Absent
+    /// on every other result, and on the `succeeded` of an outbox call that enqueued no event.
+    pub delivery: Option<Box<DeliveryNote>>,
 }
 
 /// The delivery of an outbox operation, as the model reads it in a result's `delivery`.

@@ -19,6 +19,16 @@
 //! claimed to run once. The table `audit` holds one row a call or decision, numbered in the
 //! order appended; retention never deletes a row whose operation is still stored.
 //!
+//! The transactional outbox and the step journal live in the same file. An outbox tool's body
+//! runs inside the immediate transaction of its claim
+//! ([`begin`](toolgate_core::store::OperationStore::begin)): it writes its own rows with
+//! [`connection`], and the commit stores the operation (`queued`) and its one event in the table `outbox`
+//! with them, or the rollback leaves none of the three. The transaction holds the store's one
+//! writer while the body runs, so every other write (a claim of the same key too) waits for it:
+//! keep outbox bodies to their database work. Workers lease events in an immediate
+//! transaction each, so two never lease the same one (within this one process). The table
+//! `steps` holds each operation's step journal; a takeover under other arguments deletes it.
+//!
 //! Through the facade, enable the feature `sqlite` of `toolgate` and name it
 //! `toolgate::store::SqliteStore`. Open the file once and hand the store to the dispatcher;
 //! every write tool's calls are then recorded in it:

@@ -129,17 +129,15 @@ pub(crate) async fn finish_step(
         StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
         StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(error_json(error)?)),
     };
+    // A succeeded step clears its last error; a failed one keeps its new error.
     let done = sqlx::query(
-        "UPDATE steps SET status = ?4, attempt = ?5, output = ?6, \
-             error = COALESCE(?7, error), updated_ms = ?8 \
-         WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3 \
-           AND status IN ('started', 'failed')",
+        "UPDATE steps SET status = ?4, output = ?5, error = ?6, updated_ms = ?7 \
+         WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3 AND status = 'started'",
     )
     .bind(&owner.tenant)
     .bind(&owner.key)
     .bind(name)
     .bind(status.as_str())
-    .bind(i64::from(owner.attempt))
     .bind(output)
     .bind(error)
     .bind(now_ms)
@@ -147,10 +145,8 @@ pub(crate) async fn finish_step(
     .await
     .map_err(backend("record a step's outcome"))?;
     if done.rows_affected() != 1 {
-        return Err(StoreError::backend(format!(
-            "{}/{}: the step {name:?} was not begun, or has succeeded already",
-            owner.tenant, owner.key
-        )));
+        // Not begun, or its outcome already recorded: not this holder's to record.
+        return Err(lost(owner));
     }
     tx.commit()
         .await

@@ -182,7 +182,7 @@ async fn a_file_of_the_previous_release_keeps_every_row() -> Result<(), StoreErr
 
     let store = SqliteStore::open(&path).await?;
     store.close().await;
-    assert_eq!(version(&path).await, 3);
+    assert_eq!(version(&path).await, 4, "migrated through 3 to 4");
     assert_eq!(dump(&path).await, before);
 
     let store = SqliteStore::open(&path).await?;
@@ -224,7 +224,7 @@ async fn a_file_of_the_previous_release_keeps_every_row() -> Result<(), StoreErr
         .expect("integrity check");
     assert_eq!(integrity, "ok");
     conn.close().await.expect("close");
-    assert_eq!(version(&path).await, 3);
+    assert_eq!(version(&path).await, 4);
     assert_eq!(dump(&path).await, before);
     Ok(())
 }

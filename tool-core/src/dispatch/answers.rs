@@ -372,7 +372,8 @@ pub(super) fn commit_unknown(tool: &str, err: &StoreError) -> ToolError {
 /// An outbox call whose body failed, panicked or passed its deadline: its transaction was
 /// rolled back, so nothing was stored and nothing will be sent.
 pub(super) fn rolled_back(tool: &str, err: ToolError, deadline: Duration) -> ToolError {
-    const WHY: &str = "its transaction was rolled back: nothing was stored and nothing will be sent";
+    const WHY: &str =
+        "its transaction was rolled back: nothing was stored and nothing will be sent";
     match err.kind() {
         // A body that did not finish, or that cannot know: its rows went with the rollback.
         ErrorKind::OutcomeUnknown if err.get_timed_out_after().is_some() => {

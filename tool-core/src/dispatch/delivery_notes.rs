@@ -41,7 +41,7 @@ fn with_note(status: Status, data: JsonText, note: DeliveryNote, replayed: bool)
         data: Some(data),
         error: None,
         steps: None,
-        delivery: Some(note),
+        delivery: Some(Box::new(note)),
     }
 }
 

@@ -12,8 +12,12 @@
 //! - `builder`: [`DispatcherBuilder`] and the defaults;
 //! - `admit`: the tool looked up, its arguments validated, the session's permission checked;
 //! - `read`: the read path;
-//! - `write`: the write path (claim the key, run under the claim, record the outcome);
+//! - `write`: the write path (claim the key, run under the claim with its steps journaled,
+//!   record the outcome);
+//! - `outbox`: the write path of an outbox tool (claim in a transaction, run once, commit);
+//! - `partial`: a multi-step write that ended halfway, as the model reads it;
 //! - `recorded`: answering a claim that found a record under its key;
+//! - `delivery_notes`: what the model reads about an outbox operation's delivery;
 //! - `attempt`: one attempt under its deadline, and how a call's future is kept small;
 //! - `retries`: the attempts after a transient fault (which faults may be sent again is
 //!   [`RetryPolicy::may_send_again`](crate::RetryPolicy::may_send_again));
@@ -85,6 +89,15 @@ pub use runner::{ApprovedRun, Executed};
 /// checks are made again (the arguments against the schema, the tool's policy, the requester's
 /// permission, the business check). Every call the dispatcher answers is appended to the store's
 /// audit trail.
+///
+/// A tool declared `delivery = "outbox"` claims its key inside a transaction of the store, runs
+/// its body once in it (no retries: its only effects are its rows and its one event), and
+/// commits the record, the rows and the event together; the model reads `queued`, and an
+/// [`OutboxWorker`](crate::OutboxWorker) delivers the event later. A body that fails, panics or
+/// passes its deadline is rolled back: nothing remains. The steps of a write
+/// ([`Ctx::step`](crate::Ctx::step)) are journaled under its claim; when one succeeded and a
+/// later one failed, the call answers `partial` (the record too), and the same call again runs
+/// only the steps not done.
 ///
 /// A model turn is a batch ([`Dispatcher::dispatch_turn`]): counted against the run's
 /// [`RunLimits`] (steps, tool calls, each tool's retry budget), its calls run concurrently,

@@ -14,9 +14,7 @@ use crate::error::ToolError;
 use crate::failpoint::Failpoint;
 use crate::outbox::OutboxSlot;
 use crate::result::CallResult;
-use crate::store::{
-    ApprovalRecord, Begun, Claim, ClaimToken, Commit, StoreTransaction,
-};
+use crate::store::{ApprovalRecord, Begun, Claim, ClaimToken, Commit, StoreTransaction};
 
 use super::attempt::{self, Input};
 use super::recorded::CLAIM_ROUNDS;
@@ -140,7 +138,12 @@ impl Dispatcher {
         let tool = call.registered.descriptor().name;
         rollback(tool, tx).await;
         let claim = self
-            .claim_reaching(call.store, call.request(self.now_ms()), call.seed, call.budget)
+            .claim_reaching(
+                call.store,
+                call.request(self.now_ms()),
+                call.seed,
+                call.budget,
+            )
             .await?;
         match claim {
             Claim::Acquired { attempt, .. } => {

@@ -18,9 +18,7 @@ pub(super) fn is_partial(steps: &[StepReport]) -> bool {
 
 /// The error the record of a partial operation appends: its first failed step's.
 pub(super) fn recorded_error(attempt: u32, steps: &[StepReport]) -> AttemptError {
-    let failed = steps
-        .iter()
-        .find(|step| step.status == StepState::Failed);
+    let failed = steps.iter().find(|step| step.status == StepState::Failed);
     let (kind, what) = match failed.and_then(|step| step.error.as_ref()) {
         Some(err) => (err.kind, err.what.clone()),
         None => (ErrorKind::Internal, "a step failed".to_owned()),
@@ -138,7 +136,7 @@ pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> Call
         replayed,
         data: None,
         error: Some(explanation),
-        steps: Some(steps),
+        steps: Some(Box::new(steps)),
         delivery: None,
     }
 }
@@ -161,7 +159,8 @@ mod tests {
             name: name.to_owned(),
             status,
             replayed: false,
-            output: (status == StepState::Succeeded).then(|| JsonText::parse(r#"{"id":7}"#).unwrap()),
+            output: (status == StepState::Succeeded)
+                .then(|| JsonText::parse(r#"{"id":7}"#).unwrap()),
             error: (status == StepState::Failed).then(|| StepError {
                 kind: ErrorKind::RetryBudgetExhausted,
                 what: "the mail service answered 503".to_owned(),
@@ -183,7 +182,11 @@ mod tests {
         assert_eq!(explanation.kind, ErrorKind::RetryBudgetExhausted);
         assert!(explanation.what.contains("update_crm succeeded"));
         assert!(explanation.what.contains("notify failed"));
-        assert!(explanation.next.contains("update_crm is done and is not run again"));
+        assert!(
+            explanation
+                .next
+                .contains("update_crm is done and is not run again")
+        );
         assert!(explanation.next.contains("only notify runs again"));
         assert_eq!(result.to_json()["status"], "partial");
     }

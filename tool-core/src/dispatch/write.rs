@@ -183,7 +183,9 @@ impl Dispatcher {
         let result = if partial::is_partial(&steps) {
             // A step succeeded and a later one failed, whether the tool answered the failure
             // or swallowed it: never a success, never a failure.
-            Ok(self.record_partial(&claim, descriptor.name, steps, seed, budget).await)
+            Ok(self
+                .record_partial(&claim, descriptor.name, steps, seed, budget)
+                .await)
         } else {
             self.record(&claim, descriptor.name, outcome, steps, seed, budget)
                 .await
@@ -255,7 +257,7 @@ impl Dispatcher {
                 if unknown && !steps.is_empty() {
                     // Which steps are done and which one may have acted.
                     let mut result = CallResult::from_error(&failure.into_answer());
-                    result.steps = Some(steps);
+                    result.steps = Some(Box::new(steps));
                     return Ok(result);
                 }
                 Err(failure.into_answer())

@@ -19,8 +19,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{ErrorKind, ToolError};
 use crate::retry::RetrySpec;
 use crate::store::{
-    AttemptError, DeliveryOutcome, EventLease, LeasedEvent, OperationStore, OutboxEvent,
-    StoreError,
+    AttemptError, DeliveryOutcome, EventLease, LeasedEvent, OperationStore, OutboxEvent, StoreError,
 };
 use crate::wiring::BuildError;
 
@@ -301,7 +300,11 @@ impl OutboxWorker {
                 event.tool, self.lease
             )),
         };
-        tracing::info!(kind = err.kind().as_str(), error = err.what(), "a delivery failed");
+        tracing::info!(
+            kind = err.kind().as_str(),
+            error = err.what(),
+            "a delivery failed"
+        );
         let error = AttemptError {
             attempt: event.attempt,
             kind: err.kind().as_str().to_owned(),
@@ -362,7 +365,10 @@ impl OutboxWorker {
 
     /// How many deliveries an event gets between two resumes.
     fn max_attempts(&self) -> u32 {
-        self.retry.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).max(1)
+        self.retry
+            .max_attempts
+            .unwrap_or(DEFAULT_MAX_ATTEMPTS)
+            .max(1)
     }
 
     /// The wait before the next delivery of `event`: exponential in the attempts spent since
@@ -492,9 +498,9 @@ impl OutboxWorkerBuilder {
         if self.handlers.is_empty() {
             return Err(BuildError::NoHandlers);
         }
-        let name = self.name.unwrap_or_else(|| {
-            format!("worker-{}", NEXT_WORKER.fetch_add(1, Ordering::Relaxed))
-        });
+        let name = self
+            .name
+            .unwrap_or_else(|| format!("worker-{}", NEXT_WORKER.fetch_add(1, Ordering::Relaxed)));
         let seed = self.seed.unwrap_or_else(|| fnv(&name));
         Ok(OutboxWorker {
             store: self.store,

@@ -132,8 +132,9 @@ pub async fn a_step_runs_until_its_outcome_is_recorded(store: &dyn OperationStor
     );
 }
 
-/// Only the claim's holder journals: another attempt, or a record no longer `processing`, is
-/// refused (LostClaim) and changes nothing.
+/// Only the claim's holder journals, and only the outcome of a `started` step: another attempt,
+/// a record no longer `processing`, or a step not `started`, is refused (LostClaim) and changes
+/// nothing.
 pub async fn a_step_of_a_claim_not_held_is_refused(store: &dyn OperationStore) {
     let holder = owner(
         "acme",
@@ -167,6 +168,17 @@ pub async fn a_step_of_a_claim_not_held_is_refused(store: &dyn OperationStore) {
         matches!(lost, Err(StoreError::LostClaim { .. })),
         "{lost:?}"
     );
+    // A step not `started` (never begun, or failed) has no outcome to record.
+    for name in ["never", "crm"] {
+        let lost = store
+            .finish_step(&holder, name, StepOutcome::Succeeded("1"), T0 + 1)
+            .await;
+        assert!(
+            matches!(lost, Err(StoreError::LostClaim { .. })),
+            "{name}: {lost:?}"
+        );
+    }
+    assert_eq!(store.steps("acme", "k1").await.unwrap(), before);
     store.succeed(&holder, "1", T0 + 2).await.unwrap();
     let lost = store.begin_step(&holder, "crm", T0 + 3).await;
     assert!(
