@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{EventLease, EventStatus, OperationState, OperationStore, OutboxEvent};
+use toolgate::store::{
+    DecideRequest, EventLease, EventStatus, OperationState, OperationStore, OutboxEvent, Verdict,
+};
 use toolgate::{Clock, Deliver, OutboxWorker, Reconciler, RetrySpec};
 use toolgate_test::{ManualClock, MemoryStore};
 
@@ -138,6 +140,28 @@ async fn find_refund(
     Ok(applied.then(|| json!({"refund_id": "found"})))
 }
 
+/// Refunds over this need a person's approval; refused by the check while the bank says so.
+async fn open_for_refunds(bank: State<Arc<Bank>>) -> Result<(), ToolError> {
+    if *bank.body.lock().unwrap() == Body::Fail {
+        return Err(ToolError::refused("refunds are closed"));
+    }
+    Ok(())
+}
+
+/// Record a large refund request; a worker sends it to the payment provider.
+#[tool(side_effect = "write", delivery = "outbox", key = [order_id], approval_over = 100,
+       approver = "refund:approve", check = open_for_refunds(bank))]
+async fn request_large_refund(
+    ctx: &Ctx,
+    bank: State<Arc<Bank>>,
+    order_id: String,
+    amount: f64,
+) -> Result<Value, ToolError> {
+    let _ = bank;
+    ctx.enqueue(&json!({"order_id": order_id, "amount": amount}))?;
+    Ok(json!({"request": order_id, "amount": amount}))
+}
+
 struct Setup {
     dispatcher: Dispatcher,
     bank: Arc<Bank>,
@@ -148,6 +172,7 @@ struct Setup {
 fn setup() -> Setup {
     let mut registry = Registry::new();
     registry.register::<request_refund>().unwrap();
+    registry.register::<request_large_refund>().unwrap();
     let bank = Arc::new(Bank::default());
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
@@ -601,4 +626,141 @@ async fn a_worker_without_handlers_is_not_built() {
     let store = Arc::new(MemoryStore::new());
     let err = OutboxWorker::builder(store).build().unwrap_err();
     assert!(err.to_string().contains("no handler"), "{err}");
+}
+
+/// Asks for a large refund, approves it, runs `meanwhile`, and calls again: the answer once
+/// approved.
+async fn approved_large_refund(setup: &Setup, meanwhile: impl FnOnce()) -> Value {
+    let session = Session::new(AuthContext::new(TENANT, "agent"), "run-1");
+    let ask = |id: &str| {
+        ToolCall::new(
+            id,
+            "request_large_refund",
+            json!({"order_id": "ORD-2002", "amount": 500}),
+        )
+    };
+    let waiting = setup
+        .dispatcher
+        .dispatch(&session, ask("c1"))
+        .await
+        .unwrap()
+        .result;
+    let waiting = waiting.to_json();
+    assert_eq!(waiting["status"], "awaiting_approval", "{waiting}");
+    assert!(
+        setup
+            .store
+            .list_events(Default::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let id = waiting["error"]["approval_id"].as_str().unwrap().to_owned();
+    let approver = AuthContext::new(TENANT, "manager").with_permissions(["refund:approve"]);
+    let request = DecideRequest {
+        id: &id,
+        approver: &approver,
+        verdict: Verdict::Approve,
+        reason: "checked with the customer",
+        now_ms: setup.clock.now_ms(),
+    };
+    toolgate::decide(&*setup.store, request).await.unwrap();
+    meanwhile();
+    let answer = setup
+        .dispatcher
+        .dispatch(&session, ask("c2"))
+        .await
+        .unwrap()
+        .result;
+    answer.to_json()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approved_outbox_operation_commits_queued() {
+    let setup = setup();
+    let answer = approved_large_refund(&setup, || {}).await;
+    assert_eq!(answer["status"], "queued", "{answer}");
+    let event = setup.event().await.expect("its event");
+    assert_eq!(event.status, EventStatus::Pending);
+    assert_eq!(setup.state(&event.key).await, Some(OperationState::Queued));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approved_outbox_operation_that_fails_its_checks_is_rejected_with_nothing_queued() {
+    let setup = setup();
+    // The check passes when the approval is asked, and refuses once it is approved.
+    let bank = setup.bank.clone();
+    let answer =
+        approved_large_refund(&setup, move || *bank.body.lock().unwrap() = Body::Fail).await;
+    assert_eq!(answer["status"], "rejected", "{answer}");
+    assert!(
+        answer["error"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("refunds are closed"),
+        "{answer}"
+    );
+    assert_eq!(setup.event().await, None, "nothing queued");
+    let records = setup
+        .store
+        .list_operations(Default::default())
+        .await
+        .unwrap();
+    assert_eq!(records[0].state, OperationState::Rejected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_delivers_at_every_poll_until_its_shutdown() {
+    let setup = setup();
+    let worker = setup.worker(false);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        worker.run(Duration::from_secs(1), shutdown).await
+    });
+    setup.call("c1").await;
+    let mut polls = 0;
+    while setup.event().await.unwrap().status != EventStatus::Delivered {
+        polls += 1;
+        assert!(polls <= 3, "delivered within a few polls");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(*setup.bank.calls.lock().unwrap(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_backoffs_jitter_is_drawn_from_the_seed_under_its_cap() {
+    let mut waits = Vec::new();
+    for _ in 0..2 {
+        let setup = setup();
+        setup.call("c1").await;
+        setup.bank.script([Answer::Unavailable]);
+        let worker = OutboxWorker::builder(setup.store.clone())
+            .clock(setup.clock.clone())
+            .seed(7)
+            .retry(RetrySpec {
+                max_attempts: Some(3),
+                base: Some(Duration::from_secs(4)),
+                max: Some(Duration::from_secs(60)),
+                jitter: Some(true),
+            })
+            .deliver(
+                "request_refund",
+                Handler {
+                    bank: setup.bank.clone(),
+                    honours: false,
+                },
+            )
+            .build()
+            .unwrap();
+        assert_eq!(worker.run_once().await.unwrap().retrying, 1);
+        let event = setup.event().await.unwrap();
+        waits.push(event.due_ms - setup.clock.now_ms());
+    }
+    assert_eq!(waits[0], waits[1], "the same seed draws the same wait");
+    assert!((0..=4_000).contains(&waits[0]), "{waits:?}");
 }
