@@ -8,9 +8,9 @@ use toolgate_core::store::{
     StoreError,
 };
 
-use crate::{approval, steps};
 use crate::error::store_error;
 use crate::row::{self, columns};
+use crate::{approval, steps};
 
 /// How many times a claim inserts again when the record it collided with was purged before it
 /// could be read. Only retention deletes records, and only settled ones, so a second round

@@ -3,8 +3,8 @@
 
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use toolgate_core::store::{
-    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState,
-    OutboxEvent, StoreError,
+    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState, OutboxEvent,
+    StoreError,
 };
 
 use crate::error::store_error;

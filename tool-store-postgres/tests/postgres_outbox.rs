@@ -43,7 +43,9 @@ fn owner(key: &str, attempt: u32) -> ClaimToken {
 /// from the store's, to look from another connection.
 async fn setup() -> (PostgresStore, PgPool) {
     let url = test_database().await;
-    let store = PostgresStore::connect(&url).await.expect("connect the store");
+    let store = PostgresStore::connect(&url)
+        .await
+        .expect("connect the store");
     let other = PgPool::connect(&url).await.expect("connect another pool");
     sqlx::query("CREATE TABLE refunds (order_id TEXT PRIMARY KEY, amount BIGINT NOT NULL)")
         .execute(&other)
@@ -97,9 +99,17 @@ async fn commit(tx: Box<dyn StoreTransaction>, key: &str, attempt: u32) -> Resul
 
 /// Asserts that `key` left nothing: no record, no row, no event.
 async fn assert_nothing(store: &PostgresStore, other: &PgPool, key: &str) {
-    assert_eq!(store.get("acme", key).await.unwrap(), None, "record of {key}");
+    assert_eq!(
+        store.get("acme", key).await.unwrap(),
+        None,
+        "record of {key}"
+    );
     assert_eq!(refund_rows(other, key).await, 0, "row of {key}");
-    assert_eq!(store.event("acme", key).await.unwrap(), None, "event of {key}");
+    assert_eq!(
+        store.event("acme", key).await.unwrap(),
+        None,
+        "event of {key}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,7 +169,11 @@ async fn a_rollback_or_a_dropped_transaction_leaves_nothing() {
     let (tx, attempt) = open(&store, "ORD-4").await;
     assert_eq!(attempt, 1);
     commit(tx, "ORD-4", attempt).await.unwrap();
-    assert_eq!(refund_rows(&other, "ORD-4").await, 0, "the dropped body's row");
+    assert_eq!(
+        refund_rows(&other, "ORD-4").await,
+        0,
+        "the dropped body's row"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,7 +255,10 @@ async fn a_claim_of_the_key_waits_for_the_open_transaction_then_sees_it_committe
         }
         tokio::task::yield_now().await;
     }
-    assert!(waiting, "the second claim waits on the open transaction's lock");
+    assert!(
+        waiting,
+        "the second claim waits on the open transaction's lock"
+    );
     assert!(!claim.is_finished());
 
     commit(tx, "ORD-7", attempt).await.unwrap();
@@ -369,7 +386,10 @@ async fn an_ended_lease_is_taken_over_and_the_first_worker_can_no_longer_settle(
             T0 + 40_000,
         )
         .await;
-    assert!(matches!(late, Err(StoreError::LostClaim { .. })), "{late:?}");
+    assert!(
+        matches!(late, Err(StoreError::LostClaim { .. })),
+        "{late:?}"
+    );
     let record = store.get("acme", "ORD-8").await.unwrap().unwrap();
     assert_eq!(record.state, OperationState::Queued);
 }

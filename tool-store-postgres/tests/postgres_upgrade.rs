@@ -420,18 +420,25 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
 
     // Every record, the approval and the audit record are kept as they were.
     for record in [&processing, &succeeded, &failed, &unknown, &waiting] {
-        assert_eq!(store.get("acme", &record.key).await.unwrap().as_ref(), Some(record));
+        assert_eq!(
+            store.get("acme", &record.key).await.unwrap().as_ref(),
+            Some(record)
+        );
     }
     assert_eq!(store.approval("apr_waiting").await.unwrap(), Some(asked));
     let trail = store.audit(AuditQuery::default()).await.unwrap();
     assert_eq!(trail.iter().map(|r| r.seq).collect::<Vec<_>>(), [audited]);
-    assert!(store.list_events(Default::default()).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_events(Default::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // The old failed record is taken again inside a transaction and queued with an event.
-    let Begun::Open { tx, attempt, .. } = store
-        .begin(claim_of(&failed, None, T0 + 10))
-        .await
-        .unwrap()
+    let Begun::Open { tx, attempt, .. } =
+        store.begin(claim_of(&failed, None, T0 + 10)).await.unwrap()
     else {
         panic!("the failed record is taken again");
     };
@@ -465,7 +472,10 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
         attempt: 1,
     };
     assert_eq!(
-        store.begin_step(&worker, "update_crm", T0 + 20).await.unwrap(),
+        store
+            .begin_step(&worker, "update_crm", T0 + 20)
+            .await
+            .unwrap(),
         StepStart::Run
     );
     store
