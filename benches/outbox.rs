@@ -112,12 +112,15 @@ async fn enqueue_one(store: &PostgresStore) {
 
 /// Enqueues `EVENTS` operations with their events, untimed.
 async fn enqueue_toolgate(store: &PostgresStore) {
+    const _: () = assert!(
+        EVENTS.is_multiple_of(ENQUEUERS),
+        "the enqueuers share the events evenly"
+    );
     let mut set = JoinSet::new();
-    for task in 0..ENQUEUERS {
+    for _ in 0..ENQUEUERS {
         let store = store.clone();
-        let share = EVENTS / ENQUEUERS + u64::from(task < EVENTS % ENQUEUERS);
         set.spawn(async move {
-            for _ in 0..share {
+            for _ in 0..EVENTS / ENQUEUERS {
                 enqueue_one(&store).await;
             }
         });

@@ -3,7 +3,8 @@
 
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use toolgate_core::store::{
-    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OutboxEvent, StoreError,
+    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState, OutboxEvent,
+    StoreError,
 };
 
 use crate::error::store_error;
@@ -67,7 +68,8 @@ pub(crate) async fn lease(
 }
 
 /// Records a delivery's outcome on the event leased under `attempt` and on its operation, in
-/// one transaction; [`StoreError::LostClaim`] when the event is not leased under `attempt`.
+/// one statement (one round trip, atomic); [`StoreError::LostClaim`] when the event is not
+/// leased under `attempt`.
 pub(crate) async fn settle(
     pool: &PgPool,
     tenant: &str,
@@ -76,24 +78,47 @@ pub(crate) async fn settle(
     outcome: DeliveryOutcome<'_>,
     now_ms: i64,
 ) -> Result<OutboxEvent, StoreError> {
-    // $4 the event's status, $5 its result (kept when NULL), $6 its error (kept when NULL),
-    // $7 when it is due (kept when NULL).
-    let (status, result, error, due) = match outcome {
-        DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, Some(result), None, None),
+    // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
+    // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
+    // the delivery is still owed, and it stays `queued`), $10 the error appended.
+    let (status, result, error, due, state) = match outcome {
+        DeliveryOutcome::Delivered(result) => (
+            EventStatus::Delivered,
+            Some(result),
+            None,
+            None,
+            Some(OperationState::Succeeded),
+        ),
         DeliveryOutcome::Retry { error, due_ms } => {
-            (EventStatus::Pending, None, Some(error), Some(due_ms))
+            (EventStatus::Pending, None, Some(error), Some(due_ms), None)
         }
-        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None),
-        DeliveryOutcome::Unknown(error) => (EventStatus::Unknown, None, Some(error), None),
+        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None, None),
+        DeliveryOutcome::Unknown(error) => (
+            EventStatus::Unknown,
+            None,
+            Some(error),
+            None,
+            Some(OperationState::OutcomeUnknown),
+        ),
     };
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let appended = match outcome {
+        DeliveryOutcome::Unknown(error) => Some(row::error_list(error)?),
+        _ => None,
+    };
     let row = sqlx::query(concat!(
-        "UPDATE toolgate_outbox SET status = $4, result = COALESCE($5, result), \
+        "WITH settled AS (UPDATE toolgate_outbox SET status = $4, result = COALESCE($5, result), \
          last_error = COALESCE($6::json, last_error), due_ms = COALESCE($7, due_ms), \
          updated_ms = $8 \
          WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'leased' AND attempt = $3 \
          RETURNING ",
-        event_columns!()
+        event_columns!(),
+        "), operation AS (UPDATE toolgate_operations AS o SET state = $9, \
+         errors = CASE WHEN $10::text IS NULL THEN errors ELSE ",
+        append_error!("$10"),
+        " END, updated_ms = $8 FROM settled \
+         WHERE $9::text IS NOT NULL AND o.tenant_id = settled.tenant_id \
+         AND o.idempotency_key = settled.idempotency_key AND o.state = 'queued') \
+         SELECT * FROM settled"
     ))
     .bind(tenant)
     .bind(key)
@@ -103,50 +128,18 @@ pub(crate) async fn settle(
     .bind(error.map(encode).transpose()?)
     .bind(due)
     .bind(now_ms)
-    .fetch_optional(&mut *tx)
+    .bind(state.map(OperationState::as_str))
+    .bind(appended)
+    .fetch_optional(pool)
     .await
     .map_err(backend)?;
-    let Some(row) = row else {
-        return Err(StoreError::LostClaim {
+    match row {
+        Some(row) => event(&row),
+        None => Err(StoreError::LostClaim {
             key: key.to_owned(),
             attempt,
-        });
-    };
-    let settled = event(&row)?;
-    match outcome {
-        DeliveryOutcome::Delivered(_) => {
-            // The operation's result stays the tool's own.
-            sqlx::query(
-                "UPDATE toolgate_operations SET state = 'succeeded', updated_ms = $3 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 AND state = 'queued'",
-            )
-            .bind(tenant)
-            .bind(key)
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        }
-        DeliveryOutcome::Unknown(error) => {
-            sqlx::query(concat!(
-                "UPDATE toolgate_operations SET state = 'outcome_unknown', errors = ",
-                append_error!("$3"),
-                ", updated_ms = $4 \
-                 WHERE tenant_id = $1 AND idempotency_key = $2 AND state = 'queued'"
-            ))
-            .bind(tenant)
-            .bind(key)
-            .bind(row::error_list(error)?)
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        }
-        // The delivery is still owed: the operation stays `queued`.
-        DeliveryOutcome::Retry { .. } | DeliveryOutcome::Dead(_) => {}
+        }),
     }
-    tx.commit().await.map_err(backend)?;
-    Ok(settled)
 }
 
 /// An operator's resume: a `dead` event is `pending` again, due now, its budget counted from

@@ -105,7 +105,8 @@ pub(crate) async fn begin_step(
 }
 
 /// [`OperationStore::finish_step`](toolgate_core::store::OperationStore::finish_step): one
-/// `UPDATE` of a step not yet succeeded, joined to the owned operation.
+/// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
+/// the claim is not held or the step is not `started`.
 pub(crate) async fn finish_step(
     pool: &PgPool,
     owner: &ClaimToken,
@@ -122,7 +123,7 @@ pub(crate) async fn finish_step(
          error = $7::json, updated_ms = $8 \
          FROM toolgate_operations AS o \
          WHERE s.tenant_id = $1 AND s.idempotency_key = $2 AND s.name = $4 \
-         AND s.status IN ('started', 'failed') \
+         AND s.status = 'started' \
          AND o.tenant_id = $1 AND o.idempotency_key = $2 \
          AND o.state = 'processing' AND o.attempt = $3",
     )
@@ -137,16 +138,12 @@ pub(crate) async fn finish_step(
     .execute(pool)
     .await
     .map_err(backend)?;
-    if done.rows_affected() == 1 {
-        return Ok(());
+    if done.rows_affected() == 0 {
+        // The claim was lost, or the step is not `started` (never begun, failed or succeeded):
+        // there is no outcome of this claim's to record.
+        return Err(lost(owner));
     }
-    // Nothing changed: the claim was lost, or the step is not one to finish.
-    let mut conn = pool.acquire().await.map_err(backend)?;
-    lock_owned(&mut conn, owner).await?;
-    Err(StoreError::backend(format!(
-        "the step {name:?} of {} has no outcome to record: it was never begun, or it succeeded",
-        owner.key
-    )))
+    Ok(())
 }
 
 /// The journal of `(tenant, key)`, by `seq`.

@@ -41,7 +41,9 @@ use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
 /// An outbox operation is claimed inside a transaction that stays open while the tool's body
 /// writes its rows (see [`connection`](crate::connection)): its uncommitted record, or the row
 /// lock of a record taken again, holds every other claim of the key until the transaction ends.
-/// Its event, in `toolgate_outbox` under the operation's key, is inserted by the commit. Workers
+/// Its event, in `toolgate_outbox` under the operation's key, is inserted by the commit. The
+/// transaction holds one of the pool's connections while the body runs: size the pool for the
+/// outbox calls that run at once, besides the other statements. Workers
 /// lease events with one `UPDATE … FOR UPDATE SKIP LOCKED`, so two never hold the same one, and
 /// settle an event and its operation in one transaction fenced by the event's attempt. Steps are
 /// rows of `toolgate_steps`, begun and finished under the lock of their operation's row.
