@@ -130,6 +130,21 @@ async fn update_and_try_notify(
     Ok(json!({"customer": customer, "crm": record, "notified": sent}))
 }
 
+/// Update the customer's record, then refuse when the customer is blocked: an error outside
+/// any step, after a step acted.
+#[tool(side_effect = "write", key = [customer], timeout = "1s")]
+async fn update_then_refuse(
+    ctx: &Ctx,
+    crm: State<Arc<Crm>>,
+    customer: String,
+) -> Result<Value, ToolError> {
+    let record = ctx.step("update_crm", crm.act("update_crm")).await?;
+    if *crm.notify_fails.lock().unwrap() {
+        return Err(ToolError::refused(format!("{customer} is blocked")));
+    }
+    Ok(json!({"customer": customer, "crm": record}))
+}
+
 struct Setup {
     dispatcher: Dispatcher,
     crm: Arc<Crm>,
@@ -143,6 +158,7 @@ fn setup() -> Setup {
     registry.register::<checked_step>().unwrap();
     registry.register::<update_crm_and_notify>().unwrap();
     registry.register::<update_and_try_notify>().unwrap();
+    registry.register::<update_then_refuse>().unwrap();
     let crm = Arc::new(Crm::default());
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
@@ -389,4 +405,30 @@ async fn a_failed_step_the_tool_swallowed_still_answers_partial() {
     assert_eq!(answer["steps"][1]["status"], "failed");
     assert!(answer.get("data").is_none(), "never a success");
     assert_eq!(setup.only_record().await.state, OperationState::Partial);
+}
+
+/// A tool that fails outside any step after a step succeeded has acted: `partial`, naming the
+/// step done and the rest that failed, never `failed`; the same call again does not redo the
+/// step.
+#[tokio::test(start_paused = true)]
+async fn an_error_after_a_succeeded_step_is_partial_not_failed() {
+    let setup = setup();
+    *setup.crm.notify_fails.lock().unwrap() = true;
+    let args = json!({"customer": "CUS-3"});
+    let answer = setup.call("c1", "update_then_refuse", args.clone()).await;
+    assert_eq!(answer["status"], "partial", "{answer}");
+    assert_eq!(answer["steps"][0]["name"], "update_crm");
+    assert_eq!(answer["steps"][0]["status"], "succeeded");
+    assert_eq!(answer["steps"][1]["name"], "rest of update_then_refuse");
+    assert_eq!(answer["steps"][1]["status"], "failed");
+    assert_eq!(answer["steps"][1]["error"]["kind"], "refused");
+    assert_eq!(setup.only_record().await.state, OperationState::Partial);
+    *setup.crm.notify_fails.lock().unwrap() = false;
+    let again = setup.call("c2", "update_then_refuse", args).await;
+    assert_eq!(again["status"], "succeeded", "{again}");
+    assert_eq!(
+        setup.crm.count("update_crm"),
+        1,
+        "the step done is not redone"
+    );
 }

@@ -173,8 +173,9 @@ impl Ctx {
     ///
     /// Put every side effect of a multi-step tool in a step: code between steps runs again on a
     /// retry. A step's error of kind `outcome_unknown` leaves it unknown; any other error records
-    /// it failed. When a step fails after another succeeded, the call answers `partial`, naming
-    /// each step; a succeeded step is never rolled back or rerun.
+    /// it failed. When a step fails after another succeeded, or the tool answers a definite error
+    /// after a step succeeded (reported as a failed `rest of <tool>`), the call answers
+    /// `partial`, naming each step; a succeeded step is never rolled back or rerun.
     ///
     /// A read's steps are not journaled (reads are never stored): `step` just runs. So are those
     /// of a write on a dispatcher without a store. An outbox tool has no steps: its body is one

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::error::ErrorKind;
+use crate::error::{ErrorClass, ErrorKind, ToolError};
 use crate::json_text::JsonText;
 use crate::result::{CallResult, Explanation, Status};
 use crate::steps::{StepError, StepReport, StepState};
@@ -14,6 +14,33 @@ use crate::store::AttemptError;
 pub(super) fn is_partial(steps: &[StepReport]) -> bool {
     let has = |state| steps.iter().any(|step| step.status == state);
     has(StepState::Succeeded) && has(StepState::Failed) && !has(StepState::OutcomeUnknown)
+}
+
+/// Notes a definite error the tool answered outside any step, after a step of it succeeded:
+/// the rest of the tool failed (not applied) while the succeeded step stays applied, so the
+/// call is partial, never a plain failure. The rest is reported as a failed entry named
+/// `rest of <tool>`. Nothing is noted for an error that may have acted, one that aborts the
+/// run, or steps that already hold a failed or unknown one.
+pub(super) fn note_error_after_steps(tool: &str, steps: &mut Vec<StepReport>, err: &ToolError) {
+    let has = |state| steps.iter().any(|step: &StepReport| step.status == state);
+    if err.kind() == ErrorKind::OutcomeUnknown
+        || err.class() == ErrorClass::Abort
+        || !has(StepState::Succeeded)
+        || has(StepState::Failed)
+        || has(StepState::OutcomeUnknown)
+    {
+        return;
+    }
+    steps.push(StepReport {
+        name: format!("rest of {tool}"),
+        status: StepState::Failed,
+        replayed: false,
+        output: None,
+        error: Some(StepError {
+            kind: err.kind().seen_by_model(),
+            what: err.what().to_owned(),
+        }),
+    });
 }
 
 /// The error the record of a partial operation appends: its first failed step's.

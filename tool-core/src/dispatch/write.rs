@@ -179,10 +179,13 @@ impl Dispatcher {
         };
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Executed);
-        let steps = journal.map(|journal| journal.reports()).unwrap_or_default();
+        let mut steps = journal.map(|journal| journal.reports()).unwrap_or_default();
+        if let Err(failure) = &outcome {
+            partial::note_error_after_steps(descriptor.name, &mut steps, failure.answer());
+        }
         let result = if partial::is_partial(&steps) {
-            // A step succeeded and a later one failed, whether the tool answered the failure
-            // or swallowed it: never a success, never a failure.
+            // A step succeeded and a later one failed (or the tool failed after it), whether
+            // the tool answered the failure or swallowed it: never a success, never a failure.
             Ok(self
                 .record_partial(&claim, descriptor.name, steps, seed, budget)
                 .await)
