@@ -1,6 +1,6 @@
 //! The demo shop of the refund desk: four orders, the payment provider the tools talk to, and the
 //! tools the model may call: `get_order`, `issue_refund` (direct, or through the outbox:
-//! [`issue_refund_outbox`]) and `update_crm_and_notify`.
+//! [`issue_refund_outbox()`]) and `update_crm_and_notify`.
 //!
 //! The tools reach the provider through a [`Provider`] in the dispatcher's state. The refund desk
 //! gives them an HTTP client of the fake payment provider ([`crate::payments`]); the catalog and
@@ -392,7 +392,7 @@ pub fn registry() -> Registry {
     registry
 }
 
-/// [`registry`] with `issue_refund` delivered through the outbox ([`issue_refund_outbox`]): the
+/// [`registry`] with `issue_refund` delivered through the outbox ([`issue_refund_outbox()`]): the
 /// same wire name, schema, permission, approval, key, check and reconcile.
 pub fn outbox_registry() -> Registry {
     let mut registry = Registry::new();
