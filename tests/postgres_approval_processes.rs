@@ -6,8 +6,6 @@
 //! Needs a PostgreSQL server: `toolgate_test_postgres::test_database` finds or starts one
 //! and gives each test a fresh database (a test fails, never skips, without one).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +16,7 @@ use toolgate::store::{
     ApprovalQuery, ApprovalStatus, DecideRequest, Decided, PostgresStore, Verdict,
 };
 use toolgate_store_postgres::sqlx::{self, PgPool};
-use toolgate_test_postgres::test_database;
+use toolgate_test_postgres::{ChildTest, test_database};
 
 const CREATE_LEDGER: &str = "CREATE TABLE ledger (order_id TEXT NOT NULL, pid BIGINT NOT NULL)";
 
@@ -75,55 +73,6 @@ fn ask(i: usize) -> ToolCall {
     ToolCall::new(format!("call_{i}"), "refund", args)
 }
 
-struct ChildProcess {
-    process: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl ChildProcess {
-    fn spawn(url: &str, role: &str) -> ChildProcess {
-        let mut process = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-            .env(CHILD_DATABASE, url)
-            .env(ROLE, role)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn a child");
-        let stdin = process.stdin.take().unwrap();
-        let stdout = BufReader::new(process.stdout.take().unwrap());
-        ChildProcess {
-            process,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn read_until(&mut self, marker: &str) {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = self.stdout.read_line(&mut line).expect("read a child");
-            assert!(
-                read > 0,
-                "a child ended before {marker}: {:?}",
-                self.process.wait()
-            );
-            if line.contains(marker) {
-                return;
-            }
-        }
-    }
-
-    fn finish(mut self) {
-        self.read_until(DONE);
-        let status = self.process.wait().expect("wait for a child");
-        assert!(status.success(), "a child failed: {status}");
-    }
-}
-
 #[test]
 fn the_models_calls_and_another_processs_runner_run_each_approval_once() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -161,18 +110,16 @@ fn the_models_calls_and_another_processs_runner_run_each_approval_once() {
         }
         url
     });
-    let mut children = [
-        ChildProcess::spawn(&url, "model"),
-        ChildProcess::spawn(&url, "runner"),
-    ];
+    let spawn = |role| ChildTest::spawn(CHILD_TEST, &[(CHILD_DATABASE, &url), (ROLE, role)]);
+    let mut children = [spawn("model"), spawn("runner")];
     for child in &mut children {
-        child.read_until(READY);
+        child.expect(READY);
     }
     for child in &mut children {
-        writeln!(child.stdin, "go").expect("tell a child to go");
+        child.send("go");
     }
     for child in children {
-        child.finish();
+        child.finish(DONE);
     }
     runtime.block_on(async {
         let pool = PgPool::connect(&url).await.unwrap();

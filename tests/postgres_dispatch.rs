@@ -6,8 +6,6 @@
 //! Needs a PostgreSQL server: `toolgate_test_postgres::test_database` finds or starts one
 //! and gives each test a fresh database (a test fails, never skips, without one).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -19,7 +17,7 @@ use toolgate::prelude::*;
 use toolgate::store::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, PgPool};
 use toolgate_test::{ControlledStore, Request, Tally};
-use toolgate_test_postgres::test_database;
+use toolgate_test_postgres::{ChildTest, test_database};
 
 /// One row a run of the tool. No unique key, so that a second run of an operation shows as a
 /// second row instead of failing.
@@ -213,69 +211,6 @@ impl Summary {
 }
 
 /// One child process running [`CHILD_TEST`].
-struct ChildProcess {
-    process: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl ChildProcess {
-    fn spawn(url: &str) -> ChildProcess {
-        let mut process = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-            .env(CHILD_DATABASE, url)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn a child");
-        let stdin = process.stdin.take().unwrap();
-        let stdout = BufReader::new(process.stdout.take().unwrap());
-        ChildProcess {
-            process,
-            stdin,
-            stdout,
-        }
-    }
-
-    /// Reads the child's output up to the line holding `marker` (libtest may print the test's
-    /// name before it on the same line); answers the line from the marker on, `None` when the
-    /// child's output ended first.
-    fn read_until(&mut self, marker: &str) -> Option<String> {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.stdout.read_line(&mut line).expect("read a child") == 0 {
-                return None;
-            }
-            if let Some(at) = line.find(marker) {
-                return Some(line[at..].trim_end().to_owned());
-            }
-        }
-    }
-
-    fn wait_ready(&mut self) {
-        if self.read_until(READY).is_none() {
-            panic!(
-                "a child ended before it was ready: {:?}",
-                self.process.wait()
-            );
-        }
-    }
-
-    fn go(&mut self) {
-        writeln!(self.stdin, "go").expect("tell a child to go");
-    }
-
-    fn finish(mut self) -> Summary {
-        let line = self.read_until(SUMMARY);
-        let status = self.process.wait().expect("wait for a child");
-        assert!(status.success(), "a child failed: {status}");
-        let line = line.expect("a child printed no summary");
-        Summary::parse(&line).unwrap_or_else(|| panic!("cannot read {line:?}"))
-    }
-}
-
 #[test]
 fn two_processes_submitting_the_same_500_writes_run_each_once() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -289,16 +224,20 @@ fn two_processes_submitting_the_same_500_writes_run_each_once() {
     });
     // Both connect (and migrate) at once; then they submit each turn in lockstep, so that the
     // same 50 calls race in both processes, whichever process was faster at the turn before.
-    let mut children = [ChildProcess::spawn(&url), ChildProcess::spawn(&url)];
+    let spawn = || ChildTest::spawn(CHILD_TEST, &[(CHILD_DATABASE, &url)]);
+    let mut children = [spawn(), spawn()];
     for _turn in 0..KEYS / BATCH {
         for child in &mut children {
-            child.wait_ready();
+            child.expect(READY);
         }
         for child in &mut children {
-            child.go();
+            child.send("go");
         }
     }
-    let summaries = children.map(ChildProcess::finish);
+    let summaries = children.map(|child| {
+        let line = child.finish(SUMMARY);
+        Summary::parse(&line).unwrap_or_else(|| panic!("cannot read {line:?}"))
+    });
     eprintln!("children: {summaries:?}");
 
     for summary in &summaries {

@@ -8,8 +8,6 @@
 //! Needs a PostgreSQL server: `toolgate_test_postgres::test_database` finds or starts one and
 //! gives each test a fresh database (a test fails, never skips, without one).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +19,7 @@ use toolgate::store::{
 };
 use toolgate::{Clock, Deliver, ManualClock, OutboxWorker, Reconciler, SystemClock};
 use toolgate_store_postgres::sqlx::{self, PgPool};
-use toolgate_test_postgres::test_database;
+use toolgate_test_postgres::{ChildTest, test_database};
 
 const CREATE_TABLES: [&str; 2] = [
     "CREATE TABLE refund_requests (order_id TEXT PRIMARY KEY, amount DOUBLE PRECISION NOT NULL)",
@@ -290,11 +288,16 @@ async fn four_workers_in_one_process_deliver_a_thousand_events_once_each() {
 fn four_worker_processes_deliver_a_thousand_events_once_each() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (url, store, provider) = runtime.block_on(enqueued(EVENTS));
-    let children: Vec<ChildProcess> = (0..WORKERS)
-        .map(|w| ChildProcess::spawn(&url, &format!("drain:{w}")))
+    let children: Vec<ChildTest> = (0..WORKERS)
+        .map(|w| {
+            ChildTest::spawn(
+                CHILD_TEST,
+                &[(CHILD_DATABASE, &url), (ROLE, &format!("drain:{w}"))],
+            )
+        })
         .collect();
     for child in children {
-        child.finish();
+        child.finish(DONE);
     }
     runtime.block_on(async {
         let pids: i64 = sqlx::query_scalar("SELECT count(DISTINCT pid) FROM provider_ledger")
@@ -320,8 +323,9 @@ fn a_worker_killed_at_each_point_of_a_delivery_loses_and_doubles_nothing() {
         // Deterministic: which delivery of the child is interrupted.
         let at = (seed * 7 + 3) % KILL_EVENTS;
         let (url, store, provider) = runtime.block_on(enqueued(KILL_EVENTS));
-        let mut child = ChildProcess::spawn(&url, &format!("kill:{}:{at}", point.name()));
-        child.read_until(&format!("{AT}{}", point.name()));
+        let role = format!("kill:{}:{at}", point.name());
+        let mut child = ChildTest::spawn(CHILD_TEST, &[(CHILD_DATABASE, &url), (ROLE, &role)]);
+        child.expect(&format!("{AT}{}", point.name()));
         child.kill();
         runtime.block_on(async {
             // Past the dead worker's lease, by a clock of the test's own.
@@ -399,53 +403,4 @@ async fn child_outbox_worker() {
         other => panic!("unknown role {other:?}"),
     }
     println!("{DONE}");
-}
-
-struct ChildProcess {
-    process: Child,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl ChildProcess {
-    fn spawn(url: &str, role: &str) -> ChildProcess {
-        let mut process = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-            .env(CHILD_DATABASE, url)
-            .env(ROLE, role)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn a child");
-        let stdout = BufReader::new(process.stdout.take().unwrap());
-        ChildProcess { process, stdout }
-    }
-
-    fn read_until(&mut self, marker: &str) {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = self.stdout.read_line(&mut line).expect("read a child");
-            assert!(
-                read > 0,
-                "a child ended before {marker}: {:?}",
-                self.process.wait()
-            );
-            if line.contains(marker) {
-                return;
-            }
-        }
-    }
-
-    /// SIGKILL, then reaped.
-    fn kill(mut self) {
-        self.process.kill().expect("kill a child");
-        self.process.wait().expect("reap a child");
-    }
-
-    fn finish(mut self) {
-        self.read_until(DONE);
-        let status = self.process.wait().expect("wait for a child");
-        assert!(status.success(), "a child failed: {status}");
-    }
 }

@@ -23,10 +23,15 @@
 //! cluster of its own on a free port, created with `pg_createcluster`, stopped and started with
 //! `pg_ctlcluster`, dropped with `pg_dropcluster --stop` when the value is dropped. It needs
 //! Debian's PostgreSQL cluster tools and root, whatever `DATABASE_URL` says.
+//!
+//! A test that races several OS processes on one database starts them with [`ChildTest`]: the
+//! test binary runs one of its own tests again, in a child process it talks to in lines.
 
+mod child;
 mod cluster;
 mod local_server;
 
+pub use child::ChildTest;
 pub use cluster::OwnCluster;
 
 use std::path::Path;
