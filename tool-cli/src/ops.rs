@@ -93,15 +93,25 @@ async fn only_holder(
     key: &str,
 ) -> Result<Option<OperationRecord>, Failure> {
     // The store reads a key by tenant; without one, every operation is read and filtered here.
-    let mut holders: Vec<OperationRecord> = store
+    let holders: Vec<OperationRecord> = store
         .list_operations(OperationQuery::default())
         .await
         .map_err(|e| Failure::store(&format!("read operation {key}"), &e))?
         .into_iter()
         .filter(|r| r.key == key)
         .collect();
+    only_one(holders, key, |r| &r.tenant)
+}
+
+/// The one of `holders` (each the holder of `key` in one tenant, `tenant_of` says which), or
+/// none; several are a usage error that names their tenants.
+pub(crate) fn only_one<T>(
+    mut holders: Vec<T>,
+    key: &str,
+    tenant_of: impl Fn(&T) -> &String,
+) -> Result<Option<T>, Failure> {
     if holders.len() > 1 {
-        let tenants: BTreeSet<&str> = holders.iter().map(|r| r.tenant.as_str()).collect();
+        let tenants: BTreeSet<&str> = holders.iter().map(|h| tenant_of(h).as_str()).collect();
         let tenants: Vec<&str> = tenants.into_iter().collect();
         return Err(Failure::usage(
             format!("several tenants hold the key {key}"),

@@ -1,8 +1,6 @@
 //! `outbox list | show | resume`: the events of outbox operations, and an operator's resume of
 //! a dead one.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Value, json};
 use toolgate_core::AuthContext;
 use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent};
@@ -10,6 +8,7 @@ use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent}
 use crate::args::ResumeArgs;
 use crate::error::Failure;
 use crate::json::{document, stored};
+use crate::ops::only_one;
 use crate::table::{Table, or_dash};
 use crate::time::{now_ms, rfc3339};
 
@@ -182,26 +181,14 @@ async fn only_holder(
     store: &dyn OperationStore,
     key: &str,
 ) -> Result<Option<OutboxEvent>, Failure> {
-    let mut holders: Vec<OutboxEvent> = store
+    let holders: Vec<OutboxEvent> = store
         .list_events(EventQuery::default())
         .await
         .map_err(|e| Failure::store(&format!("read the outbox event {key}"), &e))?
         .into_iter()
         .filter(|e| e.key == key)
         .collect();
-    if holders.len() > 1 {
-        let tenants: BTreeSet<&str> = holders.iter().map(|e| e.tenant.as_str()).collect();
-        let tenants: Vec<&str> = tenants.into_iter().collect();
-        return Err(Failure::usage(
-            format!("several tenants hold the key {key}"),
-            format!(
-                "a key is per tenant, and {} hold this one",
-                tenants.join(", ")
-            ),
-            "add --tenant TENANT",
-        ));
-    }
-    Ok(holders.pop())
+    only_one(holders, key, |e| &e.tenant)
 }
 
 /// Every field of `event` as text, one a line.

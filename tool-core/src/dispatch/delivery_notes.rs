@@ -60,7 +60,7 @@ fn note_of(event: &OutboxEvent) -> DeliveryNote {
             format!(
                 "accepted and queued: its delivery to the provider was tried {attempts} {} \
                  without being applied{}, and is tried again",
-                times(attempts),
+                plural(attempts, "time", "times"),
                 last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
             ),
             READ_PROGRESS.to_owned(),
@@ -81,7 +81,7 @@ fn note_of(event: &OutboxEvent) -> DeliveryNote {
                 "its records are committed, and delivery stopped after {} {}: {}; an operator \
                  must resume it",
                 event.attempts_spent(),
-                attempt_word(event.attempts_spent()),
+                plural(event.attempts_spent(), "attempt", "attempts"),
                 last.map_or("no error was kept", |err| err.what.as_str()),
             ),
             "tell the user the operation is recorded and its delivery waits for an operator; \
@@ -121,10 +121,7 @@ fn step_error(err: &AttemptError) -> StepError {
     }
 }
 
-fn times(n: u32) -> &'static str {
-    if n == 1 { "time" } else { "times" }
-}
-
-fn attempt_word(n: u32) -> &'static str {
-    if n == 1 { "attempt" } else { "attempts" }
+/// `one` for 1, `many` otherwise.
+fn plural(n: u32, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
 }
