@@ -22,8 +22,11 @@ const GEMINI_MAX_NODES: usize = 20_000;
 /// `minItems`, `properties`, `required`, `minProperties`, `maxProperties`, `minLength`,
 /// `maxLength`, `pattern`, `example`, `anyOf`, `propertyOrdering`, `default`, `items`,
 /// `minimum`, `maximum`. `exclusiveMinimum`/`exclusiveMaximum` become inclusive bounds (one step
-/// in for integers); everything else that only loosens (`additionalProperties: false`, `uniqueItems`,
-/// `multipleOf`, other formats) is dropped, as the validator still enforces it. Maps,
+/// in for integers). Gemini keeps bounds as doubles, so a bound a double does not hold exactly
+/// is dropped (`u64::MAX` and `i64::MAX`, the upper bounds of 64-bit and wider integers; their
+/// lower bounds, `0` and `i64::MIN`, stay).
+/// Everything else that only loosens (`additionalProperties: false`, `uniqueItems`,
+/// `multipleOf`, other formats, those bounds) is dropped, as the validator still enforces it. Maps,
 /// intersections, tuples, conditions and values of any type are errors: the Gemini format then
 /// declares the tool with `parametersJsonSchema`, which takes the canonical schema as it is.
 ///
@@ -167,8 +170,11 @@ impl Dialect for Gemini {
                     out.insert("example".into(), first.clone());
                 }
             }
-            "minimum" | "maximum" | "minItems" | "maxItems" | "minLength" | "maxLength"
-            | "minProperties" | "maxProperties"
+            "minimum" | "maximum" if is_exact_double(value) => {
+                out.insert(keyword.to_owned(), value.clone());
+            }
+            "minItems" | "maxItems" | "minLength" | "maxLength" | "minProperties"
+            | "maxProperties"
                 if value.is_number() =>
             {
                 out.insert(keyword.to_owned(), value.clone());
@@ -336,9 +342,27 @@ fn gemini_format(schema: &Map<String, Value>, kind: &str, out: &mut Map<String, 
     }
 }
 
+/// Whether `bound` is a number that a double holds exactly. Gemini's `Schema` keeps `minimum`
+/// and `maximum` as doubles, so a bound a double rounds (`u64::MAX` and `i64::MAX`, the bounds
+/// of `u64`, `i64`, `usize` and `isize`, round past the type's range) is dropped rather than
+/// sent as another number: the validator still enforces it, and beyond 2^53 the integers are
+/// past what a double tells apart, so the bound says nothing a JSON number can use.
+fn is_exact_double(bound: &Value) -> bool {
+    // An integer is exact when its significant bits fit the 53 of a double's significand.
+    let exact = |magnitude: u64| {
+        magnitude == 0 || 64 - magnitude.leading_zeros() - magnitude.trailing_zeros() <= 53
+    };
+    match (bound.as_u64(), bound.as_i64()) {
+        (Some(n), _) => exact(n),
+        (None, Some(n)) => exact(n.unsigned_abs()),
+        // A number held as a double is one.
+        (None, None) => bound.is_f64(),
+    }
+}
+
 /// Exclusive bounds as the inclusive ones Gemini has: one step in for an integer bound on an
 /// integer, the bound itself otherwise (which only loosens by the bound's own value). The
-/// tighter of the two bounds wins.
+/// tighter of the two bounds wins, among those a double holds exactly ([`is_exact_double`]).
 fn exclusive_to_inclusive(
     schema: &Map<String, Value>,
     integer: bool,
@@ -367,7 +391,7 @@ fn exclusive_to_inclusive(
                 })
                 .map(Value::from)
         };
-        Some(stepped.unwrap_or_else(|| value.clone()))
+        Some(stepped.unwrap_or_else(|| value.clone())).filter(is_exact_double)
     };
     let as_f64 = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
     if let Some(bound) = shifted("exclusiveMinimum", true) {
@@ -484,6 +508,66 @@ mod tests {
         assert_eq!(
             err_kind(openai_strict(&object(json!({"$ref": "#/$defs/Missing"})))),
             LoweringErrorKind::UnresolvedRef
+        );
+    }
+
+    /// Whether `bound` is a number that a double holds exactly, as Gemini's `Schema` keeps it.
+    fn a_double_holds(bound: &Value) -> bool {
+        match (bound.as_u64(), bound.as_i64()) {
+            (Some(n), _) => (n as f64) < 18_446_744_073_709_551_616.0 && n as f64 as u64 == n,
+            (None, Some(n)) => n as f64 as i64 == n,
+            (None, None) => bound.is_f64(),
+        }
+    }
+
+    #[test]
+    fn gemini_bounds_are_numbers_a_double_holds_exactly() {
+        #[allow(dead_code)]
+        #[derive(schemars::JsonSchema)]
+        struct Wide {
+            a: u64,
+            b: i64,
+            c: u128,
+            d: i128,
+            e: usize,
+            f: isize,
+            g: u32,
+            h: i32,
+        }
+        let lowered = gemini(&canonical_schema_for::<Wide>()).unwrap();
+        assert_gemini(&lowered);
+        let mut bounds = 0;
+        crate::schema::walk_schemas(&lowered, "", &mut |object, at| {
+            for keyword in ["minimum", "maximum"] {
+                if let Some(bound) = object.get(keyword) {
+                    bounds += 1;
+                    assert!(a_double_holds(bound), "{at}/{keyword}: {bound}");
+                }
+            }
+        });
+        let properties = &lowered["properties"];
+        // What a double holds stays; a bound at the edge of the JSON number range goes.
+        assert_eq!(properties["a"], json!({"type": "integer", "minimum": 0}));
+        assert_eq!(
+            properties["b"],
+            json!({"type": "integer", "format": "int64", "minimum": i64::MIN})
+        );
+        assert_eq!(
+            properties["g"],
+            json!({"type": "integer", "minimum": 0, "maximum": u32::MAX})
+        );
+        assert_eq!(
+            properties["h"],
+            json!({"type": "integer", "format": "int32", "minimum": i32::MIN, "maximum": i32::MAX})
+        );
+        assert_eq!(bounds, 10);
+        // An exclusive bound made inclusive past what a double holds leaves the other bound.
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer",
+            "minimum": 5, "exclusiveMinimum": 9_007_199_254_740_992u64,
+            "exclusiveMaximum": 18_446_744_073_709_551_615u64}}, "required": ["n"]});
+        assert_eq!(
+            gemini(&schema).unwrap()["properties"]["n"],
+            json!({"type": "integer", "minimum": 5})
         );
     }
 
