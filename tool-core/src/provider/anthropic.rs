@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::parse::{CallParts, calls_among, describe, missing_id, str_field};
+use super::parse::{CallParts, calls_among, describe, missing_id, present, str_field};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
@@ -103,8 +103,8 @@ impl Anthropic {
                 json_kind(turn)
             )));
         };
-        let blocks = match message.get("content") {
-            None | Some(Value::Null) | Some(Value::String(_)) => return Ok(Vec::new()),
+        let blocks = match present(message, "content") {
+            None | Some(Value::String(_)) => return Ok(Vec::new()),
             Some(Value::Array(blocks)) => blocks,
             other => {
                 return Err(error(format!(

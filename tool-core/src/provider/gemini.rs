@@ -1,11 +1,11 @@
 //! Google Gemini (generateContent): function declarations with `parameters` lowered to the
-//! OpenAPI subset, calls as `functionCall` parts whose `args` is an object, and one
-//! `functionResponse` part per call with the result under `output`, or under `error` when
-//! flagged.
+//! OpenAPI subset, calls as `functionCall` parts (or `function_call`, as Python's google-genai
+//! dumps them) whose `args` is an object, and one `functionResponse` part per call with the
+//! result under `output`, or under `error` when flagged. A `null` field is an absent one.
 
 use serde_json::{Map, Value, json};
 
-use super::parse::{CallParts, ReadCall, calls_among, describe, not_an_object};
+use super::parse::{CallParts, ReadCall, calls_among, describe, not_an_object, present};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
@@ -30,8 +30,16 @@ const GENERATED_ID_PREFIX: &str = "gemini_call_";
 /// of the response for any id of exactly that form ([`Gemini::is_generated_id`]), so Gemini
 /// matches responses to calls by order and name, as it does for calls without ids.
 ///
+/// **Spellings.** A part's call is read from `functionCall`, as the REST API writes it, or from
+/// `function_call`, as Python's google-genai dumps a part by default (the fields inside a call,
+/// `id`, `name` and `args`, are spelled alike in both). A part with both is one malformed call,
+/// since which of the two is meant is not clear. A `null` field reads as the field left out, as
+/// such a dump writes every field: a text part with `"functionCall": null` is no call, and
+/// `"candidates": null` (a blocked prompt) is a turn without calls.
+///
 /// **Replay.** Gemini 3 requires the model's parts to be sent back verbatim, `thoughtSignature`
-/// included: keep the model's content as received in the conversation; this format only reads it.
+/// (or `thought_signature`) included: keep the model's content as received in the conversation,
+/// in whichever spelling it came; this format only reads it.
 ///
 /// ```
 /// use serde_json::json;
@@ -71,9 +79,9 @@ impl WireFormat for Gemini {
     }
 
     /// Reads a model content (`{"role": "model", "parts": […]}`) or a whole generateContent
-    /// response (its first candidate's content). Each part with a `functionCall` is a call; a
-    /// call whose `args` is absent has no arguments (`{}`), one whose `args` is not an object or
-    /// that names no tool is malformed.
+    /// response (its first candidate's content). Each part with a `functionCall` (or
+    /// `function_call`) is a call; a call whose `args` is absent or `null` has no arguments
+    /// (`{}`), one whose `args` is not an object or that names no tool is malformed.
     fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
         self.read(turn, ArgumentFields::Values)
     }
@@ -124,7 +132,7 @@ impl Gemini {
                 json_kind(turn)
             )));
         };
-        let content = match object.get("candidates") {
+        let content = match present(object, "candidates") {
             None => object,
             Some(Value::Array(candidates)) => match candidates.first().map(|c| c.get("content")) {
                 // No candidate, or one without content (blocked, say): no calls.
@@ -144,8 +152,8 @@ impl Gemini {
                 )));
             }
         };
-        let parts = match content.get("parts") {
-            None | Some(Value::Null) => return Ok(Vec::new()),
+        let parts = match present(content, "parts") {
+            None => return Ok(Vec::new()),
             Some(Value::Array(parts)) => parts,
             other => {
                 return Err(error(format!(
@@ -155,25 +163,51 @@ impl Gemini {
             }
         };
         calls_among(self.name(), "part", parts, Gemini::generated_id, |part| {
-            part.get("functionCall")
-                .map(|call| parse_call(call, fields))
+            read_part(part, fields)
         })
     }
 }
 
-fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
+/// The two spellings of the part's field that holds a call: the REST API's camelCase, and the
+/// proto field's snake_case, which Python's google-genai writes when it dumps a part. The
+/// fields inside a call (`id`, `name`, `args`) are spelled alike in both.
+const CALL_FIELDS: [&str; 2] = ["functionCall", "function_call"];
+
+/// The call of one part, if it has one, in either spelling.
+fn read_part(part: &Map<String, Value>, fields: ArgumentFields) -> Option<ReadCall> {
+    let [camel, snake] = CALL_FIELDS.map(|key| present(part, key));
+    Some(match (camel, snake) {
+        (None, None) => return None,
+        (Some(call), None) => parse_call(CALL_FIELDS[0], call, fields, false),
+        (None, Some(call)) => parse_call(CALL_FIELDS[1], call, fields, false),
+        (Some(call), Some(_)) => parse_call(CALL_FIELDS[0], call, fields, true),
+    })
+}
+
+/// The call under `key`; `twice` when the part also has the call in the other spelling, which
+/// makes it malformed (which of the two is meant is not clear).
+fn parse_call(key: &str, call: &Value, fields: ArgumentFields, twice: bool) -> ReadCall {
     let Value::Object(call) = call else {
-        return not_an_object("`functionCall`", call);
+        return not_an_object(&format!("`{key}`"), call);
     };
-    let parts = match call.get("id") {
+    let mut parts = match present(call, "id") {
         Some(Value::String(id)) if !id.is_empty() => CallParts::with_id(id.as_str()),
-        None | Some(Value::Null) | Some(Value::String(_)) => CallParts::generated_id(),
-        other => CallParts::unusable_id("functionCall.id", other),
+        None | Some(Value::String(_)) => CallParts::generated_id(),
+        other => CallParts::unusable_id(&format!("{key}.id"), other),
     };
+    if twice {
+        parts = parts.problem(
+            "the part gives its call twice",
+            format!(
+                "it has both `{}` and `{}`; send one of them",
+                CALL_FIELDS[0], CALL_FIELDS[1]
+            ),
+        );
+    }
     parts
-        .name("functionCall.name", call.get("name"))
+        .name(&format!("{key}.name"), call.get("name"))
         .object_arguments(
-            "functionCall.args",
+            &format!("{key}.args"),
             fields.field(call.get(ARGUMENTS)),
             Some(json!({})),
         )
@@ -321,6 +355,76 @@ mod tests {
             Gemini
                 .parse_calls(&json!({"candidates": [{"content": 1}]}))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn a_null_field_is_an_absent_one() {
+        // Parts as a client that writes every field dumps them: `null` for each absent one.
+        let turn = json!({"role": "model", "parts": [
+            {"text": "Let me look.", "functionCall": null, "thoughtSignature": null},
+            {"text": null, "functionCall": {"id": null, "name": "get_weather", "args": {"city": "Paris"}}},
+            {"text": null, "functionCall": {"id": null, "name": "ping", "args": null}}
+        ]});
+        let expected = vec![
+            ToolCall::new("gemini_call_0", "get_weather", json!({"city": "Paris"})),
+            ToolCall::new("gemini_call_1", "ping", json!({})),
+        ];
+        assert_eq!(Gemini.parse_calls(&turn).unwrap(), expected);
+        assert_eq!(
+            Gemini.parse_calls_text(&turn.to_string()).unwrap(),
+            expected
+        );
+        // A response blocked before any candidate.
+        let blocked = json!({"candidates": null, "promptFeedback": {"blockReason": "SAFETY"}});
+        assert_eq!(Gemini.parse_calls(&blocked).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn parts_in_snake_case_read_as_parts_in_camel_case() {
+        // A whole response as google-genai's `model_dump()` writes it: snake_case, every
+        // field, `null` where one is absent.
+        let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"function_call": {"id": "fc_1", "name": "get_weather", "args": {"city": "Paris"},
+                "partial_args": null, "will_continue": null},
+             "thought_signature": "c2lnbmF0dXJl", "thought": null, "text": null,
+             "function_response": null, "inline_data": null},
+            {"function_call": {"id": null, "name": "ping", "args": {}}, "thought_signature": null}
+        ]}, "finish_reason": "STOP", "citation_metadata": null}],
+        "prompt_feedback": null, "usage_metadata": null});
+        let expected = vec![
+            ToolCall::new("fc_1", "get_weather", json!({"city": "Paris"})),
+            ToolCall::new("gemini_call_1", "ping", json!({})),
+        ];
+        assert_eq!(Gemini.parse_calls(&response).unwrap(), expected);
+        assert_eq!(
+            Gemini.parse_calls_text(&response.to_string()).unwrap(),
+            expected
+        );
+        // A call malformed in snake_case names its field as the part spelled it.
+        let bad = json!({"role": "model", "parts": [{"function_call": {"id": "a", "args": {}}}]});
+        let problem = Gemini.parse_calls(&bad).unwrap()[0]
+            .arguments
+            .clone()
+            .unwrap_err();
+        assert_eq!(problem.what, "the call names no tool");
+        assert_eq!(problem.why, "`function_call.name` is missing");
+        // Both spellings on one part: which call is meant is not clear, and the call says so.
+        let both = json!({"role": "model", "parts": [
+            {"functionCall": {"id": "a", "name": "get_weather", "args": {"city": "Paris"}},
+             "function_call": {"id": "a", "name": "get_weather", "args": {"city": "Oslo"}}}
+        ]});
+        let calls = Gemini.parse_calls(&both).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("a", "get_weather")
+        );
+        let problem = calls[0].arguments.clone().unwrap_err();
+        assert_eq!(problem.what, "the part gives its call twice");
+        assert_eq!(
+            problem.why,
+            "it has both `functionCall` and `function_call`; send one of them"
         );
     }
 

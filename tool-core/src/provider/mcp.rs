@@ -1,6 +1,7 @@
 //! MCP (protocol 2026-07-28): `tools/list` items with annotations derived from the side-effect
 //! class, `tools/call` JSON-RPC requests, and one JSON-RPC response per request, tool errors
-//! flagged with `isError` and an unknown tool answered as a protocol error.
+//! flagged with `isError` and an unknown tool answered as a protocol error. A `null` where a
+//! field is optional (`"arguments": null`) is an absent one.
 
 use serde_json::{Value, json};
 

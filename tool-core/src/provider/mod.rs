@@ -14,6 +14,10 @@
 //! | `gemini` | [`Gemini`] |
 //! | `mcp` | [`Mcp`] |
 //!
+//! Every parser reads a `null` where a field is optional as the field left out, as clients that
+//! write every field of their types (Python's `model_dump()`, say) dump a message; a `null`
+//! where a field is required is that field missing.
+//!
 //! ```
 //! use serde_json::json;
 //! use toolgate::provider::{FORMAT_NAMES, format_by_name};
@@ -158,6 +162,8 @@ pub(crate) fn turn_json(format: &'static str, turn: &str) -> Result<Value, Forma
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -168,6 +174,73 @@ mod tests {
         }
         assert!(format_by_name("openai_strict").is_none());
         assert!(format_by_name("").is_none());
+    }
+
+    /// A `null` where a field is optional reads as the field left out, in every format: each
+    /// pair is a turn as a client that writes every field dumps it, and the same turn without
+    /// the nulls.
+    #[test]
+    fn a_null_optional_field_reads_as_an_absent_one() {
+        let chat_call = json!({"id": "c", "function": {"name": "t", "arguments": "{}"}});
+        let pairs = [
+            (
+                "openai",
+                json!({"role": "assistant", "content": null, "refusal": null, "function_call": null,
+                    "tool_calls": [{"id": "c", "type": null, "function": {"name": "t", "arguments": "{}"}}]}),
+                json!({"role": "assistant", "tool_calls": [chat_call.clone()]}),
+            ),
+            (
+                "openai",
+                json!({"choices": null, "tool_calls": [chat_call.clone()]}),
+                json!({"tool_calls": [chat_call]}),
+            ),
+            (
+                "openai-responses",
+                json!({"type": "function_call", "id": null, "call_id": "c", "name": "t",
+                    "arguments": "{}", "status": null, "output": null}),
+                json!({"type": "function_call", "call_id": "c", "name": "t", "arguments": "{}"}),
+            ),
+            (
+                "anthropic",
+                json!({"role": "assistant", "content": [{"type": "text", "text": "Hi", "citations": null},
+                    {"type": "tool_use", "id": "c", "name": "t", "input": {}, "caller": null}],
+                    "stop_sequence": null}),
+                json!({"role": "assistant", "content": [{"type": "text", "text": "Hi"},
+                    {"type": "tool_use", "id": "c", "name": "t", "input": {}}]}),
+            ),
+            (
+                "gemini",
+                json!({"role": "model", "parts": [{"text": "Hi", "functionCall": null},
+                    {"functionCall": {"id": null, "name": "t", "args": null}, "thoughtSignature": null}]}),
+                json!({"role": "model", "parts": [{"text": "Hi"}, {"functionCall": {"name": "t"}}]}),
+            ),
+            (
+                "gemini",
+                json!({"candidates": null, "promptFeedback": null}),
+                json!({}),
+            ),
+            (
+                "mcp",
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "t", "arguments": null, "_meta": null}}),
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}}),
+            ),
+        ];
+        for (name, with_nulls, without) in pairs {
+            let format = format_by_name(name).unwrap();
+            let expected = format.parse_calls(&without).unwrap();
+            assert_eq!(expected.len(), usize::from(without != json!({})), "{name}");
+            assert_eq!(
+                format.parse_calls(&with_nulls).as_ref(),
+                Ok(&expected),
+                "{name}: {with_nulls}"
+            );
+            assert_eq!(
+                format.parse_calls_text(&with_nulls.to_string()).as_ref(),
+                Ok(&expected),
+                "{name}: {with_nulls}"
+            );
+        }
     }
 
     #[test]

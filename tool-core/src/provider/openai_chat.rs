@@ -1,10 +1,11 @@
 //! OpenAI Chat Completions: `tools[]` of `{"type": "function", "function": …}`, calls in the
 //! assistant message's `tool_calls` with arguments as JSON text, and one `role: "tool"` message
-//! per call id (the format has no error flag: the result object says it).
+//! per call id (the format has no error flag: the result object says it). A `null` where a
+//! field is optional (`"type": null`, `"choices": null`, `"tool_calls": null`) is an absent one.
 
 use serde_json::{Map, Value, json};
 
-use super::parse::{CallParts, ReadCall, describe, missing_id, not_an_object, with_ids};
+use super::parse::{CallParts, ReadCall, describe, missing_id, not_an_object, present, with_ids};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
@@ -147,7 +148,7 @@ impl OpenAiChat {
                 json_kind(turn)
             )));
         };
-        let message = match message.get("choices") {
+        let message = match present(message, "choices") {
             None => message,
             Some(choices) => choices
                 .get(0)
@@ -157,8 +158,8 @@ impl OpenAiChat {
                     error("a completion whose `choices[0].message` is missing".into())
                 })?,
         };
-        match message.get("tool_calls") {
-            None | Some(Value::Null) => Ok(Vec::new()),
+        match present(message, "tool_calls") {
+            None => Ok(Vec::new()),
             Some(Value::Array(calls)) => Ok(with_ids(
                 calls.iter().map(|call| parse_call(call, fields)).collect(),
                 missing_id,
@@ -176,13 +177,13 @@ fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
         return not_an_object("the tool call", call);
     };
     let mut parts = CallParts::read_id("id", call.get("id"));
-    let function = call.get("function").and_then(Value::as_object);
+    let function = present(call, "function").and_then(Value::as_object);
     if function.is_none() {
         let why = format!("`function` is {}", describe(call.get("function")));
         parts = parts.problem("the call has no function", why);
     }
     parts = parts.name("function.name", function.and_then(|f| f.get("name")));
-    if let Some(kind) = call.get("type")
+    if let Some(kind) = present(call, "type")
         && kind != "function"
     {
         let why = format!(
@@ -208,24 +209,11 @@ mod fast {
 
     use crate::call::{Arguments, MalformedCall, ToolCall};
 
-    /// Whether a field was present at all, whatever its value (`null` included).
-    #[derive(Default)]
-    struct Present(bool);
-
-    impl<'de> Deserialize<'de> for Present {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            IgnoredAny::deserialize(deserializer).map(|_| Present(true))
-        }
-    }
-
-    fn function() -> Cow<'static, str> {
-        Cow::Borrowed("function")
-    }
-
     #[derive(Deserialize)]
     pub(super) struct Turn {
+        /// Whether the turn is a whole completion: `choices` is there and not `null`.
         #[serde(default)]
-        choices: Present,
+        choices: Option<IgnoredAny>,
         tool_calls: Option<Vec<Call>>,
     }
 
@@ -240,8 +228,9 @@ mod fast {
             #[derive(Deserialize)]
             struct Fields<'a> {
                 id: String,
-                #[serde(rename = "type", borrow, default = "function")]
-                kind: Cow<'a, str>,
+                /// `None` when the type is left out or `null`: a function call.
+                #[serde(rename = "type", borrow, default)]
+                kind: Option<Cow<'a, str>>,
                 function: Function,
             }
 
@@ -252,7 +241,8 @@ mod fast {
             }
 
             let call = Fields::deserialize(deserializer)?;
-            if call.id.is_empty() || call.function.name.is_empty() || call.kind != "function" {
+            let function = call.kind.as_deref().is_none_or(|kind| kind == "function");
+            if call.id.is_empty() || call.function.name.is_empty() || !function {
                 return Err(de::Error::custom("a call for the general reading"));
             }
             Ok(Call(ToolCall {
@@ -293,7 +283,7 @@ mod fast {
     impl Turn {
         /// The calls, or `None` when the turn needs the general reading.
         pub(super) fn into_calls(self) -> Option<Vec<ToolCall>> {
-            if self.choices.0 {
+            if self.choices.is_some() {
                 return None;
             }
             let calls = self.tool_calls.unwrap_or_default();

@@ -1,11 +1,12 @@
 //! The OpenAI Responses API: flattened function declarations with an explicit `strict`, calls as
 //! `function_call` output items answered by `call_id`, and one `function_call_output` item per
-//! call (no error flag: the result object says it).
+//! call (no error flag: the result object says it). A `null` where a field is optional is an
+//! absent one.
 
 use serde_json::{Map, Value, json};
 
 use super::openai_chat::strict_parameters;
-use super::parse::{CallParts, calls_among, describe, missing_id, str_field};
+use super::parse::{CallParts, calls_among, describe, missing_id, present, str_field};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
@@ -109,7 +110,7 @@ impl OpenAiResponses {
         };
         let items = match turn {
             Value::Array(items) => items.as_slice(),
-            Value::Object(object) => match object.get("output") {
+            Value::Object(object) => match present(object, "output") {
                 Some(Value::Array(items)) => items.as_slice(),
                 None if str_field(object, "type") == Some("function_call") => {
                     std::slice::from_ref(turn)

@@ -343,6 +343,13 @@ pub(super) fn str_field<'a>(object: &'a Map<String, Value>, key: &str) -> Option
     object.get(key).and_then(Value::as_str)
 }
 
+/// The value at `key` of `object`, unless it is missing or `null`: a client that writes every
+/// field of its types (Python's `model_dump()`, say) writes `null` for each one it leaves out,
+/// and every format reads that `null` as the field left out.
+pub(super) fn present<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    object.get(key).filter(|value| !value.is_null())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
