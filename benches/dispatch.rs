@@ -165,7 +165,9 @@ async fn with_toolgate(dispatcher: &Dispatcher, session: &Session, turn: &str) -
     let format = OpenAiChat { strict: true };
     let calls = format.parse_calls_text(turn).unwrap();
     let reports = dispatcher.dispatch_turn(session, calls).await.unwrap();
-    format.render_results_text(&reports)
+    format
+        .render_results_text(&reports)
+        .expect("a turn with calls is answered")
 }
 
 fn dispatch(c: &mut Criterion) {

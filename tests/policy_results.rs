@@ -134,9 +134,12 @@ fn assert_renders_everywhere(reports: &[CallReport]) {
 
     // OpenAI Chat Completions: one `tool` message per call, the result as text, no flag.
     let chat = OpenAiChat { strict: false };
-    let messages = chat.render_results(reports);
+    let messages = chat.render_results(reports).expect("reports are answered");
+    let text = chat
+        .render_results_text(reports)
+        .expect("reports are answered");
     assert_eq!(
-        serde_json::from_str::<Value>(&chat.render_results_text(reports)).unwrap(),
+        serde_json::from_str::<Value>(&text).unwrap(),
         messages,
         "the text rendering is the tree rendering"
     );
@@ -158,7 +161,9 @@ fn assert_renders_everywhere(reports: &[CallReport]) {
     }
 
     // OpenAI Responses: one `function_call_output` item per call, no flag.
-    let items = OpenAiResponses { strict: false }.render_results(reports);
+    let items = OpenAiResponses { strict: false }
+        .render_results(reports)
+        .expect("reports are answered");
     let items = items.as_array().unwrap();
     assert_eq!(items.len(), reports.len());
     for ((item, report), result) in items.iter().zip(reports).zip(&expected) {
@@ -169,7 +174,9 @@ fn assert_renders_everywhere(reports: &[CallReport]) {
     }
 
     // Anthropic: one user message of `tool_result` blocks, `is_error: true` on each.
-    let message = Anthropic.render_results(reports);
+    let message = Anthropic
+        .render_results(reports)
+        .expect("reports are answered");
     assert_eq!(message["role"], "user", "{message}");
     assert_eq!(message.as_object().unwrap().len(), 2, "{message}");
     let blocks = message["content"].as_array().unwrap();
@@ -183,7 +190,9 @@ fn assert_renders_everywhere(reports: &[CallReport]) {
     }
 
     // Gemini: one user content of `functionResponse` parts, the result under `response.error`.
-    let content = Gemini.render_results(reports);
+    let content = Gemini
+        .render_results(reports)
+        .expect("reports are answered");
     assert_eq!(content["role"], "user", "{content}");
     let parts = content["parts"].as_array().unwrap();
     assert_eq!(parts.len(), reports.len());
@@ -200,7 +209,7 @@ fn assert_renders_everywhere(reports: &[CallReport]) {
 
     // MCP: one JSON-RPC response per call, `isError: true`, the result as text and as
     // `structuredContent`.
-    let rendered = Mcp.render_results(reports);
+    let rendered = Mcp.render_results(reports).expect("reports are answered");
     let responses = match &rendered {
         Value::Array(responses) => responses.clone(),
         one => vec![one.clone()],

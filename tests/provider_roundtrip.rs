@@ -24,7 +24,9 @@ fn session() -> Session {
 async fn round_trip(format: &dyn WireFormat, turn: Value) -> Value {
     let calls = format.parse_calls(&turn).unwrap();
     let reports = dispatcher().dispatch_turn(&session(), calls).await.unwrap();
-    format.render_results(&reports)
+    format
+        .render_results(&reports)
+        .expect("a turn with calls is answered")
 }
 
 const ORDER: &str = r#"{"status":"succeeded","replayed":false,"data":{"order_id":"ORD-1001","paid":"500.00","refunded":"0.00","refundable":"500.00"}}"#;

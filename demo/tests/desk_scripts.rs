@@ -524,6 +524,24 @@ fn runs_sessions_anthropic_turns_and_approvals() {
 }
 
 #[test]
+fn a_turn_without_calls_has_nothing_to_send_back() {
+    let answers = play(
+        &script(&[
+            json!({"anthropic": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}})
+                .to_string(),
+            json!({"openai": {"role": "assistant", "content": "Done.", "tool_calls": null}})
+                .to_string(),
+        ]),
+        &FAST,
+    );
+    assert_eq!(
+        answers[..2],
+        [json!({"anthropic": null}), json!({"openai": null})]
+    );
+    assert_eq!(answers[2], ledger(&[], 0, 0));
+}
+
+#[test]
 fn a_slow_answer_within_the_timeout_is_a_success() {
     let answers = play(
         &script(&[

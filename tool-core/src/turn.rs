@@ -28,8 +28,9 @@ pub enum TurnError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnAnswer {
     /// The message (or messages, as the format has it) that answers the turn, one result per
-    /// call, to send back to the provider.
-    pub message: Value,
+    /// call, to send back to the provider; `None` for a turn without calls, which has nothing
+    /// to send back ([`WireFormat::render_results`]).
+    pub message: Option<Value>,
     /// One report per call id, in the order the model emitted the calls; match on
     /// [`CallResult::outcome`](crate::CallResult::outcome) to learn what happened.
     pub reports: Vec<CallReport>,
@@ -65,15 +66,17 @@ impl Dispatcher {
     /// let turn = r#"{"role": "assistant", "content": [
     ///     {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"order_id": "ORD-1"}}
     /// ]}"#;
-    /// let answer = dispatcher.answer_turn(&Anthropic, &session, turn).await.unwrap();
-    /// assert_eq!(answer.message["role"], "user");
-    /// assert_eq!(answer.message["content"][0]["tool_use_id"], "toolu_1");
+    /// let anthropic = Anthropic;
+    /// let answer = dispatcher.answer_turn(&anthropic, &session, turn).await.unwrap();
+    /// let message = answer.message.expect("a turn with a call is answered");
+    /// assert_eq!(message["role"], "user");
+    /// assert_eq!(message["content"][0]["tool_use_id"], "toolu_1");
     /// let Outcome::Succeeded(data) = answer.reports[0].result.outcome() else {
     ///     panic!("get_order succeeds");
     /// };
     /// assert_eq!(data.as_str(), r#""ORD-1: paid""#);
     ///
-    /// let unreadable = dispatcher.answer_turn(&Anthropic, &session, "not json").await;
+    /// let unreadable = dispatcher.answer_turn(&anthropic, &session, "not json").await;
     /// assert!(matches!(unreadable, Err(TurnError::Unreadable(_))));
     /// # });
     /// ```
@@ -193,7 +196,8 @@ mod tests {
             .unwrap();
         assert_two_answers(&answer);
         assert_eq!(answer.message, format.render_results(&answer.reports));
-        let messages = answer.message.as_array().expect("one message per call");
+        let messages = answer.message.as_ref().and_then(Value::as_array);
+        let messages = messages.expect("one message per call");
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0]["role"], "tool");
         assert_eq!(messages[0]["tool_call_id"], "call_1");
@@ -216,12 +220,27 @@ mod tests {
             .await
             .unwrap();
         assert_two_answers(&answer);
-        assert_eq!(answer.message["role"], "user");
-        let blocks = answer.message["content"].as_array().expect("result blocks");
+        let message = answer.message.as_ref().expect("a message");
+        assert_eq!(message["role"], "user");
+        let blocks = message["content"].as_array().expect("result blocks");
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[0]["tool_use_id"], "toolu_1");
         assert_eq!(blocks[1]["tool_use_id"], "toolu_2");
         assert_eq!(blocks[1]["is_error"], true);
+    }
+
+    #[tokio::test]
+    async fn a_turn_without_calls_is_answered_with_no_message() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let dispatcher = counted(runs.clone());
+        let turn = r#"{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}"#;
+        let answer = dispatcher
+            .answer_turn(&Anthropic, &session(), turn)
+            .await
+            .unwrap();
+        assert_eq!(answer.message, None);
+        assert!(answer.reports.is_empty());
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! Anthropic Messages: tools with an `input_schema`, calls as `tool_use` content blocks whose
 //! `input` is an object, and every result in one user message of `tool_result` blocks with
-//! `is_error` on the flagged ones.
+//! `is_error` on the flagged ones; a turn without calls gets no message. A `null` where a field
+//! is optional is an absent one.
 
 use serde_json::{Map, Value, json};
 
@@ -69,8 +70,12 @@ impl WireFormat for Anthropic {
     }
 
     /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
-    /// "is_error"?}, …]}`, the content being the result object as JSON text.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
+    /// "is_error"?}, …]}`, the content being the result object as JSON text; `None` for no
+    /// reports (the Messages API refuses a user message with empty `content`).
+    fn render_results(&self, reports: &[CallReport]) -> Option<Value> {
+        if reports.is_empty() {
+            return None;
+        }
         let blocks = reports
             .iter()
             .map(|report| {
@@ -84,7 +89,7 @@ impl WireFormat for Anthropic {
                 Value::Object(block)
             })
             .collect::<Vec<_>>();
-        json!({"role": "user", "content": blocks})
+        Some(json!({"role": "user", "content": blocks}))
     }
 }
 
@@ -219,8 +224,9 @@ mod tests {
         };
         let unknown_text = unknown.result.to_json_string();
         assert!(unknown_text.starts_with(r#"{"status":"outcome_unknown""#));
-        let rendered =
-            Anthropic.render_results(&[success("toolu_01A"), failure("toolu_01B"), unknown]);
+        let rendered = Anthropic
+            .render_results(&[success("toolu_01A"), failure("toolu_01B"), unknown])
+            .unwrap();
         assert_eq!(
             rendered,
             json!({"role":"user","content":[

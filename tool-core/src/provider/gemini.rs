@@ -41,6 +41,9 @@ const GENERATED_ID_PREFIX: &str = "gemini_call_";
 /// (or `thought_signature`) included: keep the model's content as received in the conversation,
 /// in whichever spelling it came; this format only reads it.
 ///
+/// **Results.** One `functionResponse` part per report, in one user content; a turn without
+/// calls gets no content at all (Gemini refuses a content without parts).
+///
 /// ```
 /// use serde_json::json;
 /// use toolgate::provider::{Gemini, WireFormat};
@@ -94,8 +97,12 @@ impl WireFormat for Gemini {
 
     /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":
     /// {"output": result}}}, …]}`, with `"error"` in place of `"output"` when the status is
-    /// flagged. `id` is left out for generated ids.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
+    /// flagged. `id` is left out for generated ids. `None` for no reports (Gemini refuses a
+    /// content without parts).
+    fn render_results(&self, reports: &[CallReport]) -> Option<Value> {
+        if reports.is_empty() {
+            return None;
+        }
         let parts = reports
             .iter()
             .map(|report| {
@@ -113,7 +120,7 @@ impl WireFormat for Gemini {
                 json!({"functionResponse": response})
             })
             .collect::<Vec<_>>();
-        json!({"role": "user", "parts": parts})
+        Some(json!({"role": "user", "parts": parts}))
     }
 }
 
@@ -308,7 +315,9 @@ mod tests {
                 ToolCall::new("gemini_call_1", "ping", json!({})),
             ]
         );
-        let rendered = Gemini.render_results(&[success("gemini_call_0"), success("fc_9")]);
+        let rendered = Gemini
+            .render_results(&[success("gemini_call_0"), success("fc_9")])
+            .unwrap();
         assert_eq!(rendered["parts"][0]["functionResponse"].get("id"), None);
         assert_eq!(rendered["parts"][1]["functionResponse"]["id"], "fc_9");
         assert!(Gemini::is_generated_id("gemini_call_12"));
@@ -430,7 +439,9 @@ mod tests {
 
     #[test]
     fn responses_put_the_result_under_output_or_error() {
-        let rendered = Gemini.render_results(&[success("fc_1"), failure("fc_2")]);
+        let rendered = Gemini
+            .render_results(&[success("fc_1"), failure("fc_2")])
+            .unwrap();
         assert_eq!(
             rendered,
             json!({"role":"user","parts":[

@@ -1,7 +1,7 @@
 //! MCP (protocol 2026-07-28): `tools/list` items with annotations derived from the side-effect
 //! class, `tools/call` JSON-RPC requests, and one JSON-RPC response per request, tool errors
 //! flagged with `isError` and an unknown tool answered as a protocol error. A `null` where a
-//! field is optional (`"arguments": null`) is an absent one.
+//! field is optional (`"arguments": null`) is an absent one; no requests get no responses.
 
 use serde_json::{Value, json};
 
@@ -32,7 +32,8 @@ const INVALID_REQUEST: i64 = -32600;
 /// and its response is a JSON-RPC "Invalid Request" error with a `null` id.
 ///
 /// **Results.** [`WireFormat::render_results`] answers one report with its response object
-/// ([`Mcp::render_response`]) and any other number of reports with an array of responses.
+/// ([`Mcp::render_response`]), several with an array of responses, and none with nothing
+/// (`None`: JSON-RPC never sends an empty batch).
 ///
 /// ```
 /// use serde_json::json;
@@ -149,12 +150,14 @@ impl WireFormat for Mcp {
         self.read(&tree, ArgumentFields::Text)
     }
 
-    /// One response object for one report ([`Mcp::render_response`]); an array of them for any
-    /// other number.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
+    /// One response object for one report ([`Mcp::render_response`]); an array of them (a
+    /// JSON-RPC batch response) for several; `None` for none (JSON-RPC sends nothing rather
+    /// than an empty batch).
+    fn render_results(&self, reports: &[CallReport]) -> Option<Value> {
         match reports {
-            [report] => Mcp::render_response(report),
-            _ => reports.iter().map(Mcp::render_response).collect(),
+            [] => None,
+            [report] => Some(Mcp::render_response(report)),
+            _ => Some(reports.iter().map(Mcp::render_response).collect()),
         }
     }
 }
@@ -356,11 +359,11 @@ mod tests {
     fn one_report_is_one_response_and_several_an_array() {
         assert_eq!(
             Mcp.render_results(&[success("1")]),
-            Mcp::render_response(&success("1"))
+            Some(Mcp::render_response(&success("1")))
         );
-        let both = Mcp.render_results(&[success("1"), failure("2")]);
+        let both = Mcp.render_results(&[success("1"), failure("2")]).unwrap();
         assert_eq!(both.as_array().unwrap().len(), 2);
         assert_eq!(both[1]["id"], 2);
-        assert_eq!(Mcp.render_results(&[]), json!([]));
+        assert_eq!(Mcp.render_results(&[]), None);
     }
 }

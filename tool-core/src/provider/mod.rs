@@ -16,7 +16,8 @@
 //!
 //! Every parser reads a `null` where a field is optional as the field left out, as clients that
 //! write every field of their types (Python's `model_dump()`, say) dump a message; a `null`
-//! where a field is required is that field missing.
+//! where a field is required is that field missing. A turn without calls is answered with no
+//! message at all ([`WireFormat::render_results`] is `None`).
 //!
 //! ```
 //! use serde_json::json;
@@ -143,12 +144,25 @@ pub trait WireFormat: Send + Sync {
         self.parse_calls(&turn_json(self.name(), turn)?)
     }
 
-    /// The message (or messages) that answer a turn: one result per report, in order.
-    fn render_results(&self, reports: &[CallReport]) -> Value;
+    /// The message (or messages) that answer a turn: one result per report, in order; `None`
+    /// when there are no reports (a turn without calls), since there is nothing to send back.
+    /// A message without results is no answer at all, and providers refuse one (Anthropic a
+    /// user message with empty `content`, Gemini a content with no `parts`, JSON-RPC an empty
+    /// batch), so no format renders one.
+    ///
+    /// ```
+    /// use toolgate::provider::format_by_name;
+    ///
+    /// let anthropic = format_by_name("anthropic").unwrap();
+    /// assert_eq!(anthropic.render_results(&[]), None);
+    /// ```
+    fn render_results(&self, reports: &[CallReport]) -> Option<Value>;
 
-    /// [`WireFormat::render_results`] as the JSON text that goes back to the provider.
-    fn render_results_text(&self, reports: &[CallReport]) -> String {
-        self.render_results(reports).to_string()
+    /// [`WireFormat::render_results`] as the JSON text that goes back to the provider; `None`
+    /// when there are no reports.
+    fn render_results_text(&self, reports: &[CallReport]) -> Option<String> {
+        self.render_results(reports)
+            .map(|message| message.to_string())
     }
 }
 
@@ -244,6 +258,18 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_with_nothing_to_answer_renders_nothing() {
+        for name in FORMAT_NAMES {
+            let format = format_by_name(name).unwrap();
+            assert_eq!(format.render_results(&[]), None, "{name}");
+            assert_eq!(format.render_results_text(&[]), None, "{name}");
+            let one = [test_support::success("1")];
+            let rendered = format.render_results(&one).expect("a report is answered");
+            assert_eq!(format.render_results_text(&one), Some(rendered.to_string()));
+        }
+    }
+
+    #[test]
     fn every_format_answers_every_garbage_turn_without_panicking() {
         let registry = test_support::registry();
         for name in FORMAT_NAMES {
@@ -257,7 +283,9 @@ mod tests {
                     );
                 }
             }
-            let rendered = format.render_results(&[test_support::success("1")]);
+            let rendered = format
+                .render_results(&[test_support::success("1")])
+                .expect("a report is answered");
             assert!(rendered.is_object() || rendered.is_array(), "{name}");
         }
     }

@@ -1,7 +1,8 @@
 //! OpenAI Chat Completions: `tools[]` of `{"type": "function", "function": …}`, calls in the
 //! assistant message's `tool_calls` with arguments as JSON text, and one `role: "tool"` message
 //! per call id (the format has no error flag: the result object says it). A `null` where a
-//! field is optional (`"type": null`, `"choices": null`, `"tool_calls": null`) is an absent one.
+//! field is optional (`"type": null`, `"choices": null`, `"tool_calls": null`) is an absent one;
+//! a turn without calls is answered with no messages.
 
 use serde_json::{Map, Value, json};
 
@@ -96,7 +97,10 @@ impl WireFormat for OpenAiChat {
 
     /// The same messages as [`WireFormat::render_results`], written without a JSON tree: each
     /// result object is escaped straight into its message, with no string of its own.
-    fn render_results_text(&self, reports: &[CallReport]) -> String {
+    fn render_results_text(&self, reports: &[CallReport]) -> Option<String> {
+        if reports.is_empty() {
+            return None;
+        }
         // Escaping the content adds about one byte in four.
         let size: usize = reports
             .iter()
@@ -115,12 +119,16 @@ impl WireFormat for OpenAiChat {
             text.push_str("\"}");
         }
         text.push(']');
-        text
+        Some(text)
     }
 
-    /// `[{"role": "tool", "tool_call_id", "content": "<result object as JSON text>"}, …]`.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
-        reports
+    /// `[{"role": "tool", "tool_call_id", "content": "<result object as JSON text>"}, …]`, or
+    /// `None` for no reports.
+    fn render_results(&self, reports: &[CallReport]) -> Option<Value> {
+        if reports.is_empty() {
+            return None;
+        }
+        let messages = reports
             .iter()
             .map(|report| {
                 json!({
@@ -129,7 +137,8 @@ impl WireFormat for OpenAiChat {
                     "content": report.result.to_json_string(),
                 })
             })
-            .collect()
+            .collect();
+        Some(messages)
     }
 }
 
@@ -539,15 +548,18 @@ mod tests {
         ] {
             assert_eq!(
                 format.render_results_text(&reports),
-                format.render_results(&reports).to_string()
+                format
+                    .render_results(&reports)
+                    .map(|message| message.to_string())
             );
         }
     }
 
     #[test]
     fn results_are_one_tool_message_per_call() {
-        let rendered =
-            OpenAiChat::default().render_results(&[success("call_abc"), failure("call_def")]);
+        let rendered = OpenAiChat::default()
+            .render_results(&[success("call_abc"), failure("call_def")])
+            .unwrap();
         assert_eq!(
             rendered,
             json!([

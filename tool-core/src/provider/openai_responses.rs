@@ -1,7 +1,7 @@
 //! The OpenAI Responses API: flattened function declarations with an explicit `strict`, calls as
 //! `function_call` output items answered by `call_id`, and one `function_call_output` item per
 //! call (no error flag: the result object says it). A `null` where a field is optional is an
-//! absent one.
+//! absent one; a turn without calls is answered with no items.
 
 use serde_json::{Map, Value, json};
 
@@ -84,9 +84,13 @@ impl WireFormat for OpenAiResponses {
         self.read(&tree, ArgumentFields::Text)
     }
 
-    /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`.
-    fn render_results(&self, reports: &[CallReport]) -> Value {
-        reports
+    /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`,
+    /// or `None` for no reports.
+    fn render_results(&self, reports: &[CallReport]) -> Option<Value> {
+        if reports.is_empty() {
+            return None;
+        }
+        let items = reports
             .iter()
             .map(|report| {
                 json!({
@@ -95,7 +99,8 @@ impl WireFormat for OpenAiResponses {
                     "output": report.result.to_json_string(),
                 })
             })
-            .collect()
+            .collect();
+        Some(items)
     }
 }
 
@@ -227,8 +232,9 @@ mod tests {
 
     #[test]
     fn results_are_function_call_output_items() {
-        let rendered =
-            OpenAiResponses::default().render_results(&[success("call_abc"), failure("call_def")]);
+        let rendered = OpenAiResponses::default()
+            .render_results(&[success("call_abc"), failure("call_def")])
+            .unwrap();
         assert_eq!(
             rendered,
             json!([
