@@ -99,7 +99,7 @@ fn parameters<'a>(format: &str, declaration: &'a Value) -> Option<&'a Value> {
     match format {
         "openai" | "openai-strict" => declaration["function"].get("parameters"),
         "openai-responses" => declaration.get("parameters"),
-        "anthropic" => declaration.get("input_schema"),
+        "anthropic" | "anthropic-strict" => declaration.get("input_schema"),
         "gemini" => declaration
             .get("parameters")
             .or_else(|| declaration.get("parametersJsonSchema")),

@@ -153,7 +153,7 @@ fn turn(format: &str, calls: &[Call]) -> String {
                     r#"{{"type":"function_call",{}"name":{name},"arguments":{args},"status":"completed"}}"#,
                     id("call_id")
                 ),
-                "anthropic" => format!(
+                "anthropic" | "anthropic-strict" => format!(
                     r#"{{"type":"tool_use",{}"name":{name},"input":{args}}}"#,
                     id("id")
                 ),
@@ -175,7 +175,7 @@ fn turn(format: &str, calls: &[Call]) -> String {
             format!(r#"{{"role":"assistant","content":null,"tool_calls":[{items}]}}"#)
         }
         "openai-responses" => format!(r#"{{"id":"resp_1","output":[{items}]}}"#),
-        "anthropic" => {
+        "anthropic" | "anthropic-strict" => {
             let text = r#"{"type":"text","text":"On it."}"#;
             let blocks = if items.is_empty() {
                 text.to_owned()
@@ -260,7 +260,9 @@ fn check_rendered(format: &str, reports: &[CallReport], rendered: Option<&Value>
         return;
     };
     let entries: Vec<&Value> = match format {
-        "anthropic" => rendered["content"].as_array().unwrap().iter().collect(),
+        "anthropic" | "anthropic-strict" => {
+            rendered["content"].as_array().unwrap().iter().collect()
+        }
         "gemini" => rendered["parts"].as_array().unwrap().iter().collect(),
         "mcp" if reports.len() == 1 => vec![rendered],
         _ => rendered.as_array().unwrap().iter().collect(),
@@ -270,7 +272,7 @@ fn check_rendered(format: &str, reports: &[CallReport], rendered: Option<&Value>
         let id = match format {
             "openai" | "openai-strict" => entry["tool_call_id"].as_str().map(str::to_owned),
             "openai-responses" => entry["call_id"].as_str().map(str::to_owned),
-            "anthropic" => entry["tool_use_id"].as_str().map(str::to_owned),
+            "anthropic" | "anthropic-strict" => entry["tool_use_id"].as_str().map(str::to_owned),
             "gemini" => entry["functionResponse"]["id"].as_str().map(str::to_owned),
             _ => Some(&entry["id"])
                 .filter(|id| !id.is_null())

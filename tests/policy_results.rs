@@ -174,7 +174,7 @@ fn assert_renders_everywhere(reports: &[CallReport]) {
     }
 
     // Anthropic: one user message of `tool_result` blocks, `is_error: true` on each.
-    let message = Anthropic
+    let message = Anthropic::default()
         .render_results(reports)
         .expect("reports are answered");
     assert_eq!(message["role"], "user", "{message}");

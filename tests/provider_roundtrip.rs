@@ -127,7 +127,7 @@ async fn anthropic_messages() {
         {"type": "tool_use", "id": "toolu_01B", "name": "get_order", "input": {"order_id": "ORD-9999"}},
         {"type": "tool_use", "id": "toolu_01C", "name": "get_order", "input": "ORD-1001"}
     ]});
-    let rendered = round_trip(&Anthropic, turn).await;
+    let rendered = round_trip(&Anthropic::default(), turn).await;
     assert_eq!(rendered["role"], "user", "all results in one user message");
     let blocks = rendered["content"].as_array().unwrap();
     assert_eq!(blocks.len(), 3);

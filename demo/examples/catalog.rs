@@ -4,8 +4,9 @@
 //! cargo run --example catalog -- --format openai-strict
 //! ```
 //!
-//! `--format` is one of `openai`, `openai-strict`, `openai-responses`, `anthropic`, `gemini` or
-//! `mcp` (default `openai`). The output is one JSON array on stdout.
+//! `--format` is one of `openai`, `openai-strict`, `openai-responses`, `anthropic`,
+//! `anthropic-strict`, `gemini` or `mcp` (default `openai`). The output is one JSON array on
+//! stdout.
 
 use std::process::ExitCode;
 

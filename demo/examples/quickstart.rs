@@ -67,7 +67,8 @@ async fn run(store_path: &std::path::Path) -> Result<[TurnAnswer; 2], Box<dyn st
     let session = Session::new(AuthContext::new("acme", "support-agent"), "run-1");
     let turn = r#"{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
         "name": "issue_refund", "input": {"order_id": "ORD-1001", "amount": 500}}]}"#;
-    let first = dispatcher.answer_turn(&Anthropic, &session, turn).await?;
+    let anthropic = Anthropic::default();
+    let first = dispatcher.answer_turn(&anthropic, &session, turn).await?;
     println!("model sees:  {}", first.reports[0].result.to_json_string());
 
     // The reconciler asked the provider (a ceiling of 30 s, should it never)...
@@ -80,7 +81,7 @@ async fn run(store_path: &std::path::Path) -> Result<[TurnAnswer; 2], Box<dyn st
         unknown.len()
     );
 
-    let again = dispatcher.answer_turn(&Anthropic, &session, turn).await?;
+    let again = dispatcher.answer_turn(&anthropic, &session, turn).await?;
     println!("model sees:  {}", again.reports[0].result.to_json_string());
     store.close().await;
     Ok([first, again])

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::descriptor::ToolDescriptor;
-use crate::provider::{LoweringFallback, LoweringTarget, Lowerings};
+use crate::provider::{AnthropicBudget, LoweringFallback, LoweringTarget, Lowerings};
 use crate::tool::Tool;
 use crate::validate::ArgsValidator;
 
@@ -83,9 +83,11 @@ impl std::fmt::Debug for RegisteredTool {
 /// The tools an agent may call, in registration order.
 ///
 /// Registering a tool compiles its validator and lowers its schema, once, to the dialects that
-/// cannot take the canonical schema (OpenAI strict mode, Gemini `parameters`); every catalog
-/// reuses them. A tool whose schema does not lower to one of them is still registered: it is
-/// listed in [`Registry::lowering_fallbacks`] and logged once, as a `tracing` warning.
+/// cannot take the canonical schema (OpenAI strict mode, Anthropic strict tool use, Gemini
+/// `parameters`); every catalog reuses them. A tool whose schema does not lower to one of them
+/// is still registered: it is listed in [`Registry::lowering_fallbacks`] and logged once, as a
+/// `tracing` warning. So is a tool that would take an Anthropic catalog past the limits of one
+/// request on strict tools, counted over the tools registered before it.
 ///
 /// ```
 /// use toolgate::prelude::*;
@@ -107,6 +109,8 @@ pub struct Registry {
     /// `(name, index)` sorted by name: a binary search over a few short names beats hashing.
     by_name: Vec<(&'static str, usize)>,
     fallbacks: Vec<LoweringFallback>,
+    /// What the tools declared strict in an Anthropic catalog use of one request's limits.
+    anthropic_budget: AnthropicBudget,
 }
 
 impl Registry {
@@ -136,7 +140,8 @@ impl Registry {
                 tool: name.to_owned(),
                 reason: err.to_string(),
             })?;
-        let lowerings = Lowerings::of(&schema);
+        let mut lowerings = Lowerings::of(&schema);
+        lowerings.spend(&mut self.anthropic_budget);
         for fallback in lowerings.fallbacks(name) {
             tracing::warn!(
                 tool = name,
@@ -185,12 +190,16 @@ impl Registry {
         &self.fallbacks
     }
 
-    /// The tools declared with `"strict": false` in OpenAI strict mode, and why: the
-    /// [`Registry::lowering_fallbacks`] of that dialect.
+    /// The tools declared with `"strict": false` in OpenAI strict mode or in Anthropic strict
+    /// tool use, and why: the [`Registry::lowering_fallbacks`] of those two dialects, each
+    /// naming its dialect in `error.target`.
     pub fn strict_fallbacks(&self) -> impl Iterator<Item = &LoweringFallback> {
-        self.fallbacks
-            .iter()
-            .filter(|fallback| fallback.error.target == LoweringTarget::OpenAiStrict)
+        self.fallbacks.iter().filter(|fallback| {
+            matches!(
+                fallback.error.target,
+                LoweringTarget::OpenAiStrict | LoweringTarget::AnthropicStrict
+            )
+        })
     }
 
     /// The tool called `name`.
@@ -287,7 +296,7 @@ mod tests {
         }
     }
 
-    /// A `#[serde(default)]` flag: Gemini takes it, strict mode does not.
+    /// A `#[serde(default)]` flag: Gemini and Anthropic take it, OpenAI strict mode does not.
     fn verbose() -> Declared {
         Declared {
             descriptor: &VERBOSE,
@@ -335,6 +344,12 @@ mod tests {
                 ),
                 (
                     "tag_order",
+                    LoweringTarget::AnthropicStrict,
+                    LoweringErrorKind::OpenObject,
+                    "/properties/tags/additionalProperties"
+                ),
+                (
+                    "tag_order",
                     LoweringTarget::Gemini,
                     LoweringErrorKind::OpenObject,
                     "/properties/tags/additionalProperties"
@@ -348,9 +363,9 @@ mod tests {
             ]
         );
         let strict: Vec<_> = registry.strict_fallbacks().map(|f| f.tool).collect();
-        assert_eq!(strict, ["tag_order", "search"]);
+        assert_eq!(strict, ["tag_order", "tag_order", "search"]);
         assert_eq!(
-            registry.lowering_fallbacks()[2].to_string(),
+            registry.lowering_fallbacks()[3].to_string(),
             "`search` is declared without strict mode: cannot lower the schema at \
              #/properties/verbose to OpenAI strict mode: `verbose` is optional but rejects null, \
              and strict mode makes the model send null for a value it leaves out; make the field \
@@ -360,7 +375,40 @@ mod tests {
         let mut registry = Registry::new();
         registry.register_tool(tag()).unwrap();
         assert!(registry.register_tool(tag()).is_err());
-        assert_eq!(registry.lowering_fallbacks().len(), 2);
+        assert_eq!(registry.lowering_fallbacks().len(), 3);
+    }
+
+    #[test]
+    fn an_anthropic_catalog_is_strict_only_within_the_limits_of_one_request() {
+        let mut registry = Registry::new();
+        for index in 0..=20 {
+            let name: &'static str = Box::leak(format!("tool_{index}").into_boxed_str());
+            let descriptor = Box::leak(Box::new(ToolDescriptor::new(name, "A tool.")));
+            let tool = Declared {
+                descriptor,
+                schema: weather().schema,
+            };
+            registry.register_tool(tool).unwrap();
+        }
+        let fallbacks: Vec<_> = registry.strict_fallbacks().collect();
+        assert_eq!(fallbacks.len(), 1);
+        assert_eq!(fallbacks[0].tool, "tool_20");
+        assert_eq!(fallbacks[0].error.kind, LoweringErrorKind::TooLarge);
+        assert_eq!(
+            fallbacks[0].to_string(),
+            "`tool_20` is declared without strict mode: cannot lower the schema at # to \
+             Anthropic strict tool use: 20 strict tools come before it, as many as one \
+             Anthropic request takes; register the tools that most need strict tool use first"
+        );
+        let anthropic = format_by_name("anthropic-strict")
+            .unwrap()
+            .catalog(&registry);
+        assert!(anthropic[..20].iter().all(|tool| tool["strict"] == true));
+        assert_eq!(anthropic[20]["strict"], false);
+        assert_eq!(anthropic[20]["input_schema"], weather().schema);
+        // OpenAI's limits are per schema: every tool is strict there.
+        let openai = format_by_name("openai-strict").unwrap().catalog(&registry);
+        assert!(openai.iter().all(|tool| tool["function"]["strict"] == true));
     }
 
     #[test]
@@ -461,6 +509,8 @@ mod tests {
                 [
                     "the tool's schema does not lower to OpenAI strict mode; catalogs declare it \
                      without strict mode: tag_order",
+                    "the tool's schema does not lower to Anthropic strict tool use; catalogs \
+                     declare it without strict mode: tag_order",
                     "the tool's schema does not lower to Gemini parameters; catalogs declare it \
                      with parametersJsonSchema: tag_order",
                     "the tool's schema does not lower to OpenAI strict mode; catalogs declare it \
@@ -473,7 +523,7 @@ mod tests {
                     assert_eq!(catalog.len(), 3, "{name}");
                 }
             }
-            assert_eq!(warnings.seen().len(), 3, "{:?}", warnings.seen());
+            assert_eq!(warnings.seen().len(), 4, "{:?}", warnings.seen());
         });
     }
 }

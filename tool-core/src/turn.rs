@@ -66,7 +66,7 @@ impl Dispatcher {
     /// let turn = r#"{"role": "assistant", "content": [
     ///     {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"order_id": "ORD-1"}}
     /// ]}"#;
-    /// let anthropic = Anthropic;
+    /// let anthropic = Anthropic::default();
     /// let answer = dispatcher.answer_turn(&anthropic, &session, turn).await.unwrap();
     /// let message = answer.message.expect("a turn with a call is answered");
     /// assert_eq!(message["role"], "user");
@@ -108,6 +108,8 @@ mod tests {
         AuthContext, Ctx, ErrorKind, JsonText, Outcome, Registry, Status, Tool, ToolDescriptor,
         ToolFuture,
     };
+
+    const ANTHROPIC: Anthropic = Anthropic { strict: false };
 
     /// Answers with its arguments; counts its runs.
     struct Echo(Arc<AtomicUsize>);
@@ -216,7 +218,7 @@ mod tests {
             {"type": "tool_use", "id": "toolu_2", "name": "nope", "input": {}}
         ]}"#;
         let answer = dispatcher()
-            .answer_turn(&Anthropic, &session(), turn)
+            .answer_turn(&ANTHROPIC, &session(), turn)
             .await
             .unwrap();
         assert_two_answers(&answer);
@@ -235,7 +237,7 @@ mod tests {
         let dispatcher = counted(runs.clone());
         let turn = r#"{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}"#;
         let answer = dispatcher
-            .answer_turn(&Anthropic, &session(), turn)
+            .answer_turn(&ANTHROPIC, &session(), turn)
             .await
             .unwrap();
         assert_eq!(answer.message, None);
@@ -252,7 +254,7 @@ mod tests {
             "function": {"name": "echo", "arguments": "{\"text\": \"hi\"}"}}], "content": 5}"#;
         for turn in ["{\"role\": \"assistant\", \"content\": [", turn] {
             let err = dispatcher
-                .answer_turn(&Anthropic, &session(), turn)
+                .answer_turn(&ANTHROPIC, &session(), turn)
                 .await
                 .expect_err("not an Anthropic turn");
             let TurnError::Unreadable(format_error) = err else {
@@ -266,7 +268,7 @@ mod tests {
             {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"text": "hi"}}
         ]}"#;
         dispatcher
-            .answer_turn(&Anthropic, &session(), turn)
+            .answer_turn(&ANTHROPIC, &session(), turn)
             .await
             .unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -279,7 +281,7 @@ mod tests {
             {"type": "tool_use", "id": "toolu_1", "name": "admin", "input": {}}
         ]}"#;
         let err = dispatcher()
-            .answer_turn(&Anthropic, &session, turn)
+            .answer_turn(&ANTHROPIC, &session, turn)
             .await
             .expect_err("the run aborts");
         let TurnError::Aborted(aborted) = err else {

@@ -225,7 +225,7 @@ impl Desk {
     async fn turn(&mut self, dialect: Dialect, message: &str) -> Result<Value, String> {
         let format: Box<dyn WireFormat + Send + Sync> = match dialect {
             Dialect::OpenAi => Box::new(OpenAiChat { strict: false }),
-            Dialect::Anthropic => Box::new(Anthropic),
+            Dialect::Anthropic => Box::new(Anthropic::default()),
         };
         let calls = format
             .parse_calls_text(message)

@@ -3,7 +3,8 @@
 //!
 //! Every format starts from the one canonical schema of each tool ([`crate::schema`]); the
 //! dialects that cannot take it as it is get it lowered: [`openai_strict`] for OpenAI strict
-//! mode, [`gemini`] for Gemini's OpenAPI subset.
+//! mode, [`anthropic_strict`] for Anthropic strict tool use, [`gemini`] for Gemini's OpenAPI
+//! subset.
 //!
 //! | name | format |
 //! |---|---|
@@ -11,6 +12,7 @@
 //! | `openai-strict` | [`OpenAiChat`] with `strict` |
 //! | `openai-responses` | [`OpenAiResponses`] (strict where the schema allows, as the API defaults to) |
 //! | `anthropic` | [`Anthropic`] |
+//! | `anthropic-strict` | [`Anthropic`] with `strict` |
 //! | `gemini` | [`Gemini`] |
 //! | `mcp` | [`Mcp`] |
 //!
@@ -52,20 +54,22 @@ use crate::registry::Registry;
 
 pub use anthropic::Anthropic;
 pub use gemini::Gemini;
-pub(crate) use lower::Lowerings;
+pub(crate) use lower::{AnthropicBudget, Lowerings};
 pub use lower::{
-    LoweringError, LoweringErrorKind, LoweringFallback, LoweringTarget, gemini, openai_strict,
+    LoweringError, LoweringErrorKind, LoweringFallback, LoweringTarget, anthropic_strict, gemini,
+    openai_strict,
 };
 pub use mcp::Mcp;
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 
 /// The names [`format_by_name`] knows, as `--format` spells them.
-pub const FORMAT_NAMES: [&str; 6] = [
+pub const FORMAT_NAMES: [&str; 7] = [
     "openai",
     "openai-strict",
     "openai-responses",
     "anthropic",
+    "anthropic-strict",
     "gemini",
     "mcp",
 ];
@@ -76,7 +80,8 @@ pub fn format_by_name(name: &str) -> Option<Box<dyn WireFormat>> {
         "openai" => Box::new(OpenAiChat { strict: false }),
         "openai-strict" => Box::new(OpenAiChat { strict: true }),
         "openai-responses" => Box::new(OpenAiResponses { strict: true }),
-        "anthropic" => Box::new(Anthropic),
+        "anthropic" => Box::new(Anthropic { strict: false }),
+        "anthropic-strict" => Box::new(Anthropic { strict: true }),
         "gemini" => Box::new(Gemini),
         "mcp" => Box::new(Mcp),
         _ => return None,
@@ -187,6 +192,7 @@ mod tests {
             assert_eq!(format.name(), name);
         }
         assert!(format_by_name("openai_strict").is_none());
+        assert!(format_by_name("anthropic_strict").is_none());
         assert!(format_by_name("").is_none());
     }
 

@@ -8,6 +8,8 @@ use std::fmt;
 pub enum LoweringTarget {
     /// OpenAI Structured Outputs (`"strict": true`), Chat Completions and Responses.
     OpenAiStrict,
+    /// Anthropic strict tool use (`"strict": true` on a tool of the Messages API).
+    AnthropicStrict,
     /// Gemini function declarations (`parameters`, an OpenAPI 3.0 subset).
     Gemini,
 }
@@ -16,6 +18,7 @@ impl fmt::Display for LoweringTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             LoweringTarget::OpenAiStrict => "OpenAI strict mode",
+            LoweringTarget::AnthropicStrict => "Anthropic strict tool use",
             LoweringTarget::Gemini => "Gemini parameters",
         })
     }
@@ -27,8 +30,8 @@ impl fmt::Display for LoweringTarget {
 pub enum LoweringErrorKind {
     /// The root is not an object schema (an enum, a scalar, a nullable object).
     RootNotObject,
-    /// An optional property whose schema rejects `null`, which strict mode makes the model send
-    /// for an absent value.
+    /// An optional property whose schema rejects `null`, which OpenAI strict mode makes the
+    /// model send for an absent value.
     OptionalNotNullable,
     /// A keyword the target lacks that cannot be dropped without changing the arguments' shape.
     UnsupportedKeyword,
@@ -36,13 +39,16 @@ pub enum LoweringErrorKind {
     OpenObject,
     /// A schema that accepts any JSON value (`serde_json::Value`) or none.
     Unconstrained,
-    /// A type the target cannot express (several types at once, `null` alone, a non-string enum).
+    /// A type the target cannot express (several types at once, `null` alone, a non-string enum
+    /// for Gemini, an enum of objects or arrays for Anthropic).
     UnsupportedType,
     /// A `$ref` that does not point into the schema itself.
     UnresolvedRef,
-    /// A recursive type where the target needs every reference inlined.
+    /// A recursive type, where the target needs every reference inlined (Gemini) or takes no
+    /// recursion at all (Anthropic).
     Recursive,
-    /// The schema exceeds one of the target's size limits.
+    /// The schema exceeds one of the target's size limits (for Anthropic, also one of the
+    /// limits of a request that the tools registered before it leave no room in).
     TooLarge,
 }
 

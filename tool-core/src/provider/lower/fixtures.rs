@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use super::LoweringError;
 use super::LoweringErrorKind;
-use super::strict::{STRICT_FORMATS, STRICT_KEYWORDS, is_object};
+use super::anthropic_strict::{ANTHROPIC_FORMATS, ANTHROPIC_KEYWORDS};
+use super::strict::{Required, STRICT_FORMATS, STRICT_KEYWORDS, Takes, is_object};
 use crate::schema::walk_schemas;
 
 // Field docs become descriptions; a documented struct field is a `$ref` with a sibling.
@@ -119,12 +120,6 @@ pub(super) struct WithValue {
     extra: serde_json::Value,
 }
 
-/// Whether strict mode's output may hold `keyword`: every keyword it keeps, `oneOf` being
-/// written as `anyOf`.
-fn in_strict_output(keyword: &str) -> bool {
-    keyword != "oneOf" && STRICT_KEYWORDS.iter().any(|(known, _)| *known == keyword)
-}
-
 const GEMINI_KEYWORDS: [&str; 22] = [
     "type",
     "format",
@@ -150,8 +145,38 @@ const GEMINI_KEYWORDS: [&str; 22] = [
     "maximum",
 ];
 
-/// Asserts every rule of strict mode on `schema` and each schema in it.
+/// Asserts every rule of OpenAI strict mode on `schema` and each schema in it.
 pub(super) fn assert_strict(schema: &Value) {
+    assert_subset(schema, &STRICT_KEYWORDS, &STRICT_FORMATS, Required::Every);
+}
+
+/// Asserts every rule of Anthropic's strict tool use on `schema` and each schema in it.
+pub(super) fn assert_anthropic_strict(schema: &Value) {
+    assert_subset(
+        schema,
+        &ANTHROPIC_KEYWORDS,
+        &ANTHROPIC_FORMATS,
+        Required::AsDeclared,
+    );
+    walk_schemas(schema, "", &mut |object, at| {
+        if let Some(count) = object.get("minItems") {
+            assert!(*count == json!(0) || *count == json!(1), "{at}: {count}");
+        }
+        let values = match (object.get("enum"), object.get("const")) {
+            (Some(Value::Array(values)), _) => values.clone(),
+            (_, Some(value)) => vec![value.clone()],
+            _ => Vec::new(),
+        };
+        for value in values {
+            assert!(!value.is_object() && !value.is_array(), "{at}: {value}");
+        }
+    });
+}
+
+/// Asserts the rules both strict subsets share, with the subset's keywords and formats: only
+/// those keywords (`oneOf` written as `anyOf`), a `$ref` alone, a type for every schema, and
+/// closed objects whose `required` lists every property or only properties.
+fn assert_subset(schema: &Value, keywords: &[(&str, Takes)], formats: &[&str], required: Required) {
     assert_eq!(
         schema["type"], "object",
         "the root must be an object: {schema}"
@@ -160,11 +185,12 @@ pub(super) fn assert_strict(schema: &Value) {
     jsonschema::meta::validate(schema).expect("a valid JSON Schema 2020-12");
     walk_schemas(schema, "", &mut |object, at| {
         for keyword in object.keys() {
-            assert!(in_strict_output(keyword), "{at}: `{keyword}` in {object:?}");
+            let kept = keyword != "oneOf" && keywords.iter().any(|(known, _)| known == keyword);
+            assert!(kept, "{at}: `{keyword}` in {object:?}");
         }
         if let Some(format) = object.get("format") {
             assert!(
-                STRICT_FORMATS.contains(&format.as_str().unwrap()),
+                formats.contains(&format.as_str().unwrap()),
                 "{at}: format {format}"
             );
         }
@@ -192,13 +218,23 @@ pub(super) fn assert_strict(schema: &Value) {
             );
             let properties: Vec<&String> =
                 object["properties"].as_object().unwrap().keys().collect();
-            let required: Vec<&str> = object["required"]
+            let listed: Vec<&str> = object["required"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .map(|name| name.as_str().unwrap())
                 .collect();
-            assert_eq!(properties, required, "{at}: every property is required");
+            match required {
+                Required::Every => {
+                    assert_eq!(properties, listed, "{at}: every property is required");
+                }
+                Required::AsDeclared => assert!(
+                    listed
+                        .iter()
+                        .all(|name| properties.iter().any(|p| p == name)),
+                    "{at}: only properties are required"
+                ),
+            }
         }
     });
 }

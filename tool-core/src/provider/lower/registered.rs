@@ -5,13 +5,15 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::anthropic_limits::AnthropicBudget;
 use super::error::{LoweringError, LoweringTarget};
-use super::{gemini, openai_strict};
+use super::{anthropic_strict, gemini, openai_strict};
 use crate::provider::gemini::declares_parameters;
 
 /// A tool whose schema does not lower to a dialect, so that every catalog in that dialect
-/// declares it with its canonical schema instead: `"strict": false` in OpenAI strict mode,
-/// `parametersJsonSchema` for Gemini. The validator enforces the canonical schema either way.
+/// declares it with its canonical schema instead: `"strict": false` in OpenAI strict mode and
+/// Anthropic strict tool use, `parametersJsonSchema` for Gemini. The validator enforces the
+/// canonical schema either way.
 ///
 /// [`Registry::lowering_fallbacks`](crate::Registry::lowering_fallbacks) lists them, found
 /// when each tool was registered.
@@ -28,7 +30,7 @@ impl LoweringFallback {
     /// How the tool is declared in the dialect instead.
     pub fn declared(&self) -> &'static str {
         match self.error.target {
-            LoweringTarget::OpenAiStrict => "without strict mode",
+            LoweringTarget::OpenAiStrict | LoweringTarget::AnthropicStrict => "without strict mode",
             LoweringTarget::Gemini => "with parametersJsonSchema",
         }
     }
@@ -50,6 +52,7 @@ impl fmt::Display for LoweringFallback {
 #[derive(Debug, Clone)]
 pub(crate) struct Lowerings {
     strict: Result<Value, LoweringError>,
+    anthropic: Result<Value, LoweringError>,
     /// `None` when the Gemini declaration has no parameters.
     gemini: Option<Result<Value, LoweringError>>,
 }
@@ -59,13 +62,30 @@ impl Lowerings {
     pub(crate) fn of(schema: &Value) -> Self {
         Lowerings {
             strict: openai_strict(schema),
+            anthropic: anthropic_strict(schema),
             gemini: declares_parameters(schema).then(|| gemini(schema)),
         }
     }
 
-    /// The strict-mode schema, or why there is none.
+    /// Counts the tool's Anthropic strict schema against what the tools registered before it
+    /// use of the limits of one request ([`AnthropicBudget`]): a tool that would pass one is
+    /// declared without strict tool use, and the limit is why.
+    pub(crate) fn spend(&mut self, budget: &mut AnthropicBudget) {
+        if let Ok(lowered) = &self.anthropic
+            && let Err(err) = budget.spend(lowered)
+        {
+            self.anthropic = Err(err);
+        }
+    }
+
+    /// The OpenAI strict-mode schema, or why there is none.
     pub(crate) fn strict(&self) -> Result<&Value, &LoweringError> {
         self.strict.as_ref()
+    }
+
+    /// The Anthropic strict tool use schema, or why there is none.
+    pub(crate) fn anthropic_strict(&self) -> Result<&Value, &LoweringError> {
+        self.anthropic.as_ref()
     }
 
     /// Gemini's `parameters`, or why there are none; `None` for a declaration without them.
@@ -76,12 +96,14 @@ impl Lowerings {
     /// The fallbacks of the tool `tool`, one per dialect its schema does not lower to.
     pub(crate) fn fallbacks(&self, tool: &'static str) -> impl Iterator<Item = LoweringFallback> {
         let strict = self.strict.as_ref().err();
+        let anthropic = self.anthropic.as_ref().err();
         let gemini = self
             .gemini
             .as_ref()
             .and_then(|lowered| lowered.as_ref().err());
         strict
             .into_iter()
+            .chain(anthropic)
             .chain(gemini)
             .map(move |error| LoweringFallback {
                 tool,

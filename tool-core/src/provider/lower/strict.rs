@@ -1,15 +1,22 @@
-//! OpenAI strict mode (Structured Outputs): the keywords it keeps, closed objects with every
-//! property required, and optional properties kept nullable.
+//! The strict dialects: OpenAI strict mode (Structured Outputs) and Anthropic strict tool use,
+//! which both constrain the model's sampling to a subset of JSON Schema. One dialect walks the
+//! schema for both ([`Strict`]): closed objects, a `$ref` kept bare, only the keywords of the
+//! subset. A [`Subset`] says what differs: which keywords and formats it keeps, whether every
+//! property must be required, and the checks of the whole lowered schema. OpenAI's subset is
+//! here ([`openai_strict`]); Anthropic's is in `anthropic_strict`.
+
+use std::marker::PhantomData;
 
 use serde_json::{Map, Value};
 
+use super::anthropic_strict::grammar_takes_pattern;
 use super::error::{LoweringError, LoweringErrorKind, LoweringTarget};
 use super::lowerer::{Dialect, Lowerer};
 use super::nullable::accepts_null;
 use super::strict_limits::check_strict_limits;
 use crate::schema::child_pointer as child;
 
-/// What strict mode takes as the value of a keyword it keeps.
+/// What a strict subset takes as the value of a keyword it keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Takes {
     /// Subschemas, each lowered in turn (`oneOf` is written as `anyOf`).
@@ -18,20 +25,58 @@ pub(super) enum Takes {
     Type,
     /// A reference that resolves inside the schema.
     Reference,
-    /// One of [`STRICT_FORMATS`]; another format is dropped.
+    /// One of the subset's formats ([`Subset::FORMATS`]); another format is dropped.
     Format,
     /// A string; another value is dropped.
     Text,
+    /// A regular expression Anthropic's grammar compiles
+    /// ([`grammar_takes_pattern`]); another is dropped.
+    Pattern,
     /// A number; another value is dropped.
     Number,
+    /// Values that are neither objects nor arrays (one for `const`, a list for `enum`); a
+    /// schema with another is refused.
+    Primitives,
+    /// A count of items, kept as `0` or `1` (a larger minimum is written as `1`, which it
+    /// implies); another value is dropped.
+    AtMostOne,
     /// Any value, kept as it is.
     Any,
     /// Recomputed for every object (`required`, `additionalProperties`).
     Recomputed,
 }
 
-/// The keywords strict mode keeps. Every other keyword only annotates or loosens what the
-/// model is told and is dropped, or is refused before the keywords are read.
+/// Which properties a strict subset lists in `required`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Required {
+    /// Every property: an optional one stays nullable, and one that rejects `null` is an error.
+    Every,
+    /// Those the canonical schema requires: an optional property stays optional.
+    AsDeclared,
+}
+
+/// One provider's strict subset of JSON Schema: what it keeps and checks where the strict
+/// dialects differ.
+pub(super) trait Subset {
+    /// The dialect, named in every error.
+    const TARGET: LoweringTarget;
+    /// The keywords kept, and what each takes. Every other keyword is dropped (it only
+    /// annotates or loosens what the model is told), or refused before the keywords are read.
+    const KEYWORDS: &'static [(&'static str, Takes)];
+    /// The `format` values kept.
+    const FORMATS: &'static [&'static str];
+    /// Which properties `required` lists.
+    const REQUIRED: Required;
+
+    /// Checks the lowered schema `lowered` of the canonical `schema` as a whole: size limits,
+    /// and what the subset cannot describe at all.
+    fn check(schema: &Value, lowered: &Value) -> Result<(), LoweringError>;
+}
+
+/// OpenAI's strict subset.
+pub(super) struct OpenAi;
+
+/// The keywords OpenAI strict mode keeps.
 pub(super) const STRICT_KEYWORDS: [(&str, Takes); 22] = [
     ("type", Takes::Type),
     ("properties", Takes::Subschemas),
@@ -57,7 +102,7 @@ pub(super) const STRICT_KEYWORDS: [(&str, Takes); 22] = [
     ("maxItems", Takes::Number),
 ];
 
-/// The `format` values strict mode supports.
+/// The `format` values OpenAI strict mode supports.
 pub(super) const STRICT_FORMATS: [&str; 9] = [
     "date-time",
     "time",
@@ -70,12 +115,15 @@ pub(super) const STRICT_FORMATS: [&str; 9] = [
     "uuid",
 ];
 
-/// What strict mode takes for `keyword`, or `None` when it drops the keyword.
-fn takes(keyword: &str) -> Option<Takes> {
-    STRICT_KEYWORDS
-        .iter()
-        .find(|(known, _)| *known == keyword)
-        .map(|(_, takes)| *takes)
+impl Subset for OpenAi {
+    const TARGET: LoweringTarget = LoweringTarget::OpenAiStrict;
+    const KEYWORDS: &'static [(&'static str, Takes)] = &STRICT_KEYWORDS;
+    const FORMATS: &'static [&'static str] = &STRICT_FORMATS;
+    const REQUIRED: Required = Required::Every;
+
+    fn check(_schema: &Value, lowered: &Value) -> Result<(), LoweringError> {
+        check_strict_limits(lowered)
+    }
 }
 
 /// Lowers a canonical schema to OpenAI strict mode (Structured Outputs).
@@ -122,27 +170,43 @@ fn takes(keyword: &str) -> Option<Takes> {
 /// # Ok::<(), toolgate::provider::LoweringError>(())
 /// ```
 pub fn openai_strict(schema: &Value) -> Result<Value, LoweringError> {
-    let lowered = Lowerer::<Strict>::lower_document(schema)?;
+    lower_strict::<OpenAi>(schema)
+}
+
+/// Lowers `schema` to the strict subset `S`: the shared walk, a root that is an object, and
+/// the subset's own checks of the result.
+pub(super) fn lower_strict<S: Subset>(schema: &Value) -> Result<Value, LoweringError> {
+    let lowered = Lowerer::<Strict<S>>::lower_document(schema)?;
     if lowered.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(LoweringError::root_not_object(LoweringTarget::OpenAiStrict));
+        return Err(LoweringError::root_not_object(S::TARGET));
     }
     let lowered = Value::Object(lowered);
-    check_strict_limits(&lowered)?;
+    S::check(schema, &lowered)?;
     Ok(lowered)
 }
 
-/// The strict dialect.
-pub(super) struct Strict;
+/// The strict dialect of the subset `S`.
+pub(super) struct Strict<S>(PhantomData<S>);
 
-impl Dialect for Strict {
-    const TARGET: LoweringTarget = LoweringTarget::OpenAiStrict;
+impl<S: Subset> Strict<S> {
+    /// What the subset takes for `keyword`, or `None` when it drops the keyword.
+    fn takes(keyword: &str) -> Option<Takes> {
+        S::KEYWORDS
+            .iter()
+            .find(|(known, _)| *known == keyword)
+            .map(|(_, takes)| *takes)
+    }
+}
+
+impl<S: Subset> Dialect for Strict<S> {
+    const TARGET: LoweringTarget = S::TARGET;
     const RECURSIVE_FIX: &'static str = "remove the keywords next to the recursive `$ref`";
     type Node = ();
 
     /// The root's `$ref` always, which keeps a `$ref: "#"` with siblings a plain reference.
-    /// Elsewhere, strict mode rejects keywords next to `$ref`: a reference with siblings it
-    /// keeps is inlined, unless that would recurse, in which case the siblings are dropped
-    /// instead (which only loosens).
+    /// Elsewhere, the strict subsets reject keywords next to `$ref`: a reference with siblings
+    /// that are kept is inlined, unless that would recurse, in which case the siblings are
+    /// dropped instead (which only loosens).
     fn inlines(lowerer: &Lowerer<'_, Self>, schema: &Map<String, Value>, is_root: bool) -> bool {
         if is_root {
             return true;
@@ -154,11 +218,11 @@ impl Dialect for Strict {
         !recursive
             && schema
                 .keys()
-                .any(|key| key != "$ref" && key != "$defs" && takes(key).is_some())
+                .any(|key| key != "$ref" && key != "$defs" && Self::takes(key).is_some())
     }
 
     fn descends(keyword: &str) -> bool {
-        takes(keyword) == Some(Takes::Subschemas)
+        Self::takes(keyword) == Some(Takes::Subschemas)
     }
 
     fn keyword(
@@ -170,28 +234,38 @@ impl Dialect for Strict {
         out: &mut Map<String, Value>,
         _node: &mut (),
     ) -> Result<(), LoweringError> {
-        let keep = match takes(keyword) {
+        let kept = match Self::takes(keyword) {
             Some(Takes::Type) => {
                 check_types(lowerer, value, &child(pointer, keyword))?;
-                true
+                Some(value.clone())
             }
             Some(Takes::Reference) => {
                 let reference = lowerer.reference_str(value, pointer)?;
                 lowerer.resolve(reference, pointer)?;
-                true
+                Some(value.clone())
             }
             Some(Takes::Format) => value
                 .as_str()
-                .is_some_and(|format| STRICT_FORMATS.contains(&format)),
-            Some(Takes::Text) => value.is_string(),
-            Some(Takes::Number) => value.is_number(),
-            Some(Takes::Any) => true,
+                .is_some_and(|format| S::FORMATS.contains(&format))
+                .then(|| value.clone()),
+            Some(Takes::Text) => value.is_string().then(|| value.clone()),
+            Some(Takes::Pattern) => value
+                .as_str()
+                .is_some_and(grammar_takes_pattern)
+                .then(|| value.clone()),
+            Some(Takes::Number) => value.is_number().then(|| value.clone()),
+            Some(Takes::Primitives) => {
+                check_primitives(lowerer, keyword, value, &child(pointer, keyword))?;
+                Some(value.clone())
+            }
+            Some(Takes::AtMostOne) => value.as_u64().map(|count| Value::from(count.min(1))),
+            Some(Takes::Any) => Some(value.clone()),
             // `required` and `additionalProperties` are set for every object in `finish`;
             // subschemas never reach here.
-            Some(Takes::Recomputed | Takes::Subschemas) | None => false,
+            Some(Takes::Recomputed | Takes::Subschemas) | None => None,
         };
-        if keep {
-            out.insert(keyword.to_owned(), value.clone());
+        if let Some(kept) = kept {
+            out.insert(keyword.to_owned(), kept);
         }
         Ok(())
     }
@@ -222,9 +296,9 @@ impl Dialect for Strict {
     }
 }
 
-/// Strict objects: closed, every property required, optional ones nullable.
-fn close_object(
-    lowerer: &Lowerer<'_, Strict>,
+/// Strict objects: closed, with the properties [`Subset::REQUIRED`] says listed in `required`.
+fn close_object<S: Subset>(
+    lowerer: &Lowerer<'_, Strict<S>>,
     schema: &Map<String, Value>,
     out: &mut Map<String, Value>,
     pointer: &str,
@@ -239,7 +313,7 @@ fn close_object(
     if !out.contains_key("type") {
         out.insert("type".into(), Value::from("object"));
     }
-    let required: Vec<&str> = schema
+    let declared: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
         .map(|names| names.iter().filter_map(Value::as_str).collect())
@@ -249,33 +323,44 @@ fn close_object(
         .get("properties")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    for (name, property) in canonical_properties {
-        if !required.contains(&name.as_str()) && !accepts_null(property, lowerer.root, 0) {
-            return Err(lowerer.error(
-                LoweringErrorKind::OptionalNotNullable,
-                &child(&child(pointer, "properties"), name),
-                format!(
-                    "`{name}` is optional but rejects null, and strict mode makes the model \
-                     send null for a value it leaves out"
-                ),
-                "make the field `Option<T>` (instead of `#[serde(default)]`) to use strict mode",
-            ));
+    let required: Vec<Value> = match S::REQUIRED {
+        Required::Every => {
+            for (name, property) in canonical_properties {
+                if !declared.contains(&name.as_str()) && !accepts_null(property, lowerer.root, 0) {
+                    return Err(lowerer.error(
+                        LoweringErrorKind::OptionalNotNullable,
+                        &child(&child(pointer, "properties"), name),
+                        format!(
+                            "`{name}` is optional but rejects null, and strict mode makes the \
+                             model send null for a value it leaves out"
+                        ),
+                        "make the field `Option<T>` (instead of `#[serde(default)]`) to use \
+                         strict mode",
+                    ));
+                }
+            }
+            canonical_properties
+                .keys()
+                .cloned()
+                .map(Value::from)
+                .collect()
         }
-    }
-    let names: Vec<Value> = canonical_properties
-        .keys()
-        .cloned()
-        .map(Value::from)
-        .collect();
+        Required::AsDeclared => canonical_properties
+            .keys()
+            .filter(|name| declared.contains(&name.as_str()))
+            .cloned()
+            .map(Value::from)
+            .collect(),
+    };
     out.entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
-    out.insert("required".into(), Value::Array(names));
+    out.insert("required".into(), Value::Array(required));
     out.insert("additionalProperties".into(), Value::Bool(false));
     Ok(())
 }
 
-fn check_types(
-    lowerer: &Lowerer<'_, Strict>,
+fn check_types<S: Subset>(
+    lowerer: &Lowerer<'_, Strict<S>>,
     value: &Value,
     pointer: &str,
 ) -> Result<(), LoweringError> {
@@ -302,6 +387,31 @@ fn check_types(
             "fix the custom schema attribute",
         ))
     }
+}
+
+/// Refuses an `enum` or `const` with an object or array among its values.
+fn check_primitives<S: Subset>(
+    lowerer: &Lowerer<'_, Strict<S>>,
+    keyword: &str,
+    value: &Value,
+    pointer: &str,
+) -> Result<(), LoweringError> {
+    let values = match (keyword, value) {
+        ("enum", Value::Array(values)) => values.as_slice(),
+        _ => std::slice::from_ref(value),
+    };
+    if values
+        .iter()
+        .any(|value| value.is_object() || value.is_array())
+    {
+        return Err(lowerer.error(
+            LoweringErrorKind::UnsupportedType,
+            pointer,
+            format!("`{keyword}` holds an object or an array"),
+            "use an enum of unit variants, or of strings, numbers and booleans",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether a schema describes an object (it has `properties`, or `object` among its types).
