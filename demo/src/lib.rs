@@ -8,6 +8,7 @@
 //! | [`fake_provider`] | the fake payment provider: a durable ledger, idempotency keys, scripted faults |
 //! | [`payments`] | that provider over loopback HTTP: its server and the client the tools call it with |
 //! | [`harness`] | runs the `refund_desk` and `fake_payments` examples as processes, for tests |
+//! | [`wire_samples`] | the sample tools and results the provider wire fixtures are recorded from |
 //!
 //! The examples, run from the repository's root:
 //!
@@ -16,6 +17,7 @@
 //! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
 //! cargo run --example fake_payments -- --port 7070      # the provider as a process of its own
 //! cargo run --example catalog -- --format openai-strict # the tools as the model sees them
+//! cargo run --example wire_samples                      # the wire samples in every format
 //! ```
 //!
 //! The script format of the refund desk is in `demo/scenarios/README.md`.
@@ -24,3 +26,4 @@ pub mod fake_provider;
 pub mod harness;
 pub mod payments;
 pub mod shop;
+pub mod wire_samples;
