@@ -5,6 +5,11 @@ pub use toolgate_core::*;
 
 pub mod store;
 
+/// The MCP server: a [`Dispatcher`]'s tools over stdio or streamable HTTP (feature `mcp`).
+#[cfg(feature = "mcp")]
+#[doc(inline)]
+pub use toolgate_mcp as mcp;
+
 #[doc(inline)]
 pub use toolgate_macros::tool;
 
