@@ -11,12 +11,39 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use toolgate_core::Session;
 
+use std::fmt;
+use std::sync::Arc;
+
 use crate::calls;
 use crate::peer::{Peer, TransportKind};
 use crate::protocol_errors;
-use crate::server::McpServer;
+use crate::server::Inner;
 
-impl McpServer {
+/// An [`McpServer`](crate::McpServer) as the SDK's [`ServerHandler`]: what
+/// [`McpServer::handler`](crate::McpServer::handler) and
+/// [`McpServer::http_service`](crate::McpServer::http_service) hand to the SDK. A clone is the
+/// same server.
+#[derive(Clone)]
+pub struct McpHandler {
+    inner: Arc<Inner>,
+    /// How the requests reach it, unless they carry an HTTP head.
+    transport: TransportKind,
+}
+
+impl fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("server", &self.inner.info.server_info.name)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHandler {
+    pub(crate) fn new(inner: Arc<Inner>, transport: TransportKind) -> Self {
+        McpHandler { inner, transport }
+    }
+
     /// The session the hook gives the client of this request, or the error refusing it.
     async fn session_of(
         &self,
@@ -44,7 +71,7 @@ impl McpServer {
     }
 }
 
-impl ServerHandler for McpServer {
+impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
         self.inner.info.clone()
     }
@@ -114,9 +141,12 @@ impl ServerHandler for McpServer {
             .inner
             .in_flight
             .spawn(async move { dispatcher.dispatch(&session, call).await });
+        // A cancelled request is answered by no one (the SDK drops its answer): once the client
+        // cancelled, stop waiting, whether or not the call has ended.
         let dispatched = tokio::select! {
-            joined = running => joined.map_err(|err| protocol_errors::lost(&err))?,
+            biased;
             () = context.ct.cancelled() => return Err(protocol_errors::cancelled()),
+            joined = running => joined.map_err(|err| protocol_errors::lost(&err))?,
         };
         match dispatched {
             Ok(report) => calls::answer(&report).map(CallToolResponse::from),

@@ -80,6 +80,7 @@ mod server;
 mod stdio_session;
 mod streamable_http;
 
+pub use handler::McpHandler;
 pub use hook::{Refused, SessionHook};
 pub use peer::{Peer, TransportKind};
 pub use protocol_errors::{RUN_ABORTED, SESSION_REFUSED};

@@ -10,6 +10,7 @@ use rmcp::transport::IntoTransport;
 use toolgate_core::Dispatcher;
 
 use crate::catalog;
+use crate::handler::McpHandler;
 use crate::hook::SessionHook;
 use crate::in_flight::InFlight;
 use crate::peer::TransportKind;
@@ -30,13 +31,12 @@ use crate::peer::TransportKind;
 /// call: a write runs to its end and is recorded, and the same call again answers its
 /// outcome. The serving methods return once every call they started has ended.
 ///
-/// `McpServer` is the SDK's [`ServerHandler`](rmcp::ServerHandler), for programs that drive the
-/// SDK themselves; ping and cancellation are the SDK's.
+/// Ping and cancellation are the SDK's. For programs that drive the SDK themselves,
+/// [`handler`](Self::handler) is the server as the SDK's
+/// [`ServerHandler`](rmcp::ServerHandler).
 #[derive(Clone)]
 pub struct McpServer {
     pub(crate) inner: Arc<Inner>,
-    /// How this copy of the server is reached (HTTP requests are recognised by their head).
-    pub(crate) transport: TransportKind,
 }
 
 pub(crate) struct Inner {
@@ -53,7 +53,6 @@ impl fmt::Debug for McpServer {
         f.debug_struct("McpServer")
             .field("server", &self.inner.info.server_info.name)
             .field("tools", &self.inner.tools.len())
-            .field("transport", &self.transport)
             .field("calls_in_flight", &self.inner.in_flight.running())
             .finish_non_exhaustive()
     }
@@ -186,13 +185,20 @@ impl McpServer {
         self.serve_on(TransportKind::Stream, transport).await
     }
 
+    /// The server as the SDK's [`ServerHandler`](rmcp::ServerHandler), for a program that
+    /// serves it with the SDK itself (`rmcp::ServiceExt::serve`); its requests reach the hook as
+    /// [`TransportKind::Stream`], or [`TransportKind::Http`] when they carry an HTTP head.
+    pub fn handler(&self) -> McpHandler {
+        McpHandler::new(self.inner.clone(), TransportKind::Stream)
+    }
+
     async fn serve_on<T, E, A>(&self, transport: TransportKind, io: T) -> Result<(), ServeError>
     where
         T: IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let server = self.reached_by(transport);
-        let running = rmcp::serve_server(server, io)
+        let handler = McpHandler::new(self.inner.clone(), transport);
+        let running = rmcp::serve_server(handler, io)
             .await
             .map_err(|err| ServeError::Initialize(Box::new(err)))?;
         let quit = running.waiting().await;
@@ -200,14 +206,6 @@ impl McpServer {
         match quit {
             Ok(QuitReason::JoinError(err)) | Err(err) => Err(ServeError::Task(err)),
             Ok(_) => Ok(()),
-        }
-    }
-
-    /// This server, as reached by `transport`.
-    pub(crate) fn reached_by(&self, transport: TransportKind) -> McpServer {
-        McpServer {
-            inner: self.inner.clone(),
-            transport,
         }
     }
 }
@@ -270,7 +268,6 @@ impl McpServerBuilder {
                 info,
                 in_flight: InFlight::default(),
             }),
-            transport: TransportKind::Stream,
         })
     }
 }

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
+use crate::handler::McpHandler;
 use crate::peer::TransportKind;
 use crate::server::McpServer;
 
@@ -32,7 +33,7 @@ impl McpServer {
     ///
     /// Each request reaches the [`SessionHook`](crate::SessionHook) with its own head
     /// ([`Peer::http`](crate::Peer::http)), authorization included.
-    pub fn http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
+    pub fn http_service(&self) -> StreamableHttpService<McpHandler, LocalSessionManager> {
         self.http_service_with(StreamableHttpServerConfig::default())
     }
 
@@ -42,10 +43,10 @@ impl McpServer {
     pub fn http_service_with(
         &self,
         config: StreamableHttpServerConfig,
-    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
-        let server = self.reached_by(TransportKind::Http);
+    ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
+        let handler = McpHandler::new(self.inner.clone(), TransportKind::Http);
         StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(handler.clone()),
             Arc::new(LocalSessionManager::default()),
             config,
         )
