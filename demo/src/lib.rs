@@ -7,7 +7,7 @@
 //! | [`shop`] | the shop's four orders and its tools: `get_order`, `issue_refund` (direct or through the outbox), `update_crm_and_notify` |
 //! | [`fake_provider`] | the fake payment provider: a durable ledger, idempotency keys, scripted faults |
 //! | [`payments`] | that provider over loopback HTTP: its server and the client the tools call it with |
-//! | [`harness`] | runs the `refund_desk` and `fake_payments` examples as processes, for tests |
+//! | [`harness`] | runs the `refund_desk`, `fake_payments` and `mcp_server` examples as processes, for tests |
 //!
 //! The examples, run from the repository's root:
 //!
@@ -16,6 +16,7 @@
 //! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
 //! cargo run --example fake_payments -- --port 7070      # the provider as a process of its own
 //! cargo run --example catalog -- --format openai-strict # the tools as the model sees them
+//! cargo run --example mcp_server                        # the shop as an MCP server, on stdio
 //! ```
 //!
 //! The script format of the refund desk is in `demo/scenarios/README.md`.
