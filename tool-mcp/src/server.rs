@@ -29,7 +29,8 @@ use crate::peer::TransportKind;
 /// as for any other format; the call runs on a task of its own, so a client that cancels the
 /// request (`notifications/cancelled`) or goes away stops the server waiting for it, never the
 /// call: a write runs to its end and is recorded, and the same call again answers its
-/// outcome. The serving methods return once every call they started has ended.
+/// outcome. The serving methods return only once no call of the server is running, so a
+/// program that exits after them never cuts a write in half.
 ///
 /// Ping and cancellation are the SDK's. For programs that drive the SDK themselves,
 /// [`handler`](Self::handler) is the server as the SDK's
@@ -163,8 +164,8 @@ impl McpServer {
     }
 
     /// Serves the one client on the process's standard input and output, until it closes
-    /// them, then waits for the calls in flight. Stdout is the protocol's channel: log to
-    /// stderr.
+    /// them, then waits until no call of the server is running. Stdout is the protocol's
+    /// channel: log to stderr.
     ///
     /// `Err(ServeError::Initialize)` when the client did not initialize (the hook refused it,
     /// or stdin closed first).
@@ -175,8 +176,8 @@ impl McpServer {
 
     /// Serves one client on `transport`, any transport of the SDK: a pair of `AsyncRead` and
     /// `AsyncWrite` halves (a socket, a pipe, `tokio::io::duplex` in tests), a sink and stream
-    /// of messages, or a transport value. Returns once the client closes it and the calls in
-    /// flight have ended.
+    /// of messages, or a transport value. Returns once the client closes it and no call of the
+    /// server is running.
     pub async fn serve<T, E, A>(&self, transport: T) -> Result<(), ServeError>
     where
         T: IntoTransport<RoleServer, E, A>,

@@ -54,8 +54,10 @@ impl McpServer {
 
     /// Serves streamable HTTP/1.1 on `listener` (every path), with the configuration of
     /// [`http_service`](Self::http_service), until `shutdown` completes. Then it accepts no
-    /// more connections, ends every MCP session and event stream, lets the connections finish
-    /// the requests they carry, and waits for the calls in flight.
+    /// more connections and ends every MCP session and event stream (a call still running gets
+    /// no answer, but runs to its end and is recorded: the same call again answers its
+    /// outcome), waits for the open connections to close, and returns once no call of the
+    /// server is running.
     ///
     /// ```no_run
     /// # async fn run(server: toolgate::mcp::McpServer) -> std::io::Result<()> {
