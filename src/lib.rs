@@ -5,7 +5,7 @@ pub use toolgate_core::*;
 
 pub mod store;
 
-/// The MCP server: a [`Dispatcher`]'s tools over stdio or streamable HTTP (feature `mcp`).
+// The MCP server (feature `mcp`): its crate docs are the module's.
 #[cfg(feature = "mcp")]
 #[doc(inline)]
 pub use toolgate_mcp as mcp;

@@ -42,8 +42,20 @@
 //!   ledger in `PATH.ledger.jsonl` beside the database, and says on stderr what it applies;
 //! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider.
 //!
-//! A reconciler runs in the background (a pass every 5 seconds): a refund whose outcome was
-//! unknown is settled by asking the provider under the operation's key.
+//! A run here lasts as long as the process, so the dispatcher puts no limit on a run's turns,
+//! calls or attempts (the default limits, 50 turns, would end a desktop session after 50
+//! calls); each tool's own retry policy and rate limit still apply. A reconciler runs in the
+//! background (a pass every 5 seconds): a refund whose outcome was unknown is settled by asking
+//! the provider under the operation's key. A refund over 5000 waits for a manager's approval,
+//! decided with the operator's command line on the same database, while the server runs:
+//!
+//! ```sh
+//! cargo run -p toolgate-cli -- --store sqlite:PATH approvals list
+//! cargo run -p toolgate-cli -- --store sqlite:PATH approvals approve ID --reason "…" \
+//!     --as manager --tenant acme --permission refund:approve
+//! ```
+//!
+//! The model's next call with the same arguments then runs the approved refund.
 
 mod flags;
 mod tokens;
@@ -54,7 +66,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use toolgate::mcp::{McpServer, SessionHook, StdioSession};
 use toolgate::store::SqliteStore;
-use toolgate::{Dispatcher, Reconciler};
+use toolgate::{Dispatcher, Reconciler, RunLimits};
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::payments::server::PaymentsServer;
 use toolgate_demo::shop::{self, Provider, money};
@@ -112,6 +124,8 @@ async fn run(flags: Flags) -> Result<(), String> {
     let dispatcher = Dispatcher::builder(shop::registry())
         .store(store.clone())
         .state(Provider::new(payments))
+        // A run is the process's (stdio) or a token's (HTTP): no limit of turns or calls.
+        .run_limits(RunLimits::UNLIMITED)
         .try_build()
         .map_err(|err| err.to_string())?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
