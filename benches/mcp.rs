@@ -137,10 +137,12 @@ impl ServerHandler for HandWritten {
         let args: GetOrderArgs = match serde_json::from_value(arguments) {
             Ok(args) => args,
             Err(error) => {
-                return Ok(CallToolResponse::Complete(CallToolResult::structured_error(
-                    json!({"status": "error", "error": {"kind": "invalid_arguments",
+                return Ok(CallToolResponse::Complete(
+                    CallToolResult::structured_error(
+                        json!({"status": "error", "error": {"kind": "invalid_arguments",
                         "what": error.to_string()}}),
-                )));
+                    ),
+                ));
             }
         };
         let result = match lookup(args.order_id).await {
@@ -162,7 +164,6 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-    eprintln!("connecting");
     tokio::spawn(serve(server_io));
     ClientConfig::new(Default::default(), Implementation::new("bench", "1.0"))
         .serve(client_io)
@@ -187,7 +188,7 @@ fn bench(c: &mut Criterion) {
     let dispatch_once = || async {
         let call = ToolCall::new("call_1", "get_order", Value::Object(arguments()));
         let report = in_process.dispatch(&session, call).await.unwrap();
-        serde_json::to_string(&Mcp::call_result(&report).unwrap()).unwrap()
+        serde_json::to_string(&Mcp::call_result(&report).unwrap().to_json()).unwrap()
     };
 
     let server = McpServer::builder(dispatcher(), StdioSession::new(auth()))

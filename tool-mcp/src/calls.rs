@@ -2,7 +2,7 @@
 //! the MCP answer, by the rule [`Mcp::call_result`] keeps for every MCP answer of toolgate.
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, RequestId};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, RequestId};
 use serde_json::Value;
 use toolgate_core::provider::Mcp;
 use toolgate_core::{CallReport, ToolCall};
@@ -21,9 +21,17 @@ pub(crate) fn tool_call(id: &RequestId, params: CallToolRequestParams) -> ToolCa
 /// `structuredContent` the result object), or the protocol error `-32602 Unknown tool: NAME`.
 pub(crate) fn answer(report: &CallReport) -> Result<CallToolResult, ErrorData> {
     match Mcp::call_result(report) {
-        Ok(result) => serde_json::from_value(result).map_err(|err| {
-            ErrorData::internal_error(format!("the result does not fit MCP: {err}"), None)
-        }),
+        Ok(answer) => {
+            // Built from its parts: a trip through `serde_json::Value` and the SDK's
+            // deserializer costs more than the rest of the server's work on a call.
+            let mut result = if answer.is_error {
+                CallToolResult::error(vec![ContentBlock::text(answer.text)])
+            } else {
+                CallToolResult::success(vec![ContentBlock::text(answer.text)])
+            };
+            result.structured_content = Some(answer.structured_content);
+            Ok(result)
+        }
         Err(error) => {
             let code = i32::try_from(error.code).map_or(ErrorCode::INTERNAL_ERROR, ErrorCode);
             Err(ErrorData::new(code, error.message, None))
@@ -79,7 +87,7 @@ mod tests {
         let result = answer(&found).unwrap();
         assert_eq!(
             serde_json::to_value(&result).unwrap(),
-            Mcp::call_result(&found).unwrap()
+            Mcp::call_result(&found).unwrap().to_json()
         );
         assert_eq!(result.is_error, Some(true));
         assert_eq!(found.result.status, Status::Error);

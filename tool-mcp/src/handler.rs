@@ -60,9 +60,10 @@ impl McpHandler {
         if let Some(parts) = http {
             peer = peer.with_http(parts);
         }
-        if let Some(client) = client.or_else(|| context.client_info()) {
-            peer = peer.with_client(client);
-        }
+        peer = match client {
+            Some(client) => peer.with_client(client),
+            None => peer.with_request(context),
+        };
         self.inner
             .hook
             .session(&peer)

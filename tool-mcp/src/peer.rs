@@ -1,9 +1,14 @@
 //! [`Peer`]: what the server knows of the client behind one request, for the
 //! [`SessionHook`](crate::SessionHook) to decide who it is.
 
+use std::fmt;
+use std::sync::OnceLock;
+
 use http::HeaderMap;
 use http::request::Parts;
+use rmcp::RoleServer;
 use rmcp::model::Implementation;
+use rmcp::service::RequestContext;
 
 /// How a request reached the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,12 +49,26 @@ const SESSION_ID: &str = "mcp-session-id";
 /// assert_eq!(peer.session_id(), None);
 /// assert_eq!(Peer::new(TransportKind::Stdio, "initialize").bearer_token(), None);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Peer<'a> {
     transport: TransportKind,
     method: &'static str,
     http: Option<&'a Parts>,
-    client: Option<Implementation>,
+    /// The request, whose client info is read only when a hook asks for it: reading it costs
+    /// more than the rest of a call's way through the server.
+    context: Option<&'a RequestContext<RoleServer>>,
+    client: OnceLock<Option<Implementation>>,
+}
+
+impl fmt::Debug for Peer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("transport", &self.transport)
+            .field("method", &self.method)
+            .field("http", &self.http)
+            .field("client", &self.client_info())
+            .finish()
+    }
 }
 
 impl<'a> Peer<'a> {
@@ -60,8 +79,15 @@ impl<'a> Peer<'a> {
             transport,
             method,
             http: None,
-            client: None,
+            context: None,
+            client: OnceLock::new(),
         }
+    }
+
+    /// With the request whose client info [`Peer::client_info`] reads, when asked.
+    pub(crate) fn with_request(mut self, context: &'a RequestContext<RoleServer>) -> Self {
+        self.context = Some(context);
+        self
     }
 
     /// With the HTTP request's head.
@@ -71,8 +97,8 @@ impl<'a> Peer<'a> {
     }
 
     /// With the client's implementation info (its name and version).
-    pub fn with_client(mut self, client: Implementation) -> Self {
-        self.client = Some(client);
+    pub fn with_client(self, client: Implementation) -> Self {
+        let _ = self.client.set(Some(client));
         self
     }
 
@@ -118,7 +144,9 @@ impl<'a> Peer<'a> {
     /// The client's implementation info (name, version) from its `initialize` request or the
     /// request's own metadata, when it sent one.
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.client.as_ref()
+        self.client
+            .get_or_init(|| self.context.and_then(RequestContext::client_info))
+            .as_ref()
     }
 }
 

@@ -62,7 +62,7 @@ impl Mcp {
             return json!({"jsonrpc": "2.0", "id": null, "error": error.to_json()});
         };
         match Mcp::call_result(report) {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result.to_json()}),
             Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
         }
     }
@@ -97,10 +97,11 @@ impl Mcp {
     ///     result: CallResult::from_error(&ToolError::not_found("there is no order ORD-9")),
     /// };
     /// let result = Mcp::call_result(&missing).unwrap();
-    /// assert_eq!(result["isError"], true);
-    /// assert_eq!(result["structuredContent"]["error"]["kind"], "not_found");
+    /// assert!(result.is_error);
+    /// assert_eq!(result.structured_content["error"]["kind"], "not_found");
+    /// assert_eq!(result.to_json()["isError"], true);
     /// ```
-    pub fn call_result(report: &CallReport) -> Result<Value, JsonRpcError> {
+    pub fn call_result(report: &CallReport) -> Result<CallToolAnswer, JsonRpcError> {
         let unknown_tool = report
             .result
             .error
@@ -117,12 +118,36 @@ impl Mcp {
                 message,
             });
         }
-        Ok(json!({
+        Ok(CallToolAnswer {
+            text: report.result.to_json_string(),
+            structured_content: report.result.to_json(),
+            is_error: report.result.status.is_flagged(),
+        })
+    }
+}
+
+/// The `CallToolResult` of one call ([`Mcp::call_result`]), as its parts, so that a server
+/// builds its SDK's result type from them without a round trip through JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallToolAnswer {
+    /// The text of the one text item of `content`: the result object's JSON.
+    pub text: String,
+    /// `structuredContent`: the result object.
+    pub structured_content: Value,
+    /// `isError`: whether the result's status is flagged.
+    pub is_error: bool,
+}
+
+impl CallToolAnswer {
+    /// The `CallToolResult` object: `resultType: "complete"`, the text item,
+    /// `structuredContent` and `isError`.
+    pub fn to_json(&self) -> Value {
+        json!({
             "resultType": "complete",
-            "content": [{"type": "text", "text": report.result.to_json_string()}],
-            "structuredContent": report.result.to_json(),
-            "isError": report.result.status.is_flagged(),
-        }))
+            "content": [{"type": "text", "text": self.text}],
+            "structuredContent": self.structured_content,
+            "isError": self.is_error,
+        })
     }
 }
 
@@ -406,7 +431,7 @@ mod tests {
         for report in [success("1"), failure("2"), unknown_tool("3", "nope")] {
             let response = Mcp::render_response(&report);
             match Mcp::call_result(&report) {
-                Ok(result) => assert_eq!(response["result"], result),
+                Ok(result) => assert_eq!(response["result"], result.to_json()),
                 Err(error) => {
                     assert_eq!(response["error"], error.to_json());
                     assert!(response.get("result").is_none());

@@ -51,7 +51,7 @@ pub(crate) use lower::Lowerings;
 pub use lower::{
     LoweringError, LoweringErrorKind, LoweringFallback, LoweringTarget, gemini, openai_strict,
 };
-pub use mcp::{JsonRpcError, Mcp};
+pub use mcp::{CallToolAnswer, JsonRpcError, Mcp};
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 
