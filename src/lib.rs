@@ -5,6 +5,11 @@ pub use toolgate_core::*;
 
 pub mod store;
 
+// The MCP server (feature `mcp`): its crate docs are the module's.
+#[cfg(feature = "mcp")]
+#[doc(inline)]
+pub use toolgate_mcp as mcp;
+
 #[doc(inline)]
 pub use toolgate_macros::tool;
 

@@ -1,14 +1,15 @@
-//! Runs the refund desk and the fake payment provider as processes, as a user would: the rig of
-//! the tests that play scripts on the `refund_desk` example.
+//! Runs the refund desk, the MCP server and the fake payment provider as processes, as a user
+//! would: the rig of the tests that play scripts on the `refund_desk` example and drive the
+//! `mcp_server` example.
 //!
-//! Only for tests run by cargo: the first use builds both examples with the cargo that built the
+//! Only for tests run by cargo: the first use builds the examples with the cargo that built the
 //! calling test (a no-op when `cargo test` built them already), so a test never runs a stale
 //! binary; they are found next to the test binary, in `target/<profile>/examples`. The functions
 //! panic when something fails, as a test should.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
@@ -33,7 +34,8 @@ fn examples_dir() -> &'static Path {
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .args(["build", "--quiet", "--package", env!("CARGO_PKG_NAME")])
             .args(["--example", "refund_desk"])
-            .args(["--example", "fake_payments"]);
+            .args(["--example", "fake_payments"])
+            .args(["--example", "mcp_server"]);
         if profile_dir.ends_with("release") {
             cargo.arg("--release");
         }
@@ -74,6 +76,57 @@ pub fn desk() -> Command {
     let mut command = Command::new(examples_dir().join("refund_desk"));
     command.env("NO_COLOR", "1");
     command
+}
+
+/// The MCP server binary (the `mcp_server` example), ready to take flags.
+pub fn mcp_server() -> Command {
+    Command::new(examples_dir().join("mcp_server"))
+}
+
+/// The `mcp_server` example serving streamable HTTP on a free loopback port, as a process of its
+/// own; killed when dropped.
+pub struct McpHttpServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, where it serves MCP.
+    pub url: String,
+    /// What it says on stderr after the address, read so that it never blocks on a full pipe.
+    _lines: Receiver<String>,
+}
+
+impl McpHttpServer {
+    /// Starts `mcp_server --http 127.0.0.1:0` with `args` (its `--token`s, `--db`, …) and waits
+    /// until it says where it listens.
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = mcp_server()
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mcp_server starts");
+        let lines = read_lines(child.stderr.take().expect("stderr is piped"));
+        let url = loop {
+            let line = lines
+                .recv_timeout(PATIENCE)
+                .unwrap_or_else(|err| panic!("mcp_server never said where it listens: {err}"));
+            if let Some(rest) = line.strip_prefix("mcp_server: listening on ") {
+                break rest.split(';').next().unwrap_or(rest).to_owned();
+            }
+        };
+        McpHttpServer {
+            child,
+            url,
+            _lines: lines,
+        }
+    }
+}
+
+impl Drop for McpHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The lines of a desk's stdout, each parsed as JSON.
@@ -204,11 +257,11 @@ impl Drop for FakePayments {
     }
 }
 
-/// Every line `stdout` prints, as it prints it.
-pub fn read_lines(stdout: ChildStdout) -> Receiver<String> {
+/// Every line `output` (a child's stdout or stderr) prints, as it prints it.
+pub fn read_lines(output: impl Read + Send + 'static) -> Receiver<String> {
     let (send, receive) = channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
+        for line in BufReader::new(output).lines() {
             let Ok(line) = line else { break };
             if send.send(line).is_err() {
                 break;

@@ -7,7 +7,7 @@
 //! | [`shop`] | the shop's four orders and its tools: `get_order`, `issue_refund` (direct or through the outbox), `update_crm_and_notify` |
 //! | [`fake_provider`] | the fake payment provider: a durable ledger, idempotency keys, scripted faults |
 //! | [`payments`] | that provider over loopback HTTP: its server and the client the tools call it with |
-//! | [`harness`] | runs the `refund_desk` and `fake_payments` examples as processes, for tests |
+//! | [`harness`] | runs the `refund_desk`, `fake_payments` and `mcp_server` examples as processes, for tests |
 //! | [`wire_samples`] | the sample tools and results the provider wire fixtures are recorded from |
 //!
 //! The examples, run from the repository's root:
@@ -17,6 +17,7 @@
 //! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
 //! cargo run --example fake_payments -- --port 7070      # the provider as a process of its own
 //! cargo run --example catalog -- --format openai-strict # the tools as the model sees them
+//! cargo run --example mcp_server                        # the shop as an MCP server, on stdio
 //! cargo run --example wire_samples                      # the wire samples in every format
 //! ```
 //!

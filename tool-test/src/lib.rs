@@ -8,7 +8,9 @@
 //! - [`RecordingFailpoints`]: records each step a write reaches (claimed, executed, recorded)
 //!   and can stop there, to play a crash at that point;
 //! - [`ControlledStore`]: a store wrapped so that a test can make its requests fail, or the
-//!   whole store go down, and count what was asked of it.
+//!   whole store go down, and count what was asked of it;
+//! - `McpHttpClient` (feature `mcp-http-client`): the HTTP side of the MCP SDK's streamable HTTP
+//!   client, over plain HTTP/1.1, for tests that drive a `toolgate::mcp` server over loopback.
 //!
 //! Depending on this crate turns on the `test-util` feature of `toolgate-core`, which exports the
 //! same [`MemoryStore`] and [`ManualClock`] and the failpoint hooks of the dispatcher.
@@ -44,9 +46,13 @@
 pub mod conformance;
 mod controlled;
 mod failpoints;
+#[cfg(feature = "mcp-http-client")]
+mod mcp_http_client;
 
 pub use controlled::{ControlledStore, Fault, Request, Tally};
 pub use failpoints::RecordingFailpoints;
+#[cfg(feature = "mcp-http-client")]
+pub use mcp_http_client::{BearerToken, McpHttpClient, McpHttpError};
 #[doc(inline)]
 pub use toolgate_core::ManualClock;
 #[doc(inline)]

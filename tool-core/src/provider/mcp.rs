@@ -49,23 +49,61 @@ const INVALID_REQUEST: i64 = -32600;
 pub struct Mcp;
 
 impl Mcp {
-    /// The JSON-RPC response to one call: a `tools/call` result, with `isError` set when the
-    /// status is flagged, or a protocol error for an unknown tool (and for a request whose id was
-    /// unusable).
+    /// The JSON-RPC response to one call: the call's answer ([`Mcp::call_result`]) under the
+    /// request's id, or an "Invalid Request" error with a `null` id for a request whose id was
+    /// unusable.
     pub fn render_response(report: &CallReport) -> Value {
         let id = serde_json::from_str::<Value>(&report.call_id)
             .ok()
             .filter(|id| id.is_string() || id.is_number());
         let Some(id) = id else {
-            return json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {
-                    "code": INVALID_REQUEST,
-                    "message": "Invalid Request: the request id must be a string or a number",
-                },
-            });
+            let error = JsonRpcError {
+                code: INVALID_REQUEST,
+                message: "Invalid Request: the request id must be a string or a number".into(),
+            };
+            return json!({"jsonrpc": "2.0", "id": null, "error": error.to_json()});
         };
+        match Mcp::call_result(report) {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result.to_json()}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
+        }
+    }
+
+    /// What one `tools/call` answers: the `CallToolResult` object, or the protocol error that
+    /// answers an unknown tool instead. This is the one rule every MCP answer of toolgate
+    /// follows, here and in the `toolgate-mcp` server.
+    ///
+    /// The result holds `resultType: "complete"`, one text item whose text is the result
+    /// object's JSON ([`CallResult::to_json_string`](crate::CallResult::to_json_string)),
+    /// `structuredContent` = that object, and `isError` = the status
+    /// [is flagged](crate::Status::is_flagged). A call of a tool the registry does not have is
+    /// the error `-32602` `Unknown tool: NAME` (`Invalid params: the request names no tool` when
+    /// the name is empty), as MCP asks; every other failure, invalid arguments included, is a
+    /// result with `isError: true`, which the model reads.
+    ///
+    /// ```
+    /// use toolgate::provider::Mcp;
+    /// use toolgate::{CallReport, CallResult, ErrorKind, ToolError};
+    ///
+    /// let unknown = CallReport {
+    ///     call_id: "3".into(),
+    ///     tool: "nope".into(),
+    ///     result: CallResult::from_error(&ToolError::new(ErrorKind::UnknownTool, "no tool nope")),
+    /// };
+    /// let error = Mcp::call_result(&unknown).unwrap_err();
+    /// assert_eq!((error.code, error.message.as_str()), (-32602, "Unknown tool: nope"));
+    ///
+    /// let missing = CallReport {
+    ///     call_id: "4".into(),
+    ///     tool: "get_order".into(),
+    ///     result: CallResult::from_error(&ToolError::not_found("there is no order ORD-9")),
+    /// };
+    /// let result = Mcp::call_result(&missing).unwrap();
+    /// assert!(result.is_error);
+    /// assert_eq!(result.structured_content["error"]["kind"], "not_found");
+    /// assert_eq!(result.to_json()["isError"], true);
+    /// ```
+    pub fn call_result(report: &CallReport) -> Result<CallToolAnswer, JsonRpcError> {
         let unknown_tool = report
             .result
             .error
@@ -77,22 +115,58 @@ impl Mcp {
             } else {
                 format!("Unknown tool: {}", report.tool)
             };
-            return json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": INVALID_PARAMS, "message": message},
+            return Err(JsonRpcError {
+                code: INVALID_PARAMS,
+                message,
             });
         }
-        json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "result": {
-                "resultType": "complete",
-                "content": [{"type": "text", "text": report.result.to_json_string()}],
-                "structuredContent": report.result.to_json(),
-                "isError": report.result.status.is_flagged(),
-            },
+        Ok(CallToolAnswer {
+            text: report.result.to_json_string(),
+            structured_content: report.result.to_json(),
+            is_error: report.result.status.is_flagged(),
         })
+    }
+}
+
+/// The `CallToolResult` of one call ([`Mcp::call_result`]), as its parts, so that a server
+/// builds its SDK's result type from them without a round trip through JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallToolAnswer {
+    /// The text of the one text item of `content`: the result object's JSON.
+    pub text: String,
+    /// `structuredContent`: the result object.
+    pub structured_content: Value,
+    /// `isError`: whether the result's status is flagged.
+    pub is_error: bool,
+}
+
+impl CallToolAnswer {
+    /// The `CallToolResult` object: `resultType: "complete"`, the text item,
+    /// `structuredContent` and `isError`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "resultType": "complete",
+            "content": [{"type": "text", "text": self.text}],
+            "structuredContent": self.structured_content,
+            "isError": self.is_error,
+        })
+    }
+}
+
+/// A JSON-RPC error object: what MCP answers, in place of a result, to a request it does not
+/// run ([`Mcp::call_result`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonRpcError {
+    /// The JSON-RPC error code (`-32602` for an unknown tool).
+    pub code: i64,
+    /// The message, for the client.
+    pub message: String,
+}
+
+impl JsonRpcError {
+    /// `{"code": …, "message": …}`.
+    pub fn to_json(&self) -> Value {
+        json!({"code": self.code, "message": self.message})
     }
 }
 
@@ -353,6 +427,29 @@ mod tests {
         };
         assert_eq!(Mcp::render_response(&pending)["result"]["isError"], true);
         assert_eq!(Mcp::render_response(&pending)["id"], "r");
+    }
+
+    /// The response is the call's answer under its id: one rule, [`Mcp::call_result`].
+    #[test]
+    fn responses_wrap_the_call_result() {
+        for report in [success("1"), failure("2"), unknown_tool("3", "nope")] {
+            let response = Mcp::render_response(&report);
+            match Mcp::call_result(&report) {
+                Ok(result) => assert_eq!(response["result"], result.to_json()),
+                Err(error) => {
+                    assert_eq!(response["error"], error.to_json());
+                    assert!(response.get("result").is_none());
+                }
+            }
+        }
+        let nameless = unknown_tool("5", "");
+        assert_eq!(
+            Mcp::call_result(&nameless),
+            Err(JsonRpcError {
+                code: -32602,
+                message: "Invalid params: the request names no tool".into()
+            })
+        );
     }
 
     #[test]

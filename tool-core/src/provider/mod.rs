@@ -59,7 +59,7 @@ pub use lower::{
     LoweringError, LoweringErrorKind, LoweringFallback, LoweringTarget, anthropic_strict, gemini,
     openai_strict,
 };
-pub use mcp::Mcp;
+pub use mcp::{CallToolAnswer, JsonRpcError, Mcp};
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 

@@ -1,0 +1,242 @@
+//! The demo shop as an MCP server: its tools (`get_order`, `issue_refund`,
+//! `update_crm_and_notify`) served to any MCP client, every call run through toolgate's
+//! dispatcher on the SQLite store, against the fake payment provider of the refund desk.
+//!
+//! ```sh
+//! cargo run --example mcp_server                                   # stdio
+//! cargo run --example mcp_server -- --http 127.0.0.1:8080 \
+//!     --token s3cret=acme:desk:orders:read,refund:create           # streamable HTTP
+//! ```
+//!
+//! **On stdio** (the default) the server serves the client that started it, as the identity its
+//! flags give: `--tenant` (default `acme`), `--user` (default `desk`) and `--permission`, once
+//! per permission (default `orders:read`, `refund:create` and `crm:write`: the whole shop). The
+//! process is one run: a refund asked twice is refunded once, the second answer a replay; a call
+//! without its permission aborts the run, and every later call is refused until the client
+//! starts the server again. Stdout is the protocol's channel; what the server says goes to
+//! stderr. A desktop client's configuration starts it like this (build it first with
+//! `cargo build --release --example mcp_server`):
+//!
+//! ```json
+//! {"mcpServers": {"toolgate-shop": {
+//!     "command": "/path/to/toolgate/target/release/examples/mcp_server",
+//!     "args": ["--db", "/path/to/toolgate-shop.db"]
+//! }}}
+//! ```
+//!
+//! **With `--http HOST:PORT`** it serves streamable HTTP on that address (port 0 takes a free
+//! one; every path is the MCP endpoint; only loopback `Host` headers are accepted) and prints
+//! `mcp_server: listening on http://ADDRESS` on stderr once it accepts connections. Each request
+//! is identified by its `Authorization: Bearer TOKEN` against the table of `--token
+//! TOKEN=TENANT:USER:PERMISSION,...` flags (one per client); a request without a token, or with
+//! one not in the table, is refused: it cannot initialize, list the tools or call one. Each
+//! token is one run for the life of the process, whatever MCP session or request it comes in.
+//! Ctrl-C (or SIGTERM) stops the server once the calls in flight have ended.
+//!
+//! Flags for both:
+//! - `--db PATH`: the SQLite file of the operations (default `toolgate-mcp-shop.db` in the
+//!   system's temporary directory); kept across restarts, so a refund asked again after one is
+//!   still a replay;
+//! - `--provider-url http://HOST:PORT`: a payment provider already running (`cargo run
+//!   --example fake_payments`); by default the server starts the fake provider in process, its
+//!   ledger in `PATH.ledger.jsonl` beside the database, and says on stderr what it applies;
+//! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider.
+//!
+//! A run here lasts as long as the process, so the dispatcher puts no limit on a run's turns,
+//! calls or attempts (the default limits, 50 turns, would end a desktop session after 50
+//! calls); each tool's own retry policy and rate limit still apply. A reconciler runs in the
+//! background (a pass every 5 seconds): a refund whose outcome was unknown is settled by asking
+//! the provider under the operation's key. A refund over 5000 waits for a manager's approval,
+//! decided with the operator's command line on the same database, while the server runs:
+//!
+//! ```sh
+//! cargo run -p toolgate-cli -- --store sqlite:PATH approvals list
+//! cargo run -p toolgate-cli -- --store sqlite:PATH approvals approve ID --reason "…" \
+//!     --as manager --tenant acme --permission refund:approve
+//! ```
+//!
+//! The model's next call with the same arguments then runs the approved refund.
+
+mod flags;
+mod tokens;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use toolgate::mcp::{McpServer, SessionHook, StdioSession};
+use toolgate::store::SqliteStore;
+use toolgate::{Dispatcher, Reconciler, RunLimits};
+use toolgate_demo::payments::client::HttpPayments;
+use toolgate_demo::payments::server::PaymentsServer;
+use toolgate_demo::shop::{self, Provider, money};
+
+use flags::{Flags, Serve, USAGE};
+use tokens::TokenTable;
+
+/// What the model is told about the shop when it connects.
+const INSTRUCTIONS: &str = "The toolgate demo shop has four orders, ORD-1001 to ORD-1004. \
+     get_order reads one; issue_refund refunds part or all of one (a refund over 5000 waits for \
+     a manager's approval); update_crm_and_notify records the outcome in the customer's record \
+     and tells the customer. A write asked again with the same order is answered from its record, \
+     marked replayed, and never applied twice.";
+
+/// How often the reconciler looks for operations whose outcome is unknown.
+const RECONCILE_EVERY: Duration = Duration::from_secs(5);
+
+fn main() -> ExitCode {
+    let flags = match flags::parse(std::env::args().skip(1)) {
+        Ok(Some(flags)) => flags,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(problem) => {
+            eprintln!("mcp_server: {problem}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts");
+    match runtime.block_on(run(flags)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(problem) => {
+            eprintln!("mcp_server: {problem}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the store and the provider, serves until the client leaves (stdio) or a signal comes
+/// (HTTP), then stops the reconciler and closes the store.
+async fn run(flags: Flags) -> Result<(), String> {
+    let store = SqliteStore::open(&flags.db)
+        .await
+        .map_err(|err| format!("cannot open the SQLite store {}: {err}", flags.db.display()))?;
+    let url = match flags.provider_url {
+        Some(url) => url,
+        None => start_provider(&flags.db).await?,
+    };
+    let payments = HttpPayments::new(&url, flags.provider_timeout)?;
+    let dispatcher = Dispatcher::builder(shop::registry())
+        .store(store.clone())
+        .state(Provider::new(payments))
+        // A run is the process's (stdio) or a token's (HTTP): no limit of turns or calls.
+        .run_limits(RunLimits::UNLIMITED)
+        .try_build()
+        .map_err(|err| err.to_string())?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let reconciler = Reconciler::new(&dispatcher);
+    let reconciling = tokio::spawn(async move {
+        reconciler
+            .run(RECONCILE_EVERY, async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let served = serve(dispatcher, flags.serve, &flags.db.display().to_string()).await;
+    let _ = stop.send(());
+    if let Ok(Err(err)) = reconciling.await {
+        eprintln!("mcp_server: the reconciler stopped: {err}");
+    }
+    store.close().await;
+    served
+}
+
+/// Starts the fake payment provider in process, its ledger beside the database; answers its URL.
+async fn start_provider(db: &std::path::Path) -> Result<String, String> {
+    let mut ledger = db.as_os_str().to_owned();
+    ledger.push(".ledger.jsonl");
+    let announce = Box::new(|receipt: &shop::Receipt| {
+        eprintln!(
+            "mcp_server: the provider applied {} on {}: {}",
+            receipt.refund_id,
+            receipt.order_id,
+            money(receipt.amount_cents)
+        );
+    });
+    let server = PaymentsServer::open(&ledger, Some(announce)).map_err(|err| {
+        format!(
+            "cannot start the payment provider on the ledger {}: {err}",
+            ledger.display()
+        )
+    })?;
+    let addr = server
+        .spawn()
+        .await
+        .map_err(|err| format!("cannot start the payment provider: {err}"))?;
+    Ok(format!("http://{addr}"))
+}
+
+/// The shop's MCP server, its clients identified by `hook`.
+fn server(dispatcher: Dispatcher, hook: impl SessionHook) -> Result<McpServer, String> {
+    McpServer::builder(dispatcher, hook)
+        .name("toolgate-shop")
+        .title("toolgate demo shop")
+        .version(env!("CARGO_PKG_VERSION"))
+        .instructions(INSTRUCTIONS)
+        .try_build()
+        .map_err(|err| err.to_string())
+}
+
+/// Serves on stdio or HTTP, as the flags say.
+async fn serve(dispatcher: Dispatcher, serve: Serve, db: &str) -> Result<(), String> {
+    match serve {
+        Serve::Stdio(auth) => {
+            let hook = StdioSession::new(auth);
+            let session = hook.session();
+            let permissions: Vec<&str> = session.auth().permissions().collect();
+            eprintln!(
+                "mcp_server: serving the demo shop on stdio to {}/{} [{}] in run {}; operations in {db}",
+                session.auth().tenant(),
+                session.auth().user(),
+                permissions.join(", "),
+                session.run_id()
+            );
+            server(dispatcher, hook)?
+                .serve_stdio()
+                .await
+                .map_err(|err| err.to_string())
+        }
+        Serve::Http { addr, tokens } => {
+            let server = server(dispatcher, TokenTable::new(tokens))?;
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|err| format!("cannot listen on {addr}: {err}"))?;
+            let bound = listener
+                .local_addr()
+                .map_err(|err| format!("no local address: {err}"))?;
+            eprintln!("mcp_server: listening on http://{bound}; operations in {db}");
+            server.serve_http(listener, shutdown()).await;
+            eprintln!("mcp_server: stopped");
+            Ok(())
+        }
+    }
+}
+
+/// Ctrl-C, or SIGTERM where there is one.
+async fn shutdown() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}

@@ -1,0 +1,108 @@
+//! `tools/list`: the registry's tools as MCP declares them, built once from toolgate's MCP
+//! catalog so that one function decides their shape.
+
+use rmcp::model::Tool;
+use toolgate_core::Registry;
+use toolgate_core::provider::{Mcp, WireFormat};
+
+use crate::server::BuildError;
+
+/// Every tool of `registry`, in registration order, as [`Mcp`]'s catalog declares it (name,
+/// description, `inputSchema`, annotations from the side-effect class), or the first tool MCP
+/// cannot declare: one whose argument schema is not an object schema (`"type": "object"`).
+pub(crate) fn tools(registry: &Registry) -> Result<Vec<Tool>, BuildError> {
+    Mcp.catalog(registry)
+        .into_iter()
+        .map(|declared| {
+            let name = declared["name"].as_str().unwrap_or_default().to_owned();
+            if declared["inputSchema"]["type"] != "object" {
+                return Err(BuildError::NotAnObjectSchema {
+                    tool: name,
+                    reason: format!("its schema is {}", declared["inputSchema"]),
+                });
+            }
+            serde_json::from_value(declared).map_err(|err| BuildError::NotAnObjectSchema {
+                tool: name,
+                reason: err.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use toolgate::prelude::*;
+    use toolgate_core::{Ctx, JsonText, ToolDescriptor, ToolFuture};
+
+    use super::*;
+
+    /// Look up an order.
+    #[tool(permission = "orders:read")]
+    async fn get_order(order_id: String) -> Result<String, ToolError> {
+        Ok(order_id)
+    }
+
+    /// Cancel an order.
+    #[tool(side_effect = "destructive", key = [order_id])]
+    async fn cancel_order(order_id: String) -> Result<String, ToolError> {
+        Ok(order_id)
+    }
+
+    #[test]
+    fn the_tools_are_the_mcp_catalog_typed() {
+        let mut registry = Registry::new();
+        registry
+            .register::<get_order>()
+            .unwrap()
+            .register::<cancel_order>()
+            .unwrap();
+        let tools = tools(&registry).unwrap();
+        let typed: Vec<Value> = tools
+            .iter()
+            .map(|tool| serde_json::to_value(tool).unwrap())
+            .collect();
+        assert_eq!(typed, Mcp.catalog(&registry));
+        let read = tools[0].annotations.as_ref().unwrap();
+        assert_eq!(read.read_only_hint, Some(true));
+        let destructive = tools[1].annotations.as_ref().unwrap();
+        assert_eq!(
+            (destructive.destructive_hint, destructive.idempotent_hint),
+            (Some(true), Some(true))
+        );
+    }
+
+    /// A hand-written tool whose schema accepts any value: MCP cannot declare it.
+    struct Anything;
+
+    static ANYTHING: ToolDescriptor = ToolDescriptor::new("anything", "Takes any value.");
+
+    impl toolgate_core::Tool for Anything {
+        fn descriptor(&self) -> &'static ToolDescriptor {
+            &ANYTHING
+        }
+
+        fn args_schema(&self) -> Value {
+            json!(true)
+        }
+
+        fn invoke<'a>(&'a self, _ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a> {
+            Box::pin(async move { Ok(JsonText::of(args).expect("a value serializes")) })
+        }
+    }
+
+    #[test]
+    fn a_tool_whose_schema_is_not_an_object_schema_is_named() {
+        let mut registry = Registry::new();
+        registry.register_tool(Anything).unwrap();
+        let err = tools(&registry).unwrap_err();
+        assert_eq!(
+            err,
+            BuildError::NotAnObjectSchema {
+                tool: "anything".into(),
+                reason: "its schema is true".into()
+            }
+        );
+        assert!(err.to_string().contains("`anything`"));
+    }
+}

@@ -1,0 +1,274 @@
+//! [`McpServer`]: a dispatcher and a session hook, built once, then served on any transport.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig, Tool};
+use rmcp::service::{QuitReason, ServerInitializeError};
+use rmcp::transport::IntoTransport;
+use toolgate_core::Dispatcher;
+
+use crate::catalog;
+use crate::handler::McpHandler;
+use crate::hook::SessionHook;
+use crate::in_flight::InFlight;
+use crate::peer::TransportKind;
+
+/// An MCP server on a [`Dispatcher`]: `tools/list` lists its registry, `tools/call` runs each
+/// call through it, and a [`SessionHook`] says who each client is.
+///
+/// Built with [`McpServer::builder`], then served on the process's stdio
+/// ([`serve_stdio`](Self::serve_stdio)), on any transport of the SDK
+/// ([`serve`](Self::serve)), or over streamable HTTP ([`serve_http`](Self::serve_http), or
+/// [`http_service`](Self::http_service) to mount in an HTTP server of your own). A clone is the
+/// same server: its tools, hook and calls in flight.
+///
+/// Each `tools/call` runs through [`Dispatcher::dispatch`] in the hook's session, so
+/// validation, permissions, idempotency, approvals, deadlines and the result object all apply
+/// as for any other format; the call runs on a task of its own, so a client that cancels the
+/// request (`notifications/cancelled`) or goes away stops the server waiting for it, never the
+/// call: a write runs to its end and is recorded, and the same call again answers its
+/// outcome. The serving methods return only once no call of the server is running, so a
+/// program that exits after them never cuts a write in half.
+///
+/// Ping and cancellation are the SDK's. For programs that drive the SDK themselves,
+/// [`handler`](Self::handler) is the server as the SDK's
+/// [`ServerHandler`](rmcp::ServerHandler).
+#[derive(Clone)]
+pub struct McpServer {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) dispatcher: Dispatcher,
+    pub(crate) hook: Box<dyn SessionHook>,
+    /// The `tools/list` answer, made once: the registry cannot change after it is built.
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) info: ServerConfig,
+    pub(crate) in_flight: InFlight,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("server", &self.inner.info.server_info.name)
+            .field("tools", &self.inner.tools.len())
+            .field("calls_in_flight", &self.inner.in_flight.running())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`McpServer`]: its name, version and instructions, as clients show them.
+pub struct McpServerBuilder {
+    dispatcher: Dispatcher,
+    hook: Box<dyn SessionHook>,
+    name: String,
+    version: String,
+    title: Option<String>,
+    instructions: Option<String>,
+}
+
+impl fmt::Debug for McpServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerBuilder")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An [`McpServer`] that cannot be built as configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A tool's argument schema is not an object schema: MCP declares a tool's arguments with
+    /// an `inputSchema` whose `type` is `"object"`.
+    #[error(
+        "the tool `{tool}` cannot be declared over MCP: its argument schema must be an object schema (`\"type\": \"object\"`), but {reason}"
+    )]
+    NotAnObjectSchema {
+        /// The tool's wire name.
+        tool: String,
+        /// What is wrong with its schema.
+        reason: String,
+    },
+}
+
+/// Why a server stopped serving with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The client did not get through `initialize`: the hook refused it (it was answered with
+    /// [`SESSION_REFUSED`](crate::SESSION_REFUSED)), it sent something else first, or the
+    /// transport closed.
+    #[error("the MCP client did not initialize: {0}")]
+    Initialize(#[source] Box<ServerInitializeError>),
+    /// The task serving the client failed.
+    #[error("the MCP service failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+impl McpServer {
+    /// Starts configuring a server for `dispatcher`'s tools, its clients identified by `hook`
+    /// (a [`StdioSession`](crate::StdioSession), a closure, or a hook of your own).
+    ///
+    /// ```
+    /// use toolgate::mcp::{McpServer, StdioSession};
+    /// use toolgate::prelude::*;
+    ///
+    /// /// Look up an order by its id.
+    /// #[tool(permission = "orders:read")]
+    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
+    ///     Ok(format!("{order_id}: paid"))
+    /// }
+    ///
+    /// let mut registry = Registry::new();
+    /// registry.register::<get_order>()?;
+    /// let dispatcher = Dispatcher::builder(registry).build();
+    /// let auth = AuthContext::new("acme", "desk").with_permissions(["orders:read"]);
+    /// let server = McpServer::builder(dispatcher, StdioSession::new(auth))
+    ///     .name("shop")
+    ///     .version("1.0.0")
+    ///     .instructions("Look orders up by their id, such as ORD-1001.")
+    ///     .try_build()?;
+    /// # let _ = server;
+    /// // tokio: server.serve_stdio().await?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(dispatcher: Dispatcher, hook: impl SessionHook) -> McpServerBuilder {
+        McpServerBuilder {
+            dispatcher,
+            hook: Box::new(hook),
+            name: "toolgate".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            title: None,
+            instructions: None,
+        }
+    }
+
+    /// The dispatcher every call runs through.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.inner.dispatcher
+    }
+
+    /// The tools, as `tools/list` declares them.
+    pub fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
+    /// What `initialize` answers: the server's name and version, its capabilities (tools, whose
+    /// list never changes: `listChanged` is `false`) and its instructions.
+    pub fn info(&self) -> &ServerConfig {
+        &self.inner.info
+    }
+
+    /// Serves the one client on the process's standard input and output, until it closes
+    /// them, then waits until no call of the server is running. Stdout is the protocol's
+    /// channel: log to stderr.
+    ///
+    /// `Err(ServeError::Initialize)` when the client did not initialize (the hook refused it,
+    /// or stdin closed first).
+    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        self.serve_on(TransportKind::Stdio, rmcp::transport::stdio())
+            .await
+    }
+
+    /// Serves one client on `transport`, any transport of the SDK: a pair of `AsyncRead` and
+    /// `AsyncWrite` halves (a socket, a pipe, `tokio::io::duplex` in tests), a sink and stream
+    /// of messages, or a transport value. Returns once the client closes it and no call of the
+    /// server is running.
+    pub async fn serve<T, E, A>(&self, transport: T) -> Result<(), ServeError>
+    where
+        T: IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        self.serve_on(TransportKind::Stream, transport).await
+    }
+
+    /// The server as the SDK's [`ServerHandler`](rmcp::ServerHandler), for a program that
+    /// serves it with the SDK itself (`rmcp::ServiceExt::serve`); its requests reach the hook as
+    /// [`TransportKind::Stream`], or [`TransportKind::Http`] when they carry an HTTP head.
+    pub fn handler(&self) -> McpHandler {
+        McpHandler::new(self.inner.clone(), TransportKind::Stream)
+    }
+
+    async fn serve_on<T, E, A>(&self, transport: TransportKind, io: T) -> Result<(), ServeError>
+    where
+        T: IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let handler = McpHandler::new(self.inner.clone(), transport);
+        let running = rmcp::serve_server(handler, io)
+            .await
+            .map_err(|err| ServeError::Initialize(Box::new(err)))?;
+        let quit = running.waiting().await;
+        self.inner.in_flight.idle().await;
+        match quit {
+            Ok(QuitReason::JoinError(err)) | Err(err) => Err(ServeError::Task(err)),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+impl McpServerBuilder {
+    /// The server's name, as clients show it (default `toolgate`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The server's version (default: this crate's).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// A title for people, shown by clients in place of the name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Instructions for the model, sent with the server's info.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The server.
+    ///
+    /// # Panics
+    ///
+    /// When a tool cannot be declared over MCP, with the message of the [`BuildError`] that
+    /// [`try_build`](Self::try_build) returns.
+    pub fn build(self) -> McpServer {
+        match self.try_build() {
+            Ok(server) => server,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// The server, or the first tool (in registration order) that MCP cannot declare.
+    pub fn try_build(self) -> Result<McpServer, BuildError> {
+        let tools = catalog::tools(self.dispatcher.registry())?;
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if let Some(tools) = capabilities.tools.as_mut() {
+            // The registry cannot change once the dispatcher is built: no list change to announce.
+            tools.list_changed = Some(false);
+        }
+        let mut implementation = Implementation::new(self.name, self.version);
+        implementation.title = self.title;
+        let mut info = ServerConfig::new(capabilities).with_server_info(implementation);
+        info.instructions = self.instructions;
+        Ok(McpServer {
+            inner: Arc::new(Inner {
+                dispatcher: self.dispatcher,
+                hook: self.hook,
+                tools,
+                info,
+                in_flight: InFlight::default(),
+            }),
+        })
+    }
+}
