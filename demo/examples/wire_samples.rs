@@ -33,7 +33,10 @@ fn main() -> ExitCode {
         catalogs.insert(name.into(), Value::from(format.catalog(&registry)));
         let rendered = cases
             .iter()
-            .map(|(case, reports)| ((*case).to_owned(), format.render_results(reports)))
+            .map(|(case, reports)| {
+                let rendered = format.render_results(reports);
+                ((*case).to_owned(), rendered.expect("every case has reports"))
+            })
             .collect::<Map<_, _>>();
         results.insert(name.into(), Value::Object(rendered));
     }
