@@ -35,7 +35,10 @@ fn main() -> ExitCode {
             .iter()
             .map(|(case, reports)| {
                 let rendered = format.render_results(reports);
-                ((*case).to_owned(), rendered.expect("every case has reports"))
+                (
+                    (*case).to_owned(),
+                    rendered.expect("every case has reports"),
+                )
             })
             .collect::<Map<_, _>>();
         results.insert(name.into(), Value::Object(rendered));
