@@ -136,19 +136,14 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session_of(&context, "tools/call", None).await?;
         let call = calls::tool_call(&context.id, request);
-        let dispatcher = self.inner.dispatcher.clone();
-        // On a task of its own: a cancelled request stops the wait, never the call.
-        let running = self
+        // On the request's own task, which the SDK never aborts: a cancelled request has its
+        // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
+        let dispatched = self
             .inner
             .in_flight
-            .spawn(async move { dispatcher.dispatch(&session, call).await });
-        // A cancelled request is answered by no one (the SDK drops its answer): once the client
-        // cancelled, stop waiting, whether or not the call has ended.
-        let dispatched = tokio::select! {
-            biased;
-            () = context.ct.cancelled() => return Err(protocol_errors::cancelled()),
-            joined = running => joined.map_err(|err| protocol_errors::lost(&err))?,
-        };
+            .run(self.inner.dispatcher.dispatch(&session, call))
+            .await
+            .map_err(|_panic| protocol_errors::lost())?;
         match dispatched {
             Ok(report) => calls::answer(&report).map(CallToolResponse::from),
             Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),

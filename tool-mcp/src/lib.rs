@@ -24,8 +24,8 @@
 //!   on stdio (one session for the process, from its configuration); over HTTP the hook reads
 //!   each request's authorization ([`Peer::bearer_token`]). The hook decides the run id; see
 //!   [`SessionHook`].
-//! - **Cancellation** (`notifications/cancelled`) stops the server waiting for the call, never
-//!   the call: a write in flight runs to its end and is recorded, and the same call again
+//! - **Cancellation** (`notifications/cancelled`) drops the call's answer (the SDK sends none),
+//!   never the call: a write in flight runs to its end and is recorded, and the same call again
 //!   answers its outcome. **Ping** is the SDK's.
 //!
 //! ```no_run

@@ -39,22 +39,12 @@ pub(crate) fn run_aborted(aborted: &RunAborted) -> ErrorData {
     )
 }
 
-/// The error of a call the client cancelled. The SDK sends no answer to a cancelled request;
-/// this one is for the server's own trace.
-pub(crate) fn cancelled() -> ErrorData {
-    ErrorData::new(
-        ErrorCode::INTERNAL_ERROR,
-        "the client cancelled the call; a write it started runs to its end and is recorded, so \
-         the same call again answers its outcome",
-        None,
-    )
-}
-
-/// The error of a call whose task ended without an answer (it panicked outside the tool, or
-/// the runtime is shutting down).
-pub(crate) fn lost(err: &tokio::task::JoinError) -> ErrorData {
+/// The error of a call that ended without an answer: the pipeline panicked outside the tool
+/// (a tool's own panic is a result of its own).
+pub(crate) fn lost() -> ErrorData {
     ErrorData::internal_error(
-        format!("the call ended without an answer: {err}; a write it started may have acted"),
+        "the call ended without an answer: toolgate's pipeline panicked; a write it started may \
+         have acted, so check before calling again",
         None,
     )
 }

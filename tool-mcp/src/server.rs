@@ -26,10 +26,10 @@ use crate::peer::TransportKind;
 ///
 /// Each `tools/call` runs through [`Dispatcher::dispatch`] in the hook's session, so
 /// validation, permissions, idempotency, approvals, deadlines and the result object all apply
-/// as for any other format; the call runs on a task of its own, so a client that cancels the
-/// request (`notifications/cancelled`) or goes away stops the server waiting for it, never the
-/// call: a write runs to its end and is recorded, and the same call again answers its
-/// outcome. The serving methods return only once no call of the server is running, so a
+/// as for any other format; the call runs on its request's task, which the SDK never aborts, so a
+/// client that cancels the request (`notifications/cancelled`) or goes away gets no answer (the
+/// SDK drops it) and never stops the call: a write runs to its end and is recorded, and the same
+/// call again answers its outcome. The serving methods return only once no call of the server is running, so a
 /// program that exits after them never cuts a write in half.
 ///
 /// Ping and cancellation are the SDK's. For programs that drive the SDK themselves,
