@@ -5,6 +5,7 @@
 //! attribute; this crate is its engine.
 
 mod approval;
+mod args_fields;
 mod auth;
 mod backoff;
 mod call;
@@ -91,6 +92,7 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
+    pub use crate::args_fields::{ArgsFields, missing, read_fields};
     pub use crate::probe::{
         ArgumentFits, DoesNotFit, ExactArg, ExactScalar, Fits, Probe, ProbeArgs, ProbeExact,
         assert_argument,
@@ -105,17 +107,30 @@ pub mod __private {
     use serde_json::Value;
 
     /// Deserializes validated arguments. A failure here means the schema and the type disagree.
-    pub fn deserialize_args<'de, T: serde::Deserialize<'de>>(
+    ///
+    /// The tree is written out as JSON text and read by the same reader as arguments that
+    /// arrived as text ([`ProbeArgs::parse_text`]): each arguments type's `Deserialize` is then
+    /// compiled for one deserializer, not for two. Writing the text costs little beside the
+    /// schema validation the tree has just been through, and reads the same values
+    /// (`float_roundtrip` is on, so every `f64` reads back exactly).
+    pub fn deserialize_args<T: serde::de::DeserializeOwned>(
         tool: &str,
-        args: &'de Value,
+        args: &Value,
     ) -> Result<T, ToolError> {
-        T::deserialize(args).map_err(|err| {
+        let text = args.to_string();
+        serde_json::from_str(&text).map_err(|err| {
             ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
                 .why(err.to_string())
                 .next(format!(
                     "call {tool} again with arguments that match its schema"
                 ))
         })
+    }
+
+    /// The future of a call that fails before the tool runs (its arguments do not fit its
+    /// types): one type for every tool.
+    pub fn failed<'a>(err: ToolError) -> ToolFuture<'a> {
+        Box::pin(std::future::ready(Err(err)))
     }
 
     /// The value a `State<T>` parameter receives.

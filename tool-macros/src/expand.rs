@@ -33,7 +33,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
 
     let (args_struct, args_type) = args_struct(attr, tool);
     let descriptor = descriptor(attr, tool, &wire_name);
-    let invoke = invoke_body(tool, &wire_name, &args_type);
+    let invoke = invoke_body(&wire_name, &args_type);
+    let run = run_fn(tool, &args_type);
     let invoke_text = invoke_text_fn(tool, &args_type);
     let reconcile = hook::reconcile_fn(attr, tool, &wire_name, &args_type);
     let check = hook::check_fn(attr, tool, &wire_name, &args_type);
@@ -57,6 +58,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             #args_struct
 
             static __DESCRIPTOR: __tg::ToolDescriptor = #descriptor;
+
+            #run
 
             impl #ident {
                 /// What `#[tool]` declared about this tool.
@@ -133,15 +136,86 @@ fn args_struct(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, TokenStream) {
     let runtime = attr.runtime().to_string().replace(' ', "");
     let serde = format!("{runtime}::__private::serde");
     let schemars = format!("{runtime}::__private::schemars");
-    let definition = quote! {
-        #[derive(__tg::serde::Deserialize, __tg::schemars::JsonSchema)]
+    // Parameters with nothing but docs are read by the reader every tool shares; any
+    // `#[serde]` setting takes serde's derive, which honours it.
+    let shared_reader = params.len() == fields.len()
+        && fields.len() <= 64
+        && tool.plain_params().all(|param| {
+            param
+                .field_attrs
+                .iter()
+                .all(|attr| attr.path().is_ident("doc"))
+        });
+    let derives = if shared_reader {
+        quote!(__tg::schemars::JsonSchema)
+    } else {
+        quote!(__tg::serde::Deserialize, __tg::schemars::JsonSchema)
+    };
+    let mut definition = quote! {
+        #[derive(#derives)]
         #[serde(crate = #serde, deny_unknown_fields)]
         #[schemars(crate = #schemars)]
         struct __ToolArgs<#(#params),*> {
             #(#fields,)*
         }
     };
+    if shared_reader {
+        definition.extend(shared_reader_impls(tool, &params));
+    }
     (definition, quote!(__ToolArgs<#(#args),*>))
+}
+
+/// `Deserialize` for the arguments struct through `__private::read_fields`: the struct's field
+/// names and, per field, one line that reads it.
+fn shared_reader_impls(tool: &ToolFn, params: &[syn::Ident]) -> TokenStream {
+    let names: Vec<&str> = tool.plain_params().map(|p| p.wire.as_str()).collect();
+    let idents: Vec<&syn::Ident> = tool.plain_params().map(|p| &p.ident).collect();
+    let indices: Vec<syn::Index> = (0..names.len()).map(syn::Index::from).collect();
+    let arms = indices.iter().map(|index| {
+        quote!(#index => __slots.#index = ::core::option::Option::Some(__map.next_value()?),)
+    });
+    let bounds = quote!(#(#params: __tg::serde::Deserialize<'__de>),*);
+    quote! {
+        impl<'__de, #(#params),*> __tg::serde::Deserialize<'__de> for __ToolArgs<#(#params),*>
+        where
+            #bounds
+        {
+            fn deserialize<__D: __tg::serde::Deserializer<'__de>>(
+                __deserializer: __D,
+            ) -> ::core::result::Result<Self, __D::Error> {
+                __tg::read_fields(__deserializer)
+            }
+        }
+
+        impl<'__de, #(#params),*> __tg::ArgsFields<'__de> for __ToolArgs<#(#params),*>
+        where
+            #bounds
+        {
+            const NAME: &'static str = "__ToolArgs";
+            const NAMES: &'static [&'static str] = &[#(#names),*];
+            type Slots = (#(::core::option::Option<#params>,)*);
+
+            fn read<__A: __tg::serde::de::MapAccess<'__de>>(
+                __slots: &mut Self::Slots,
+                __index: usize,
+                __map: &mut __A,
+            ) -> ::core::result::Result<(), __A::Error> {
+                match __index {
+                    #(#arms)*
+                    _ => {}
+                }
+                ::core::result::Result::Ok(())
+            }
+
+            fn finish<__E: __tg::serde::de::Error>(
+                __slots: Self::Slots,
+            ) -> ::core::result::Result<Self, __E> {
+                ::core::result::Result::Ok(__ToolArgs {
+                    #(#idents: __tg::missing(__slots.#indices, #names)?,)*
+                })
+            }
+        }
+    }
 }
 
 fn descriptor(attr: &ToolAttr, tool: &ToolFn, wire_name: &str) -> TokenStream {
@@ -324,15 +398,34 @@ pub(crate) fn arguments(
     (destructure, call_args)
 }
 
-fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
-    let (destructure, call_args) = arguments(tool, args_type, parse_tree(wire_name, args_type));
-    let run = run_tool(tool, &destructure, &call_args);
-    quote!(::std::boxed::Box::pin(async move { #run }))
+/// `Tool::invoke`: the validated tree read into the arguments type, and the one future of the
+/// tool started on it.
+fn invoke_body(wire_name: &str, args_type: &TokenStream) -> TokenStream {
+    let parse = parse_tree(wire_name, args_type);
+    quote! {
+        match #parse {
+            ::core::result::Result::Ok(__args) => __run(__ctx, __args),
+            ::core::result::Result::Err(__err) => __tg::failed(__err),
+        }
+    }
 }
 
-/// The expression that reads the validated tree `__json` into the arguments type.
+/// The expression that reads the validated tree `__json` into the arguments type, as a
+/// `Result`.
 pub(crate) fn parse_tree(wire_name: &str, args_type: &TokenStream) -> TokenStream {
-    quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json)?)
+    quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json))
+}
+
+/// The fn that starts the tool on its arguments: the one async state machine of the tool, which
+/// `invoke` and `invoke_text` share.
+fn run_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
+    let (destructure, call_args) = arguments(tool, args_type, quote!(__args));
+    let run = run_tool(tool, &destructure, &call_args);
+    quote! {
+        fn __run<'__a>(__ctx: &'__a __tg::Ctx, __args: #args_type) -> __tg::ToolFuture<'__a> {
+            ::std::boxed::Box::pin(async move { #run })
+        }
+    }
 }
 
 /// `Tool::invoke_text`, for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
@@ -350,9 +443,6 @@ fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
         return TokenStream::new();
     }
     let types = tool.plain_params().map(|param| &param.ty);
-    let parse = quote!((&__tg::Probe::<#args_type>::new()).parse_text(__text)?);
-    let (destructure, call_args) = arguments(tool, args_type, parse);
-    let run = run_tool(tool, &TokenStream::new(), &call_args);
     quote! {
         fn invoke_text<'__a>(
             &'__a self,
@@ -363,8 +453,8 @@ fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
             if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
                 return ::core::option::Option::None;
             }
-            #destructure
-            ::core::option::Option::Some(::std::boxed::Box::pin(async move { #run }))
+            let __args = (&__tg::Probe::<#args_type>::new()).parse_text(__text)?;
+            ::core::option::Option::Some(__run(__ctx, __args))
         }
     }
 }
