@@ -160,62 +160,9 @@ fn args_struct(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, TokenStream) {
         }
     };
     if shared_reader {
-        definition.extend(shared_reader_impls(tool, &params));
+        definition.extend(crate::reader::shared_reader_impls(tool, &params));
     }
     (definition, quote!(__ToolArgs<#(#args),*>))
-}
-
-/// `Deserialize` for the arguments struct through `__private::read_fields`: the struct's field
-/// names and, per field, one line that reads it.
-fn shared_reader_impls(tool: &ToolFn, params: &[syn::Ident]) -> TokenStream {
-    let names: Vec<&str> = tool.plain_params().map(|p| p.wire.as_str()).collect();
-    let idents: Vec<&syn::Ident> = tool.plain_params().map(|p| &p.ident).collect();
-    let indices: Vec<syn::Index> = (0..names.len()).map(syn::Index::from).collect();
-    let arms = indices.iter().map(|index| {
-        quote!(#index => __slots.#index = ::core::option::Option::Some(__map.next_value()?),)
-    });
-    let bounds = quote!(#(#params: __tg::serde::Deserialize<'__de>),*);
-    quote! {
-        impl<'__de, #(#params),*> __tg::serde::Deserialize<'__de> for __ToolArgs<#(#params),*>
-        where
-            #bounds
-        {
-            fn deserialize<__D: __tg::serde::Deserializer<'__de>>(
-                __deserializer: __D,
-            ) -> ::core::result::Result<Self, __D::Error> {
-                __tg::read_fields(__deserializer)
-            }
-        }
-
-        impl<'__de, #(#params),*> __tg::ArgsFields<'__de> for __ToolArgs<#(#params),*>
-        where
-            #bounds
-        {
-            const NAME: &'static str = "__ToolArgs";
-            const NAMES: &'static [&'static str] = &[#(#names),*];
-            type Slots = (#(::core::option::Option<#params>,)*);
-
-            fn read<__A: __tg::serde::de::MapAccess<'__de>>(
-                __slots: &mut Self::Slots,
-                __index: usize,
-                __map: &mut __A,
-            ) -> ::core::result::Result<(), __A::Error> {
-                match __index {
-                    #(#arms)*
-                    _ => {}
-                }
-                ::core::result::Result::Ok(())
-            }
-
-            fn finish<__E: __tg::serde::de::Error>(
-                __slots: Self::Slots,
-            ) -> ::core::result::Result<Self, __E> {
-                ::core::result::Result::Ok(__ToolArgs {
-                    #(#idents: __tg::missing(__slots.#indices, #names)?,)*
-                })
-            }
-        }
-    }
 }
 
 fn descriptor(attr: &ToolAttr, tool: &ToolFn, wire_name: &str) -> TokenStream {

@@ -12,6 +12,7 @@ mod fallback;
 mod hook;
 mod item;
 mod keys;
+mod reader;
 mod spanned;
 mod suggest;
 mod units;
