@@ -23,7 +23,10 @@ pub trait ArgsFields<'de>: Sized {
     /// Each field's name on the wire, in order.
     const NAMES: &'static [&'static str];
     /// A slot per field, each `None` until the field is read.
-    type Slots: Default;
+    type Slots;
+
+    /// The slots, each `None`.
+    fn slots() -> Self::Slots;
 
     /// Reads the value of field `index` (of [`NAMES`](Self::NAMES)) into its slot.
     fn read<A: MapAccess<'de>>(
@@ -65,7 +68,7 @@ impl<'de, T: ArgsFields<'de>> Visitor<'de> for FieldsVisitor<T> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
-        let mut slots = T::Slots::default();
+        let mut slots = T::slots();
         let mut seen: u64 = 0;
         while let Some(index) = map.next_key_seed(KeyIndex(T::NAMES))? {
             let bit = 1u64 << index;
@@ -150,6 +153,10 @@ mod tests {
         const NAME: &'static str = "Args";
         const NAMES: &'static [&'static str] = &["order_id", "note"];
         type Slots = (Option<String>, Option<Option<String>>);
+
+        fn slots() -> Self::Slots {
+            (None, None)
+        }
 
         fn read<A: MapAccess<'de>>(
             slots: &mut Self::Slots,

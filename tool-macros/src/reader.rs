@@ -17,6 +17,7 @@ pub(crate) fn shared_reader_impls(tool: &ToolFn, params: &[syn::Ident]) -> Token
     let arms = indices.iter().map(|index| {
         quote!(#index => __slots.#index = ::core::option::Option::Some(__map.next_value()?),)
     });
+    let nones = params.iter().map(|_| quote!(::core::option::Option::None));
     let bounds = quote!(#(#params: __tg::serde::Deserialize<'__de>),*);
     quote! {
         impl<'__de, #(#params),*> __tg::serde::Deserialize<'__de> for __ToolArgs<#(#params),*>
@@ -37,6 +38,10 @@ pub(crate) fn shared_reader_impls(tool: &ToolFn, params: &[syn::Ident]) -> Token
             const NAME: &'static str = "__ToolArgs";
             const NAMES: &'static [&'static str] = &[#(#names),*];
             type Slots = (#(::core::option::Option<#params>,)*);
+
+            fn slots() -> Self::Slots {
+                (#(#nones,)*)
+            }
 
             fn read<__A: __tg::serde::de::MapAccess<'__de>>(
                 __slots: &mut Self::Slots,
