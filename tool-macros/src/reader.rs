@@ -39,6 +39,8 @@ pub(crate) fn shared_reader_impls(tool: &ToolFn, params: &[syn::Ident]) -> Token
             const NAMES: &'static [&'static str] = &[#(#names),*];
             type Slots = (#(::core::option::Option<#params>,)*);
 
+            // `()` for a tool without plain parameters.
+            #[allow(clippy::unused_unit)]
             fn slots() -> Self::Slots {
                 (#(#nones,)*)
             }
