@@ -280,7 +280,9 @@ fn edge_values() {
         (with("small", json!(-32769)), false),
         (with("letter", json!("xy")), false),
         (with("letter", json!("é")), true),
-        (with("ratio", json!(1e300)), true),
+        // An f32 holds numbers up to f32::MAX: the schema's bounds say so.
+        (with("ratio", json!(3.4028234663852886e38)), true),
+        (with("ratio", json!(1e300)), false),
         (with("shape", json!({"Square": 70000})), false),
         (
             with("shape", json!({"Circle": {"r": 1, "extra": 2}})),

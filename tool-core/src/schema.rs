@@ -16,7 +16,8 @@ pub(crate) use walk::{Holds, child_pointer, holds, subschemas, walk_schemas};
 /// On top of what schemars generates: the root has no `$schema` or `title` (the title would name
 /// a generated struct); every object that lists `properties` and says nothing of other keys gets
 /// `additionalProperties: false`, because the validator rejects unknown fields; every integer
-/// carries the bounds of its Rust type; an object schema with no properties at all (a struct
+/// carries the bounds of its Rust type, and an `f32` those of its range (serde refuses a larger
+/// number rather than read it as infinity); an object schema with no properties at all (a struct
 /// with no fields) gets an empty `properties` and so accepts only `{}`; so a value the schema accepts always fits.
 pub fn canonical_schema_for<T: JsonSchema>() -> Value {
     let schema = SchemaSettings::draft2020_12()
@@ -52,11 +53,11 @@ pub fn canonicalize(schema: &mut Value) {
         if object.contains_key("properties") && !object.contains_key("additionalProperties") {
             object.insert("additionalProperties".into(), Value::Bool(false));
         }
-        add_integer_bounds(object);
+        add_number_bounds(object);
     });
 }
 
-fn add_integer_bounds(object: &mut Map<String, Value>) {
+fn add_number_bounds(object: &mut Map<String, Value>) {
     let Some(format) = object.get("format").and_then(Value::as_str) else {
         return;
     };
@@ -70,6 +71,9 @@ fn add_integer_bounds(object: &mut Map<String, Value>) {
         "uint16" => (0.into(), u16::MAX.into()),
         "uint32" => (0.into(), u32::MAX.into()),
         "uint64" | "uint" | "uint128" => (0.into(), u64::MAX.into()),
+        // An `f32` holds only numbers up to `f32::MAX` (a double, exactly); serde refuses a
+        // larger one.
+        "float" => ((-f64::from(f32::MAX)).into(), f64::from(f32::MAX).into()),
         _ => return,
     };
     object.entry("minimum").or_insert(min);
@@ -109,6 +113,8 @@ mod tests {
         count: u32,
         big: i64,
         maybe: Option<String>,
+        ratio: f32,
+        exact: f64,
     }
 
     #[test]
@@ -121,6 +127,15 @@ mod tests {
         assert_eq!(schema["properties"]["count"]["maximum"], u32::MAX);
         assert_eq!(schema["properties"]["big"]["minimum"], i64::MIN);
         assert_eq!(schema["properties"]["small"]["maximum"], 255);
+        assert_eq!(
+            schema["properties"]["ratio"]["maximum"],
+            f64::from(f32::MAX)
+        );
+        assert_eq!(
+            schema["properties"]["ratio"]["minimum"],
+            -f64::from(f32::MAX)
+        );
+        assert!(schema["properties"]["exact"].get("maximum").is_none());
         let required: Vec<_> = schema["required"].as_array().unwrap().iter().collect();
         assert!(!required.contains(&&json!("maybe")));
         assert!(required.contains(&&json!("name")));
