@@ -106,25 +106,33 @@ pub mod __private {
 
     use serde_json::Value;
 
-    /// Deserializes validated arguments. A failure here means the schema and the type disagree.
-    ///
-    /// The tree is written out as JSON text and read by the same reader as arguments that
-    /// arrived as text ([`ProbeArgs::parse_text`]): each arguments type's `Deserialize` is then
-    /// compiled for one deserializer, not for two. Writing the text costs little beside the
-    /// schema validation the tree has just been through, and reads the same values
-    /// (`float_roundtrip` is on, so every `f64` reads back exactly).
-    pub fn deserialize_args<T: serde::de::DeserializeOwned>(
+    /// Deserializes validated arguments from the tree. A failure here means the schema and the
+    /// type disagree.
+    pub fn deserialize_args<'de, T: serde::Deserialize<'de>>(
+        tool: &str,
+        args: &'de Value,
+    ) -> Result<T, ToolError> {
+        T::deserialize(args).map_err(|err| unfit(tool, &err))
+    }
+
+    /// Deserializes validated arguments written out as JSON text, with the reader of arguments
+    /// that arrived as text ([`ProbeArgs::parse_text`]): for a tool that reads text anyway, whose
+    /// arguments type's `Deserialize` is then compiled for one deserializer, not two. Writing
+    /// the text costs little beside the schema validation the tree has just been through, and
+    /// reads the same values (`float_roundtrip` is on, so every `f64` reads back exactly).
+    pub fn deserialize_args_via_text<T: serde::de::DeserializeOwned>(
         tool: &str,
         args: &Value,
     ) -> Result<T, ToolError> {
-        let text = args.to_string();
-        serde_json::from_str(&text).map_err(|err| {
-            ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
-                .why(err.to_string())
-                .next(format!(
-                    "call {tool} again with arguments that match its schema"
-                ))
-        })
+        serde_json::from_str(&args.to_string()).map_err(|err| unfit(tool, &err))
+    }
+
+    fn unfit(tool: &str, err: &serde_json::Error) -> ToolError {
+        ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
+            .why(err.to_string())
+            .next(format!(
+                "call {tool} again with arguments that match its schema"
+            ))
     }
 
     /// The future of a call that fails before the tool runs (its arguments do not fit its

@@ -44,8 +44,13 @@ pub trait ProbeArgs<T> {
     /// The canonical JSON schema of `T`.
     fn schema(&self) -> Value;
 
-    /// `T` from arguments that passed validation.
+    /// `T` from arguments that passed validation, read from the tree.
     fn parse(&self, tool: &str, args: &Value) -> Result<T, ToolError>;
+
+    /// `T` from arguments that passed validation, written out as text and read as
+    /// [`parse_text`](Self::parse_text) reads: for a tool that reads text anyway, so that `T`
+    /// has one deserializer.
+    fn parse_via_text(&self, tool: &str, args: &Value) -> Result<T, ToolError>;
 
     /// `T` straight from JSON text, or `None` if serde refuses it.
     fn parse_text(&self, text: &str) -> Option<T>;
@@ -72,6 +77,10 @@ impl<T: DeserializeOwned + JsonSchema> ProbeArgs<T> for Probe<T> {
         crate::__private::deserialize_args(tool, args)
     }
 
+    fn parse_via_text(&self, tool: &str, args: &Value) -> Result<T, ToolError> {
+        crate::__private::deserialize_args_via_text(tool, args)
+    }
+
     fn parse_text(&self, text: &str) -> Option<T> {
         serde_json::from_str(text).ok()
     }
@@ -90,6 +99,11 @@ impl<T> ProbeArgs<T> for &Probe<T> {
     }
 
     fn parse(&self, _tool: &str, _args: &Value) -> Result<T, ToolError> {
+        let () = Unfit::<T>::NEVER;
+        Err(ToolError::internal("unreachable"))
+    }
+
+    fn parse_via_text(&self, _tool: &str, _args: &Value) -> Result<T, ToolError> {
         let () = Unfit::<T>::NEVER;
         Err(ToolError::internal("unreachable"))
     }

@@ -105,6 +105,19 @@ impl ToolFn {
             _ => None,
         })
     }
+
+    /// Whether the arguments are plain parameters with nothing but docs on them: such a tool
+    /// reads arguments sent as text straight into its parameters (`invoke_text`), and reads a
+    /// tree through the same text reader, so that its arguments struct has one deserializer.
+    pub(crate) fn reads_text(&self) -> bool {
+        self.struct_param().is_none()
+            && self.plain_params().all(|param| {
+                param
+                    .field_attrs
+                    .iter()
+                    .all(|attr| attr.path().is_ident("doc"))
+            })
+    }
 }
 
 /// Reads the fn, removing from it the parameter attributes that belong to the schema. Problems

@@ -33,7 +33,7 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
 
     let (args_struct, args_type) = args_struct(attr, tool);
     let descriptor = descriptor(attr, tool, &wire_name);
-    let invoke = invoke_body(&wire_name, &args_type);
+    let invoke = invoke_body(tool, &wire_name, &args_type);
     let run = run_fn(tool, &args_type);
     let invoke_text = invoke_text_fn(tool, &args_type);
     let reconcile = hook::reconcile_fn(attr, tool, &wire_name, &args_type);
@@ -138,14 +138,7 @@ fn args_struct(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, TokenStream) {
     let schemars = format!("{runtime}::__private::schemars");
     // Parameters with nothing but docs are read by the reader every tool shares; any
     // `#[serde]` setting takes serde's derive, which honours it.
-    let shared_reader = params.len() == fields.len()
-        && fields.len() <= 64
-        && tool.plain_params().all(|param| {
-            param
-                .field_attrs
-                .iter()
-                .all(|attr| attr.path().is_ident("doc"))
-        });
+    let shared_reader = params.len() == fields.len() && fields.len() <= 64 && tool.reads_text();
     let derives = if shared_reader {
         quote!(__tg::schemars::JsonSchema)
     } else {
@@ -347,8 +340,8 @@ pub(crate) fn arguments(
 
 /// `Tool::invoke`: the validated tree read into the arguments type, and the one future of the
 /// tool started on it.
-fn invoke_body(wire_name: &str, args_type: &TokenStream) -> TokenStream {
-    let parse = parse_tree(wire_name, args_type);
+fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
+    let parse = parse_tree(tool, wire_name, args_type);
     quote! {
         match #parse {
             ::core::result::Result::Ok(__args) => __run(__ctx, __args),
@@ -358,9 +351,14 @@ fn invoke_body(wire_name: &str, args_type: &TokenStream) -> TokenStream {
 }
 
 /// The expression that reads the validated tree `__json` into the arguments type, as a
-/// `Result`.
-pub(crate) fn parse_tree(wire_name: &str, args_type: &TokenStream) -> TokenStream {
-    quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json))
+/// `Result`: through the text reader for a tool that reads text anyway, from the tree for the
+/// others, so that either way the arguments struct has one deserializer.
+pub(crate) fn parse_tree(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
+    if tool.reads_text() {
+        quote!((&__tg::Probe::<#args_type>::new()).parse_via_text(#wire_name, __json))
+    } else {
+        quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json))
+    }
 }
 
 /// The fn that starts the tool on its arguments: the one async state machine of the tool, which
@@ -379,14 +377,7 @@ fn run_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
 /// setting: it reads the text straight into the parameters when their types prove that serde
 /// accepts exactly what the schema does (`__private::ExactArg`), and declines otherwise.
 fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
-    let plain_only_docs = tool.struct_param().is_none()
-        && tool.plain_params().all(|param| {
-            param
-                .field_attrs
-                .iter()
-                .all(|attr| attr.path().is_ident("doc"))
-        });
-    if !plain_only_docs {
+    if !tool.reads_text() {
         return TokenStream::new();
     }
     let types = tool.plain_params().map(|param| &param.ty);

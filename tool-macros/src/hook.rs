@@ -74,7 +74,7 @@ fn hook_call(
     args_type: &TokenStream,
 ) -> (TokenStream, TokenStream, Span) {
     let path = &hook.path;
-    let parse = parse_tree(wire_name, args_type);
+    let parse = parse_tree(tool, wire_name, args_type);
     let (destructure, mut call_args) = arguments(tool, args_type, quote!(#parse?));
     if let Some(names) = &hook.args {
         // Only the parameters the hook names, in its order.
