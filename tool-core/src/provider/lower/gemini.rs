@@ -446,9 +446,11 @@ mod tests {
         assert_eq!(properties["count"]["type"], "integer");
         assert_eq!(properties["count"]["format"], "int64");
         assert_eq!(properties["count"]["nullable"], true);
+        // An f32's range: bounds a double holds exactly.
+        let max = f64::from(f32::MAX);
         assert_eq!(
             properties["ratio"],
-            json!({"type": "number", "format": "float"})
+            json!({"type": "number", "format": "float", "minimum": -max, "maximum": max})
         );
         assert_eq!(
             properties["small"],

@@ -456,12 +456,17 @@ mod tests {
             strict["$defs"]["Unit"],
             json!({"type": "string", "enum": ["celsius", "fahrenheit"]})
         );
-        // Integer bounds survive, unsupported formats and string lengths do not.
+        // Numeric bounds survive, unsupported formats and string lengths do not.
         assert_eq!(
             properties["small"],
             json!({"type": "integer", "minimum": 0, "maximum": 255})
         );
-        assert_eq!(properties["ratio"], json!({"type": "number"}));
+        // An f32 keeps its range; the unsupported `format` goes.
+        let max = f64::from(f32::MAX);
+        assert_eq!(
+            properties["ratio"],
+            json!({"type": "number", "minimum": -max, "maximum": max})
+        );
         assert_eq!(properties["initial"], json!({"type": "string"}));
         assert_eq!(
             properties["email"],
