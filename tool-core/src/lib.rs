@@ -78,8 +78,8 @@ pub use side_effect::SideEffect;
 pub use state::{State, StateType};
 pub use steps::{StepError, StepReport, StepState};
 pub use tool::{
-    Args, CheckFuture, IntoChecked, IntoReconciled, IntoToolOutput, ReconcileFuture, Tool,
-    ToolFuture,
+    Args, CheckFuture, IntoChecked, IntoReconciled, IntoToolOutput, ReadArgs, ReconcileFuture,
+    Tool, ToolFuture,
 };
 pub use turn::{TurnAnswer, TurnError};
 pub use validate::{ArgsValidator, SchemaError, Violation};
@@ -100,8 +100,8 @@ pub mod __private {
     pub use crate::schema::canonical_schema_for;
     pub use crate::{
         Args, CheckFuture, Ctx, Delivery, IdempotencyKey, IntoChecked, IntoReconciled,
-        IntoToolOutput, KeyScope, RateLimit, ReconcileFuture, RetrySpec, SideEffect, State,
-        StateType, Tool, ToolDescriptor, ToolError, ToolFuture,
+        IntoToolOutput, KeyScope, RateLimit, ReadArgs, ReconcileFuture, RetrySpec, SideEffect,
+        State, StateType, Tool, ToolDescriptor, ToolError, ToolFuture,
     };
 
     use serde_json::Value;
@@ -133,6 +133,14 @@ pub mod __private {
             .next(format!(
                 "call {tool} again with arguments that match its schema"
             ))
+    }
+
+    /// The arguments a tool's `read_args` read, back as its arguments struct.
+    pub fn take_args<T: std::any::Any>(args: crate::ReadArgs, tool: &str) -> Result<T, ToolError> {
+        args.take().ok_or_else(|| {
+            ToolError::internal(format!("{tool} was handed arguments it did not read"))
+                .next("do not repeat this call; tell the user something went wrong")
+        })
     }
 
     /// The future of a call that fails before the tool runs (its arguments do not fit its

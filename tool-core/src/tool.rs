@@ -1,7 +1,9 @@
 //! The trait `#[tool]` implements, and the types a tool's signature may use.
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -55,9 +57,37 @@ pub trait Tool: Send + Sync + 'static {
     /// accepts and the validated path reads as `3`), which then take the validated path. The
     /// one difference that remains is the sign of a zero: `-0.0` for an `f64` arrives as `-0.0`
     /// here and as `0.0` on the validated path. The default is `None`, which is always correct.
+    ///
+    /// The default runs [`Tool::read_args`] and then [`Tool::invoke_args`].
     fn invoke_text<'a>(&'a self, ctx: &'a Ctx, text: &'a str) -> Option<ToolFuture<'a>> {
-        let _ = (ctx, text);
+        let args = self.read_args(text)?;
+        Some(self.invoke_args(ctx, args))
+    }
+
+    /// Reads arguments sent as JSON text that nothing has checked yet, for
+    /// [`Tool::invoke_args`]: `Some` only when `text` is exactly one JSON object, with each key
+    /// once, that [`Arguments::from_text`](crate::Arguments::from_text) would accept, and that
+    /// [`Tool::invoke_text`] would run. `None` for any other text, which the dispatcher then
+    /// checks and reads as it would without this method, with the same errors.
+    ///
+    /// This is how [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn) reads a call's
+    /// arguments in one pass: the tool's own reading is the check. `#[tool]` implements it for
+    /// the tools whose `invoke_text` reads plain parameters of the types it lists: the reader
+    /// they share takes only an object, refuses a key given twice or unknown, and those types
+    /// hold no object of their own. The default is `None`, which is always correct.
+    fn read_args(&self, text: &str) -> Option<ReadArgs> {
+        let _ = text;
         None
+    }
+
+    /// Runs the tool on arguments its [`Tool::read_args`] read. The default, for a tool whose
+    /// `read_args` reads nothing, answers an `internal` error.
+    fn invoke_args<'a>(&'a self, ctx: &'a Ctx, args: ReadArgs) -> ToolFuture<'a> {
+        let _ = (ctx, args);
+        Box::pin(std::future::ready(Err(ToolError::internal(format!(
+            "{} read arguments it cannot run on",
+            self.descriptor().name
+        )))))
     }
 
     /// Asks the authoritative system what became of an operation whose outcome is unknown, with
@@ -85,6 +115,31 @@ pub trait Tool: Send + Sync + 'static {
     fn check<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> Option<CheckFuture<'a>> {
         let _ = (ctx, args);
         None
+    }
+}
+
+/// Arguments a tool read from text with [`Tool::read_args`], held for its
+/// [`Tool::invoke_args`]: whatever type the tool reads them into. `Sync` whatever that type is
+/// (nothing reaches them through a shared reference), so that a dispatcher's future may hold
+/// them.
+pub struct ReadArgs(Mutex<Box<dyn Any + Send>>);
+
+impl ReadArgs {
+    /// `args`, held.
+    pub fn new<T: Any + Send>(args: T) -> Self {
+        ReadArgs(Mutex::new(Box::new(args)))
+    }
+
+    /// The arguments, if they are a `T`.
+    pub fn take<T: Any>(self) -> Option<T> {
+        let args = self.0.into_inner().unwrap_or_else(PoisonError::into_inner);
+        args.downcast().ok().map(|args| *args)
+    }
+}
+
+impl std::fmt::Debug for ReadArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadArgs(..)")
     }
 }
 

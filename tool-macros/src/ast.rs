@@ -106,6 +106,13 @@ impl ToolFn {
         })
     }
 
+    /// Whether the plain parameters are read by the field reader every tool shares
+    /// (`__private::read_fields`): parameters that read text, at most 64 of them (a tool with
+    /// more keeps serde's derive).
+    pub(crate) fn shared_reader(&self) -> bool {
+        self.reads_text() && self.plain_params().count() <= 64
+    }
+
     /// Whether the arguments are plain parameters with nothing but docs on them: such a tool
     /// reads arguments sent as text straight into its parameters (`invoke_text`), and reads a
     /// tree through the same text reader, so that its arguments struct has one deserializer.

@@ -138,7 +138,7 @@ fn args_struct(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, TokenStream) {
     let schemars = format!("{runtime}::__private::schemars");
     // Parameters with nothing but docs are read by the reader every tool shares; any
     // `#[serde]` setting takes serde's derive, which honours it.
-    let shared_reader = params.len() == fields.len() && fields.len() <= 64 && tool.reads_text();
+    let shared_reader = params.len() == fields.len() && tool.shared_reader();
     let derives = if shared_reader {
         quote!(__tg::schemars::JsonSchema)
     } else {
@@ -381,6 +381,31 @@ fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
         return TokenStream::new();
     }
     let types = tool.plain_params().map(|param| &param.ty);
+    if tool.shared_reader() {
+        // The shared reader takes only one object, each key once: text nothing has checked can
+        // be read with it (`Tool::read_args`), and `invoke_text` is the trait's, through it.
+        return quote! {
+            fn read_args(&self, __text: &str) -> ::core::option::Option<__tg::ReadArgs> {
+                use __tg::ProbeExact as _;
+                if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
+                    return ::core::option::Option::None;
+                }
+                let __args = (&__tg::Probe::<#args_type>::new()).parse_text(__text)?;
+                ::core::option::Option::Some(__tg::ReadArgs::new(__args))
+            }
+
+            fn invoke_args<'__a>(
+                &'__a self,
+                __ctx: &'__a __tg::Ctx,
+                __args: __tg::ReadArgs,
+            ) -> __tg::ToolFuture<'__a> {
+                match __tg::take_args::<#args_type>(__args, __DESCRIPTOR.name) {
+                    ::core::result::Result::Ok(__args) => __run(__ctx, __args),
+                    ::core::result::Result::Err(__err) => __tg::failed(__err),
+                }
+            }
+        };
+    }
     quote! {
         fn invoke_text<'__a>(
             &'__a self,
