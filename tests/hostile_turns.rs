@@ -5,7 +5,9 @@
 //! id gets exactly one result, and a write never runs on arguments that are not valid.
 //!
 //! The property test at the end draws whole turns of such calls; its regressions are kept in
-//! `hostile_turns.regressions`.
+//! `hostile_turns.regressions`. Each turn is answered twice: read with `parse_calls_text` and
+//! dispatched, and by `Dispatcher::answer_turn`, which leaves the arguments for the tool to
+//! check as it reads them; the two must agree in every report.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -857,6 +859,18 @@ fn check_turn(
     };
     ran("issue_refund", ledger.refunds())?;
     ran("get_order", ledger.lookups())?;
+
+    // `answer_turn` leaves each call's arguments for the tool to check as it reads them (one
+    // pass over the text): the same reports, the same answer, the same runs.
+    let (dispatcher, answered_ledger) = desk();
+    let session = Session::new(AuthContext::new("acme", "agent"), format!("run-{run}"));
+    let answer = runtime
+        .block_on(dispatcher.answer_turn(&*wire, &session, &text))
+        .unwrap();
+    prop_assert_eq!(&answer.reports, &reports, "{}", cut(&text));
+    prop_assert_eq!(answer.message, wire.render_results(&reports));
+    prop_assert_eq!(answered_ledger.refunds(), ledger.refunds());
+    prop_assert_eq!(answered_ledger.lookups(), ledger.lookups());
     Ok(())
 }
 

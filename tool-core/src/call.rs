@@ -96,6 +96,10 @@ enum Held {
     Tree(Value),
     /// Text that parses, as [`Value`] would parse it, into one JSON object.
     Text(String),
+    /// Text nothing has checked yet: made only by the formats' reading for
+    /// [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn), and settled by the dispatcher
+    /// before anything else looks at it (see [`Arguments::settle`]).
+    Unread(String),
 }
 
 impl Arguments {
@@ -130,10 +134,43 @@ impl Arguments {
         Arguments(Held::Text(text))
     }
 
+    /// Text to be read by the tool it is for, which checks it as it reads
+    /// ([`Tool::read_args`](crate::Tool::read_args)), or checked as
+    /// [`Arguments::from_text`] checks: for the dispatcher alone.
+    pub(crate) fn unread(text: String) -> Self {
+        Arguments(Held::Unread(text))
+    }
+
+    /// The text nothing has checked yet, if these arguments are that.
+    pub(crate) fn as_unread(&self) -> Option<&str> {
+        match &self.0 {
+            Held::Unread(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Text nothing had checked, which a tool's reader took as one JSON object
+    /// ([`Tool::read_args`](crate::Tool::read_args)): checked, without a copy.
+    pub(crate) fn read_as_object(self) -> Self {
+        match self.0 {
+            Held::Unread(text) => Arguments(Held::Text(text)),
+            held => Arguments(held),
+        }
+    }
+
+    /// The arguments checked: text nothing has checked yet is checked now, as
+    /// [`Arguments::from_text`] checks it, with the same error.
+    pub(crate) fn settle(self) -> Result<Self, MalformedCall> {
+        match self.0 {
+            Held::Unread(text) => Arguments::from_text(text),
+            held => Ok(Arguments(held)),
+        }
+    }
+
     /// The text the arguments arrived as, if they arrived as text.
     pub fn as_text(&self) -> Option<&str> {
         match &self.0 {
-            Held::Text(text) => Some(text),
+            Held::Text(text) | Held::Unread(text) => Some(text),
             Held::Tree(_) => None,
         }
     }
@@ -142,7 +179,7 @@ impl Arguments {
     pub fn to_value(&self) -> Value {
         match &self.0 {
             Held::Tree(value) => value.clone(),
-            Held::Text(text) => parse_checked(text),
+            Held::Text(text) | Held::Unread(text) => parse_checked(text),
         }
     }
 
@@ -150,7 +187,7 @@ impl Arguments {
     pub fn into_value(self) -> Value {
         match self.0 {
             Held::Tree(value) => value,
-            Held::Text(text) => parse_checked(&text),
+            Held::Text(text) | Held::Unread(text) => parse_checked(&text),
         }
     }
 }
@@ -170,7 +207,7 @@ impl PartialEq for Arguments {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
             (Held::Tree(a), Held::Tree(b)) => a == b,
-            (Held::Text(a), Held::Text(b)) if a == b => true,
+            (Held::Text(a), Held::Text(b)) | (Held::Unread(a), Held::Unread(b)) if a == b => true,
             _ => self.to_value() == other.to_value(),
         }
     }
@@ -180,7 +217,7 @@ impl PartialEq<Value> for Arguments {
     fn eq(&self, other: &Value) -> bool {
         match &self.0 {
             Held::Tree(value) => value == other,
-            Held::Text(text) => parse_checked(text) == *other,
+            Held::Text(text) | Held::Unread(text) => parse_checked(text) == *other,
         }
     }
 }
@@ -190,6 +227,7 @@ impl std::fmt::Debug for Arguments {
         match &self.0 {
             Held::Tree(value) => f.debug_tuple("Tree").field(value).finish(),
             Held::Text(text) => f.debug_tuple("Text").field(text).finish(),
+            Held::Unread(text) => f.debug_tuple("Unread").field(text).finish(),
         }
     }
 }
@@ -199,7 +237,7 @@ impl std::fmt::Display for Arguments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             Held::Tree(value) => value.fmt(f),
-            Held::Text(text) => parse_checked(text).fmt(f),
+            Held::Text(text) | Held::Unread(text) => parse_checked(text).fmt(f),
         }
     }
 }

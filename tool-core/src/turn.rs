@@ -42,6 +42,12 @@ impl Dispatcher {
     /// [`Dispatcher::dispatch_turn`] does, and renders the results in the same format
     /// ([`WireFormat::render_results`]).
     ///
+    /// Each call's arguments are read in one pass. The formats of this crate leave their text
+    /// unread, and a read the session may make hands it to its tool's
+    /// [`Tool::read_args`](crate::Tool::read_args), whose reading is the check; text the tool
+    /// does not take, and the arguments of every other call, are checked as
+    /// [`WireFormat::parse_calls_text`] checks them. The answers are the same either way.
+    ///
     /// `Err(TurnError::Unreadable)` when the turn is not a message of the format (nothing ran);
     /// `Err(TurnError::Aborted)` when the run is aborted, with what became of each call (the
     /// session stays aborted).
@@ -86,7 +92,9 @@ impl Dispatcher {
         session: &Session,
         turn: &str,
     ) -> Result<TurnAnswer, TurnError> {
-        let calls = format.parse_calls_text(turn)?;
+        // Each call's arguments are left for the tool to check as it reads them: one pass over
+        // their text, and the same answers as `parse_calls_text` and `dispatch_turn` give.
+        let calls = format.parse_calls_unread(turn, crate::provider::sealed::Unread(()))?;
         let reports = self.dispatch_turn(session, calls).await?;
         Ok(TurnAnswer {
             message: format.render_results(&reports),

@@ -15,12 +15,18 @@ use super::Dispatcher;
 use super::answers;
 
 impl Dispatcher {
-    /// The tool looked up and the arguments readable, or what the model must fix.
+    /// The tool looked up and the arguments readable, or what the model must fix. Text nothing
+    /// has checked yet stays unread when the call names a tool: the caller reads it through the
+    /// tool or settles it ([`Arguments::settle`]), and either way the answer is the one given
+    /// here for checked text.
     pub(super) fn admit(
         &self,
         name: &str,
-        arguments: Result<Arguments, MalformedCall>,
+        mut arguments: Result<Arguments, MalformedCall>,
     ) -> Result<(&RegisteredTool, Arguments), ToolError> {
+        if name.is_empty() {
+            arguments = arguments.and_then(Arguments::settle);
+        }
         if let (true, Err(malformed)) = (name.is_empty(), &arguments) {
             // A call the format could not read at all: say what was wrong with it.
             return Err(answers::unreadable_call(malformed));

@@ -71,7 +71,9 @@ impl Dispatcher {
     pub(super) fn audit_subject(&self, step: &Step) -> Option<Subject> {
         self.inner.store.as_ref()?;
         Some(match step {
-            Step::Read { tool, arguments } => Subject {
+            Step::Read {
+                tool, arguments, ..
+            } => Subject {
                 arguments: redacted(self.registered(tool).descriptor(), &arguments.to_value()),
                 key: None,
             },

@@ -450,7 +450,11 @@ impl Dispatcher {
                 let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
                 (Err(answers::retry_budget_spent(tool, budget)), None)
             }
-            Step::Read { tool, arguments } => {
+            Step::Read {
+                tool,
+                arguments,
+                read,
+            } => {
                 let registered = self.registered(tool);
                 let failed = shared.failed.get(tool);
                 let fingerprint = failed.map(|_| repeat::fingerprint(tool, &arguments));
@@ -461,7 +465,7 @@ impl Dispatcher {
                 } else {
                     let ctx = self.ctx(session, id, registered);
                     // On the heap: the read's future is large, and this one would hold it.
-                    let read = Box::pin(self.read(registered, &ctx, &arguments, ledger));
+                    let read = Box::pin(self.read(registered, &ctx, &arguments, read, ledger));
                     let raised = std::pin::pin!(shared.signal.raised());
                     match select(read, raised).await {
                         Either::Left((Ok(result), _)) => (Ok(result), None),

@@ -14,6 +14,7 @@ use crate::call::{Arguments, ToolCall};
 use crate::error::{ErrorClass, ToolError};
 use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::schema::normalize_numbers;
+use crate::tool::ReadArgs;
 use crate::validate::invalid_arguments;
 
 use std::panic::AssertUnwindSafe;
@@ -42,6 +43,10 @@ pub(super) enum Step {
     Read {
         tool: &'static str,
         arguments: Arguments,
+        /// The arguments as the tool read them from text nothing had checked
+        /// ([`Tool::read_args`](crate::Tool::read_args)): the text was one object, and the
+        /// read's first attempt runs on these.
+        read: Option<ReadArgs>,
     },
     /// A write with valid arguments.
     Write(PreparedWrite),
@@ -103,9 +108,28 @@ impl Dispatcher {
             Ok((registered, arguments)) => {
                 let descriptor = registered.descriptor();
                 let tool = descriptor.name;
+                let permitted = admit::permitted(session, descriptor);
+                // A read the session may make reads text nothing has checked in one pass.
+                let one_pass = descriptor.side_effect.is_read() && permitted.is_ok();
+                let (arguments, read) = match self.checked(registered, arguments, one_pass) {
+                    Ok(checked) => checked,
+                    Err((tool, err)) => {
+                        let fingerprint = None;
+                        let refused = Step::Refused {
+                            tool,
+                            err,
+                            fingerprint,
+                        };
+                        return Planned::new(place, id, name, refused);
+                    }
+                };
                 if descriptor.side_effect.is_read() {
-                    match admit::permitted(session, descriptor) {
-                        Ok(()) => Step::Read { tool, arguments },
+                    match permitted {
+                        Ok(()) => Step::Read {
+                            tool,
+                            arguments,
+                            read,
+                        },
                         // Validation comes before authorisation: the model hears of invalid
                         // arguments first, and a valid call the session may not make aborts.
                         Err(denied) => {
@@ -128,6 +152,58 @@ impl Dispatcher {
                 }
             }
         };
+        Planned::new(place, id, name, step)
+    }
+
+    /// The arguments checked: text nothing has checked read by the tool when `one_pass` (the
+    /// tool's reading is the check, and the read's first attempt runs on what it read), checked
+    /// as [`Arguments::from_text`] checks it otherwise, or when the tool does not take it. Text
+    /// that is malformed gets the answer [`Dispatcher::admit`] gives checked text that is; the
+    /// error comes with the tool to count the call under, if any (see [`Step::Refused`]).
+    fn checked(
+        &self,
+        registered: &RegisteredTool,
+        arguments: Arguments,
+        one_pass: bool,
+    ) -> Result<(Arguments, Option<ReadArgs>), Refusal> {
+        let tool = registered.descriptor().name;
+        if let (true, Some(text)) = (one_pass, arguments.as_unread()) {
+            match self.read_unread(registered, text) {
+                Ok(Some(read)) => return Ok((arguments.read_as_object(), Some(read))),
+                Ok(None) => {}
+                Err(panicked) => return Err((Some(tool), panicked)),
+            }
+        }
+        match arguments.settle() {
+            Ok(arguments) => Ok((arguments, None)),
+            Err(malformed) => Err((None, answers::malformed_arguments(tool, malformed))),
+        }
+    }
+
+    /// `text`, which nothing has checked, read by the tool: `Ok(None)` when the tool does not
+    /// read it, a panic in its reading as the answer a read that panicked gets.
+    fn read_unread(
+        &self,
+        registered: &RegisteredTool,
+        text: &str,
+    ) -> Result<Option<ReadArgs>, ToolError> {
+        // Reading the text into the tool's parameters runs the tool's own code.
+        std::panic::catch_unwind(AssertUnwindSafe(|| registered.tool().read_args(text))).map_err(
+            |payload| {
+                let name = registered.descriptor().name;
+                unwind::trace(name, &*payload);
+                answers::read_panicked(name)
+            },
+        )
+    }
+}
+
+/// Why a call's arguments were refused as they were checked: the tool to count the call under,
+/// if any (see [`Step::Refused`]), and the error.
+type Refusal = (Option<&'static str>, ToolError);
+
+impl Planned {
+    fn new(place: usize, id: String, name: String, step: Step) -> Self {
         Planned {
             place,
             id,

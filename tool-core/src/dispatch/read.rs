@@ -11,6 +11,7 @@ use crate::ctx::Ctx;
 use crate::error::ToolError;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
+use crate::tool::ReadArgs;
 
 use super::attempt::Input;
 use super::failure::Failure;
@@ -27,11 +28,16 @@ impl Dispatcher {
         registered: &RegisteredTool,
         ctx: &Ctx,
         arguments: &Arguments,
+        read: Option<ReadArgs>,
         ledger: &Ledger<'_>,
     ) -> Result<CallResult, ToolError> {
         let name = registered.descriptor().name;
-        let read_from_text = match arguments.as_text() {
-            Some(text) => {
+        let read_from_text = match (arguments.as_text(), read) {
+            // Read already, as the call was planned.
+            (Some(text), Some(read)) => {
+                Ok((Input::Text(text), registered.tool().invoke_args(ctx, read)))
+            }
+            (Some(text), None) => {
                 // Reading the text into the tool's parameters runs the tool's own code.
                 let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     registered.tool().invoke_text(ctx, text)
@@ -45,7 +51,7 @@ impl Dispatcher {
                     }
                 }
             }
-            None => Err(arguments.to_value()),
+            (None, _) => Err(arguments.to_value()),
         };
         let tree;
         let (input, first) = match read_from_text {

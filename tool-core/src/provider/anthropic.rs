@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse::{CallParts, calls_among, describe, missing_id, present, str_field};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
+use super::sealed::Unread;
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
@@ -97,6 +98,11 @@ impl WireFormat for Anthropic {
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
         self.read(&tree, ArgumentFields::Text)
+    }
+
+    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Unread)
     }
 
     /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",

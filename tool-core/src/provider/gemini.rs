@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse::{CallParts, ReadCall, calls_among, describe, not_an_object, present};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
+use super::sealed::Unread;
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
@@ -93,6 +94,11 @@ impl WireFormat for Gemini {
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
         self.read(&tree, ArgumentFields::Text)
+    }
+
+    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Unread)
     }
 
     /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::parse::{CallParts, ReadCall, describe, missing_id, with_ids};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
+use super::sealed::Unread;
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::error::ErrorKind;
@@ -222,6 +223,11 @@ impl WireFormat for Mcp {
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
         self.read(&tree, ArgumentFields::Text)
+    }
+
+    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Unread)
     }
 
     /// One response object for one report ([`Mcp::render_response`]); an array of them (a

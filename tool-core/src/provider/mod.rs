@@ -44,6 +44,14 @@ mod openai_chat;
 mod openai_responses;
 mod parse;
 mod raw_turn;
+
+pub(crate) mod sealed {
+    /// The proof that a caller of [`WireFormat::parse_calls_unread`](super::WireFormat) is this
+    /// crate: public, so that it may appear in the method's signature, in a module no other
+    /// crate can reach.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Unread(pub(crate) ());
+}
 #[cfg(test)]
 mod test_support;
 
@@ -147,6 +155,19 @@ pub trait WireFormat: Send + Sync {
     /// ```
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         self.parse_calls(&turn_json(self.name(), turn)?)
+    }
+
+    /// [`WireFormat::parse_calls_text`], for [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn)
+    /// alone: the formats of this crate leave each call's arguments unread, for the tool to check
+    /// as it reads them. Only this crate can call it or implement it (`Unread` cannot be named
+    /// outside); the default is `parse_calls_text`.
+    #[doc(hidden)]
+    fn parse_calls_unread(
+        &self,
+        turn: &str,
+        _: sealed::Unread,
+    ) -> Result<Vec<ToolCall>, FormatError> {
+        self.parse_calls_text(turn)
     }
 
     /// The message (or messages) that answer a turn: one result per report, in order; `None`

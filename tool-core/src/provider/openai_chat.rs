@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse::{CallParts, ReadCall, describe, missing_id, not_an_object, present, with_ids};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
+use super::sealed::Unread;
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::json_text::escape_into;
@@ -86,13 +87,11 @@ impl WireFormat for OpenAiChat {
     /// decoded) takes the path of [`WireFormat::parse_calls`], on a tree in which each call's
     /// `function.arguments` is read on its own, so the answer is the same either way.
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        if let Ok(fast) = serde_json::from_str::<fast::Turn>(turn)
-            && let Some(calls) = fast.into_calls()
-        {
-            return Ok(calls);
-        }
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Text)
+        self.read_text(turn, ArgumentFields::Text)
+    }
+
+    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
+        self.read_text(turn, ArgumentFields::Unread)
     }
 
     /// The same messages as [`WireFormat::render_results`], written without a JSON tree: each
@@ -146,6 +145,17 @@ impl WireFormat for OpenAiChat {
 const ARGUMENTS: &str = "arguments";
 
 impl OpenAiChat {
+    /// The calls of the turn's text, with arguments read as `fields` says.
+    fn read_text(&self, turn: &str, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
+        if let Ok(fast) = serde_json::from_str::<fast::Turn>(turn)
+            && let Some(calls) = fast.into_calls(fields)
+        {
+            return Ok(calls);
+        }
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, fields)
+    }
+
     fn read(&self, turn: &Value, fields: ArgumentFields) -> Result<Vec<ToolCall>, FormatError> {
         let error = |reason: String| FormatError {
             format: self.name(),
@@ -211,12 +221,12 @@ fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
 /// call's arguments are checked as they are read and kept as text, with no tree.
 mod fast {
     use std::borrow::Cow;
-    use std::fmt;
 
-    use serde::de::{self, IgnoredAny, Visitor};
+    use serde::de::{self, IgnoredAny};
     use serde::{Deserialize, Deserializer};
 
-    use crate::call::{Arguments, MalformedCall, ToolCall};
+    use super::ArgumentFields;
+    use crate::call::{Arguments, ToolCall};
 
     #[derive(Deserialize)]
     pub(super) struct Turn {
@@ -228,9 +238,13 @@ mod fast {
 
     /// A call the typed reading can take as it is: an id, a name, `type: "function"` (or no
     /// type) and arguments as text. Any other call fails the typed reading, so that the whole
-    /// turn takes the general one. Transparent, so that the calls are unwrapped in place.
-    #[repr(transparent)]
-    struct Call(ToolCall);
+    /// turn takes the general one.
+    struct Call {
+        id: String,
+        name: String,
+        /// `function.arguments`, the JSON text as sent.
+        arguments: String,
+    }
 
     impl<'de> Deserialize<'de> for Call {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -246,7 +260,7 @@ mod fast {
             #[derive(Deserialize)]
             struct Function {
                 name: String,
-                arguments: TextArguments,
+                arguments: String,
             }
 
             let call = Fields::deserialize(deserializer)?;
@@ -254,49 +268,35 @@ mod fast {
             if call.id.is_empty() || call.function.name.is_empty() || !function {
                 return Err(de::Error::custom("a call for the general reading"));
             }
-            Ok(Call(ToolCall {
+            Ok(Call {
                 id: call.id,
                 name: call.function.name,
-                arguments: call.function.arguments.0,
-            }))
-        }
-    }
-
-    /// `function.arguments`: JSON text, read as [`ToolCall::from_json_text`] does.
-    struct TextArguments(Result<Arguments, MalformedCall>);
-
-    impl<'de> Deserialize<'de> for TextArguments {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct Text;
-
-            impl Visitor<'_> for Text {
-                type Value = TextArguments;
-
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("the arguments as JSON text")
-                }
-
-                fn visit_str<E: de::Error>(self, text: &str) -> Result<TextArguments, E> {
-                    Ok(TextArguments(Arguments::from_text(text)))
-                }
-
-                fn visit_string<E: de::Error>(self, text: String) -> Result<TextArguments, E> {
-                    Ok(TextArguments(Arguments::from_text(text)))
-                }
-            }
-
-            deserializer.deserialize_str(Text)
+                arguments: call.function.arguments,
+            })
         }
     }
 
     impl Turn {
-        /// The calls, or `None` when the turn needs the general reading.
-        pub(super) fn into_calls(self) -> Option<Vec<ToolCall>> {
+        /// The calls, with arguments read as `fields` says (checked as
+        /// [`ToolCall::from_json_text`] checks them, or left unread), or `None` when the turn
+        /// needs the general reading.
+        pub(super) fn into_calls(self, fields: ArgumentFields) -> Option<Vec<ToolCall>> {
             if self.choices.is_some() {
                 return None;
             }
-            let calls = self.tool_calls.unwrap_or_default();
-            Some(calls.into_iter().map(|call| call.0).collect())
+            let calls = self.tool_calls.unwrap_or_default().into_iter();
+            Some(
+                calls
+                    .map(|call| ToolCall {
+                        id: call.id,
+                        name: call.name,
+                        arguments: match fields {
+                            ArgumentFields::Unread => Ok(Arguments::unread(call.arguments)),
+                            _ => Arguments::from_text(call.arguments),
+                        },
+                    })
+                    .collect(),
+            )
         }
     }
 }

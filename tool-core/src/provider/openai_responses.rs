@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::openai_chat::strict_parameters;
 use super::parse::{CallParts, calls_among, describe, missing_id, present, str_field};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
+use super::sealed::Unread;
 use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::Registry;
@@ -82,6 +83,11 @@ impl WireFormat for OpenAiResponses {
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
         let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
         self.read(&tree, ArgumentFields::Text)
+    }
+
+    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
+        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
+        self.read(&tree, ArgumentFields::Unread)
     }
 
     /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`,

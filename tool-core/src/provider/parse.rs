@@ -229,7 +229,10 @@ impl CallParts {
             Field::Value(value) => Some(value),
             // The string's own JSON text: decoded here, so that a lone surrogate escape in it
             // fails this call alone.
-            Field::Text(raw) => match serde_json::from_str::<String>(raw) {
+            Field::Text(raw) | Field::Unread(raw) => match serde_json::from_str::<String>(raw) {
+                Ok(text) if matches!(value, Field::Unread(_)) => {
+                    return self.finish(Arguments::unread(text));
+                }
                 Ok(text) => return self.text(&text),
                 Err(_) => match read_value(raw) {
                     Ok(value) => {
@@ -281,7 +284,12 @@ impl CallParts {
                 );
             }
             Field::Value(value) => Some(value),
-            Field::Text(raw) => match shape_of(raw) {
+            // Text that opens an object is one object or not JSON at all, and the check of
+            // `Arguments::from_text` tells which with the error it would give here.
+            Field::Unread(raw) if raw.trim_start_matches(JSON_SPACE).starts_with('{') => {
+                return self.finish(Arguments::unread(raw.to_owned()));
+            }
+            Field::Text(raw) | Field::Unread(raw) => match shape_of(raw) {
                 Ok(Shape::Object) => return self.finish(Arguments::checked_object(raw.to_owned())),
                 Ok(_) => match read_value(raw) {
                     Ok(value) => {
@@ -327,6 +335,9 @@ impl CallParts {
         self.fail(&unreadable.what, unreadable.why)
     }
 }
+
+/// The whitespace JSON allows around a value.
+const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 
 /// The JSON text of an arguments field that is not what the format expects, read for the error
 /// message; text a [`Value`] cannot hold is the error.

@@ -23,6 +23,9 @@ pub(super) enum ArgumentFields {
     Values,
     /// As strings holding the JSON text of each value (a tree read by [`turn_with_raw`]).
     Text,
+    /// As [`ArgumentFields::Text`], with the arguments left for the tool to check as it reads
+    /// them (for [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn)).
+    Unread,
 }
 
 /// One call's arguments field, as a tree holds it.
@@ -34,6 +37,8 @@ pub(super) enum Field<'a> {
     Value(&'a Value),
     /// The JSON text of the value, not read yet.
     Text(&'a str),
+    /// The JSON text of the value, to be left unread when it may hold arguments.
+    Unread(&'a str),
 }
 
 impl ArgumentFields {
@@ -42,6 +47,7 @@ impl ArgumentFields {
         match (self, value) {
             (_, None) => Field::Absent,
             (ArgumentFields::Text, Some(Value::String(text))) => Field::Text(text),
+            (ArgumentFields::Unread, Some(Value::String(text))) => Field::Unread(text),
             (_, Some(value)) => Field::Value(value),
         }
     }
