@@ -381,43 +381,45 @@ fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
         return TokenStream::new();
     }
     let types = tool.plain_params().map(|param| &param.ty);
-    if tool.shared_reader() {
-        // The shared reader takes only one object, each key once: text nothing has checked can
-        // be read with it (`Tool::read_args`), and `invoke_text` is the trait's, through it.
-        return quote! {
-            fn read_args(&self, __text: &str) -> ::core::option::Option<__tg::ReadArgs> {
-                use __tg::ProbeExact as _;
-                if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
-                    return ::core::option::Option::None;
-                }
-                let __args = (&__tg::Probe::<#args_type>::new()).parse_text(__text)?;
-                ::core::option::Option::Some(__tg::ReadArgs::new(__args))
-            }
-
-            fn invoke_args<'__a>(
-                &'__a self,
-                __ctx: &'__a __tg::Ctx,
-                __args: __tg::ReadArgs,
-            ) -> __tg::ToolFuture<'__a> {
-                match __tg::take_args::<#args_type>(__args, __DESCRIPTOR.name) {
-                    ::core::result::Result::Ok(__args) => __run(__ctx, __args),
-                    ::core::result::Result::Err(__err) => __tg::failed(__err),
-                }
-            }
-        };
-    }
-    quote! {
+    let exact = quote! {
+        use __tg::ProbeExact as _;
+        if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
+            return ::core::option::Option::None;
+        }
+        let __args = (&__tg::Probe::<#args_type>::new()).parse_text(__text)?;
+    };
+    let invoke_text = quote! {
         fn invoke_text<'__a>(
             &'__a self,
             __ctx: &'__a __tg::Ctx,
             __text: &'__a str,
         ) -> ::core::option::Option<__tg::ToolFuture<'__a>> {
-            use __tg::ProbeExact as _;
-            if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
-                return ::core::option::Option::None;
-            }
-            let __args = (&__tg::Probe::<#args_type>::new()).parse_text(__text)?;
+            #exact
             ::core::option::Option::Some(__run(__ctx, __args))
+        }
+    };
+    if !tool.shared_reader() {
+        return invoke_text;
+    }
+    // The shared reader takes only one object, each key once: text nothing has checked can be
+    // read with it (`Tool::read_args`).
+    quote! {
+        #invoke_text
+
+        fn read_args(&self, __text: &str) -> ::core::option::Option<__tg::ReadArgs> {
+            #exact
+            ::core::option::Option::Some(__tg::ReadArgs::new(__args))
+        }
+
+        fn invoke_args<'__a>(
+            &'__a self,
+            __ctx: &'__a __tg::Ctx,
+            __args: __tg::ReadArgs,
+        ) -> __tg::ToolFuture<'__a> {
+            match __tg::take_args::<#args_type>(__args, __DESCRIPTOR.name) {
+                ::core::result::Result::Ok(__args) => __run(__ctx, __args),
+                ::core::result::Result::Err(__err) => __tg::failed(__err),
+            }
         }
     }
 }
