@@ -375,7 +375,9 @@ fn run_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
 
 /// `Tool::invoke_text`, for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
 /// setting: it reads the text straight into the parameters when their types prove that serde
-/// accepts exactly what the schema does (`__private::ExactArg`), and declines otherwise.
+/// accepts exactly what the schema does (`__private::ExactArg`), and declines otherwise; and,
+/// when the shared field reader reads them, `Tool::read_args` and `Tool::invoke_args` (the same
+/// reading, of text nothing has checked, with the arguments held between the two).
 fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
     if !tool.reads_text() {
         return TokenStream::new();
