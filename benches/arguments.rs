@@ -39,40 +39,7 @@ async fn count_lines(
     measure(note).await
 }
 
-mod by_hand {
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Deserialize)]
-    pub(crate) struct Message {
-        pub(crate) tool_calls: Vec<Call>,
-    }
-
-    #[derive(Deserialize)]
-    pub(crate) struct Call {
-        pub(crate) id: String,
-        pub(crate) function: Function,
-    }
-
-    #[derive(Deserialize)]
-    pub(crate) struct Function {
-        pub(crate) name: String,
-        pub(crate) arguments: String,
-    }
-
-    #[derive(Serialize)]
-    pub(crate) struct Envelope<T> {
-        pub(crate) status: &'static str,
-        pub(crate) replayed: bool,
-        pub(crate) data: T,
-    }
-
-    #[derive(Serialize)]
-    pub(crate) struct ToolMessage<'a> {
-        pub(crate) role: &'static str,
-        pub(crate) tool_call_id: &'a str,
-        pub(crate) content: String,
-    }
-}
+mod by_hand;
 
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -93,7 +60,7 @@ async fn hand_written(turn: &str) -> String {
             content: serde_json::to_string(&by_hand::Envelope {
                 status: "succeeded",
                 replayed: false,
-                data: lines,
+                data: &lines,
             })
             .unwrap(),
         });

@@ -72,7 +72,8 @@ pub trait Tool: Send + Sync + 'static {
     ///
     /// This is how [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn) reads a call's
     /// arguments in one pass: the tool's own reading is the check. `#[tool]` implements it for
-    /// the tools whose `invoke_text` reads plain parameters of the types it lists: the reader
+    /// the tools whose `invoke_text` reads plain parameters of the types it lists, at most 64 of
+    /// them (a tool with more reads them with serde's derive, which takes an array too): the reader
     /// they share takes only an object, refuses a key given twice or unknown, and those types
     /// hold no object of their own. The default is `None`, which is always correct.
     fn read_args(&self, text: &str) -> Option<ReadArgs> {

@@ -138,7 +138,7 @@ fn args_struct(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, TokenStream) {
     let schemars = format!("{runtime}::__private::schemars");
     // Parameters with nothing but docs are read by the reader every tool shares; any
     // `#[serde]` setting takes serde's derive, which honours it.
-    let shared_reader = params.len() == fields.len() && tool.shared_reader();
+    let shared_reader = tool.shared_reader();
     let derives = if shared_reader {
         quote!(__tg::schemars::JsonSchema)
     } else {

@@ -26,10 +26,10 @@ impl Dispatcher {
     ) -> Result<(&RegisteredTool, Arguments), ToolError> {
         if name.is_empty() {
             arguments = arguments.and_then(Arguments::settle);
-        }
-        if let (true, Err(malformed)) = (name.is_empty(), &arguments) {
-            // A call the format could not read at all: say what was wrong with it.
-            return Err(answers::unreadable_call(malformed));
+            if let Err(malformed) = &arguments {
+                // A call the format could not read at all: say what was wrong with it.
+                return Err(answers::unreadable_call(malformed));
+            }
         }
         let registered = self.lookup(name)?;
         match arguments {

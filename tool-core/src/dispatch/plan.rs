@@ -17,8 +17,6 @@ use crate::schema::normalize_numbers;
 use crate::tool::ReadArgs;
 use crate::validate::invalid_arguments;
 
-use std::panic::AssertUnwindSafe;
-
 use crate::registry::RegisteredTool;
 
 use super::{Dispatcher, admit, answers, repeat, unwind};
@@ -107,48 +105,21 @@ impl Dispatcher {
             },
             Ok((registered, arguments)) => {
                 let descriptor = registered.descriptor();
-                let tool = descriptor.name;
                 let permitted = admit::permitted(session, descriptor);
                 // A read the session may make reads text nothing has checked in one pass.
-                let one_pass = descriptor.side_effect.is_read() && permitted.is_ok();
-                let (arguments, read) = match self.checked(registered, arguments, one_pass) {
-                    Ok(checked) => checked,
-                    Err((tool, err)) => {
-                        let fingerprint = None;
-                        let refused = Step::Refused {
-                            tool,
-                            err,
-                            fingerprint,
-                        };
-                        return Planned::new(place, id, name, refused);
+                let read = descriptor.side_effect.is_read();
+                match self.checked(registered, arguments, read && permitted.is_ok()) {
+                    Err((tool, err)) => Step::Refused {
+                        tool,
+                        err,
+                        fingerprint: None,
+                    },
+                    Ok((arguments, taken)) if read => {
+                        self.prepare_read(session, &id, registered, arguments, taken, permitted)
                     }
-                };
-                if descriptor.side_effect.is_read() {
-                    match permitted {
-                        Ok(()) => Step::Read {
-                            tool,
-                            arguments,
-                            read,
-                        },
-                        // Validation comes before authorisation: the model hears of invalid
-                        // arguments first, and a valid call the session may not make aborts.
-                        Err(denied) => {
-                            match self.valid_read(session, &id, registered, &arguments) {
-                                Err(invalid) => Step::Refused {
-                                    tool: Some(tool),
-                                    err: invalid,
-                                    fingerprint: Some(repeat::fingerprint(tool, &arguments)),
-                                },
-                                Ok(()) => Step::Refused {
-                                    tool: Some(tool),
-                                    err: denied,
-                                    fingerprint: None,
-                                },
-                            }
-                        }
+                    Ok((arguments, _)) => {
+                        self.prepare_write(session, registered, arguments, permitted)
                     }
-                } else {
-                    self.prepare_write(session, registered, arguments)
                 }
             }
         };
@@ -168,7 +139,7 @@ impl Dispatcher {
     ) -> Result<(Arguments, Option<ReadArgs>), Refusal> {
         let tool = registered.descriptor().name;
         if let (true, Some(text)) = (one_pass, arguments.as_unread()) {
-            match self.read_unread(registered, text) {
+            match unwind::reading(tool, || registered.tool().read_args(text)) {
                 Ok(Some(read)) => return Ok((arguments.read_as_object(), Some(read))),
                 Ok(None) => {}
                 Err(panicked) => return Err((Some(tool), panicked)),
@@ -178,23 +149,6 @@ impl Dispatcher {
             Ok(arguments) => Ok((arguments, None)),
             Err(malformed) => Err((None, answers::malformed_arguments(tool, malformed))),
         }
-    }
-
-    /// `text`, which nothing has checked, read by the tool: `Ok(None)` when the tool does not
-    /// read it, a panic in its reading as the answer a read that panicked gets.
-    fn read_unread(
-        &self,
-        registered: &RegisteredTool,
-        text: &str,
-    ) -> Result<Option<ReadArgs>, ToolError> {
-        // Reading the text into the tool's parameters runs the tool's own code.
-        std::panic::catch_unwind(AssertUnwindSafe(|| registered.tool().read_args(text))).map_err(
-            |payload| {
-                let name = registered.descriptor().name;
-                unwind::trace(name, &*payload);
-                answers::read_panicked(name)
-            },
-        )
     }
 }
 
@@ -216,12 +170,48 @@ impl Planned {
 }
 
 impl Dispatcher {
-    /// A write's arguments validated, then the session's permission checked, then its key.
+    /// A read the session may make, with its arguments as checked (and read, when the tool read
+    /// them); one it may not make is refused, after its arguments are validated: the model hears
+    /// of invalid arguments first, and a valid call the session may not make aborts.
+    fn prepare_read(
+        &self,
+        session: &Session,
+        call_id: &str,
+        registered: &RegisteredTool,
+        arguments: Arguments,
+        read: Option<ReadArgs>,
+        permitted: Result<(), ToolError>,
+    ) -> Step {
+        let tool = registered.descriptor().name;
+        let Err(denied) = permitted else {
+            return Step::Read {
+                tool,
+                arguments,
+                read,
+            };
+        };
+        match self.valid_read(session, call_id, registered, &arguments) {
+            Err(invalid) => Step::Refused {
+                tool: Some(tool),
+                err: invalid,
+                fingerprint: Some(repeat::fingerprint(tool, &arguments)),
+            },
+            Ok(()) => Step::Refused {
+                tool: Some(tool),
+                err: denied,
+                fingerprint: None,
+            },
+        }
+    }
+
+    /// A write's arguments validated, then the session's permission (`permitted`) checked, then
+    /// its key.
     fn prepare_write(
         &self,
         session: &Session,
         registered: &RegisteredTool,
         arguments: Arguments,
+        permitted: Result<(), ToolError>,
     ) -> Step {
         let descriptor = registered.descriptor();
         let tool = descriptor.name;
@@ -237,7 +227,7 @@ impl Dispatcher {
                 fingerprint: Some(hash),
             };
         }
-        if let Err(denied) = admit::permitted(session, descriptor) {
+        if let Err(denied) = permitted {
             return Step::Refused {
                 tool: Some(tool),
                 err: denied,
@@ -273,17 +263,9 @@ impl Dispatcher {
     ) -> Result<(), ToolError> {
         if let Some(text) = arguments.as_text() {
             let ctx = self.ctx(session, call_id, registered);
-            let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                registered.tool().invoke_text(&ctx, text).is_some()
-            }));
-            match built {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
-                Err(payload) => {
-                    let name = registered.descriptor().name;
-                    unwind::trace(name, &*payload);
-                    return Err(answers::read_panicked(name));
-                }
+            let name = registered.descriptor().name;
+            if unwind::reading(name, || registered.tool().invoke_text(&ctx, text).is_some())? {
+                return Ok(());
             }
         }
         self.validated(registered, arguments.to_value()).map(drop)

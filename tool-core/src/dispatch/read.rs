@@ -38,17 +38,9 @@ impl Dispatcher {
                 Ok((Input::Text(text), registered.tool().invoke_args(ctx, read)))
             }
             (Some(text), None) => {
-                // Reading the text into the tool's parameters runs the tool's own code.
-                let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    registered.tool().invoke_text(ctx, text)
-                }));
-                match built {
-                    Ok(Some(call)) => Ok((Input::Text(text), call)),
-                    Ok(None) => Err(parse_checked(text)),
-                    Err(payload) => {
-                        unwind::trace(name, &*payload);
-                        return Err(answers::read_panicked(name));
-                    }
+                match unwind::reading(name, || registered.tool().invoke_text(ctx, text))? {
+                    Some(call) => Ok((Input::Text(text), call)),
+                    None => Err(parse_checked(text)),
                 }
             }
             (None, _) => Err(arguments.to_value()),

@@ -3,8 +3,20 @@
 //! done (see `answers`). It is never retried.
 
 use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::ToolError;
+
+use super::answers;
+
+/// `read`, which reads a call's arguments into `tool`'s parameters and so runs the tool's own
+/// code, with a panic in it traced and answered as a read that panicked.
+pub(super) fn reading<T>(tool: &str, read: impl FnOnce() -> T) -> Result<T, ToolError> {
+    catch_unwind(AssertUnwindSafe(read)).map_err(|payload| {
+        trace(tool, &*payload);
+        answers::read_panicked(tool)
+    })
+}
 
 /// Writes a caught panic to the trace, inside the call's span. The model never sees it.
 pub(super) fn trace(tool: &str, payload: &(dyn Any + Send)) {
