@@ -18,8 +18,6 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 /// The plain parameters of a tool, as the struct `#[tool]` generates for them: at most 64
 /// fields (a tool with more keeps serde's derive).
 pub trait ArgsFields<'de>: Sized {
-    /// The name of the struct, for serde's `deserialize_struct`.
-    const NAME: &'static str;
     /// Each field's name on the wire, in order.
     const NAMES: &'static [&'static str];
     /// A slot per field, each `None` until the field is read.
@@ -39,11 +37,13 @@ pub trait ArgsFields<'de>: Sized {
     fn finish<E: de::Error>(slots: Self::Slots) -> Result<Self, E>;
 }
 
-/// Reads `T` from `deserializer` as a JSON object of its fields.
+/// Reads `T` from `deserializer` as a JSON object of its fields. It asks for a map, not a
+/// struct: a struct would let a format read an array too, and for JSON it asks the deserializer
+/// for half the code.
 pub fn read_fields<'de, T: ArgsFields<'de>, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<T, D::Error> {
-    deserializer.deserialize_struct(T::NAME, T::NAMES, FieldsVisitor(PhantomData))
+    deserializer.deserialize_map(FieldsVisitor(PhantomData))
 }
 
 /// A field that was not given: `None` for an `Option`, serde's `missing field` error for any
@@ -150,7 +150,6 @@ mod tests {
     }
 
     impl<'de> ArgsFields<'de> for Args {
-        const NAME: &'static str = "Args";
         const NAMES: &'static [&'static str] = &["order_id", "note"];
         type Slots = (Option<String>, Option<Option<String>>);
 

@@ -98,6 +98,7 @@ pub mod __private {
         assert_argument,
     };
     pub use crate::schema::canonical_schema_for;
+    pub use crate::schema::fields::{FieldSchema, fields_schema};
     pub use crate::{
         Args, CheckFuture, Ctx, Delivery, IdempotencyKey, IntoChecked, IntoReconciled,
         IntoToolOutput, KeyScope, RateLimit, ReadArgs, ReconcileFuture, RetrySpec, SideEffect,

@@ -126,6 +126,12 @@ impl Registry {
 
     /// Registers a tool value.
     pub fn register_tool(&mut self, tool: impl Tool) -> Result<&mut Self, RegistryError> {
+        self.register_shared(Arc::new(tool))
+    }
+
+    /// The work of [`Registry::register_tool`], once for every tool type rather than once per
+    /// type: the generic entry points only box the tool.
+    fn register_shared(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self, RegistryError> {
         let name = tool.descriptor().name;
         if !is_valid_name(name) {
             return Err(RegistryError::InvalidName(name.to_owned()));
@@ -155,7 +161,7 @@ impl Registry {
         self.by_name.insert(slot, (name, self.tools.len()));
         let policy_hash = crate::idempotency::policy_hash(tool.descriptor(), &schema);
         self.tools.push(RegisteredTool {
-            tool: Arc::new(tool),
+            tool,
             schema,
             validator,
             lowerings,

@@ -2,10 +2,11 @@
 //! schema the model sees is the schema the validator enforces, and anything it accepts
 //! deserializes.
 
+pub(crate) mod fields;
 mod walk;
 
-use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 pub use walk::walk_schemas_mut;
@@ -20,10 +21,19 @@ pub(crate) use walk::{Holds, child_pointer, holds, subschemas, walk_schemas};
 /// number rather than read it as infinity); an object schema with no properties at all (a struct
 /// with no fields) gets an empty `properties` and so accepts only `{}`; so a value the schema accepts always fits.
 pub fn canonical_schema_for<T: JsonSchema>() -> Value {
-    let schema = SchemaSettings::draft2020_12()
+    canonical_root(root_generator().into_root_schema_for::<T>())
+}
+
+/// The generator of [`canonical_schema_for`]. It and [`canonical_root`] are apart from the
+/// generic fn so that each is compiled once, not once per arguments type.
+fn root_generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
         .with(|settings| settings.meta_schema = None)
         .into_generator()
-        .into_root_schema_for::<T>();
+}
+
+/// A root schema as [`canonical_schema_for`] answers it.
+fn canonical_root(schema: Schema) -> Value {
     let mut value = schema.to_value();
     canonicalize(&mut value);
     value

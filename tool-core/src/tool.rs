@@ -85,10 +85,7 @@ pub trait Tool: Send + Sync + 'static {
     /// `read_args` reads nothing, answers an `internal` error.
     fn invoke_args<'a>(&'a self, ctx: &'a Ctx, args: ReadArgs) -> ToolFuture<'a> {
         let _ = (ctx, args);
-        Box::pin(std::future::ready(Err(ToolError::internal(format!(
-            "{} read arguments it cannot run on",
-            self.descriptor().name
-        )))))
+        unread_args(self.descriptor())
     }
 
     /// Asks the authoritative system what became of an operation whose outcome is unknown, with
@@ -106,8 +103,7 @@ pub trait Tool: Send + Sync + 'static {
     /// that type can read; the dispatcher then holds a call whose amount field is present for
     /// approval anyway, and runs one without it. The default reads the field as a JSON number.
     fn approval_amount(&self, args: &Value) -> Option<f64> {
-        let policy = self.descriptor().approval?;
-        args.get(policy.field)?.as_f64()
+        json_amount(self.descriptor(), args)
     }
 
     /// Runs the tool's business check (`check = path` on the attribute) on arguments that passed
@@ -117,6 +113,23 @@ pub trait Tool: Send + Sync + 'static {
         let _ = (ctx, args);
         None
     }
+}
+
+// The bodies of `Tool`'s defaults, out of line: a default method is compiled once for every
+// type that implements the trait, so each keeps only a call.
+
+/// The default of [`Tool::invoke_args`].
+fn unread_args(descriptor: &ToolDescriptor) -> ToolFuture<'static> {
+    Box::pin(std::future::ready(Err(ToolError::internal(format!(
+        "{} read arguments it cannot run on",
+        descriptor.name
+    )))))
+}
+
+/// The default of [`Tool::approval_amount`]: the approval field as a JSON number.
+fn json_amount(descriptor: &ToolDescriptor, args: &Value) -> Option<f64> {
+    let policy = descriptor.approval?;
+    args.get(policy.field)?.as_f64()
 }
 
 /// Arguments a tool read from text with [`Tool::read_args`], held for its
@@ -183,13 +196,18 @@ where
     E: Into<ToolError>,
 {
     fn into_tool_output(self) -> Result<JsonText, ToolError> {
-        let output = self.map_err(Into::into)?;
-        JsonText::of(&output).map_err(|err| {
-            ToolError::internal("the tool's result could not be encoded as JSON")
-                .why(err.to_string())
-                .next("do not repeat this call; tell the user something went wrong")
-        })
+        match self {
+            Ok(output) => JsonText::of(&output).map_err(unencodable_output),
+            Err(err) => Err(err.into()),
+        }
     }
+}
+
+/// The error of a tool whose output serde cannot encode.
+fn unencodable_output(err: serde_json::Error) -> ToolError {
+    ToolError::internal("the tool's result could not be encoded as JSON")
+        .why(err.to_string())
+        .next("do not repeat this call; tell the user something went wrong")
 }
 
 /// What a `reconcile` hook may return: `Result<Option<T>, E>` with `T: Serialize` (the tool's

@@ -35,7 +35,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let descriptor = descriptor(attr, tool, &wire_name);
     let invoke = invoke_body(tool, &wire_name, &args_type);
     let run = run_fn(tool, &args_type);
-    let invoke_text = invoke_text_fn(tool, &args_type);
+    let invoke_text = crate::text::invoke_text_fn(tool, &args_type);
+    let read_text = crate::text::read_text_fn(tool, &args_type);
     let reconcile = hook::reconcile_fn(attr, tool, &wire_name, &args_type);
     let check = hook::check_fn(attr, tool, &wire_name, &args_type);
     let approval_amount = crate::amount::approval_amount_fn(attr, tool);
@@ -60,6 +61,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             static __DESCRIPTOR: __tg::ToolDescriptor = #descriptor;
 
             #run
+
+            #read_text
 
             impl #ident {
                 /// What `#[tool]` declared about this tool.
@@ -136,24 +139,32 @@ fn args_struct(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, TokenStream) {
     let runtime = attr.runtime().to_string().replace(' ', "");
     let serde = format!("{runtime}::__private::serde");
     let schemars = format!("{runtime}::__private::schemars");
-    // Parameters with nothing but docs are read by the reader every tool shares; any
-    // `#[serde]` setting takes serde's derive, which honours it.
+    // Parameters with nothing but docs are read by the reader every tool shares (up to its
+    // limit) and described by a table of their fields; any `#[serde]` or `#[schemars]` setting
+    // takes the derives, which honour it.
+    let table_schema = tool.reads_text();
     let shared_reader = tool.shared_reader();
-    let derives = if shared_reader {
-        quote!(__tg::schemars::JsonSchema)
+    let serde_derive = (!shared_reader).then(|| quote!(__tg::serde::Deserialize));
+    let schema_derive = (!table_schema).then(|| quote!(__tg::schemars::JsonSchema));
+    let derives: Vec<TokenStream> = serde_derive.into_iter().chain(schema_derive).collect();
+    let mut definition = if derives.is_empty() {
+        quote!(struct __ToolArgs<#(#params),*> { #(#fields,)* })
     } else {
-        quote!(__tg::serde::Deserialize, __tg::schemars::JsonSchema)
-    };
-    let mut definition = quote! {
-        #[derive(#derives)]
-        #[serde(crate = #serde, deny_unknown_fields)]
-        #[schemars(crate = #schemars)]
-        struct __ToolArgs<#(#params),*> {
-            #(#fields,)*
+        let schemars_crate = (!table_schema).then(|| quote!(#[schemars(crate = #schemars)]));
+        quote! {
+            #[derive(#(#derives),*)]
+            #[serde(crate = #serde, deny_unknown_fields)]
+            #schemars_crate
+            struct __ToolArgs<#(#params),*> {
+                #(#fields,)*
+            }
         }
     };
     if shared_reader {
         definition.extend(crate::reader::shared_reader_impls(tool, &params));
+    }
+    if table_schema {
+        definition.extend(crate::schema::fields_schema_impl(tool, &params));
     }
     (definition, quote!(__ToolArgs<#(#args),*>))
 }
@@ -369,59 +380,6 @@ fn run_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
     quote! {
         fn __run<'__a>(__ctx: &'__a __tg::Ctx, __args: #args_type) -> __tg::ToolFuture<'__a> {
             ::std::boxed::Box::pin(async move { #run })
-        }
-    }
-}
-
-/// `Tool::invoke_text`, for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
-/// setting: it reads the text straight into the parameters when their types prove that serde
-/// accepts exactly what the schema does (`__private::ExactArg`), and declines otherwise; and,
-/// when the shared field reader reads them, `Tool::read_args` and `Tool::invoke_args` (the same
-/// reading, of text nothing has checked, with the arguments held between the two).
-fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
-    if !tool.reads_text() {
-        return TokenStream::new();
-    }
-    let types = tool.plain_params().map(|param| &param.ty);
-    let exact = quote! {
-        use __tg::ProbeExact as _;
-        if !(true #(&& (&__tg::Probe::<#types>::new()).exact())*) {
-            return ::core::option::Option::None;
-        }
-        let __args = (&__tg::Probe::<#args_type>::new()).parse_text(__text)?;
-    };
-    let invoke_text = quote! {
-        fn invoke_text<'__a>(
-            &'__a self,
-            __ctx: &'__a __tg::Ctx,
-            __text: &'__a str,
-        ) -> ::core::option::Option<__tg::ToolFuture<'__a>> {
-            #exact
-            ::core::option::Option::Some(__run(__ctx, __args))
-        }
-    };
-    if !tool.shared_reader() {
-        return invoke_text;
-    }
-    // The shared reader takes only one object, each key once: text nothing has checked can be
-    // read with it (`Tool::read_args`).
-    quote! {
-        #invoke_text
-
-        fn read_args(&self, __text: &str) -> ::core::option::Option<__tg::ReadArgs> {
-            #exact
-            ::core::option::Option::Some(__tg::ReadArgs::new(__args))
-        }
-
-        fn invoke_args<'__a>(
-            &'__a self,
-            __ctx: &'__a __tg::Ctx,
-            __args: __tg::ReadArgs,
-        ) -> __tg::ToolFuture<'__a> {
-            match __tg::take_args::<#args_type>(__args, __DESCRIPTOR.name) {
-                ::core::result::Result::Ok(__args) => __run(__ctx, __args),
-                ::core::result::Result::Err(__err) => __tg::failed(__err),
-            }
         }
     }
 }

@@ -35,7 +35,6 @@ pub(crate) fn shared_reader_impls(tool: &ToolFn, params: &[syn::Ident]) -> Token
         where
             #bounds
         {
-            const NAME: &'static str = "__ToolArgs";
             const NAMES: &'static [&'static str] = &[#(#names),*];
             type Slots = (#(::core::option::Option<#params>,)*);
 
