@@ -353,9 +353,15 @@ pub(crate) fn arguments(
 /// tool started on it.
 fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
     let parse = parse_tree(tool, wire_name, args_type);
+    // A tool that reads no text starts its future here alone, so it has no `__run`.
+    let start = if tool.reads_text() {
+        quote!(__run(__ctx, __args))
+    } else {
+        future(tool, args_type)
+    };
     quote! {
         match #parse {
-            ::core::result::Result::Ok(__args) => __run(__ctx, __args),
+            ::core::result::Result::Ok(__args) => #start,
             ::core::result::Result::Err(__err) => __tg::failed(__err),
         }
     }
@@ -372,16 +378,26 @@ pub(crate) fn parse_tree(tool: &ToolFn, wire_name: &str, args_type: &TokenStream
     }
 }
 
-/// The fn that starts the tool on its arguments: the one async state machine of the tool, which
-/// `invoke` and `invoke_text` share.
+/// The fn that starts the tool on its arguments, for a tool that reads text: the one async state
+/// machine of the tool, which `invoke`, `invoke_text` and `invoke_args` share. Any other tool
+/// starts it in `invoke`, its one caller.
 fn run_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
-    let (destructure, call_args) = arguments(tool, args_type, quote!(__args));
-    let run = run_tool(tool, &destructure, &call_args);
+    if !tool.reads_text() {
+        return TokenStream::new();
+    }
+    let future = future(tool, args_type);
     quote! {
         fn __run<'__a>(__ctx: &'__a __tg::Ctx, __args: #args_type) -> __tg::ToolFuture<'__a> {
-            ::std::boxed::Box::pin(async move { #run })
+            #future
         }
     }
+}
+
+/// The tool's future on `__args`, boxed: its one async state machine.
+fn future(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
+    let (destructure, call_args) = arguments(tool, args_type, quote!(__args));
+    let run = run_tool(tool, &destructure, &call_args);
+    quote!(::std::boxed::Box::pin(async move { #run }))
 }
 
 /// The body of the tool's future: the arguments bound, the fn called, its output converted.

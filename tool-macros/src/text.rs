@@ -6,13 +6,24 @@ use quote::quote;
 
 use crate::ast::ToolFn;
 
-/// `Tool::invoke_text`, for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
-/// setting: it reads the text with `__read_text` and runs the tool on what that read; and,
+/// `Tool::invoke_text`: for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
+/// setting, it reads the text with `__read_text` and runs the tool on what that read (for any
+/// other tool, it declines: `None`, as the trait's default would); and,
 /// when the shared field reader reads them, `Tool::read_args` and `Tool::invoke_args` (the same
 /// reading, of text nothing has checked, with the arguments held between the two).
 pub(crate) fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
     if !tool.reads_text() {
-        return TokenStream::new();
+        // What the default answers for a tool without `read_args`, said here: a default
+        // method is compiled once for every type that implements the trait, this is one line.
+        return quote! {
+            fn invoke_text<'__a>(
+                &'__a self,
+                _: &'__a __tg::Ctx,
+                _: &'__a str,
+            ) -> ::core::option::Option<__tg::ToolFuture<'__a>> {
+                ::core::option::Option::None
+            }
+        };
     }
     let invoke_text = quote! {
         fn invoke_text<'__a>(
