@@ -339,3 +339,94 @@ async fn checks_take_the_parameters_they_name_and_answer_the_error_they_return()
     );
     assert_eq!(data[4], json!("no check"));
 }
+
+/// A tool of more plain parameters than the shared field reader takes (64): serde's derive
+/// reads them, and the table of fields describes them, as it does for every tool with docs alone.
+macro_rules! wide_tool {
+    ($($param:ident),*) => {
+        /// Adds up its parameters.
+        #[tool]
+        async fn wide($($param: u8),*) -> Result<u32, ToolError> {
+            Ok(0 $(+ u32::from($param))*)
+        }
+    };
+}
+
+wide_tool!(
+    a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12, a13, a14, a15, a16, a17, a18,
+    a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, a34, a35, a36, a37,
+    a38, a39, a40, a41, a42, a43, a44, a45, a46, a47, a48, a49, a50, a51, a52, a53, a54, a55, a56,
+    a57, a58, a59, a60, a61, a62, a63, a64
+);
+
+#[tokio::test]
+async fn a_tool_of_more_than_64_parameters_is_described_and_dispatched() {
+    let schema = wide::args_schema();
+    let properties = schema["properties"].as_object().unwrap();
+    assert_eq!(properties.len(), 65);
+    assert_eq!(properties["a64"]["maximum"], 255);
+    assert_eq!(schema["required"].as_array().unwrap().len(), 65);
+    assert_eq!(schema["additionalProperties"], false);
+
+    let mut registry = Registry::new();
+    registry.register::<wide>().unwrap();
+    let dispatcher = Dispatcher::builder(registry)
+        .store(toolgate_test::MemoryStore::new())
+        .build();
+    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let mut args: serde_json::Map<String, Value> =
+        (0..65).map(|i| (format!("a{i:02}"), json!(2))).collect();
+    let all = ToolCall::new("1", "wide", Value::Object(args.clone()));
+    args.remove("a64");
+    let short = ToolCall::new("2", "wide", Value::Object(args));
+    let reports = dispatcher
+        .dispatch_turn(&session, vec![all, short])
+        .await
+        .unwrap();
+    assert_eq!(reports[0].result.to_json()["data"], json!(130));
+    let refused = reports[1].result.to_json();
+    assert_eq!(refused["error"]["kind"], "invalid_arguments", "{refused}");
+    assert_eq!(refused["error"]["why"], "/: \"a64\" is a required property");
+}
+
+/// Looks up an order, its parameters documented in each way a doc can be written.
+#[tool]
+async fn documented(
+    /// # Order
+    /// The order to look up,
+    ///   its second line indented.
+    order_id: String,
+    #[doc = concat!("Computed ", "by a macro.")] limit: Option<u32>,
+    tags: Vec<String>,
+) -> Result<u32, ToolError> {
+    let _ = (order_id, tags);
+    Ok(limit.unwrap_or(0))
+}
+
+/// The same parameters as one struct under schemars' derive, with the same docs.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DocumentedArgs {
+    /// # Order
+    /// The order to look up,
+    ///   its second line indented.
+    order_id: String,
+    #[doc = concat!("Computed ", "by a macro.")]
+    limit: Option<u32>,
+    tags: Vec<String>,
+}
+
+#[test]
+fn plain_parameters_are_described_as_schemars_describes_their_struct() {
+    let mut derived = toolgate::schema::canonical_schema_for::<DocumentedArgs>();
+    // The struct's own doc; the parameters of a tool have none.
+    derived.as_object_mut().unwrap().remove("description");
+    let described = documented::args_schema();
+    assert_eq!(described.to_string(), derived.to_string());
+    assert_eq!(described["properties"]["order_id"]["title"], "Order");
+    assert_eq!(
+        described["properties"]["limit"]["description"],
+        "Computed by a macro."
+    );
+}
