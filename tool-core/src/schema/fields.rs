@@ -64,14 +64,13 @@ pub fn fields_schema(generator: &mut SchemaGenerator, fields: &[FieldSchema]) ->
         {
             properties.insert(field.name.to_owned(), property.into());
         }
-        if !(generator.contract().is_deserialize() && (field.optional)()) {
-            if let Some(required) = object
+        if !(generator.contract().is_deserialize() && (field.optional)())
+            && let Some(required) = object
                 .entry("required")
                 .or_insert_with(|| Value::Array(Vec::new()))
                 .as_array_mut()
-            {
-                required.push(field.name.into());
-            }
+        {
+            required.push(field.name.into());
         }
     }
     schema
