@@ -444,7 +444,8 @@ def generate(scratch, forms, n, keep, layout):
         if keep and meta.exists():
             recorded = json.loads(meta.read_text())
             if recorded["tools"] != n or recorded.get("layout", "interleaved") != layout:
-                progress(f"{form}: kept as generated ({recorded['tools']} tools): --keep")
+                kept = f"{recorded['tools']} tools, {recorded.get('layout', 'interleaved')}"
+                progress(f"{form}: kept as generated ({kept}; asked {n}, {layout}): --keep")
             targets[form] = recorded["edit"]
             continue
         if crate.exists():

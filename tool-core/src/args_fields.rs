@@ -38,8 +38,8 @@ pub trait ArgsFields<'de>: Sized {
 }
 
 /// Reads `T` from `deserializer` as a JSON object of its fields. It asks for a map, not a
-/// struct: a struct would let a format read an array too, and for JSON it asks the deserializer
-/// for half the code.
+/// struct: a struct would let a format read an array too, and serde_json's map reading is the
+/// smaller one to compile for every tool.
 pub fn read_fields<'de, T: ArgsFields<'de>, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<T, D::Error> {

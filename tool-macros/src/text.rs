@@ -6,11 +6,11 @@ use quote::quote;
 
 use crate::ast::ToolFn;
 
-/// `Tool::invoke_text`: for a tool whose plain parameters carry no `#[serde]` or `#[schemars]`
-/// setting, it reads the text with `__read_text` and runs the tool on what that read (for any
-/// other tool, it declines: `None`, as the trait's default would); and,
-/// when the shared field reader reads them, `Tool::read_args` and `Tool::invoke_args` (the same
-/// reading, of text nothing has checked, with the arguments held between the two).
+/// `Tool::invoke_text`, and with it, when the shared field reader reads the parameters,
+/// `Tool::read_args` and `Tool::invoke_args`. For a tool whose plain parameters carry no
+/// `#[serde]` or `#[schemars]` setting, `invoke_text` runs the tool on what `__read_text` read,
+/// and `read_args` holds that reading (of text nothing has checked) for `invoke_args`. Any
+/// other tool declines text: `None`, as the trait's default would answer.
 pub(crate) fn invoke_text_fn(tool: &ToolFn, args_type: &TokenStream) -> TokenStream {
     if !tool.reads_text() {
         // What the default answers for a tool without `read_args`, said here: a default

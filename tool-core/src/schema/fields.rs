@@ -11,7 +11,7 @@
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::args_fields::missing;
 
@@ -47,7 +47,8 @@ fn may_be_absent<T: DeserializeOwned>() -> bool {
 
 /// The schema of an object of `fields`, closed to other keys.
 pub fn fields_schema(generator: &mut SchemaGenerator, fields: &[FieldSchema]) -> Schema {
-    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
+    let mut properties = Map::new();
+    let mut required = Vec::new();
     for field in fields {
         let mut property = (field.schema)(generator);
         let (title, description) = title_and_description(field.doc);
@@ -56,22 +57,18 @@ pub fn fields_schema(generator: &mut SchemaGenerator, fields: &[FieldSchema]) ->
                 property.insert(key.to_owned(), Value::from(text));
             }
         }
-        let object = schema.ensure_object();
-        if let Some(properties) = object
-            .entry("properties")
-            .or_insert_with(|| Value::Object(Default::default()))
-            .as_object_mut()
-        {
-            properties.insert(field.name.to_owned(), property.into());
+        properties.insert(field.name.to_owned(), property.into());
+        if !(generator.contract().is_deserialize() && (field.optional)()) {
+            required.push(Value::from(field.name));
         }
-        if !(generator.contract().is_deserialize() && (field.optional)())
-            && let Some(required) = object
-                .entry("required")
-                .or_insert_with(|| Value::Array(Vec::new()))
-                .as_array_mut()
-        {
-            required.push(field.name.into());
-        }
+    }
+    // Keys in the derive's order; an object without fields has neither list.
+    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
+    if !properties.is_empty() {
+        schema.insert("properties".to_owned(), Value::Object(properties));
+    }
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), Value::Array(required));
     }
     schema
 }
