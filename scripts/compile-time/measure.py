@@ -497,6 +497,15 @@ class Run:
     compiled: list
 
 
+# The dev profile as cargo has it with no configuration. The scratch crates sit under the
+# repository, so its `.cargo/config.toml` (line tables only, none for dependencies) would
+# otherwise reach them; a user's fresh crate has cargo's defaults, and so do the forms.
+DEFAULT_DEV_PROFILE = (
+    "--config=profile.dev.debug=true",
+    '--config=profile.dev.package."*".debug=true',
+)
+
+
 class Cargo:
     """Runs cargo in the forms' crates with the shared target directory, appending its output to
     the log, and measures each command with `os.wait4`."""
@@ -521,7 +530,7 @@ class Cargo:
     def run(self, form, *args):
         """Runs `cargo ARGS` in a form's crate and answers its `Run`; on failure prints the tail
         of the log and exits."""
-        cmd = ["cargo", *args]
+        cmd = ["cargo", *DEFAULT_DEV_PROFILE, *args]
         with tempfile.TemporaryFile("w+") as out:
             start = time.monotonic()
             proc = subprocess.Popen(
