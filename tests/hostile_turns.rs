@@ -461,7 +461,7 @@ async fn a_call_id_given_to_several_calls_gets_one_result_and_none_of_them_runs(
             "{format}"
         );
         assert_eq!(
-            next, "call the tools again, giving each call its own id",
+            next, "fix the call ids: call the tools again, giving each call its own id",
             "{format}"
         );
         assert_eq!(played.report(&dup).tool, "issue_refund");

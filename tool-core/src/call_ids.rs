@@ -86,7 +86,7 @@ fn shared_id_report(call: ToolCall, count: usize) -> CallReport {
         excerpt(&call.id)
     ))
     .why("a result could not be matched to one of them, so none of them ran")
-    .next("call the tools again, giving each call its own id");
+    .next("fix the call ids: call the tools again, giving each call its own id");
     CallReport {
         call_id: call.id,
         tool: call.name,
@@ -165,7 +165,7 @@ mod tests {
         );
         assert_eq!(
             error.next,
-            "call the tools again, giving each call its own id"
+            "fix the call ids: call the tools again, giving each call its own id"
         );
     }
 }

@@ -10,11 +10,8 @@ use std::time::Duration;
 /// other kind shares: the `error.kind` string of a result object, the kind of a stored attempt
 /// error, the kind of a run abort.
 ///
-/// A result made from an error ([`CallResult::from_error`](crate::CallResult::from_error)) never
-/// carries [`ErrorKind::Unavailable`]: a transient fault reaches the model only once the runtime
-/// has spent every attempt on it, so [`ErrorKind::seen_by_model`] turns it into
-/// [`ErrorKind::RetryBudgetExhausted`] there. That is the one place where the kind the model
-/// reads differs from the kind of the error.
+/// Each kind has one meaning and one kind of advice ([`ErrorKind::advice`]): every `next` the
+/// runtime writes for a kind opens with that advice's words, whatever raised it.
 ///
 /// A kind compares equal to its name: `ErrorKind::NotFound == "not_found"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,24 +31,25 @@ pub enum ErrorKind {
     Timeout,
     /// The tool or its provider is rate limited; see [`ToolError::get_retry_after`].
     RateLimited,
-    /// The runtime retried a transient fault until the tool's attempts were spent, or the tool's
-    /// retry budget in the run ([`RunLimits::retry_budget`](crate::RunLimits)) is spent and the
-    /// call did not run.
+    /// This call's retries are spent: the tool's retry budget in the run
+    /// ([`RunLimits::retry_budget`](crate::RunLimits)) is used up, so the call did not run, or
+    /// retries stopped on it. The model should stop calling the tool in this run.
     RetryBudgetExhausted,
     /// The same call already failed; repeating it would fail again. The dispatcher answers it,
     /// without running the tool, to a call of the same tool with the same canonical arguments
-    /// after that call failed in the run with [`ErrorKind::InvalidArguments`],
-    /// [`ErrorKind::NotFound`], [`ErrorKind::Conflict`], [`ErrorKind::Refused`] or
-    /// [`ErrorKind::Internal`]. A failure whose cause can change by itself (a service
-    /// unavailable, a timeout, a rate limit, a duplicate in progress, an unknown outcome) is not
-    /// repeated that way; the run's retry budget bounds it instead.
+    /// after that call failed in the run with a kind for which [`ErrorKind::fails_again`] holds.
+    /// A failure of the infrastructure (a store or provider that could not be reached, a
+    /// timeout, a rate limit, an internal fault) is never repeated that way: the same call later
+    /// runs, and the run's retry budget bounds it instead.
     RepeatedCall,
     /// The run's tool-call budget is spent: none of the turn's calls ran.
     CallBudgetExhausted,
     /// A fault in toolgate or the tool that the model cannot fix.
     Internal,
-    /// A transient fault that proves nothing was applied (a 503, a refused connection): the
-    /// runtime may retry it.
+    /// The store or the provider could not be reached (a 503, a refused connection, a store
+    /// that does not answer): nothing ran, and the same call may succeed in a moment. The
+    /// runtime retries it under the tool's policy first; the model reads it once those attempts
+    /// are spent.
     Unavailable,
     /// The request was sent but its outcome is unknown (a timeout or a dropped connection after
     /// sending). Never reported as a failure.
@@ -98,20 +96,64 @@ impl ErrorKind {
         }
     }
 
-    /// The kind as the model reads it in a result's `error.kind`: itself, except that a
-    /// transient fault ([`ErrorKind::Unavailable`]) that reaches the model has used up every
-    /// attempt it had, and reads [`ErrorKind::RetryBudgetExhausted`].
+    /// Whether the same call, made again, would meet this failure again: the rule of repeat
+    /// detection. A call of the same tool with the same canonical arguments, after a failure of
+    /// such a kind in the run, is answered [`ErrorKind::RepeatedCall`] without running.
+    ///
+    /// It holds for what the call itself got wrong or what the system of record said of it:
+    /// invalid arguments, not found, a conflict, a business rule's refusal. It never holds for a
+    /// failure of the infrastructure (a store or provider that could not be reached, a timeout,
+    /// a rate limit, an internal fault), for a state that changes by itself (in progress,
+    /// awaiting approval, an unknown outcome: a repeat of a write is answered from its record),
+    /// or for the runtime's own limits.
     ///
     /// ```
     /// use toolgate::ErrorKind;
     ///
-    /// assert_eq!(ErrorKind::Unavailable.seen_by_model(), ErrorKind::RetryBudgetExhausted);
-    /// assert_eq!(ErrorKind::NotFound.seen_by_model(), ErrorKind::NotFound);
+    /// assert!(ErrorKind::NotFound.fails_again());
+    /// assert!(!ErrorKind::Unavailable.fails_again());
+    /// assert!(!ErrorKind::Internal.fails_again());
     /// ```
-    pub const fn seen_by_model(self) -> ErrorKind {
+    pub const fn fails_again(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::InvalidArguments
+                | ErrorKind::NotFound
+                | ErrorKind::Conflict
+                | ErrorKind::Refused
+        )
+    }
+
+    /// The one kind of advice a result of this kind gives in its `next`.
+    ///
+    /// ```
+    /// use toolgate::{Advice, ErrorKind};
+    ///
+    /// assert_eq!(ErrorKind::Unavailable.advice(), Advice::TryAgain);
+    /// assert_eq!(ErrorKind::RetryBudgetExhausted.advice(), Advice::Stop);
+    /// assert!(ErrorKind::Unavailable.advice().opens("try again in a moment"));
+    /// ```
+    pub const fn advice(self) -> Advice {
         match self {
-            ErrorKind::Unavailable => ErrorKind::RetryBudgetExhausted,
-            other => other,
+            ErrorKind::InvalidArguments => Advice::FixArguments,
+            ErrorKind::UnknownTool => Advice::CallAListedTool,
+            ErrorKind::NotFound => Advice::CheckTheIdentifier,
+            ErrorKind::Timeout | ErrorKind::Unavailable => Advice::TryAgain,
+            ErrorKind::RateLimited => Advice::Wait,
+            ErrorKind::Conflict
+            | ErrorKind::Refused
+            | ErrorKind::Internal
+            | ErrorKind::InProgress
+            | ErrorKind::Rejected => Advice::DoNotRepeat,
+            ErrorKind::OutcomeUnknown => Advice::DoNotAssumeItFailed,
+            ErrorKind::AwaitingApproval => Advice::TellTheUserItWaits,
+            ErrorKind::RepeatedCall => Advice::ChangeTheApproach,
+            ErrorKind::RetryBudgetExhausted
+            | ErrorKind::CallBudgetExhausted
+            | ErrorKind::PermissionDenied
+            | ErrorKind::CredentialsRevoked
+            | ErrorKind::RunBudgetExhausted
+            | ErrorKind::PolicyViolation => Advice::Stop,
         }
     }
 
@@ -180,18 +222,22 @@ impl ErrorKind {
             .find(|kind| kind.as_str() == name)
     }
 
-    /// The advice given when the error does not carry its own `next`.
-    const fn default_next(self) -> &'static str {
+    /// The advice given when the error does not carry its own `next`: it opens with the
+    /// words of [`ErrorKind::advice`].
+    pub(crate) const fn default_next(self) -> &'static str {
         match self {
             ErrorKind::InvalidArguments => "fix the arguments as described and call the tool again",
             ErrorKind::UnknownTool => "call one of the tools listed",
             ErrorKind::NotFound => "check the identifier, or look it up first, then call again",
             ErrorKind::Conflict => "do not repeat this call; check the current state first",
             ErrorKind::Refused => "do not repeat this call; tell the user why it was refused",
-            ErrorKind::Timeout => "call the tool again, or tell the user it is slow",
+            ErrorKind::Timeout => "try again in a moment, or tell the user the system is slow",
             ErrorKind::RateLimited => "wait before calling this tool again",
-            ErrorKind::RetryBudgetExhausted | ErrorKind::Unavailable => {
-                "the service is unavailable; try again later or tell the user"
+            ErrorKind::Unavailable => {
+                "try again in a moment; if it keeps failing, tell the user the service is unavailable"
+            }
+            ErrorKind::RetryBudgetExhausted => {
+                "stop calling this tool in this run; tell the user what could not be done"
             }
             ErrorKind::RepeatedCall => "that call already failed; change the approach",
             ErrorKind::CallBudgetExhausted => "stop calling tools and answer with what you have",
@@ -211,6 +257,58 @@ impl ErrorKind {
             | ErrorKind::RunBudgetExhausted
             | ErrorKind::PolicyViolation => "stop",
         }
+    }
+}
+
+/// The one kind of advice each [`ErrorKind`] gives the model in a result's `next`
+/// ([`ErrorKind::advice`]). Every `next` the runtime writes opens with the advice's words
+/// ([`Advice::words`]), and may go on with what is particular to the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Advice {
+    /// Fix the arguments and call again: `invalid_arguments`.
+    FixArguments,
+    /// Call one of the tools that exist: `unknown_tool`.
+    CallAListedTool,
+    /// Check the identifier or look it up, then call again: `not_found`.
+    CheckTheIdentifier,
+    /// The same call may succeed in a moment: `unavailable`, `timeout` (of a read).
+    TryAgain,
+    /// Wait before calling again: `rate_limited`.
+    Wait,
+    /// Repeating the call will not help: `conflict`, `refused`, `internal`, `in_progress`,
+    /// `rejected`.
+    DoNotRepeat,
+    /// The operation may have been applied; its outcome is being checked: `outcome_unknown`.
+    DoNotAssumeItFailed,
+    /// A human decides first: `awaiting_approval`.
+    TellTheUserItWaits,
+    /// That call already failed the same way: `repeated_call`.
+    ChangeTheApproach,
+    /// Stop calling (this tool, or any tool): the spent budgets and the kinds that abort a run.
+    Stop,
+}
+
+impl Advice {
+    /// The words every `next` of this advice opens with.
+    pub const fn words(self) -> &'static str {
+        match self {
+            Advice::FixArguments => "fix ",
+            Advice::CallAListedTool => "call one of",
+            Advice::CheckTheIdentifier => "check the identifier",
+            Advice::TryAgain => "try again",
+            Advice::Wait => "wait ",
+            Advice::DoNotRepeat => "do not repeat",
+            Advice::DoNotAssumeItFailed => "do not assume it failed",
+            Advice::TellTheUserItWaits => "tell the user",
+            Advice::ChangeTheApproach => "that call already failed; change the approach",
+            Advice::Stop => "stop",
+        }
+    }
+
+    /// Whether `next` gives this advice: it opens with [`Advice::words`].
+    pub fn opens(self, next: &str) -> bool {
+        next.starts_with(self.words())
     }
 }
 
@@ -475,8 +573,7 @@ mod tests {
             assert_eq!(kind, kind.as_str());
             assert_eq!(kind.to_string(), kind.as_str());
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
-            let seen = kind.seen_by_model();
-            assert_eq!(seen == kind, kind != ErrorKind::Unavailable, "{kind}");
+            assert!(kind.advice().opens(kind.default_next()), "{kind}");
         }
         assert_eq!(ErrorKind::Unavailable.as_str(), "unavailable");
     }

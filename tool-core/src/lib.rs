@@ -60,7 +60,7 @@ pub use dispatch::{
     ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY,
     DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder, Executed,
 };
-pub use error::{ErrorClass, ErrorKind, RunAborted, ToolError};
+pub use error::{Advice, ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
 pub use failpoint::{Failpoint, Failpoints};
 pub use fate::{CallFate, Fate, TurnAborted};
@@ -132,7 +132,7 @@ pub mod __private {
         ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
             .why(err.to_string())
             .next(format!(
-                "call {tool} again with arguments that match its schema"
+                "fix the arguments: call {tool} again with arguments that match its schema"
             ))
     }
 

@@ -66,7 +66,7 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Explanation {
-    /// The kind, as the model reads it in `error.kind` (see [`ErrorKind::seen_by_model`]).
+    /// The kind the model reads in `error.kind`.
     pub kind: ErrorKind,
     /// What happened.
     pub what: String,
@@ -100,7 +100,7 @@ impl From<&ToolError> for Explanation {
     fn from(err: &ToolError) -> Self {
         let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         Explanation {
-            kind: err.kind().seen_by_model(),
+            kind: err.kind(),
             what: err.what().to_owned(),
             why: err.get_why().map(str::to_owned),
             next: err.get_next().to_owned(),
@@ -495,15 +495,16 @@ mod tests {
         assert_eq!(rejected.outcome(), Outcome::Unexplained(Status::Rejected));
     }
 
-    /// A transient fault that reaches the model reads as a spent retry budget, typed and as text.
+    /// A store or provider that could not be reached reads `unavailable`, typed and as text,
+    /// with the advice to try again.
     #[test]
-    fn an_unavailable_error_reads_as_a_spent_retry_budget() {
+    fn an_unavailable_error_reads_as_unavailable() {
         let result = CallResult::from_error(&ToolError::unavailable("the provider answered 503"));
-        assert_eq!(result.error_kind(), Some(ErrorKind::RetryBudgetExhausted));
-        assert_eq!(result.to_json()["error"]["kind"], "retry_budget_exhausted");
+        assert_eq!(result.error_kind(), Some(ErrorKind::Unavailable));
+        assert_eq!(result.to_json()["error"]["kind"], "unavailable");
         assert_eq!(
             result.to_json()["error"]["next"],
-            "the service is unavailable; try again later or tell the user"
+            "try again in a moment; if it keeps failing, tell the user the service is unavailable"
         );
     }
 }

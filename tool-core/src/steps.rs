@@ -28,7 +28,7 @@ pub enum StepState {
 /// The error of a step that did not succeed, as the model reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StepError {
-    /// The error's kind, as the model reads it (see [`ErrorKind::seen_by_model`]).
+    /// The error's kind.
     pub kind: ErrorKind,
     /// What happened.
     pub what: String,
@@ -152,7 +152,8 @@ impl StepJournal {
                              was never recorded; it is not run again"
                         ))
                         .next(format!(
-                            "do not call {tool} again for this; the reconciler settles it"
+                            "do not assume it failed, and do not call {tool} again for this; \
+                             the reconciler settles it"
                         )),
                     ));
                 };
@@ -211,7 +212,7 @@ impl StepJournal {
                     replayed: false,
                     output: None,
                     error: Some(StepError {
-                        kind: err.kind().seen_by_model(),
+                        kind: err.kind(),
                         what: err.what().to_owned(),
                     }),
                 });

@@ -123,7 +123,7 @@ pub(crate) fn invalid_arguments(tool: &str, violations: &[Violation]) -> ToolErr
         n => format!("the arguments of {tool} break its schema in {n} places"),
     };
     ToolError::invalid_arguments(what).why(why).next(format!(
-        "call {tool} again with arguments that match its schema"
+        "fix the arguments: call {tool} again with arguments that match its schema"
     ))
 }
 

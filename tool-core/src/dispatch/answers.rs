@@ -10,11 +10,15 @@ use crate::descriptor::ToolDescriptor;
 use crate::error::{ErrorKind, ToolError};
 use crate::store::StoreError;
 
+/// The advice of every `outcome_unknown` the dispatcher writes.
+const UNKNOWN_NEXT: &str =
+    "do not assume it failed, and do not repeat the call; tell the user the outcome is being checked";
+
 /// A call the provider format could not read at all, not even its tool's name.
 pub(super) fn unreadable_call(malformed: &MalformedCall) -> ToolError {
     ToolError::invalid_arguments(malformed.what.clone())
         .why(malformed.why.clone())
-        .next("call one tool by its name, with its arguments as one JSON object")
+        .next("fix the call: name one tool, and give its arguments as one JSON object")
 }
 
 /// A call of `tool` whose arguments the provider format could not read.
@@ -22,7 +26,7 @@ pub(super) fn malformed_arguments(tool: &str, malformed: MalformedCall) -> ToolE
     ToolError::invalid_arguments(malformed.what)
         .why(malformed.why)
         .next(format!(
-            "call {tool} again with its arguments as one JSON object"
+            "fix the arguments: call {tool} again with them as one JSON object"
         ))
 }
 
@@ -52,15 +56,13 @@ pub(super) fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> 
     if is_read {
         ToolError::timeout(format!("{tool} did not answer within {deadline:?}"))
             .why("the read was stopped at its deadline; it changed nothing")
-            .next(format!(
-                "call {tool} again, or tell the user the system is slow"
-            ))
+            .next("try again in a moment, or tell the user the system is slow")
             .timed_out_after(deadline)
             .may_still_be_running(false)
     } else {
         ToolError::outcome_unknown(format!("{tool} did not finish within {deadline:?}"))
             .why("the request may have been applied before the deadline passed, or may still be")
-            .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+            .next(UNKNOWN_NEXT)
             .timed_out_after(deadline)
             .may_still_be_running(true)
     }
@@ -75,8 +77,9 @@ pub(super) fn refused_accepted_arguments(tool: &str) -> ToolError {
 }
 
 /// The summary the model reads when `attempts` attempts of `tool` all failed, the last with
-/// `err`: `None` when the last error itself is the answer (a single attempt, or a fault other
-/// than [`ErrorKind::Unavailable`]).
+/// `err`, a provider that could not be reached: still [`ErrorKind::Unavailable`], since nothing
+/// was applied and the same call may succeed in a moment. `None` when the last error itself is
+/// the answer (a single attempt, or a fault other than [`ErrorKind::Unavailable`]).
 pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Option<ToolError> {
     if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
         return None;
@@ -86,12 +89,10 @@ pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Optio
         None => err.what().to_owned(),
     };
     Some(
-        ToolError::new(
-            ErrorKind::RetryBudgetExhausted,
-            format!("{tool} failed {attempts} times in a row; nothing was applied"),
-        )
-        .why(why)
-        .next("try again later, or tell the user the service is unavailable"),
+        ToolError::unavailable(format!(
+            "{tool} failed {attempts} times in a row; nothing was applied"
+        ))
+        .why(why),
     )
 }
 
@@ -176,7 +177,7 @@ pub(super) fn read_panicked(tool: &str) -> ToolError {
 pub(super) fn write_panicked(tool: &str) -> ToolError {
     ToolError::outcome_unknown(format!("{tool} failed unexpectedly while it ran"))
         .why("the tool stopped on an internal fault, and it may have acted before it stopped")
-        .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+        .next(UNKNOWN_NEXT)
 }
 
 /// A write called on a dispatcher that has no operation store: it does not run.
@@ -186,12 +187,13 @@ pub(super) fn no_store(tool: &str) -> ToolError {
         .next("do not repeat this call; tell the user the tool is unavailable")
 }
 
-/// A write whose operation's record changed under every claim of it (see `CLAIM_ROUNDS`).
+/// A write whose operation's record changed under every claim of it (see `CLAIM_ROUNDS`):
+/// nothing ran, and the same call may find the record settled in a moment.
 pub(super) fn claims_exhausted(tool: &str) -> ToolError {
-    ToolError::internal(format!(
+    ToolError::unavailable(format!(
         "{tool} did not run: its operation changed under every claim of it"
     ))
-    .next("try again in a moment, or tell the user the tool is unavailable")
+    .why("other calls of the same operation kept changing its record; nothing was run")
 }
 
 /// The same operation key requested under other arguments.
@@ -228,7 +230,7 @@ pub(super) fn unknown_replayed(tool: &str) -> ToolError {
         "an earlier {tool} call with these arguments may or may not have been applied"
     ))
     .why("its outcome is unknown and is being reconciled with the system of record")
-    .next("do not repeat the call; tell the user the outcome is being checked")
+    .next(UNKNOWN_NEXT)
 }
 
 /// The error when the store cannot be used: nothing ran, or nothing more will. A store that
@@ -252,7 +254,7 @@ pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
         "{tool} could not be recorded safely, so it did not run"
     ))
     .why(err.to_string())
-    .next("try again in a moment, or tell the user the tool is unavailable")
+    .next("do not repeat this call now; tell the user the tool is unavailable")
 }
 
 /// The answer when an attempt of `tool` failed with `err`, a transient fault, and the retry could
@@ -263,22 +265,18 @@ pub(super) fn not_retried(tool: &str, err: ToolError, store_err: &StoreError) ->
         return err;
     }
     let what = format!("{tool} failed and was not tried again: {}", err.what());
-    let next =
-        "try again in a moment; if it keeps failing, tell the user the service is unavailable";
     if store_err.is_unreachable() {
-        return ToolError::new(ErrorKind::Unavailable, what)
-            .why(
-                "a retry is recorded in the operation store before it is sent, and the store \
-                 could not be reached; the failure proved that nothing was applied",
-            )
-            .next(next);
+        return ToolError::unavailable(what).why(
+            "a retry is recorded in the operation store before it is sent, and the store \
+             could not be reached; the failure proved that nothing was applied",
+        );
     }
     ToolError::internal(what)
         .why(format!(
             "a retry is recorded in the operation store before it is sent, and the store refused \
              it ({store_err}); the failure proved that nothing was applied"
         ))
-        .next(next)
+        .next("do not repeat this call now; tell the user the tool is unavailable")
 }
 
 /// The answer when `tool` answered `Ok` and its result could not be recorded.
@@ -301,7 +299,7 @@ pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
         "{tool} ran, but its result could not be recorded"
     ))
     .why(why)
-    .next("do not repeat the call or assume it failed; tell the user the outcome is being checked")
+    .next(UNKNOWN_NEXT)
 }
 
 /// The answer to a duplicate of an operation this dispatcher ran and could not record yet.
@@ -313,7 +311,7 @@ pub(super) fn kept_unrecorded(tool: &str) -> ToolError {
         "the operation store could not be reached when it finished; the outcome is being checked \
          and is recorded when the store answers again",
     )
-    .next("do not repeat the call; tell the user the outcome is being checked")
+    .next(UNKNOWN_NEXT)
 }
 
 /// The answer to a duplicate of an operation another worker holds, `processing`.
@@ -351,7 +349,9 @@ pub(super) fn check_timed_out(tool: &str, deadline: Duration) -> ToolError {
         "the business check of {tool} did not answer within {} ms; nothing was sent",
         deadline.as_millis()
     ))
-    .next(format!("call {tool} again in a moment"))
+    .next(format!(
+        "try again in a moment: call {tool} again, or tell the user the system is slow"
+    ))
 }
 
 /// An outbox call whose transaction's commit failed: it may have landed.
@@ -364,8 +364,8 @@ pub(super) fn commit_unknown(tool: &str, err: &StoreError) -> ToolError {
          delivery; otherwise nothing was stored and nothing will be sent",
     )
     .next(format!(
-        "call {tool} again with the same arguments: if it was committed the answer reads its \
-         progress, and if it was not it runs now, once"
+        "do not assume it failed; call {tool} again with the same arguments to learn: if it was \
+         committed the answer reads its progress, and if it was not it runs now, once"
     ))
 }
 
@@ -379,9 +379,7 @@ pub(super) fn rolled_back(tool: &str, err: ToolError, deadline: Duration) -> Too
         ErrorKind::OutcomeUnknown if err.get_timed_out_after().is_some() => {
             ToolError::timeout(format!("{tool} did not finish within {deadline:?}"))
                 .why(WHY)
-                .next(format!(
-                    "call {tool} again, or tell the user the system is slow"
-                ))
+                .next("try again in a moment, or tell the user the system is slow")
                 .timed_out_after(deadline)
                 .may_still_be_running(false)
         }
@@ -408,4 +406,112 @@ pub(super) fn no_transaction(tool: &str) -> ToolError {
         "{tool} did not run: the operation store claimed it without opening its transaction"
     ))
     .next("do not repeat this call; tell the user the tool is unavailable")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::AuthContext;
+
+    /// Every error this file writes, one per place and branch that builds it.
+    fn every_answer() -> Vec<(&'static str, ToolError)> {
+        let malformed = || MalformedCall {
+            what: "not JSON".to_owned(),
+            why: "expected value".to_owned(),
+        };
+        let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+        let refund = ToolDescriptor::new("issue_refund", "").with_key(&["order_id"]);
+        let down = || StoreError::unreachable("claim a key", "connection refused");
+        let broken = || StoreError::backend("disk full");
+        let lost = StoreError::LostClaim {
+            key: "k".to_owned(),
+            attempt: 1,
+        };
+        let unavailable = || ToolError::unavailable("503");
+        let second = Duration::from_secs(1);
+        let mut answers = vec![
+            ("unreadable_call", unreadable_call(&malformed())),
+            ("malformed_arguments", malformed_arguments("t", malformed())),
+            ("unknown_tool", unknown_tool("nope", ["a", "b"].into_iter())),
+            (
+                "permission_denied",
+                permission_denied(&session, "t", "refund:create"),
+            ),
+            ("deadline_passed read", deadline_passed("t", true, second)),
+            ("deadline_passed write", deadline_passed("t", false, second)),
+            ("refused_accepted_arguments", refused_accepted_arguments("t")),
+            ("retry_budget_spent", retry_budget_spent("t", 3)),
+            ("repeated_call", repeated_call("t")),
+            ("call_budget_spent", call_budget_spent(2, 3, 2)),
+            ("read_panicked", read_panicked("t")),
+            ("write_panicked", write_panicked("t")),
+            ("no_store", no_store("t")),
+            ("claims_exhausted", claims_exhausted("t")),
+            ("conflict", conflict(&refund)),
+            ("stored_result_unreadable", stored_result_unreadable("t")),
+            ("event_missing", event_missing("t")),
+            ("unknown_replayed", unknown_replayed("t")),
+            ("store_failed unreachable", store_failed("t", &down())),
+            ("store_failed other", store_failed("t", &broken())),
+            (
+                "not_retried unreachable",
+                not_retried("t", unavailable(), &down()),
+            ),
+            ("not_retried other", not_retried("t", unavailable(), &broken())),
+            ("ran_unrecorded lost", ran_unrecorded("t", &lost)),
+            ("ran_unrecorded unreachable", ran_unrecorded("t", &down())),
+            ("ran_unrecorded other", ran_unrecorded("t", &broken())),
+            ("kept_unrecorded", kept_unrecorded("t")),
+            ("held_elsewhere", held_elsewhere("t")),
+            ("approval_missing", approval_missing("t")),
+            ("check_panicked", check_panicked("t")),
+            ("check_timed_out", check_timed_out("t", second)),
+            ("commit_unknown", commit_unknown("t", &broken())),
+            (
+                "rolled_back timeout",
+                rolled_back("t", ToolError::outcome_unknown("x").timed_out_after(second), second),
+            ),
+            (
+                "rolled_back unknown",
+                rolled_back("t", ToolError::outcome_unknown("x"), second),
+            ),
+            ("outbox_panicked", outbox_panicked("t")),
+            ("no_transaction", no_transaction("t")),
+        ];
+        answers.extend(
+            retries_spent("t", &unavailable(), 3).map(|err| ("retries_spent", err)),
+        );
+        answers.extend(
+            run_budget_stopped_retries("t", &unavailable(), 2, 2)
+                .map(|err| ("run_budget_stopped_retries", err)),
+        );
+        answers
+    }
+
+    /// Whatever raised it, every kind's `next` gives that kind's one advice.
+    #[test]
+    fn every_answer_gives_the_one_advice_of_its_kind() {
+        let answers = every_answer();
+        assert_eq!(answers.len(), 37, "a builder was added or lost");
+        for (place, err) in answers {
+            let (kind, next) = (err.kind(), err.get_next());
+            assert!(
+                kind.advice().opens(next),
+                "{place}: a {kind} must advise `{}…`, and says `{next}`",
+                kind.advice().words()
+            );
+        }
+    }
+
+    /// A provider that could not be reached, tried until its attempts are spent, stays
+    /// `unavailable`; only the run's retry budget says stop.
+    #[test]
+    fn spent_attempts_read_unavailable_and_a_spent_budget_reads_stop() {
+        let err = retries_spent("t", &ToolError::unavailable("503"), 3).unwrap();
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert!(err.what().contains("failed 3 times in a row; nothing was applied"));
+        let err = run_budget_stopped_retries("t", &ToolError::unavailable("503"), 2, 2).unwrap();
+        assert_eq!(err.kind(), ErrorKind::RetryBudgetExhausted);
+        assert!(err.get_next().starts_with("stop retrying"));
+    }
 }

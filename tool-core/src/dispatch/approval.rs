@@ -195,7 +195,7 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
                     "approval {} was approved; the operation runs at the next call with the same arguments",
                     approval.id
                 )),
-                "call it again with the same arguments to run it".to_owned(),
+                "tell the user it is approved; call it again with the same arguments to run it".to_owned(),
             )
         },
         ApprovalStatus::Rejected => {

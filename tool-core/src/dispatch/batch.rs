@@ -506,7 +506,7 @@ impl Dispatcher {
             }
             Err(err) => {
                 if let Some((tool, fingerprint)) = note
-                    && repeat::counts(err.kind())
+                    && err.kind().fails_again()
                 {
                     ledger.note_failure(tool, &fingerprint).await;
                 }

@@ -114,9 +114,7 @@ fn note_of(event: &OutboxEvent) -> DeliveryNote {
 /// A delivery error as the model reads it.
 fn step_error(err: &AttemptError) -> StepError {
     StepError {
-        kind: ErrorKind::from_name(&err.kind)
-            .unwrap_or(ErrorKind::Internal)
-            .seen_by_model(),
+        kind: ErrorKind::from_name(&err.kind).unwrap_or(ErrorKind::Internal),
         what: err.what.clone(),
     }
 }

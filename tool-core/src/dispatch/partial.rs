@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::error::{ErrorClass, ErrorKind, ToolError};
+use crate::error::{Advice, ErrorClass, ErrorKind, ToolError};
 use crate::json_text::JsonText;
 use crate::result::{CallResult, Explanation, Status};
 use crate::steps::{StepError, StepReport, StepState};
@@ -37,7 +37,7 @@ pub(super) fn note_error_after_steps(tool: &str, steps: &mut Vec<StepReport>, er
         replayed: false,
         output: None,
         error: Some(StepError {
-            kind: err.kind().seen_by_model(),
+            kind: err.kind(),
             what: err.what().to_owned(),
         }),
     });
@@ -126,17 +126,19 @@ pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> Call
         .collect::<Vec<_>>()
         .join("; ");
     let (done_list, failed_list) = (list(&done), list(&failed));
-    let transient = matches!(
-        kind,
-        ErrorKind::Unavailable
-            | ErrorKind::RetryBudgetExhausted
-            | ErrorKind::Timeout
-            | ErrorKind::RateLimited
-    );
-    let when = if transient {
-        String::new()
-    } else {
-        format!(" once what made {failed_list} fail is fixed")
+    // The opening gives the one advice of the failed step's kind; what follows says what a
+    // call with the same arguments does.
+    let opening = match kind.advice() {
+        Advice::TryAgain => "try again in a moment".to_owned(),
+        Advice::Wait => "wait a moment".to_owned(),
+        Advice::FixArguments => format!("fix what made {failed_list} fail"),
+        Advice::CheckTheIdentifier => {
+            format!("check the identifier that made {failed_list} fail")
+        }
+        Advice::DoNotRepeat => {
+            format!("do not repeat this call until what made {failed_list} fail is fixed")
+        }
+        _ => kind.default_next().to_owned(),
     };
     let explanation = Explanation {
         kind,
@@ -146,9 +148,9 @@ pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> Call
         ),
         why: (!why.is_empty()).then_some(why),
         next: format!(
-            "call {tool} again with the same arguments{when}: {done_list} {} done and {} not \
-             run again; only {failed_list} runs again, with any step not reached yet; tell the \
-             user which steps succeeded",
+            "{opening}; then call {tool} again with the same arguments: {done_list} {} done and \
+             {} not run again; only {failed_list} runs again, with any step not reached yet; \
+             tell the user which steps succeeded",
             if done.len() == 1 { "is" } else { "are" },
             if done.len() == 1 { "is" } else { "are" },
         ),
@@ -189,7 +191,7 @@ mod tests {
             output: (status == StepState::Succeeded)
                 .then(|| JsonText::parse(r#"{"id":7}"#).unwrap()),
             error: (status == StepState::Failed).then(|| StepError {
-                kind: ErrorKind::RetryBudgetExhausted,
+                kind: ErrorKind::Unavailable,
                 what: "the mail service answered 503".to_owned(),
             }),
         }
@@ -206,7 +208,8 @@ mod tests {
         assert_eq!(read, steps);
         let result = answer("update_and_notify", read, true);
         let explanation = result.explanation().unwrap();
-        assert_eq!(explanation.kind, ErrorKind::RetryBudgetExhausted);
+        assert_eq!(explanation.kind, ErrorKind::Unavailable);
+        assert!(explanation.next.starts_with("try again in a moment; then call"));
         assert!(explanation.what.contains("update_crm succeeded"));
         assert!(explanation.what.contains("notify failed"));
         assert!(

@@ -75,8 +75,9 @@ impl RateLimiters {
 
     /// Spends one call of `tenant` on `tool`, or answers
     /// [`ErrorKind::RateLimited`] with how long to wait
-    /// ([`ToolError::get_retry_after`]) when its bucket is empty. A tool without a limit costs a
-    /// look at its descriptor.
+    /// ([`ToolError::get_retry_after`]) when its bucket is empty, and [`ErrorKind::Refused`] when
+    /// its limit lets no call through at all (waiting would not help). A tool without a limit
+    /// costs a look at its descriptor.
     pub(crate) fn check(&self, tool: &ToolDescriptor, tenant: &str) -> Result<(), ToolError> {
         let Some(rate) = tool.rate_limit else {
             return Ok(());
@@ -146,14 +147,11 @@ fn over_limit(tool: &str, rate: RateLimit, wait: Duration) -> ToolError {
 
 /// A call of `tool`, whose limit `rate` lets no call through.
 fn closed(tool: &str, rate: RateLimit) -> ToolError {
-    ToolError::new(
-        ErrorKind::RateLimited,
-        format!("{tool} lets no call through: its limit is {rate}"),
-    )
-    .why("this call was not run, and no call of it will be")
-    .next(format!(
-        "do not call {tool}; tell the user it is not available"
-    ))
+    ToolError::refused(format!("{tool} lets no call through: its limit is {rate}"))
+        .why("this call was not run, and no call of it will be")
+        .next(format!(
+            "do not repeat this call: do not call {tool}; tell the user it is not available"
+        ))
 }
 
 #[cfg(test)]
@@ -321,7 +319,7 @@ mod tests {
         let clock = Arc::new(ManualClock::new(0));
         let limiters = limiters(&clock);
         let err = limiters.check(&ZERO_CALLS, "acme").unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::RateLimited);
+        assert_eq!(err.kind(), ErrorKind::Refused);
         assert_eq!(err.get_retry_after(), None);
         assert_eq!(err.what(), "frozen lets no call through: its limit is 0/s");
         spend(&limiters, &ZERO_PERIOD, "acme", 1_000);
