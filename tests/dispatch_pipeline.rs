@@ -413,7 +413,7 @@ async fn a_slow_write_is_an_unknown_outcome_never_a_failure() {
         result["error"]["next"]
             .as_str()
             .unwrap()
-            .starts_with("do not repeat the call or assume it failed")
+            .starts_with("do not assume it failed, and do not repeat the call")
     );
     assert!(!result.to_string().contains("\"failed\""));
 }

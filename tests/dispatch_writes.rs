@@ -301,7 +301,7 @@ async fn a_spent_retry_budget_is_a_failure_that_may_be_claimed_again() {
         .script([Fault::Unavailable, Fault::Unavailable, Fault::Unavailable]);
     let result = call(&desk, &s, "c1", ARGS).await;
     assert_eq!(result["status"], "error");
-    assert_eq!(result["error"]["kind"], "retry_budget_exhausted");
+    assert_eq!(result["error"]["kind"], "unavailable");
     assert!(
         result["error"]["what"]
             .as_str()

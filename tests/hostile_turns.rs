@@ -346,7 +346,7 @@ async fn one_hostile_value_fails_its_own_call_and_its_siblings_run() {
             // The excerpt of 10,000 brackets is cut.
             assert!(why.chars().count() < 600, "{context}: {why}");
             assert_eq!(
-                next, "call issue_refund again with its arguments as one JSON object",
+                next, "fix the arguments: call issue_refund again with them as one JSON object",
                 "{context}"
             );
             assert_eq!(played.ledger.refunds(), ["ORD-8"], "{context}");

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolgate::ErrorClass;
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses, WireFormat};
 use toolgate_test::{ManualClock, MemoryStore};
@@ -241,7 +242,100 @@ fn explained<'a>(result: &'a Value, kind: &str) -> &'a Value {
             "{part} is said: {result}"
         );
     }
+    let advice = ErrorKind::from_name(kind).unwrap().advice();
+    assert!(
+        advice.opens(error["next"].as_str().unwrap()),
+        "a {kind} advises `{}…`: {result}",
+        advice.words()
+    );
     error
+}
+
+/// Each kind has one meaning and one kind of advice (DESIGN §11): the table of every kind's
+/// advice, and of the words a `next` giving it opens with. A kind's default `next`, read by the
+/// model in a result, gives that advice.
+#[test]
+fn every_kind_gives_one_kind_of_advice() {
+    use toolgate::Advice::*;
+    use toolgate::ErrorKind::*;
+    let table = [
+        (InvalidArguments, FixArguments, "fix "),
+        (UnknownTool, CallAListedTool, "call one of"),
+        (NotFound, CheckTheIdentifier, "check the identifier"),
+        (Conflict, DoNotRepeat, "do not repeat"),
+        (Refused, DoNotRepeat, "do not repeat"),
+        (Timeout, TryAgain, "try again"),
+        (RateLimited, Wait, "wait "),
+        (RetryBudgetExhausted, Stop, "stop"),
+        (
+            RepeatedCall,
+            ChangeTheApproach,
+            "that call already failed; change the approach",
+        ),
+        (CallBudgetExhausted, Stop, "stop"),
+        (Internal, DoNotRepeat, "do not repeat"),
+        (Unavailable, TryAgain, "try again"),
+        (
+            OutcomeUnknown,
+            DoNotAssumeItFailed,
+            "do not assume it failed",
+        ),
+        (InProgress, DoNotRepeat, "do not repeat"),
+        (AwaitingApproval, TellTheUserItWaits, "tell the user"),
+        (Rejected, DoNotRepeat, "do not repeat"),
+        (PermissionDenied, Stop, "stop"),
+        (CredentialsRevoked, Stop, "stop"),
+        (RunBudgetExhausted, Stop, "stop"),
+        (PolicyViolation, Stop, "stop"),
+    ];
+    assert_eq!(table.map(|row| row.0), ErrorKind::ALL, "one row a kind");
+    for (kind, advice, words) in table {
+        assert_eq!(kind.advice(), advice, "{kind}");
+        assert_eq!(advice.words(), words, "{kind}");
+        let next = ToolError::new(kind, "x").get_next().to_owned();
+        assert!(advice.opens(&next), "{kind}: {next}");
+        // What the model reads (a kind that aborts the run never reaches it).
+        if kind.class() != ErrorClass::Abort {
+            let result = CallResult::from_error(&ToolError::new(kind, "x")).to_json();
+            assert_eq!(result["error"]["kind"], kind.as_str(), "{result}");
+            assert_eq!(result["error"]["next"], next.as_str(), "{result}");
+        }
+    }
+}
+
+/// Repeat detection counts only a failure the same call would meet again (DESIGN §5): never
+/// one of the infrastructure, a state that changes by itself, or the runtime's own limits.
+#[test]
+fn only_a_failure_the_same_call_would_meet_again_is_a_repeat() {
+    use toolgate::ErrorKind::*;
+    const Y: bool = true;
+    const N: bool = false;
+    let table = [
+        (InvalidArguments, Y),
+        (UnknownTool, N),
+        (NotFound, Y),
+        (Conflict, Y),
+        (Refused, Y),
+        (Timeout, N),
+        (RateLimited, N),
+        (RetryBudgetExhausted, N),
+        (RepeatedCall, N),
+        (CallBudgetExhausted, N),
+        (Internal, N),
+        (Unavailable, N),
+        (OutcomeUnknown, N),
+        (InProgress, N),
+        (AwaitingApproval, N),
+        (Rejected, N),
+        (PermissionDenied, N),
+        (CredentialsRevoked, N),
+        (RunBudgetExhausted, N),
+        (PolicyViolation, N),
+    ];
+    assert_eq!(table.map(|row| row.0), ErrorKind::ALL, "one row a kind");
+    for (kind, fails_again) in table {
+        assert_eq!(kind.fails_again(), fails_again, "{kind}");
+    }
 }
 
 #[tokio::test(start_paused = true)]

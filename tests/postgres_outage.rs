@@ -122,10 +122,7 @@ impl Outage {
 /// The answer to a call made while the database is down.
 fn assert_unreachable(result: &Value) {
     assert_eq!(result["status"], "error", "{result}");
-    assert_eq!(
-        result["error"]["kind"], "retry_budget_exhausted",
-        "{result}"
-    );
+    assert_eq!(result["error"]["kind"], "unavailable", "{result}");
     assert_eq!(
         result["error"]["what"], "refund did not run: the operation store could not be reached",
         "{result}"

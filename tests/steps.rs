@@ -359,7 +359,7 @@ async fn the_crm_and_notification_story_answers_partial_until_the_rest_is_done()
     assert_eq!(steps[1]["status"], "failed");
     assert_eq!(steps[1]["error"]["what"], "the mail service answered 503");
     let error = &first["error"];
-    assert_eq!(error["kind"], "retry_budget_exhausted");
+    assert_eq!(error["kind"], "unavailable");
     let what = error["what"].as_str().unwrap();
     assert!(
         what.contains("update_crm succeeded") && what.contains("notify failed"),

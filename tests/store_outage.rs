@@ -130,11 +130,8 @@ fn the_key(desk: &Desk) -> String {
 
 fn assert_store_unreachable(result: &Value) {
     assert_eq!(result["status"], "error", "{result}");
-    // `Unavailable` reaches the model as a spent retry budget (DESIGN §11's kinds).
-    assert_eq!(
-        result["error"]["kind"], "retry_budget_exhausted",
-        "{result}"
-    );
+    // A store that could not be reached: nothing ran, the same call may succeed in a moment.
+    assert_eq!(result["error"]["kind"], "unavailable", "{result}");
     let error = &result["error"];
     assert_eq!(
         error["what"],
@@ -372,10 +369,7 @@ async fn a_retry_that_cannot_be_recorded_is_not_sent_and_says_nothing_was_applie
     desk.provider.unavailable_once.store(true, Ordering::SeqCst);
     let result = call(&desk, "c1").await;
     assert_eq!(result["status"], "error", "{result}");
-    assert_eq!(
-        result["error"]["kind"], "retry_budget_exhausted",
-        "{result}"
-    );
+    assert_eq!(result["error"]["kind"], "unavailable", "{result}");
     assert_eq!(
         result["error"]["what"],
         "refund failed and was not tried again: the provider answered 503"
@@ -395,4 +389,31 @@ async fn a_retry_that_cannot_be_recorded_is_not_sent_and_says_nothing_was_applie
     assert_eq!(again["status"], "succeeded", "{again}");
     assert_eq!(again["replayed"], false, "{again}");
     assert_eq!(desk.provider.runs(), 1, "applied once");
+}
+
+/// A store failure is a failure of the infrastructure, not of the call (DESIGN §5): the same
+/// call once the store is back runs, never `repeated_call`. Both ways a store fails: it answers
+/// with an error (`internal`), and it cannot be reached (`unavailable`).
+#[tokio::test(start_paused = true)]
+async fn a_store_failure_then_the_same_call_runs() {
+    // A backend's error is not tried again; an unreachable store is, under the store policy.
+    for (fault, times, kind) in [
+        (Fault::Backend("disk I/O error".to_owned()), 1, "internal"),
+        (
+            Fault::Refused,
+            DEFAULT_STORE_RETRY.max_attempts,
+            "unavailable",
+        ),
+    ] {
+        let desk = desk();
+        desk.store.fail_next(Request::Claim, times, fault);
+        let failed = call(&desk, "c1").await;
+        assert_eq!(failed["error"]["kind"], kind, "{failed}");
+        assert_eq!(*desk.provider.attempts.lock().unwrap(), 0, "nothing ran");
+
+        let again = call(&desk, "c2").await;
+        assert_eq!(again["status"], "succeeded", "{kind}: {again}");
+        assert_eq!(again["replayed"], false, "{again}");
+        assert_eq!(desk.provider.runs(), 1, "{kind}: applied once");
+    }
 }

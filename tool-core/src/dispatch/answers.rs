@@ -11,8 +11,7 @@ use crate::error::{ErrorKind, ToolError};
 use crate::store::StoreError;
 
 /// The advice of every `outcome_unknown` the dispatcher writes.
-const UNKNOWN_NEXT: &str =
-    "do not assume it failed, and do not repeat the call; tell the user the outcome is being checked";
+const UNKNOWN_NEXT: &str = "do not assume it failed, and do not repeat the call; tell the user the outcome is being checked";
 
 /// A call the provider format could not read at all, not even its tool's name.
 pub(super) fn unreadable_call(malformed: &MalformedCall) -> ToolError {
@@ -56,7 +55,9 @@ pub(super) fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> 
     if is_read {
         ToolError::timeout(format!("{tool} did not answer within {deadline:?}"))
             .why("the read was stopped at its deadline; it changed nothing")
-            .next("try again in a moment, or tell the user the system is slow")
+            .next(format!(
+                "try again in a moment: call {tool} again, or tell the user the system is slow"
+            ))
             .timed_out_after(deadline)
             .may_still_be_running(false)
     } else {
@@ -295,11 +296,9 @@ pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
              outcome is being checked and is recorded when the store accepts it"
         }
     };
-    ToolError::outcome_unknown(format!(
-        "{tool} ran, but its result could not be recorded"
-    ))
-    .why(why)
-    .next(UNKNOWN_NEXT)
+    ToolError::outcome_unknown(format!("{tool} ran, but its result could not be recorded"))
+        .why(why)
+        .next(UNKNOWN_NEXT)
 }
 
 /// The answer to a duplicate of an operation this dispatcher ran and could not record yet.
@@ -379,7 +378,9 @@ pub(super) fn rolled_back(tool: &str, err: ToolError, deadline: Duration) -> Too
         ErrorKind::OutcomeUnknown if err.get_timed_out_after().is_some() => {
             ToolError::timeout(format!("{tool} did not finish within {deadline:?}"))
                 .why(WHY)
-                .next("try again in a moment, or tell the user the system is slow")
+                .next(format!(
+                    "try again in a moment: call {tool} again, or tell the user the system is slow"
+                ))
                 .timed_out_after(deadline)
                 .may_still_be_running(false)
         }
@@ -439,7 +440,10 @@ mod tests {
             ),
             ("deadline_passed read", deadline_passed("t", true, second)),
             ("deadline_passed write", deadline_passed("t", false, second)),
-            ("refused_accepted_arguments", refused_accepted_arguments("t")),
+            (
+                "refused_accepted_arguments",
+                refused_accepted_arguments("t"),
+            ),
             ("retry_budget_spent", retry_budget_spent("t", 3)),
             ("repeated_call", repeated_call("t")),
             ("call_budget_spent", call_budget_spent(2, 3, 2)),
@@ -457,7 +461,10 @@ mod tests {
                 "not_retried unreachable",
                 not_retried("t", unavailable(), &down()),
             ),
-            ("not_retried other", not_retried("t", unavailable(), &broken())),
+            (
+                "not_retried other",
+                not_retried("t", unavailable(), &broken()),
+            ),
             ("ran_unrecorded lost", ran_unrecorded("t", &lost)),
             ("ran_unrecorded unreachable", ran_unrecorded("t", &down())),
             ("ran_unrecorded other", ran_unrecorded("t", &broken())),
@@ -469,7 +476,11 @@ mod tests {
             ("commit_unknown", commit_unknown("t", &broken())),
             (
                 "rolled_back timeout",
-                rolled_back("t", ToolError::outcome_unknown("x").timed_out_after(second), second),
+                rolled_back(
+                    "t",
+                    ToolError::outcome_unknown("x").timed_out_after(second),
+                    second,
+                ),
             ),
             (
                 "rolled_back unknown",
@@ -478,9 +489,7 @@ mod tests {
             ("outbox_panicked", outbox_panicked("t")),
             ("no_transaction", no_transaction("t")),
         ];
-        answers.extend(
-            retries_spent("t", &unavailable(), 3).map(|err| ("retries_spent", err)),
-        );
+        answers.extend(retries_spent("t", &unavailable(), 3).map(|err| ("retries_spent", err)));
         answers.extend(
             run_budget_stopped_retries("t", &unavailable(), 2, 2)
                 .map(|err| ("run_budget_stopped_retries", err)),
@@ -509,7 +518,10 @@ mod tests {
     fn spent_attempts_read_unavailable_and_a_spent_budget_reads_stop() {
         let err = retries_spent("t", &ToolError::unavailable("503"), 3).unwrap();
         assert_eq!(err.kind(), ErrorKind::Unavailable);
-        assert!(err.what().contains("failed 3 times in a row; nothing was applied"));
+        assert!(
+            err.what()
+                .contains("failed 3 times in a row; nothing was applied")
+        );
         let err = run_budget_stopped_retries("t", &ToolError::unavailable("503"), 2, 2).unwrap();
         assert_eq!(err.kind(), ErrorKind::RetryBudgetExhausted);
         assert!(err.get_next().starts_with("stop retrying"));

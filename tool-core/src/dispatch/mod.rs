@@ -114,8 +114,8 @@ pub use runner::{ApprovedRun, Executed};
 /// ([`StoreError::Unreachable`](crate::store::StoreError::Unreachable)), a claim is tried again
 /// below the model under [`DispatcherBuilder::store_retry`] (default [`DEFAULT_STORE_RETRY`]),
 /// no try starting later than the tool's deadline after the first failure, then answered
-/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) (the model reads
-/// `retry_budget_exhausted`): the store could not be reached, nothing was run. An outcome that
+/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable): the store could not be reached,
+/// nothing was run, and the same call may succeed in a moment. An outcome that
 /// cannot be recorded after the tool ran is tried again the same way; if it still does not
 /// land, the model reads `outcome_unknown` (the tool's own words for an unknown outcome; "it
 /// ran, and may have acted" for a result) and the dispatcher keeps the outcome in memory,

@@ -209,7 +209,11 @@ mod tests {
         let result = answer("update_and_notify", read, true);
         let explanation = result.explanation().unwrap();
         assert_eq!(explanation.kind, ErrorKind::Unavailable);
-        assert!(explanation.next.starts_with("try again in a moment; then call"));
+        assert!(
+            explanation
+                .next
+                .starts_with("try again in a moment; then call")
+        );
         assert!(explanation.what.contains("update_crm succeeded"));
         assert!(explanation.what.contains("notify failed"));
         assert!(
