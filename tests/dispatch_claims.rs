@@ -2,7 +2,9 @@
 //! dispatcher on every store: a definitive failure is taken over by the corrected request; and a
 //! duplicate that waits on a running call answers truly whatever that call became (succeeded:
 //! the replay; failed or purged: it claims the key and runs; unknown: unknown; still running:
-//! in progress).
+//! in progress). And once means once across runs and restarts: the same operation asked from a
+//! new run, by a new process on the same database, is a replay (the default `key_scope =
+//! "tenant"`), while a `key_scope = "run"` tool acts again in another run.
 //!
 //! The PostgreSQL tests need a server: `toolgate_test_postgres::test_database` finds or
 //! starts one and gives each test a fresh database (a test fails, never skips, without one).
@@ -24,10 +26,11 @@ use stores::{postgres, sqlite};
 /// What the provider lets be refunded on any order.
 const REFUNDABLE: f64 = 100.0;
 
-/// Runs of the tool.
+/// Runs of the tools.
 #[derive(Default)]
 struct Provider {
     runs: AtomicU32,
+    notes: AtomicU32,
 }
 
 /// Refund an order, up to its refundable balance.
@@ -292,4 +295,99 @@ async fn a_waiting_duplicate_answers_what_the_call_became_on_sqlite() {
 #[tokio::test]
 async fn a_waiting_duplicate_answers_what_the_call_became_on_postgres() {
     a_waiting_duplicate_answers_what_the_call_became(postgres().await).await;
+}
+
+/// Keep a note for this conversation: the same note in another conversation is kept again.
+#[tool(side_effect = "write", key_scope = "run", timeout = "10s")]
+async fn scratch_note(ctx: &Ctx, text: String) -> Result<Value, ToolError> {
+    let provider = ctx.state::<Arc<Provider>>()?;
+    let number = provider.notes.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(json!({"note": number, "text": text}))
+}
+
+/// A process of the application: a dispatcher of both tools on `store`, with the provider
+/// (which outlives processes).
+fn process(store: Arc<dyn OperationStore>, provider: &Arc<Provider>) -> Dispatcher {
+    let mut registry = Registry::new();
+    registry.register::<refund>().unwrap();
+    registry.register::<scratch_note>().unwrap();
+    Dispatcher::builder(registry)
+        .state(provider.clone())
+        .store(store)
+        .clock(Arc::new(ManualClock::new(NOW)))
+        .build()
+}
+
+async fn ask(dispatcher: &Dispatcher, run: &str, tool: &str, arguments: Value) -> Value {
+    let session = Session::new(AuthContext::new("acme", "agent"), run);
+    dispatcher
+        .dispatch(&session, ToolCall::new("call_1", tool, arguments))
+        .await
+        .expect("no call aborts the run")
+        .result
+        .to_json()
+}
+
+/// The same refund asked from a new run by a new process on the same database (a restarted
+/// agent, a new MCP session) answers the original outcome and is applied once; other arguments
+/// under its key (an 8000 refund split into two of 4000 across runs) are a conflict. A
+/// `key_scope = "run"` tool acts again in the new run. `reopen` opens the database as a new
+/// process would.
+async fn once_across_runs_and_processes<F, Fut>(reopen: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Arc<dyn OperationStore>>,
+{
+    let provider = Arc::new(Provider::default());
+    let first = process(reopen().await, &provider);
+    let refund = json!({"order_id": "ORD-1", "amount": 40});
+    let note = json!({"text": "the customer prefers email"});
+    let refunded = ask(&first, "run-1", "refund", refund.clone()).await;
+    let noted = ask(&first, "run-1", "scratch_note", note.clone()).await;
+    assert_eq!(refunded["status"], "succeeded", "{refunded}");
+    assert_eq!(noted["status"], "succeeded", "{noted}");
+    drop(first);
+
+    let second = process(reopen().await, &provider);
+    let again = ask(&second, "run-2", "refund", refund).await;
+    assert_eq!(again["status"], "succeeded", "{again}");
+    assert_eq!(again["replayed"], true, "{again}");
+    assert_eq!(again["data"], refunded["data"]);
+    assert_eq!(provider.runs.load(Ordering::SeqCst), 1, "refunded once");
+
+    let split = ask(
+        &second,
+        "run-3",
+        "refund",
+        json!({"order_id": "ORD-1", "amount": 30}),
+    )
+    .await;
+    assert_eq!(split["error"]["kind"], "conflict", "{split}");
+    assert_eq!(provider.runs.load(Ordering::SeqCst), 1, "nothing more ran");
+
+    let noted_again = ask(&second, "run-2", "scratch_note", note).await;
+    assert_eq!(noted_again["status"], "succeeded", "{noted_again}");
+    assert_eq!(noted_again["replayed"], false, "{noted_again}");
+    assert_eq!(noted_again["data"]["note"], 2, "kept again in the new run");
+}
+
+#[tokio::test]
+async fn once_across_runs_and_processes_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("operations.db");
+    once_across_runs_and_processes(|| async {
+        let store = toolgate::store::SqliteStore::open(&path).await.unwrap();
+        Arc::new(store) as Arc<dyn OperationStore>
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn once_across_runs_and_processes_on_postgres() {
+    let url = toolgate_test_postgres::test_database().await;
+    once_across_runs_and_processes(|| async {
+        let store = toolgate::store::PostgresStore::connect(&url).await.unwrap();
+        Arc::new(store) as Arc<dyn OperationStore>
+    })
+    .await;
 }

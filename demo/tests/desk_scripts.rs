@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 use toolgate_demo::harness::{
-    call, desk, json_lines, only_result, openai_results, play, play_bytes, play_output,
+    FakePayments, call, desk, json_lines, only_result, openai_results, play, play_bytes,
+    play_output,
 };
 
 /// The ledger the desk prints last, with every order untouched but those in `refunded`.
@@ -977,6 +978,39 @@ fn an_order_id_that_is_not_one_is_invalid_arguments() {
 /// The text of the story `name` in `demo/scenarios/`.
 fn story(name: &str) -> String {
     std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// The same refund in two runs of the desk, one process after the other on the same SQLite file
+/// and provider (an agent restarted with a new run id): the second run's answer is the first
+/// one's refund, a replay, and the provider's ledger holds one refund.
+#[test]
+fn the_same_refund_in_two_runs_of_the_desk_is_applied_once() {
+    let provider = FakePayments::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("operations.db").display());
+    let args = ["--store", &store, "--provider-url", &provider.url];
+    let refund = call(
+        "refund_1",
+        "issue_refund",
+        json!({"order_id": "ORD-1001", "amount": 120}),
+    );
+    let run = |id: &str| {
+        let script = format!("{}\n{refund}\n", json!({ "run": id }));
+        play(&script, &args)
+    };
+    let first = only_result(&run("monday")[0]);
+    let second_answers = run("tuesday");
+    let second = only_result(&second_answers[0]);
+    assert_eq!(first["status"], "succeeded", "{first}");
+    assert_eq!(first["replayed"], false, "{first}");
+    assert_eq!(second["status"], "succeeded", "{second}");
+    assert_eq!(second["replayed"], true, "{second}");
+    assert_eq!(second["data"], first["data"]);
+    assert_eq!(
+        second_answers[1],
+        ledger(&[("ORD-1001", "120.00", 1)], 1, 0),
+        "refunded once"
+    );
 }
 
 /// `looping-model.jsonl`: a model that repeats failing refunds is stopped by the run: a call that

@@ -76,6 +76,33 @@ async fn a_read_and_a_refund_asked_twice_which_the_provider_applies_once() {
     client.cancel().await.unwrap();
 }
 
+/// Desktop MCP clients start a new server process for every session: the same refund asked of
+/// a second `mcp_server` process on the same `--db` is the same operation, answered from its
+/// record, never applied again.
+#[tokio::test]
+async fn a_refund_asked_again_of_a_new_server_process_is_a_replay() {
+    let provider = FakePayments::start();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--provider-url", provider.url.as_str()];
+
+    let client = start(dir.path(), &args).await;
+    let first = result_object(&client.call_tool(refund()).await.unwrap());
+    client.cancel().await.unwrap();
+
+    let client = start(dir.path(), &args).await;
+    let second = result_object(&client.call_tool(refund()).await.unwrap());
+    client.cancel().await.unwrap();
+
+    assert_eq!(first["status"], "succeeded", "{first}");
+    assert_eq!(first["replayed"], false, "{first}");
+    assert_eq!(second["status"], "succeeded", "{second}");
+    assert_eq!(second["replayed"], true, "{second}");
+    assert_eq!(second["data"], first["data"]);
+    let ledger = ledger(&provider.url).await;
+    assert_eq!(ledger["ledger"]["ORD-1001"]["refunds"], 1, "{ledger}");
+    assert_eq!(ledger["provider_requests"]["refund"], 1, "{ledger}");
+}
+
 #[tokio::test]
 async fn bad_arguments_are_a_tool_error_and_an_unknown_tool_a_protocol_error() {
     let dir = tempfile::tempdir().unwrap();

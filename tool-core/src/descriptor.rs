@@ -8,13 +8,22 @@ use crate::retry::RetrySpec;
 use crate::side_effect::SideEffect;
 use crate::state::StateType;
 
-/// Whether idempotency keys are shared by one agent run or by every run of a tenant.
+/// Whether idempotency keys are shared by every run of a tenant (the default) or by one agent
+/// run.
+///
+/// With [`KeyScope::Tenant`], the same business operation asked from a new run, a restarted
+/// process, a new MCP session or another machine answers the original outcome (a replay), for
+/// as long as its settled record is kept (the retention window, [`Reconciler::retention`]
+/// (crate::Reconciler::retention)); other arguments under the key are a `conflict`. A tool that
+/// may legitimately repeat an operation names the field that tells two apart in `key` (an
+/// invoice id, a ticket id), or opts into [`KeyScope::Run`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum KeyScope {
-    /// One agent run: the same call in another run is another operation.
-    #[default]
+    /// One agent run: the same call in another run is another operation, and runs again.
     Run,
-    /// Every run of the tenant: the same call from any run is the same operation.
+    /// Every run of the tenant: the same call from any run, process or session is the same
+    /// operation.
+    #[default]
     Tenant,
 }
 
@@ -79,7 +88,7 @@ pub struct ToolDescriptor {
     pub approval: Option<ApprovalPolicy>,
     /// The arguments that identify the business operation; empty means all of them.
     pub key: &'static [&'static str],
-    /// The scope of idempotency keys.
+    /// The scope of idempotency keys: the tenant unless the tool says `key_scope = "run"`.
     pub key_scope: KeyScope,
     /// The deadline of one attempt; the dispatcher's default applies when unset.
     pub timeout: Option<Duration>,
@@ -122,7 +131,7 @@ impl ToolDescriptor {
             permission: None,
             approval: None,
             key: &[],
-            key_scope: KeyScope::Run,
+            key_scope: KeyScope::Tenant,
             timeout: None,
             retry: RetrySpec::new(),
             rate_limit: None,
@@ -277,6 +286,11 @@ impl ToolDescriptor {
             text.push(' ');
         }
         text.push_str(self.side_effect.sentence());
+        if self.key_scope == KeyScope::Run && !self.side_effect.is_read() {
+            text.push_str(
+                " This holds within one conversation: the same call in another conversation acts again.",
+            );
+        }
         if self.delivery == Delivery::Outbox && !self.side_effect.is_read() {
             text.push_str(" Delivery: a call records the operation and queues it; it answers queued with the operation's id, and the provider acts on it later. Calling again with the same arguments reads its progress; it never queues it twice.");
         }
@@ -293,6 +307,19 @@ impl ToolDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_scoped_tool_says_its_replays_hold_within_one_conversation() {
+        let tenant =
+            ToolDescriptor::new("send_note", "Send a note").with_side_effect(SideEffect::Write);
+        assert_eq!(tenant.key_scope, KeyScope::Tenant, "the default");
+        assert!(!tenant.model_description().contains("conversation"));
+        let run = tenant.with_key_scope(KeyScope::Run);
+        assert!(run.model_description().ends_with(
+            "instead of acting twice. This holds within one conversation: the same call in \
+             another conversation acts again."
+        ));
+    }
 
     #[test]
     fn an_outbox_tool_says_calls_are_queued_not_done() {

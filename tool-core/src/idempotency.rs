@@ -144,7 +144,8 @@ mod tests {
 
     static REFUND: ToolDescriptor = ToolDescriptor::new("issue_refund", "")
         .with_side_effect(SideEffect::Write)
-        .with_key(&["order_id"]);
+        .with_key(&["order_id"])
+        .with_key_scope(KeyScope::Run);
 
     #[test]
     fn key_order_and_spacing_do_not_matter() {

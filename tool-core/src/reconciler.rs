@@ -13,7 +13,10 @@ use crate::store::{OperationRecord, OperationState, Resolution, StoreError};
 /// After this many answers of "still unknown", an operation is reported as escalated.
 pub const DEFAULT_ESCALATE_AFTER: u32 = 5;
 
-/// How long `succeeded` and `failed` records are kept before a pass purges them.
+/// How long settled (`succeeded`, `failed`, `rejected`) records are kept before a pass purges
+/// them: 7 days, the window in which the same operation asked again is recognised and replayed
+/// ([`Reconciler::retention`]). Records are purged only by a reconciler's passes: without one,
+/// they are kept.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// What one pass of the reconciler did.
@@ -89,8 +92,13 @@ impl Reconciler {
         self
     }
 
-    /// How long `succeeded` and `failed` records are kept (default [`DEFAULT_RETENTION`]).
-    /// `processing` and `outcome_unknown` records are never purged.
+    /// How long settled records are kept (default [`DEFAULT_RETENTION`], 7 days): the window in
+    /// which the same business operation asked again (from any run, process or session, with
+    /// the default `key_scope = "tenant"`) is answered from its record as a replay. After it,
+    /// the record is purged and the same call is a new operation that runs again. Choose it
+    /// longer than anyone (a model, a user, a client retrying, an agent restarted) may ask again
+    /// for the same operation. `processing`, `outcome_unknown` and `awaiting_approval` records
+    /// are never purged.
     pub fn retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
         self

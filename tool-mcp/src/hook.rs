@@ -15,19 +15,20 @@ use crate::peer::Peer;
 /// [`SESSION_REFUSED`](crate::SESSION_REFUSED), whose message is the [`Refused`] reason: the
 /// client fails to initialize, sees no tool list and can call nothing.
 ///
-/// **The run id.** The session's run id scopes the idempotency keys of `key_scope = "run"`
-/// tools and the run's counters and limits ([`RunLimits`](toolgate_core::RunLimits)); a call
-/// that lacks a permission aborts the run, after which every call of it is refused. The hook
-/// decides what a run is:
+/// **The run id.** The session's run id scopes the run's counters and limits
+/// ([`RunLimits`](toolgate_core::RunLimits)) and the idempotency keys of tools that opt into
+/// `key_scope = "run"`; a call that lacks a permission aborts the run, after which every call of
+/// it is refused. A write with the default `key_scope = "tenant"` is the same operation in every
+/// run: repeated from another run, process or MCP session, it is a replay. The hook decides what
+/// a run is:
 ///
 /// - one per process, for a client that started the server ([`StdioSession`](crate::StdioSession));
-/// - one per credential (a [`Session`] made once per bearer token and handed out again), so
-///   that a write repeated in a later request is a replay;
+/// - one per credential (a [`Session`] made once per bearer token and handed out again);
 /// - one per legacy MCP session ([`Peer::session_id`]), for clients on protocol versions before
 ///   2026-07-28;
-/// - one per request: then every request is a run of its own, a `key_scope = "run"` write
-///   repeated in another request runs again (its key differs), and only `key_scope = "tenant"`
-///   tools are deduplicated across requests. A hook that does this must say so to its users.
+/// - one per request: then every request is a run of its own with limits of its own, and a
+///   `key_scope = "run"` write repeated in another request runs again (its key differs). A hook
+///   that does this must say so to its users.
 ///
 /// Idempotency keys are scoped by tenant in any case: two tenants never share an operation.
 ///

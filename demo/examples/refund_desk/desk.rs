@@ -14,7 +14,7 @@ use toolgate::{
 };
 
 use toolgate_demo::payments::client::HttpPayments;
-use toolgate_demo::shop::{self, Provider};
+use toolgate_demo::shop::{self, Payments, Provider};
 
 use crate::narrate::{Narrator, Voice};
 
@@ -218,6 +218,23 @@ impl Desk {
                 Ok(None)
             }
             Line::Deliver => Ok(Some(self.deliver().await?)),
+            Line::ProviderRefund {
+                order_id,
+                amount_cents,
+                key,
+            } => {
+                self.say(
+                    Voice::Trouble,
+                    &format!(
+                        "someone refunds {} of {order_id} at the provider, outside the agent",
+                        shop::money(amount_cents)
+                    ),
+                );
+                Payments::refund(&self.payments, &key, &order_id, amount_cents)
+                    .await
+                    .map_err(|err| format!("the provider refused the refund: {err}"))?;
+                Ok(None)
+            }
         }
     }
 

@@ -73,7 +73,8 @@ const USAGE: &str = "usage: refund_desk [--script FILE|-] [--store sqlite:PATH|p
      The script's lines (demo/scenarios/README.md): session, run, openai, anthropic, fault, \
      reconcile, restart, approve, reject, run_approved, delivery (\"direct\" or \"outbox\": how \
      issue_refund is delivered from then on), deliver ({}: the outbox worker delivers every \
-     refund queued, answering {\"delivered\": n, \"retrying\": n, \"dead\": n}).";
+     refund queued, answering {\"delivered\": n, \"retrying\": n, \"dead\": n}), provider_refund \
+     ({\"order_id\", \"amount_cents\", \"key\"}: a refund made at the provider outside the agent).";
 
 /// The flags.
 #[derive(Debug, Default)]

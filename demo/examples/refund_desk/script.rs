@@ -86,6 +86,16 @@ pub(crate) enum Line<'a> {
     Delivery(Delivery),
     /// The outbox worker delivers every event due.
     Deliver,
+    /// A refund made at the provider directly, outside the agent (a person in the provider's
+    /// dashboard), under its own idempotency key.
+    ProviderRefund {
+        /// The order.
+        order_id: String,
+        /// The amount, in cents.
+        amount_cents: u64,
+        /// The provider's idempotency key of this refund.
+        key: String,
+    },
 }
 
 /// The provider format of a model turn.
@@ -115,6 +125,15 @@ struct SessionLine {
     user: String,
     #[serde(default)]
     permissions: Vec<String>,
+}
+
+/// The object of a `provider_refund` line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderRefundLine {
+    order_id: String,
+    amount_cents: u64,
+    key: String,
 }
 
 /// The object of an `approve` or `reject` line.
@@ -159,7 +178,7 @@ impl RunLine {
 }
 
 const KEYS: &str = "session, run, openai, anthropic, fault, reconcile, restart, approve, reject, \
-     run_approved, delivery, deliver";
+     run_approved, delivery, deliver, provider_refund";
 
 /// `direct` or `outbox`, as the `delivery` line and the `--delivery` flag write it.
 pub(crate) fn delivery(name: &str) -> Result<Delivery, String> {
@@ -262,6 +281,15 @@ impl<'a> Line<'a> {
             "deliver" => {
                 object(value()?)?;
                 Line::Deliver
+            }
+            "provider_refund" => {
+                let line: ProviderRefundLine = serde_json::from_value(value()?)
+                    .map_err(|err| format!("a bad `provider_refund`: {err}"))?;
+                Line::ProviderRefund {
+                    order_id: line.order_id,
+                    amount_cents: line.amount_cents,
+                    key: line.key,
+                }
             }
             other => {
                 return Err(format!(
@@ -408,6 +436,17 @@ mod tests {
             Line::parse(r#"{"reconcile": {}}"#),
             Ok(Line::Reconcile)
         ));
+        assert!(matches!(
+            Line::parse(r#"{"provider_refund": {"order_id": "ORD-1002", "amount_cents": 10000, "key": "d-1"}}"#),
+            Ok(Line::ProviderRefund { order_id, amount_cents: 10000, key }) if order_id == "ORD-1002" && key == "d-1"
+        ));
+        assert!(
+            Line::parse(
+                r#"{"provider_refund": {"order_id": "ORD-1002", "amount_cents": -1, "key": "d"}}"#
+            )
+            .unwrap_err()
+            .starts_with("a bad `provider_refund`")
+        );
         assert!(matches!(
             Line::parse(r#"{"restart": {}}"#),
             Ok(Line::Restart)
