@@ -1,7 +1,7 @@
 //! A run has limits: turns, tool calls, each tool's attempts; a call that failed is not run again
 //! with the same arguments; a tool's rate limit holds per tenant. The run's counters live in the
 //! store, so a restarted process keeps them (SQLite and PostgreSQL); without a store, in the
-//! session.
+//! session. Every call id a turn answers has its audit record, whatever became of it.
 
 mod stores;
 
@@ -45,6 +45,12 @@ async fn find(counts: State<Arc<Counts>>, customer: String) -> Result<String, To
     }
 }
 
+/// Close an account.
+#[tool(side_effect = "destructive", permission = "accounts:close")]
+async fn close_account(account: String) -> Result<String, ToolError> {
+    Ok(format!("closed {account}"))
+}
+
 /// Answers pong.
 #[tool(rate_limit = "2/s")]
 async fn ping(counts: State<Arc<Counts>>) -> Result<String, ToolError> {
@@ -60,6 +66,8 @@ fn registry() -> Registry {
         .register::<find>()
         .unwrap()
         .register::<ping>()
+        .unwrap()
+        .register::<close_account>()
         .unwrap();
     registry
 }
@@ -302,7 +310,89 @@ macro_rules! on_both_stores {
     };
 }
 
+/// The call ids of `run`'s audit records, in the order they were appended, with their outcome.
+async fn audited(store: &Arc<dyn OperationStore>, run: &str) -> Vec<(String, String)> {
+    let query = toolgate::store::AuditQuery {
+        tenant: Some("acme"),
+        run_id: Some(run),
+        key: None,
+        limit: 0,
+    };
+    store
+        .audit(query)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.entry.call_id, record.entry.outcome))
+        .collect()
+}
+
+fn ids_of(records: &[(String, String)]) -> Vec<&str> {
+    let mut ids: Vec<&str> = records.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Every call id the dispatcher answers has its audit record (DESIGN §10), whatever the
+/// answer: a turn that a missing permission aborts, the turns of the aborted run after it, a
+/// turn past the step limit, a turn over the call budget, a turn with a call id given twice.
+async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
+    let counts = Arc::new(Counts::default());
+    let d = dispatcher(&store, &counts, RunLimits::UNLIMITED);
+    let turn =
+        |ids: &[&str]| -> Vec<ToolCall> { ids.iter().map(|id| find_call(id, "C-1")).collect() };
+
+    // A permission abort: the call at fault and the one that never started.
+    let s = session("run-abort");
+    let mut calls = turn(&["a1"]);
+    calls.push(ToolCall::new(
+        "a2",
+        "close_account",
+        json!({"account": "X"}),
+    ));
+    d.dispatch_turn(&s, calls).await.unwrap_err();
+    // A later turn of the aborted run: answered, nothing ran.
+    d.dispatch_turn(&s, turn(&["a3", "a4"])).await.unwrap_err();
+    let records = audited(&store, "run-abort").await;
+    assert_eq!(ids_of(&records), ["a1", "a2", "a3", "a4"], "{records:?}");
+    assert!(
+        records.contains(&("a2".into(), "run_aborted".into())),
+        "{records:?}"
+    );
+    assert!(
+        records.contains(&("a4".into(), "not_started".into())),
+        "{records:?}"
+    );
+
+    // The step limit: the turn past it.
+    let steps = dispatcher(&store, &counts, RunLimits::UNLIMITED.max_steps(1));
+    let s = session("run-steps-audit");
+    steps.dispatch_turn(&s, turn(&["s1"])).await.unwrap();
+    steps
+        .dispatch_turn(&s, turn(&["s2", "s3"]))
+        .await
+        .unwrap_err();
+    let records = audited(&store, "run-steps-audit").await;
+    assert_eq!(ids_of(&records), ["s1", "s2", "s3"], "{records:?}");
+
+    // The call budget: a turn that would pass it runs none of its calls.
+    let budget = dispatcher(&store, &counts, RunLimits::UNLIMITED.max_tool_calls(1));
+    let s = session("run-budget-audit");
+    budget.dispatch_turn(&s, turn(&["b1", "b2"])).await.unwrap();
+    let records = audited(&store, "run-budget-audit").await;
+    assert_eq!(ids_of(&records), ["b1", "b2"], "{records:?}");
+
+    // A call id given to two calls: one answer for it, and the other call of the turn runs.
+    let s = session("run-reused-audit");
+    d.dispatch_turn(&s, turn(&["r1", "r2", "r1"]))
+        .await
+        .unwrap();
+    let records = audited(&store, "run-reused-audit").await;
+    assert_eq!(ids_of(&records), ["r1", "r2"], "{records:?}");
+}
+
 on_both_stores!(
+    every_answered_call_id_is_audited,
     the_step_limit_aborts_the_run,
     a_turn_over_the_call_limit_runs_none,
     a_spent_retry_budget_stops_the_tool,

@@ -417,3 +417,56 @@ async fn a_store_failure_then_the_same_call_runs() {
         assert_eq!(desk.provider.runs(), 1, "{kind}: applied once");
     }
 }
+
+/// The audit records of calls answered while the store could not be reached are kept in the
+/// process and written, in order, once it answers again (DESIGN §10): before the next record,
+/// and by a reconciler pass.
+#[tokio::test(start_paused = true)]
+async fn calls_answered_during_an_outage_are_audited_when_the_store_is_back() {
+    let desk = desk();
+    desk.store.set_down(true);
+    let down = call(&desk, "c1").await;
+    assert_eq!(down["error"]["kind"], "unavailable", "{down}");
+    assert!(
+        audited(desk.store.inner()).await.is_empty(),
+        "not written yet"
+    );
+
+    // Back: the kept record goes first, then the new call's.
+    desk.store.set_down(false);
+    let up = call(&desk, "c2").await;
+    assert_eq!(up["status"], "succeeded", "{up}");
+    assert_eq!(
+        audited(desk.store.inner()).await,
+        [
+            ("c1".to_owned(), "error".to_owned()),
+            ("c2".to_owned(), "succeeded".to_owned())
+        ]
+    );
+
+    // Down again, then a reconciler pass once it is back writes what was kept.
+    desk.store.set_down(true);
+    call(&desk, "c3").await;
+    desk.store.set_down(false);
+    Reconciler::new(&desk.dispatcher).run_once().await.unwrap();
+    let records = audited(desk.store.inner()).await;
+    assert_eq!(records.len(), 3, "{records:?}");
+    assert_eq!(records[2].0, "c3");
+}
+
+/// The call ids and outcomes of the audit records of `run-1`, in the order they were appended.
+async fn audited(store: &MemoryStore) -> Vec<(String, String)> {
+    let query = toolgate::store::AuditQuery {
+        tenant: Some("acme"),
+        run_id: Some("run-1"),
+        key: None,
+        limit: 0,
+    };
+    store
+        .audit(query)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.entry.call_id, record.entry.outcome))
+        .collect()
+}

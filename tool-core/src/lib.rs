@@ -58,7 +58,7 @@ pub use delivery::Delivery;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{
     ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY,
-    DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder, Executed,
+    DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder, Executed, KEPT_AUDIT_RECORDS,
 };
 pub use error::{Advice, ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]

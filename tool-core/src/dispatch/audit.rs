@@ -1,15 +1,25 @@
-//! The audit trail of the calls: one record a call, appended in the store once its fate is
-//! known, and what the record needs that only the call's path learns (how many attempts ran,
-//! which approval it met), noted on the way in a task-local.
+//! The audit trail of the calls: one record for every call id the dispatcher answers, whatever
+//! the answer (run, refused, not started, over a budget, a reused id, a turn of an aborted run),
+//! appended in the store once its fate is known; and what the record needs that only the call's
+//! path learns (how many attempts ran, which approval it met), noted on the way in a task-local.
+//!
+//! A record the store cannot take because it cannot be reached is kept in this process, in
+//! order, up to [`KEPT_AUDIT_RECORDS`], and written before the next record this dispatcher
+//! appends and at the start of every reconciler pass. A process that ends (or crashes) while
+//! the store is down loses the records it kept; past the bound, the oldest kept record is
+//! dropped, with a warning, to keep the newest.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::auth::Session;
 use crate::error::ErrorKind;
 use crate::fate::Fate;
 use crate::result::Status;
-use crate::store::{AuditEntry, AuditKind};
+use crate::store::{AuditEntry, AuditKind, OperationStore, StoreError};
 
 use super::Dispatcher;
 use super::approval::redacted;
@@ -159,8 +169,131 @@ impl Dispatcher {
             reason: None,
             at_ms: now_ms,
         };
-        if let Err(err) = store.append_audit(&entry).await {
-            tracing::warn!(error = %err, tool = name, call_id = id, "the audit record of a call could not be appended");
+        self.append_audit(store, entry).await;
+    }
+
+    /// Appends `entry` after the records kept while the store could not be reached; keeps it
+    /// too when the store still cannot be reached. Another failure loses the record, not the
+    /// call's result: it is logged.
+    pub(super) async fn append_audit(&self, store: &dyn OperationStore, entry: AuditEntry) {
+        let kept = &self.inner.kept_audit;
+        if kept.any() && kept.write(store).await.is_err() {
+            kept.keep(entry);
+            return;
+        }
+        match store.append_audit(&entry).await {
+            Ok(_) => {}
+            Err(err) if err.is_unreachable() => {
+                tracing::warn!(error = %err, tool = entry.tool.as_str(), call_id = entry.call_id.as_str(), "the operation store could not be reached; the audit record is kept to be written when it answers");
+                kept.keep(entry);
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, tool = entry.tool.as_str(), call_id = entry.call_id.as_str(), "the audit record of a call could not be appended");
+            }
+        }
+    }
+
+    /// Writes the audit records kept while the store could not be reached; answers how many
+    /// are still kept.
+    pub(super) async fn write_kept_audit(&self) -> usize {
+        let Some(store) = self.inner.store.as_deref() else {
+            return 0;
+        };
+        let kept = &self.inner.kept_audit;
+        if kept.any() {
+            let _ = kept.write(store).await;
+        }
+        kept.len()
+    }
+}
+
+/// How many audit records a dispatcher keeps, at the most, while the store cannot be reached.
+pub const KEPT_AUDIT_RECORDS: usize = 10_000;
+
+/// The audit records kept while the store could not be reached, oldest first.
+#[derive(Debug, Default)]
+pub(super) struct KeptAudit {
+    records: Mutex<VecDeque<AuditEntry>>,
+    /// Whether `records` may hold any: every append asks, and almost always none is kept.
+    any: AtomicBool,
+    /// Held while the kept records are written, so that two tasks never write one twice.
+    writing: tokio::sync::Mutex<()>,
+}
+
+impl KeptAudit {
+    fn records(&self) -> std::sync::MutexGuard<'_, VecDeque<AuditEntry>> {
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn any(&self) -> bool {
+        self.any.load(Ordering::SeqCst)
+    }
+
+    fn len(&self) -> usize {
+        if self.any() { self.records().len() } else { 0 }
+    }
+
+    fn keep(&self, entry: AuditEntry) {
+        let mut records = self.records();
+        if records.len() >= KEPT_AUDIT_RECORDS {
+            records.pop_front();
+            tracing::warn!(
+                kept = KEPT_AUDIT_RECORDS,
+                "the operation store has been out of reach for {KEPT_AUDIT_RECORDS} audit records; the oldest kept one is dropped"
+            );
+        }
+        records.push_back(entry);
+        self.any.store(true, Ordering::SeqCst);
+    }
+
+    /// Writes the kept records, oldest first, until the store fails; what is not written stays.
+    async fn write(&self, store: &dyn OperationStore) -> Result<(), StoreError> {
+        let _writing = self.writing.lock().await;
+        loop {
+            let Some(entry) = self.records().front().cloned() else {
+                self.any.store(false, Ordering::SeqCst);
+                return Ok(());
+            };
+            store.append_audit(&entry).await?;
+            let mut records = self.records();
+            // `keep` may have dropped it meanwhile, at the bound: take it off only if it is
+            // still first.
+            if records.front() == Some(&entry) {
+                records.pop_front();
+            }
+            if records.is_empty() {
+                self.any.store(false, Ordering::SeqCst);
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The audit record an ended call still owes, when it did not run through the pipeline (not
+/// started, refused with its whole turn, a copy of an earlier call of the turn, a call id given
+/// to several calls): what it was about.
+pub(super) struct Owed(pub(super) Option<Subject>);
+
+impl Dispatcher {
+    /// Appends the record each of `owed` owes: a call `id` of the tool named `name`, which
+    /// ended in its fate without running.
+    pub(super) async fn audit_owed(&self, session: &Session, owed: Vec<(&str, &str, Owed, &Fate)>) {
+        if self.inner.store.is_none() || owed.is_empty() {
+            return;
+        }
+        let started_ms = self.now_ms();
+        for (id, name, Owed(subject), fate) in owed {
+            let audit = CallAudit {
+                id,
+                name,
+                subject,
+                fate,
+                notes: CallNotes::default(),
+                started_ms,
+            };
+            self.audit_call(session, audit).await;
         }
     }
 }

@@ -70,12 +70,13 @@ struct Go<'a> {
     granted: bool,
 }
 
-/// How one call ended.
+/// How one call ended, and the audit record it still owes, if any.
 struct Ended {
     place: usize,
     id: String,
     name: String,
     fate: Fate,
+    owed: Option<audit::Owed>,
 }
 
 impl Dispatcher {
@@ -138,6 +139,12 @@ impl Dispatcher {
         calls: Vec<ToolCall>,
     ) -> Result<Vec<CallReport>, TurnAborted> {
         if let Some(aborted) = session.aborted() {
+            // A turn of an aborted run: none of its calls runs, each has its record.
+            let owed = calls
+                .iter()
+                .map(|call| (&*call.id, &*call.name, audit::Owed(None), &Fate::NotStarted))
+                .collect();
+            self.audit_owed(session, owed).await;
             return Err(TurnAborted {
                 reason: aborted.clone(),
                 calls: Vec::new(),
@@ -158,6 +165,7 @@ impl Dispatcher {
                 id: report.call_id,
                 name: report.tool,
                 fate: Fate::Answered(report.result),
+                owed: Some(audit::Owed(None)),
             })
             .collect();
         let ledger = self.ledger(session);
@@ -169,15 +177,23 @@ impl Dispatcher {
                     Some(_) => Fate::AbortedRun,
                     None => Fate::NotStarted,
                 };
-                Ended::of(call, fate)
+                self.ended(call, fate)
             });
-            return Err(aborted(reason, ended.chain(answered).collect()));
+            let ended = self
+                .settle_audits(session, ended.chain(answered).collect())
+                .await;
+            return Err(aborted(reason, ended));
         }
         let counts = plan::tool_counts(&planned);
         let mut shared = Shared::default();
         match ledger.begin_turn(&counts).await {
             TurnGrant::Aborted(record) => {
                 let reason = session.abort(aborted_from(record));
+                let ended = planned
+                    .into_iter()
+                    .map(|call| self.ended(call, Fate::NotStarted));
+                self.settle_audits(session, ended.chain(answered).collect())
+                    .await;
                 return Err(aborted(reason, Vec::new()));
             }
             TurnGrant::StepLimit { max_steps } => {
@@ -189,8 +205,11 @@ impl Dispatcher {
                     .await;
                 let ended = planned
                     .into_iter()
-                    .map(|call| Ended::of(call, Fate::NotStarted));
-                return Err(aborted(reason, ended.chain(answered).collect()));
+                    .map(|call| self.ended(call, Fate::NotStarted));
+                let ended = self
+                    .settle_audits(session, ended.chain(answered).collect())
+                    .await;
+                return Err(aborted(reason, ended));
             }
             TurnGrant::CallLimit {
                 used,
@@ -199,9 +218,12 @@ impl Dispatcher {
                 let calls = planned.len() + answered.len();
                 let ended = planned.into_iter().map(|call| {
                     let err = answers::call_budget_spent(used, max_tool_calls, calls);
-                    Ended::of(call, Fate::Answered(CallResult::from_error(&err)))
+                    self.ended(call, Fate::Answered(CallResult::from_error(&err)))
                 });
-                return Ok(reports(ended.chain(answered).collect()));
+                let ended = self
+                    .settle_audits(session, ended.chain(answered).collect())
+                    .await;
+                return Ok(reports(ended));
             }
             TurnGrant::Admitted(admission) => {
                 plan::apply_grants(&mut planned, &counts, &admission.granted);
@@ -236,6 +258,7 @@ impl Dispatcher {
             (ended, shared.signal.is_fired())
         };
         ended.extend(answered);
+        let ended = self.settle_audits(session, ended).await;
         if fired {
             let reason = session
                 .aborted()
@@ -300,6 +323,7 @@ impl Dispatcher {
                         id,
                         name,
                         fate: Fate::Cancelled,
+                        owed: Some(audit::Owed(None)),
                     })),
                 }
             }
@@ -325,11 +349,11 @@ impl Dispatcher {
                 granted,
                 copy_of,
             } = call;
-            let fate = if shared.signal.is_fired() || session.aborted().is_some() {
-                Fate::NotStarted
+            let (fate, owed) = if shared.signal.is_fired() || session.aborted().is_some() {
+                (Fate::NotStarted, Some(self.owed(&step)))
             } else if let Some(first) = copy_of {
                 // The same write as an earlier one of the turn: its outcome, as a replay.
-                match ended
+                let fate = match ended
                     .iter()
                     .find(|done| done.place == first)
                     .map(|done| &done.fate)
@@ -339,7 +363,8 @@ impl Dispatcher {
                         ..result.clone()
                     }),
                     _ => Fate::NotStarted,
-                }
+                };
+                (fate, Some(self.owed(&step)))
             } else {
                 let go = Go {
                     id: &id,
@@ -347,13 +372,15 @@ impl Dispatcher {
                     step,
                     granted,
                 };
-                self.run_planned(session, &ledger, go, shared).await
+                // `run_planned` appends the call's record.
+                (self.run_planned(session, &ledger, go, shared).await, None)
             };
             ended.push(Ended {
                 place,
                 id,
                 name,
                 fate,
+                owed,
             });
         }
         ended
@@ -524,14 +551,33 @@ impl Dispatcher {
     }
 }
 
-impl Ended {
-    fn of(call: Planned, fate: Fate) -> Self {
+impl Dispatcher {
+    /// `call`, ended in `fate` without running: it owes its audit record.
+    fn ended(&self, call: Planned, fate: Fate) -> Ended {
         Ended {
+            owed: Some(self.owed(&call.step)),
             place: call.place,
             id: call.id,
             name: call.name,
             fate,
         }
+    }
+
+    /// The audit record a call of `step` owes when it does not run through the pipeline.
+    fn owed(&self, step: &Step) -> audit::Owed {
+        audit::Owed(self.audit_subject(step))
+    }
+
+    /// Appends the audit records the turn's `ended` calls still owe.
+    async fn settle_audits(&self, session: &Session, mut ended: Vec<Ended>) -> Vec<Ended> {
+        let mut owed = Vec::new();
+        for call in &mut ended {
+            if let Some(audit) = call.owed.take() {
+                owed.push((call.id.as_str(), call.name.as_str(), audit, &call.fate));
+            }
+        }
+        self.audit_owed(session, owed).await;
+        ended
     }
 }
 

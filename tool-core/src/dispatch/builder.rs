@@ -206,6 +206,7 @@ impl DispatcherBuilder {
                 #[cfg(feature = "test-util")]
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),
+                kept_audit: Default::default(),
                 rate_limits,
             }),
         })

@@ -65,6 +65,7 @@ use crate::run_limits::RunLimits;
 use crate::state::StateMap;
 use crate::store::OperationStore;
 
+pub use audit::KEPT_AUDIT_RECORDS;
 pub use builder::{
     DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, DispatcherBuilder,
 };
@@ -167,6 +168,8 @@ struct Inner {
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).
     unrecorded: UnrecordedOutcomes,
+    /// Audit records the store could not be reached to take yet (see `audit`).
+    kept_audit: audit::KeptAudit,
     /// The buckets of the tools' `rate_limit`s, per tenant.
     rate_limits: RateLimiters,
 }

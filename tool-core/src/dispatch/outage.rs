@@ -217,9 +217,11 @@ impl Dispatcher {
         }
     }
 
-    /// Writes every outcome this dispatcher ran and could not record (see the module docs);
-    /// answers how many are still kept because the store failed again. The
-    /// [`Reconciler`](crate::Reconciler) calls it at the start of each pass.
+    /// Writes every outcome this dispatcher ran and could not record (see the module docs),
+    /// then the audit records it kept while the store could not be reached
+    /// ([`KEPT_AUDIT_RECORDS`](crate::KEPT_AUDIT_RECORDS)); answers how many outcomes are still
+    /// kept because the store failed again. The [`Reconciler`](crate::Reconciler) calls it at
+    /// the start of each pass.
     pub async fn record_unrecorded(&self) -> usize {
         let Some(store) = self.inner.store.as_deref() else {
             return 0;
@@ -230,6 +232,7 @@ impl Dispatcher {
                 still += 1;
             }
         }
+        self.write_kept_audit().await;
         still
     }
 
