@@ -281,7 +281,15 @@ CREATE TABLE steps (
 ) STRICT;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+/// Version 5: an outbox event remembers whether one of its deliveries may have been applied
+/// (an answer lost, a lease taken over mid-delivery), so that it is never dead-lettered as
+/// undelivered. Events of earlier versions read as not.
+const V5: &str = r#"
+ALTER TABLE outbox ADD COLUMN maybe_applied INTEGER NOT NULL DEFAULT 0
+    CHECK (maybe_applied IN (0, 1));
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;

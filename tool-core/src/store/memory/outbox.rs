@@ -121,6 +121,7 @@ impl StoreTransaction for MemoryTransaction {
                     worker: None,
                     last_error: None,
                     result: None,
+                    maybe_applied: false,
                     created_ms: commit.now_ms,
                     updated_ms: commit.now_ms,
                 },
@@ -186,6 +187,7 @@ impl Tables {
             .map(|event| {
                 let taken_over = event.status == EventStatus::Leased;
                 event.status = EventStatus::Leased;
+                event.maybe_applied |= taken_over;
                 event.attempt += 1;
                 event.lease_until_ms = lease.lease_until_ms();
                 event.worker = Some(lease.worker.to_owned());
@@ -221,10 +223,15 @@ impl Tables {
                     record.updated_ms = now_ms;
                 }
             }
-            DeliveryOutcome::Retry { error, due_ms } => {
+            DeliveryOutcome::Retry {
+                error,
+                due_ms,
+                maybe_applied,
+            } => {
                 event.status = EventStatus::Pending;
                 event.due_ms = due_ms;
                 event.last_error = Some(error.clone());
+                event.maybe_applied |= maybe_applied;
             }
             DeliveryOutcome::Dead(error) => {
                 event.status = EventStatus::Dead;
@@ -233,6 +240,7 @@ impl Tables {
             DeliveryOutcome::Unknown(error) => {
                 event.status = EventStatus::Unknown;
                 event.last_error = Some(error.clone());
+                event.maybe_applied = true;
                 if let Some(record) = record {
                     record.state = OperationState::OutcomeUnknown;
                     record.errors.push(error.clone());
