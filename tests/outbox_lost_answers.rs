@@ -161,6 +161,14 @@ async fn an_applied_delivery_with_its_answer_lost_then_503s_is_never_dead(
     // Attempt 1 is applied and its answer lost: sent again, since the provider honours the key.
     assert_eq!(worker.run_once().await.unwrap().retrying, 1);
     assert_eq!(provider.refunds(&key), 1);
+    let retrying = call("c1b").await;
+    assert_eq!(retrying["status"], "queued", "{retrying}");
+    let note = retrying["delivery"]["what"].as_str().unwrap();
+    assert!(
+        note.contains("one of those may have been applied (its answer was lost)")
+            && !note.contains("without being applied"),
+        "{retrying}"
+    );
     // Attempts 2 and 3 meet 503s, 1 s and 2 s later; the third spends the budget.
     clock.advance_ms(1_000);
     assert_eq!(worker.run_once().await.unwrap().retrying, 1);
