@@ -1,7 +1,8 @@
 //! An outbox delivery the provider applied and whose answer was lost, followed by 503s until the
 //! worker's budget is spent, is never dead-lettered: the event becomes `unknown`, its operation
 //! `outcome_unknown`, and the reconciler finds the refund and settles it `succeeded`, one refund
-//! in the provider's ledger. On a SQLite file, on the test PostgreSQL server, and in memory.
+//! in the provider's ledger; each delivery attempt has its audit record. On a SQLite file, on
+//! the test PostgreSQL server, and in memory.
 
 mod stores;
 
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{EventQuery, EventStatus, OperationState, OperationStore, OutboxEvent};
+use toolgate::store::{
+    AuditKind, AuditQuery, EventQuery, EventStatus, OperationState, OperationStore, OutboxEvent,
+};
 use toolgate::{Deliver, OutboxWorker, Reconciler, RetrySpec};
 use toolgate_test::{ManualClock, MemoryStore};
 
@@ -185,6 +188,36 @@ async fn an_applied_delivery_with_its_answer_lost_then_503s_is_never_dead(
     assert_eq!(record.state, OperationState::OutcomeUnknown);
     let pending = call("c2").await;
     assert_eq!(pending["status"], "outcome_unknown", "{pending}");
+    // Each delivery attempt has its audit record.
+    let trail = store
+        .audit(AuditQuery {
+            key: Some(&key),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    let deliveries: Vec<(u32, &str, Option<&str>, &str)> = trail
+        .iter()
+        .filter(|record| record.entry.kind == AuditKind::Delivery)
+        .map(|record| {
+            let entry = &record.entry;
+            let kind = entry.error_kind.as_deref();
+            (
+                entry.attempts,
+                entry.outcome.as_str(),
+                kind,
+                entry.actor.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        deliveries,
+        [
+            (1, "retrying", Some("outcome_unknown"), "w1"),
+            (2, "retrying", Some("unavailable"), "w1"),
+            (3, "unknown", Some("outcome_unknown"), "w1"),
+        ]
+    );
 
     // The reconciler asks the provider, which holds the refund.
     let report = Reconciler::new(&dispatcher).run_once().await.unwrap();

@@ -54,9 +54,9 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
         ),
         Migration::new(
             6,
-            Cow::Borrowed("outbox maybe applied"),
+            Cow::Borrowed("outbox deliveries"),
             MigrationType::Simple,
-            include_str!("../migrations/0006_outbox_maybe_applied.sql").into_sql_str(),
+            include_str!("../migrations/0006_outbox_deliveries.sql").into_sql_str(),
             false,
         ),
     ]);

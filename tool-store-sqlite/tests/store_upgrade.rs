@@ -380,10 +380,13 @@ async fn a_migration_that_fails_leaves_the_file_as_it_was() {
     conn.close().await.expect("close");
 }
 
-/// A file of schema version 4 with outbox events: opened at version 5, its events read back as
-/// they were and not maybe applied; a lost answer on the old pending one is remembered.
+/// A file of schema version 4 with outbox events and audit records: opened at version 5, its
+/// events read back as they were and not maybe applied; a lost answer on the old pending one is
+/// remembered; the audit trail keeps its records, admits deliveries, and never gives a number
+/// twice.
 #[tokio::test]
-async fn outbox_events_of_version_4_read_as_not_maybe_applied() -> Result<(), StoreError> {
+async fn a_file_of_version_4_keeps_its_events_and_audit_and_admits_deliveries()
+-> Result<(), StoreError> {
     use toolgate_core::store::{AttemptError, DeliveryOutcome, EventLease, EventStatus};
 
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -407,6 +410,14 @@ VALUES ('acme', 'retried', 'issue_refund', '{}', 'pending', 1, 1700000000000,
         '{"attempt":1,"kind":"unavailable","what":"503"}', 1700000000000, 1700000000000),
        ('acme', 'dead', 'issue_refund', '{}', 'dead', 3, 1700000000000,
         '{"attempt":3,"kind":"refused","what":"no"}', 1700000000001, 1700000000001);
+INSERT INTO audit (seq, kind, tenant_id, run_id, call_id, tool, actor, arguments, attempts,
+                   duration_ms, outcome, replayed, bytes, at_ms)
+VALUES (6, 'call', 'acme', 'run-1', 'call_1', 'issue_refund', 'agent', '{}', 1, 5, 'queued',
+        0, 10, 1700000000000),
+       (7, 'call', 'acme', 'run-1', 'call_2', 'issue_refund', 'agent', '{}', 1, 5, 'queued',
+        0, 10, 1700000000000);
+-- The last one is purged: its number is never given again.
+DELETE FROM audit WHERE seq = 7;
 "#,
     )
     .execute(&mut conn)
@@ -454,5 +465,31 @@ VALUES ('acme', 'retried', 'issue_refund', '{}', 'pending', 1, 1700000000000,
         .await?;
     assert!(event.maybe_applied, "{event:?}");
     assert_eq!(store.event("acme", "retried").await?, Some(event));
+
+    // The audit trail keeps its record and admits deliveries, numbered after the purged one.
+    let delivery = AuditEntry {
+        kind: AuditKind::Delivery,
+        tenant: "acme".into(),
+        run_id: String::new(),
+        call_id: String::new(),
+        tool: "issue_refund".into(),
+        actor: "w1".into(),
+        arguments: "null".into(),
+        attempts: 2,
+        duration_ms: 0,
+        outcome: "retrying".into(),
+        error_kind: Some("outcome_unknown".into()),
+        replayed: false,
+        bytes: 0,
+        key: Some("retried".into()),
+        approval_id: None,
+        reason: Some("reset".into()),
+        at_ms: T0 + 20,
+    };
+    assert_eq!(store.append_audit(&delivery).await?, 8);
+    let trail = store.audit(AuditQuery::default()).await?;
+    let read: Vec<(i64, AuditKind)> = trail.iter().map(|r| (r.seq, r.entry.kind)).collect();
+    assert_eq!(read, [(6, AuditKind::Call), (8, AuditKind::Delivery)]);
+    assert_eq!(trail[1].entry, delivery);
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The outbox worker: leases due events, delivers each through its tool's handler with the
-//! operation's key, records the outcome, retries with backoff and full jitter, and dead-letters
-//! after its budget.
+//! operation's key, records the outcome and an audit record of the attempt, retries with backoff
+//! and full jitter, and dead-letters after its budget.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,6 +23,7 @@ use crate::store::{
 };
 use crate::wiring::BuildError;
 
+use super::delivery_audit::delivery_entry;
 use super::verdict::{Failure, Verdict, after_failure};
 
 /// Delivers the events of one outbox tool to its provider.
@@ -254,6 +255,7 @@ impl OutboxWorker {
                 tracing::warn!("leased an event of a tool this worker has no handler for");
                 return Ok(Settled::Lost);
             };
+            let started_ms = self.clock.now_ms();
             let verdict = if leased.taken_over && !handler.honours_key() {
                 // Its earlier worker stopped mid-delivery and may have sent it: never sent again
                 // by a worker that cannot know.
@@ -269,7 +271,20 @@ impl OutboxWorker {
             } else {
                 self.attempt(handler.as_ref(), &event).await
             };
-            self.settle(&event, verdict).await
+            let settled = self.settle(&event, &verdict).await;
+            let outcome = settled.as_ref().map_or("unrecorded", |settled| settled.as_str());
+            let entry = delivery_entry(
+                &self.name,
+                &event,
+                &verdict,
+                outcome,
+                started_ms,
+                self.clock.now_ms(),
+            );
+            if let Err(err) = self.store.append_audit(&entry).await {
+                tracing::warn!(error = %err, "the audit record of a delivery could not be appended");
+            }
+            settled
         }
         .instrument(span)
         .await
@@ -329,9 +344,9 @@ impl OutboxWorker {
     }
 
     /// Records `verdict` for `event`; a lease lost meanwhile is counted, not an error.
-    async fn settle(&self, event: &OutboxEvent, verdict: Verdict) -> Result<Settled, StoreError> {
+    async fn settle(&self, event: &OutboxEvent, verdict: &Verdict) -> Result<Settled, StoreError> {
         let due_ms;
-        let (outcome, settled) = match &verdict {
+        let (outcome, settled) = match verdict {
             Verdict::Delivered(result) => (DeliveryOutcome::Delivered(result), Settled::Delivered),
             Verdict::Retry {
                 error,
@@ -404,6 +419,19 @@ enum Settled {
     Dead,
     Unknown,
     Lost,
+}
+
+impl Settled {
+    /// The name of the outcome in a delivery's audit record.
+    fn as_str(self) -> &'static str {
+        match self {
+            Settled::Delivered => "delivered",
+            Settled::Retrying => "retrying",
+            Settled::Dead => "dead",
+            Settled::Unknown => "unknown",
+            Settled::Lost => "lost",
+        }
+    }
 }
 
 impl DeliveryReport {
