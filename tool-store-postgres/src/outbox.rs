@@ -103,11 +103,6 @@ pub(crate) async fn settle(
             Some(OperationState::OutcomeUnknown),
         ),
     };
-    let maybe_applied = match outcome {
-        DeliveryOutcome::Retry { maybe_applied, .. } => maybe_applied,
-        DeliveryOutcome::Unknown(_) => true,
-        DeliveryOutcome::Delivered(_) | DeliveryOutcome::Dead(_) => false,
-    };
     let appended = match outcome {
         DeliveryOutcome::Unknown(error) => Some(row::error_list(error)?),
         _ => None,
@@ -137,7 +132,7 @@ pub(crate) async fn settle(
     .bind(now_ms)
     .bind(state.map(OperationState::as_str))
     .bind(appended)
-    .bind(maybe_applied)
+    .bind(outcome.marks_maybe_applied())
     .fetch_optional(pool)
     .await
     .map_err(backend)?;

@@ -102,25 +102,13 @@ pub(crate) async fn settle(
     outcome: DeliveryOutcome<'_>,
     now_ms: i64,
 ) -> Result<OutboxEvent, StoreError> {
-    // The event's status, when it is due (kept when None), its error (kept when None), its
-    // result (kept when None), and whether it may now have been applied (kept when false).
-    let (status, due_ms, error, result, maybe_applied) = match outcome {
-        DeliveryOutcome::Delivered(result) => {
-            (EventStatus::Delivered, None, None, Some(result), false)
+    let (status, due_ms, error, result) = match outcome {
+        DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, None, None, Some(result)),
+        DeliveryOutcome::Retry { error, due_ms, .. } => {
+            (EventStatus::Pending, Some(due_ms), Some(error), None)
         }
-        DeliveryOutcome::Retry {
-            error,
-            due_ms,
-            maybe_applied,
-        } => (
-            EventStatus::Pending,
-            Some(due_ms),
-            Some(error),
-            None,
-            maybe_applied,
-        ),
-        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None, false),
-        DeliveryOutcome::Unknown(error) => (EventStatus::Unknown, None, Some(error), None, true),
+        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None),
+        DeliveryOutcome::Unknown(error) => (EventStatus::Unknown, None, Some(error), None),
     };
     let error = error.map(error_json).transpose()?;
     let mut tx = writer
@@ -142,7 +130,7 @@ pub(crate) async fn settle(
     .bind(&error)
     .bind(result)
     .bind(now_ms)
-    .bind(maybe_applied)
+    .bind(outcome.marks_maybe_applied())
     .fetch_optional(&mut *tx)
     .await
     .map_err(backend("record a delivery's outcome"))?

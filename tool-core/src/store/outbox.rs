@@ -180,6 +180,18 @@ pub enum DeliveryOutcome<'a> {
     Unknown(&'a AttemptError),
 }
 
+impl DeliveryOutcome<'_> {
+    /// Whether this outcome marks its event [`maybe_applied`](OutboxEvent::maybe_applied): a
+    /// retry that says so, and an unknown outcome. Any other leaves the mark as it is.
+    pub fn marks_maybe_applied(&self) -> bool {
+        match self {
+            DeliveryOutcome::Retry { maybe_applied, .. } => *maybe_applied,
+            DeliveryOutcome::Unknown(_) => true,
+            DeliveryOutcome::Delivered(_) | DeliveryOutcome::Dead(_) => false,
+        }
+    }
+}
+
 /// Which events to list.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EventQuery<'a> {

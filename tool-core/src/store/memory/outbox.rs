@@ -214,6 +214,7 @@ impl Tables {
             return Err(lost(id.1.clone(), attempt));
         }
         let record = self.records.get_mut(id);
+        event.maybe_applied |= outcome.marks_maybe_applied();
         match outcome {
             DeliveryOutcome::Delivered(result) => {
                 event.status = EventStatus::Delivered;
@@ -223,15 +224,10 @@ impl Tables {
                     record.updated_ms = now_ms;
                 }
             }
-            DeliveryOutcome::Retry {
-                error,
-                due_ms,
-                maybe_applied,
-            } => {
+            DeliveryOutcome::Retry { error, due_ms, .. } => {
                 event.status = EventStatus::Pending;
                 event.due_ms = due_ms;
                 event.last_error = Some(error.clone());
-                event.maybe_applied |= maybe_applied;
             }
             DeliveryOutcome::Dead(error) => {
                 event.status = EventStatus::Dead;
@@ -240,7 +236,6 @@ impl Tables {
             DeliveryOutcome::Unknown(error) => {
                 event.status = EventStatus::Unknown;
                 event.last_error = Some(error.clone());
-                event.maybe_applied = true;
                 if let Some(record) = record {
                     record.state = OperationState::OutcomeUnknown;
                     record.errors.push(error.clone());
