@@ -621,6 +621,39 @@ async fn a_lease_taken_over_is_unknown_unless_the_handler_honours_the_key() {
     assert_eq!((event.status, event.attempt), (EventStatus::Delivered, 2));
 }
 
+/// A lease taken over from a worker that stopped mid-delivery may have been sent: when the
+/// delivery budget of a handler that honours the key ends in 503s, the event is unknown, never
+/// dead; found not applied, it is delivered again, once.
+#[tokio::test(start_paused = true)]
+async fn a_lease_taken_over_then_503s_is_unknown_not_dead() {
+    let setup = setup();
+    setup.call("c1").await;
+    crash_holding_the_lease(&setup).await;
+    setup
+        .bank
+        .script([Answer::Unavailable, Answer::Unavailable]);
+    let worker = setup.worker(true);
+    assert_eq!(worker.drain().await.unwrap().retrying, 1);
+    let event = setup.event().await.unwrap();
+    assert!(event.maybe_applied, "{event:?}");
+    setup.clock.advance_ms(2_000);
+    let report = worker.drain().await.unwrap();
+    assert_eq!((report.dead, report.unknown), (0, 1), "{report:?}");
+    let event = setup.event().await.unwrap();
+    assert_eq!((event.status, event.attempt), (EventStatus::Unknown, 3));
+    assert_eq!(
+        setup.state(&event.key).await,
+        Some(OperationState::OutcomeUnknown)
+    );
+
+    let report = Reconciler::new(&setup.dispatcher).run_once().await.unwrap();
+    assert_eq!(report.requeued, 1);
+    let event = setup.event().await.unwrap();
+    assert!(!event.maybe_applied, "found not applied: {event:?}");
+    assert_eq!(worker.drain().await.unwrap().delivered, 1);
+    assert_eq!(setup.bank.applied(&event.key), 1);
+}
+
 #[tokio::test]
 async fn a_worker_without_handlers_is_not_built() {
     let store = Arc::new(MemoryStore::new());

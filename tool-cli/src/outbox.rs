@@ -167,7 +167,12 @@ fn not_dead(event: &OutboxEvent) -> Failure {
             "nothing to do: a worker delivers it; check again with `toolgate outbox show`"
         }
         EventStatus::Delivered => "nothing to do: the provider applied it",
-        _ => "its outcome is unknown: the reconciler settles it, never a resume",
+        EventStatus::Unknown => {
+            "a delivery of it may have been applied, so delivering it again could apply it twice: \
+             the reconciler asks the provider and settles it (applied: succeeded; not applied: \
+             pending again); follow it with `toolgate ops show`"
+        }
+        _ => "a resume applies to dead events only; check it with `toolgate outbox show`",
     };
     Failure::refused(
         format!("the outbox event {} is {status}, not dead", event.key),
@@ -209,6 +214,7 @@ fn describe(e: &OutboxEvent) -> String {
         ("worker", or_dash(e.worker.as_deref())),
         ("last error", or_dash(error.as_deref())),
         ("result", or_dash(e.result.as_deref())),
+        ("applied", applied(e).to_owned()),
         ("created", rfc3339(e.created_ms)),
         ("updated", rfc3339(e.updated_ms)),
     ];
@@ -224,6 +230,18 @@ fn describe(e: &OutboxEvent) -> String {
         ));
     }
     out
+}
+
+/// Whether the provider applied `e`, as far as the store knows.
+fn applied(e: &OutboxEvent) -> &'static str {
+    match e.status {
+        EventStatus::Delivered => "yes",
+        EventStatus::Unknown => "maybe: the reconciler asks the provider",
+        _ if e.maybe_applied => {
+            "maybe: a delivery's answer was lost, or its worker stopped mid-delivery"
+        }
+        _ => "no",
+    }
 }
 
 /// `event` as JSON: every field, times both as milliseconds and as RFC 3339.
@@ -247,6 +265,7 @@ fn event_json(e: &OutboxEvent) -> Value {
             "what": err.what,
         })),
         "result": e.result.as_deref().map(stored),
+        "maybe_applied": e.maybe_applied,
         "created_ms": e.created_ms,
         "created_at": rfc3339(e.created_ms),
         "updated_ms": e.updated_ms,
@@ -278,6 +297,7 @@ mod tests {
                 what: "503".into(),
             }),
             result: None,
+            maybe_applied: false,
             created_ms: 0,
             updated_ms: 60_000,
         }
@@ -292,6 +312,7 @@ mod tests {
             "attempt      3",
             "last error   attempt 3, unavailable: 503",
             "result       -",
+            "applied      no",
             "due          1970-01-01T00:01:00.000Z",
         ] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
@@ -300,6 +321,32 @@ mod tests {
         assert_eq!(value["payload"]["order_id"], "ORD-1001");
         assert_eq!(value["attempts_spent"], 3);
         assert_eq!(value["last_error"]["kind"], "unavailable");
+        assert_eq!(value["maybe_applied"], false);
+    }
+
+    #[test]
+    fn an_event_that_may_have_been_applied_says_so_and_is_not_resumed() {
+        let mut retried = event();
+        retried.status = EventStatus::Pending;
+        retried.maybe_applied = true;
+        let text = describe(&retried);
+        assert!(
+            text.contains("applied      maybe: a delivery's answer was lost"),
+            "{text}"
+        );
+        assert_eq!(event_json(&retried)["maybe_applied"], true);
+
+        let mut unknown = retried;
+        unknown.status = EventStatus::Unknown;
+        let Failure::Refused(explained) = not_dead(&unknown) else {
+            panic!("a refusal");
+        };
+        assert_eq!(explained.what, "the outbox event k1 is unknown, not dead");
+        assert!(
+            explained.next.contains("may have been applied")
+                && explained.next.contains("the reconciler asks the provider"),
+            "{explained:?}"
+        );
     }
 
     #[test]

@@ -50,8 +50,8 @@
 //!
 //! Approvals wait in `toolgate_approvals`, durably: the process that asked, the approver's
 //! process and the process that runs an approved operation may all be different ones, and a
-//! restart loses none. Every call and decision is appended to the audit trail,
-//! `toolgate_audit`.
+//! restart loses none. Every call, decision and outbox delivery attempt is appended to the
+//! audit trail, `toolgate_audit`.
 //!
 //! An outbox tool (`delivery = "outbox"`) runs its body inside a transaction the store opens
 //! ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)); the tool writes its

@@ -52,6 +52,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             include_str!("../migrations/0005_outbox_and_steps.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            6,
+            Cow::Borrowed("outbox deliveries"),
+            MigrationType::Simple,
+            include_str!("../migrations/0006_outbox_deliveries.sql").into_sql_str(),
+            false,
+        ),
     ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);

@@ -14,8 +14,8 @@ use crate::row::{self, append_error, decode_optional, encode, get, json_text};
 macro_rules! event_columns {
     () => {
         "tenant_id, idempotency_key, tool, payload, status, attempt, resumed_at, lease_until_ms, \
-         due_ms, worker::text AS worker, last_error::text AS last_error, result, created_ms, \
-         updated_ms"
+         due_ms, worker::text AS worker, last_error::text AS last_error, result, maybe_applied, \
+         created_ms, updated_ms"
     };
 }
 
@@ -32,12 +32,13 @@ pub(crate) async fn lease(
          OR (status = 'leased' AND lease_until_ms <= $1)) AND tool = ANY($2) \
          ORDER BY created_ms, tenant_id, idempotency_key LIMIT $3 FOR UPDATE SKIP LOCKED) \
          UPDATE toolgate_outbox AS e SET status = 'leased', attempt = e.attempt + 1, \
-         lease_until_ms = $4, worker = $5::json, updated_ms = $1 FROM due \
+         lease_until_ms = $4, worker = $5::json, updated_ms = $1, \
+         maybe_applied = (e.maybe_applied OR due.was = 'leased') FROM due \
          WHERE e.tenant_id = due.tenant_id AND e.idempotency_key = due.idempotency_key \
          RETURNING (due.was = 'leased') AS taken_over, ",
         "e.tenant_id, e.idempotency_key, e.tool, e.payload, e.status, e.attempt, e.resumed_at, \
          e.lease_until_ms, e.due_ms, e.worker::text AS worker, e.last_error::text AS last_error, \
-         e.result, e.created_ms, e.updated_ms"
+         e.result, e.maybe_applied, e.created_ms, e.updated_ms"
     ))
     .bind(lease.now_ms)
     .bind(lease.tools)
@@ -80,7 +81,8 @@ pub(crate) async fn settle(
 ) -> Result<OutboxEvent, StoreError> {
     // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
     // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
-    // the delivery is still owed, and it stays `queued`), $10 the error appended.
+    // the delivery is still owed, and it stays `queued`), $10 the error appended. $11: the
+    // event may now have been applied (kept when false).
     let (status, result, error, due, state) = match outcome {
         DeliveryOutcome::Delivered(result) => (
             EventStatus::Delivered,
@@ -89,7 +91,7 @@ pub(crate) async fn settle(
             None,
             Some(OperationState::Succeeded),
         ),
-        DeliveryOutcome::Retry { error, due_ms } => {
+        DeliveryOutcome::Retry { error, due_ms, .. } => {
             (EventStatus::Pending, None, Some(error), Some(due_ms), None)
         }
         DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None, None),
@@ -108,7 +110,7 @@ pub(crate) async fn settle(
     let row = sqlx::query(concat!(
         "WITH settled AS (UPDATE toolgate_outbox SET status = $4, result = COALESCE($5, result), \
          last_error = COALESCE($6::json, last_error), due_ms = COALESCE($7, due_ms), \
-         updated_ms = $8 \
+         updated_ms = $8, maybe_applied = (maybe_applied OR $11) \
          WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'leased' AND attempt = $3 \
          RETURNING ",
         event_columns!(),
@@ -130,6 +132,7 @@ pub(crate) async fn settle(
     .bind(now_ms)
     .bind(state.map(OperationState::as_str))
     .bind(appended)
+    .bind(outcome.marks_maybe_applied())
     .fetch_optional(pool)
     .await
     .map_err(backend)?;
@@ -238,6 +241,7 @@ fn event(row: &PgRow) -> Result<OutboxEvent, StoreError> {
         worker: decode_optional(row, "worker")?,
         last_error: decode_optional(row, "last_error")?,
         result: get(row, "result")?,
+        maybe_applied: get(row, "maybe_applied")?,
         created_ms: get(row, "created_ms")?,
         updated_ms: get(row, "updated_ms")?,
     })

@@ -87,8 +87,8 @@ pub(crate) async fn resolve(
     Ok(Some(record))
 }
 
-/// The event of `(tenant, key)` becomes `status` (due now, for `pending`), with `result` when
-/// given.
+/// The event of `(tenant, key)` becomes `status` (due now and no longer maybe applied, for
+/// `pending`: found not applied), with `result` when given.
 async fn set_event(
     conn: &mut sqlx::PgConnection,
     tenant: &str,
@@ -99,7 +99,8 @@ async fn set_event(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE toolgate_outbox SET status = $3, result = COALESCE($4, result), \
-         due_ms = CASE WHEN $3 = 'pending' THEN $5 ELSE due_ms END, updated_ms = $5 \
+         due_ms = CASE WHEN $3 = 'pending' THEN $5 ELSE due_ms END, \
+         maybe_applied = (maybe_applied AND $3 <> 'pending'), updated_ms = $5 \
          WHERE tenant_id = $1 AND idempotency_key = $2",
     )
     .bind(tenant)

@@ -90,7 +90,7 @@ impl StoreTransaction for PgTransaction {
                  VALUES ($1, $2, $3, $4, 'pending', $5, $5, $5) \
                  ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET tool = $3, payload = $4, \
                  status = 'pending', due_ms = $5, resumed_at = e.attempt, worker = NULL, \
-                 last_error = NULL, result = NULL, updated_ms = $5",
+                 last_error = NULL, result = NULL, maybe_applied = false, updated_ms = $5",
             )
             .bind(&owner.tenant)
             .bind(&owner.key)

@@ -2,7 +2,8 @@
 //! each of their states and a run: migration 4 keeps every record and run as it was, and
 //! approvals and the audit trail then work on them. Migrations 1 to 4, with records, an
 //! approval and an audit record: migration 5 keeps them, and the outbox and the step journal
-//! then work on them.
+//! then work on them. Migrations 1 to 5, with outbox events: migration 6 keeps them, reads
+//! them as events none of whose deliveries may have been applied, and records one that may.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,6 +57,11 @@ async fn release(url: &str, last: i64) -> sqlx::PgPool {
             4,
             "approvals and audit",
             include_str!("../migrations/0004_approvals_and_audit.sql"),
+        ),
+        migration(
+            5,
+            "outbox and steps",
+            include_str!("../migrations/0005_outbox_and_steps.sql"),
         ),
     ]);
     migrator.migrations.to_mut().retain(|m| m.version <= last);
@@ -230,7 +236,7 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
             .fetch_all(store.pool())
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
 
     // Every record and the run are kept as they were.
     for record in records {
@@ -416,7 +422,7 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
             .fetch_all(store.pool())
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
 
     // Every record, the approval and the audit record are kept as they were.
     for record in [&processing, &succeeded, &failed, &unknown, &waiting] {
@@ -501,4 +507,73 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
             .collect::<Vec<_>>(),
         [("update_crm", 1, StepStatus::Succeeded)]
     );
+}
+
+#[tokio::test]
+async fn a_database_of_the_outbox_release_keeps_its_events_as_not_maybe_applied() {
+    let url = test_database().await;
+    let pool = release(&url, 5).await;
+    for key in ["retried", "dead"] {
+        insert_old(&pool, &old(key, OperationState::Succeeded, 1)).await;
+    }
+    sqlx::query("UPDATE toolgate_operations SET state = 'queued'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO toolgate_outbox (tenant_id, idempotency_key, tool, payload, status, \
+         attempt, due_ms, last_error, created_ms, updated_ms) \
+         VALUES ('acme', 'retried', 'issue_refund', '{}', 'pending', 1, $1, \
+                 '{\"attempt\":1,\"kind\":\"unavailable\",\"what\":\"503\"}', $1, $1), \
+                ('acme', 'dead', 'issue_refund', '{}', 'dead', 3, $1, \
+                 '{\"attempt\":3,\"kind\":\"refused\",\"what\":\"no\"}', $1, $1)",
+    )
+    .bind(T0)
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    let events = store.list_events(Default::default()).await.unwrap();
+    let read: Vec<(&str, EventStatus, u32, bool)> = events
+        .iter()
+        .map(|e| (e.key.as_str(), e.status, e.attempt, e.maybe_applied))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("dead", EventStatus::Dead, 3, false),
+            ("retried", EventStatus::Pending, 1, false)
+        ]
+    );
+    // The old pending event is leased, and its lost answer is remembered.
+    let leased = store
+        .lease_events(toolgate_core::store::EventLease {
+            worker: "w1",
+            tools: &["issue_refund"],
+            now_ms: T0 + 10,
+            lease: Duration::from_secs(30),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 1);
+    assert_eq!(leased[0].event.attempt, 2);
+    let lost = AttemptError {
+        attempt: 2,
+        kind: "outcome_unknown".into(),
+        what: "reset".into(),
+    };
+    let retry = toolgate_core::store::DeliveryOutcome::Retry {
+        error: &lost,
+        due_ms: T0 + 1_000,
+        maybe_applied: true,
+    };
+    let event = store
+        .settle_event("acme", "retried", 2, retry, T0 + 20)
+        .await
+        .unwrap();
+    assert!(event.maybe_applied, "{event:?}");
+    assert_eq!(store.event("acme", "retried").await.unwrap(), Some(event));
 }

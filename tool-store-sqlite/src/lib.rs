@@ -16,8 +16,9 @@
 //! `approvals` (the requester and every decision as JSON text), in the claim's transaction; a
 //! decision, an expiry and the claim that runs an approved operation each read the approval and
 //! change it and its operation in one immediate transaction, so an approved operation is
-//! claimed to run once. The table `audit` holds one row a call or decision, numbered in the
-//! order appended; retention never deletes a row whose operation is still stored.
+//! claimed to run once. The table `audit` holds one row a call, decision or outbox delivery
+//! attempt, numbered in the order appended; retention never deletes a row whose operation is
+//! still stored.
 //!
 //! The transactional outbox and the step journal live in the same file. An outbox tool's body
 //! runs inside the immediate transaction of its claim

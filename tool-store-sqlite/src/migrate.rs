@@ -281,7 +281,59 @@ CREATE TABLE steps (
 ) STRICT;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+/// Version 5: an outbox event remembers whether one of its deliveries may have been applied
+/// (an answer lost, a lease taken over mid-delivery), so that it is never dead-lettered as
+/// undelivered; events of earlier versions read as not. The audit trail admits the kind
+/// `delivery` (an outbox delivery attempt): `audit` is rebuilt as in version 3, every row copied
+/// as it is and its AUTOINCREMENT counter carried over, so that no number is given twice.
+const V5: &str = r#"
+ALTER TABLE outbox ADD COLUMN maybe_applied INTEGER NOT NULL DEFAULT 0
+    CHECK (maybe_applied IN (0, 1));
+
+CREATE TABLE audit_v5 (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind            TEXT    NOT NULL CHECK (kind IN ('call', 'decision', 'delivery')),
+    tenant_id       TEXT    NOT NULL,
+    run_id          TEXT    NOT NULL,
+    call_id         TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    actor           TEXT    NOT NULL,
+    arguments       TEXT    NOT NULL,
+    attempts        INTEGER NOT NULL CHECK (attempts BETWEEN 0 AND 4294967295),
+    duration_ms     INTEGER NOT NULL CHECK (duration_ms >= 0),
+    outcome         TEXT    NOT NULL,
+    error_kind      TEXT,
+    replayed        INTEGER NOT NULL CHECK (replayed IN (0, 1)),
+    bytes           INTEGER NOT NULL CHECK (bytes >= 0),
+    idempotency_key TEXT,
+    approval_id     TEXT,
+    reason          TEXT,
+    at_ms           INTEGER NOT NULL
+) STRICT;
+
+INSERT INTO audit_v5 (seq, kind, tenant_id, run_id, call_id, tool, actor, arguments, attempts,
+                      duration_ms, outcome, error_kind, replayed, bytes, idempotency_key,
+                      approval_id, reason, at_ms)
+    SELECT seq, kind, tenant_id, run_id, call_id, tool, actor, arguments, attempts,
+           duration_ms, outcome, error_kind, replayed, bytes, idempotency_key,
+           approval_id, reason, at_ms
+    FROM audit;
+
+-- The last number given, even to a record purged since.
+DELETE FROM sqlite_sequence WHERE name = 'audit_v5';
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'audit_v5', seq FROM sqlite_sequence WHERE name = 'audit';
+
+DROP TABLE audit;
+ALTER TABLE audit_v5 RENAME TO audit;
+
+-- As in version 3: audit and list_operations by run; audit by operation; purge by age.
+CREATE INDEX audit_by_run ON audit (run_id, seq);
+CREATE INDEX audit_by_key ON audit (idempotency_key, seq);
+CREATE INDEX audit_by_age ON audit (at_ms);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -68,7 +68,8 @@ pub(crate) async fn lease(
     for (tenant, key, status) in due {
         let row = sqlx::query(
             "UPDATE outbox SET status = 'leased', attempt = attempt + 1, worker = ?3, \
-                 lease_until_ms = ?4, updated_ms = ?5 \
+                 lease_until_ms = ?4, updated_ms = ?5, \
+                 maybe_applied = (maybe_applied OR status = 'leased') \
              WHERE tenant_id = ?1 AND idempotency_key = ?2 \
              RETURNING *",
         )
@@ -103,7 +104,7 @@ pub(crate) async fn settle(
 ) -> Result<OutboxEvent, StoreError> {
     let (status, due_ms, error, result) = match outcome {
         DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, None, None, Some(result)),
-        DeliveryOutcome::Retry { error, due_ms } => {
+        DeliveryOutcome::Retry { error, due_ms, .. } => {
             (EventStatus::Pending, Some(due_ms), Some(error), None)
         }
         DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None),
@@ -117,7 +118,7 @@ pub(crate) async fn settle(
     let row = sqlx::query(
         "UPDATE outbox SET status = ?4, due_ms = COALESCE(?5, due_ms), \
              last_error = COALESCE(?6, last_error), result = COALESCE(?7, result), \
-             updated_ms = ?8 \
+             updated_ms = ?8, maybe_applied = (maybe_applied OR ?9) \
          WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'leased' AND attempt = ?3 \
          RETURNING *",
     )
@@ -129,6 +130,7 @@ pub(crate) async fn settle(
     .bind(&error)
     .bind(result)
     .bind(now_ms)
+    .bind(outcome.marks_maybe_applied())
     .fetch_optional(&mut *tx)
     .await
     .map_err(backend("record a delivery's outcome"))?
@@ -269,6 +271,7 @@ fn event(row: &SqliteRow) -> Result<OutboxEvent, StoreError> {
         worker: column(row, "worker")?,
         last_error: parse_error(column(row, "last_error")?)?,
         result: column(row, "result")?,
+        maybe_applied: column(row, "maybe_applied")?,
         created_ms: column(row, "created_ms")?,
         updated_ms: column(row, "updated_ms")?,
         tenant,

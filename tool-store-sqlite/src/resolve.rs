@@ -59,7 +59,8 @@ pub(crate) async fn resolve(
         Resolution::Applied(result) => ("state = 'succeeded', result = ?4", Some(result)),
         Resolution::NotApplied if has_event => {
             sqlx::query(
-                "UPDATE outbox SET status = 'pending', due_ms = ?3, updated_ms = ?3 \
+                "UPDATE outbox SET status = 'pending', due_ms = ?3, maybe_applied = 0, \
+                     updated_ms = ?3 \
                  WHERE tenant_id = ?1 AND idempotency_key = ?2",
             )
             .bind(tenant)

@@ -1,6 +1,8 @@
 //! A file written by the previous release (schema version 2: operations and the run ledger)
 //! opened by this one: every row kept byte for byte, and approvals and the audit trail working
-//! on its records. A migration that cannot finish leaves the file as it was.
+//! on its records. A migration that cannot finish leaves the file as it was. A file of schema
+//! version 4 (the outbox) keeps its events, read as events none of whose deliveries may have
+//! been applied.
 
 use std::path::Path;
 use std::time::Duration;
@@ -182,7 +184,7 @@ async fn a_file_of_the_previous_release_keeps_every_row() -> Result<(), StoreErr
 
     let store = SqliteStore::open(&path).await?;
     store.close().await;
-    assert_eq!(version(&path).await, 4, "migrated through 3 to 4");
+    assert_eq!(version(&path).await, 5, "migrated through 3 and 4 to 5");
     assert_eq!(dump(&path).await, before);
 
     let store = SqliteStore::open(&path).await?;
@@ -224,7 +226,7 @@ async fn a_file_of_the_previous_release_keeps_every_row() -> Result<(), StoreErr
         .expect("integrity check");
     assert_eq!(integrity, "ok");
     conn.close().await.expect("close");
-    assert_eq!(version(&path).await, 4);
+    assert_eq!(version(&path).await, 5);
     assert_eq!(dump(&path).await, before);
     Ok(())
 }
@@ -376,4 +378,118 @@ async fn a_migration_that_fails_leaves_the_file_as_it_was() {
     .expect("the tables");
     assert_eq!(tables, ["operations"]);
     conn.close().await.expect("close");
+}
+
+/// A file of schema version 4 with outbox events and audit records: opened at version 5, its
+/// events read back as they were and not maybe applied; a lost answer on the old pending one is
+/// remembered; the audit trail keeps its records, admits deliveries, and never gives a number
+/// twice.
+#[tokio::test]
+async fn a_file_of_version_4_keeps_its_events_and_audit_and_admits_deliveries()
+-> Result<(), StoreError> {
+    use toolgate_core::store::{AttemptError, DeliveryOutcome, EventLease, EventStatus};
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("operations.db");
+    SqliteStore::options(&path)
+        .migrate_to_version(4)
+        .await
+        .expect("a file of schema version 4");
+    let mut conn = connect(&path).await;
+    sqlx::raw_sql(
+        r#"
+INSERT INTO operations (tenant_id, idempotency_key, tool, request_hash, arguments, state,
+                        attempt, lease_until_ms, result, created_ms, updated_ms)
+VALUES ('acme', 'retried', 'issue_refund', 'h1', '{}', 'queued', 1, 0, '{}', 1700000000000,
+        1700000000000),
+       ('acme', 'dead', 'issue_refund', 'h2', '{}', 'queued', 1, 0, '{}', 1700000000000,
+        1700000000001);
+INSERT INTO outbox (tenant_id, idempotency_key, tool, payload, status, attempt, due_ms,
+                    last_error, created_ms, updated_ms)
+VALUES ('acme', 'retried', 'issue_refund', '{}', 'pending', 1, 1700000000000,
+        '{"attempt":1,"kind":"unavailable","what":"503"}', 1700000000000, 1700000000000),
+       ('acme', 'dead', 'issue_refund', '{}', 'dead', 3, 1700000000000,
+        '{"attempt":3,"kind":"refused","what":"no"}', 1700000000001, 1700000000001);
+INSERT INTO audit (seq, kind, tenant_id, run_id, call_id, tool, actor, arguments, attempts,
+                   duration_ms, outcome, replayed, bytes, at_ms)
+VALUES (6, 'call', 'acme', 'run-1', 'call_1', 'issue_refund', 'agent', '{}', 1, 5, 'queued',
+        0, 10, 1700000000000),
+       (7, 'call', 'acme', 'run-1', 'call_2', 'issue_refund', 'agent', '{}', 1, 5, 'queued',
+        0, 10, 1700000000000);
+-- The last one is purged: its number is never given again.
+DELETE FROM audit WHERE seq = 7;
+"#,
+    )
+    .execute(&mut conn)
+    .await
+    .expect("version 4's events");
+    conn.close().await.expect("close");
+
+    let store = SqliteStore::open(&path).await?;
+    assert_eq!(version(&path).await, 5);
+    let events = store.list_events(Default::default()).await?;
+    let read: Vec<(&str, EventStatus, u32, bool)> = events
+        .iter()
+        .map(|e| (e.key.as_str(), e.status, e.attempt, e.maybe_applied))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("retried", EventStatus::Pending, 1, false),
+            ("dead", EventStatus::Dead, 3, false)
+        ]
+    );
+    let leased = store
+        .lease_events(EventLease {
+            worker: "w1",
+            tools: &["issue_refund"],
+            now_ms: T0 + 10,
+            lease: Duration::from_secs(30),
+            limit: 10,
+        })
+        .await?;
+    assert_eq!(leased.len(), 1);
+    assert_eq!(leased[0].event.attempt, 2);
+    let lost = AttemptError {
+        attempt: 2,
+        kind: "outcome_unknown".into(),
+        what: "reset".into(),
+    };
+    let retry = DeliveryOutcome::Retry {
+        error: &lost,
+        due_ms: T0 + 1_000,
+        maybe_applied: true,
+    };
+    let event = store
+        .settle_event("acme", "retried", 2, retry, T0 + 20)
+        .await?;
+    assert!(event.maybe_applied, "{event:?}");
+    assert_eq!(store.event("acme", "retried").await?, Some(event));
+
+    // The audit trail keeps its record and admits deliveries, numbered after the purged one.
+    let delivery = AuditEntry {
+        kind: AuditKind::Delivery,
+        tenant: "acme".into(),
+        run_id: String::new(),
+        call_id: String::new(),
+        tool: "issue_refund".into(),
+        actor: "w1".into(),
+        arguments: "null".into(),
+        attempts: 2,
+        duration_ms: 0,
+        outcome: "retrying".into(),
+        error_kind: Some("outcome_unknown".into()),
+        replayed: false,
+        bytes: 0,
+        key: Some("retried".into()),
+        approval_id: None,
+        reason: Some("reset".into()),
+        at_ms: T0 + 20,
+    };
+    assert_eq!(store.append_audit(&delivery).await?, 8);
+    let trail = store.audit(AuditQuery::default()).await?;
+    let read: Vec<(i64, AuditKind)> = trail.iter().map(|r| (r.seq, r.entry.kind)).collect();
+    assert_eq!(read, [(6, AuditKind::Call), (8, AuditKind::Delivery)]);
+    assert_eq!(trail[1].entry, delivery);
+    Ok(())
 }

@@ -60,6 +60,7 @@ mod audit;
 mod claims;
 mod fixture;
 mod outbox;
+mod outbox_maybe_applied;
 mod outcomes;
 mod runs;
 mod steps;
@@ -107,6 +108,7 @@ pub use outbox::{
     resume_event_makes_a_dead_event_pending_again,
     settle_event_records_the_delivery_with_its_operation,
 };
+pub use outbox_maybe_applied::an_event_remembers_a_delivery_that_may_have_been_applied;
 pub use outcomes::{
     a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
 };
@@ -317,6 +319,7 @@ macro_rules! __conformance_cases {
             a_stale_or_unleased_event_is_not_settled
             resume_event_makes_a_dead_event_pending_again
             resolve_settles_an_outbox_operation_with_its_event
+            an_event_remembers_a_delivery_that_may_have_been_applied
             events_are_listed_by_filter_in_order_and_scoped_by_tenant
             a_step_runs_until_its_outcome_is_recorded
             a_step_of_a_claim_not_held_is_refused

@@ -56,6 +56,16 @@ fn note_of(event: &OutboxEvent) -> DeliveryNote {
                 .to_owned(),
             READ_PROGRESS.to_owned(),
         ),
+        EventStatus::Pending if event.maybe_applied => (
+            format!(
+                "accepted and queued: its delivery to the provider was tried {attempts} {}, and \
+                 one of those may have been applied (its answer was lost){}; it is tried again \
+                 under the same idempotency key, which the provider applies once",
+                plural(attempts, "time", "times"),
+                last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
+            ),
+            READ_PROGRESS.to_owned(),
+        ),
         EventStatus::Pending => (
             format!(
                 "accepted and queued: its delivery to the provider was tried {attempts} {} \

@@ -1,6 +1,8 @@
 //! The outbox seen from a tool's body: its transaction and its one event; and the worker that
 //! delivers the events.
 
+mod delivery_audit;
+mod verdict;
 mod worker;
 
 use std::any::Any;

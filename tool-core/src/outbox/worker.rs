@@ -1,6 +1,6 @@
 //! The outbox worker: leases due events, delivers each through its tool's handler with the
-//! operation's key, records the outcome, retries with backoff and full jitter, and dead-letters
-//! after its budget.
+//! operation's key, records the outcome and an audit record of the attempt, retries with backoff
+//! and full jitter, and dead-letters after its budget.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,6 +23,9 @@ use crate::store::{
 };
 use crate::wiring::BuildError;
 
+use super::delivery_audit::delivery_entry;
+use super::verdict::{Failure, Verdict, after_failure};
+
 /// Delivers the events of one outbox tool to its provider.
 ///
 /// `deliver` gets the event: its `payload` (what the tool enqueued) and its `key`, the
@@ -36,6 +39,11 @@ use crate::wiring::BuildError;
 ///   `outcome_unknown`, for the [`Reconciler`](crate::Reconciler) and the tool's reconcile hook;
 /// - any other kind (`refused`, `invalid_arguments`, `not_found`, `internal`, …): not applied,
 ///   and trying again will not help: dead-lettered at once, with the error kept.
+///
+/// An event one of whose deliveries may have been applied (an `outcome_unknown` sent again
+/// with the key, or a lease taken over from a worker that stopped) is never dead-lettered:
+/// where it would be, it becomes `unknown` and its operation `outcome_unknown`, for the
+/// reconciler ([`OutboxEvent::maybe_applied`]).
 ///
 /// A closure `Fn(OutboxEvent) -> impl Future<Output = Result<Value, ToolError>>` is a handler
 /// whose provider does not honour the key.
@@ -71,9 +79,11 @@ pub struct DeliveryReport {
     pub delivered: u32,
     /// Events that failed and wait for their backoff, `pending` again.
     pub retrying: u32,
-    /// Events dead-lettered: their budget is spent or the provider refused them for good.
+    /// Events dead-lettered: their budget is spent or the provider refused them for good, and
+    /// none of their deliveries may have been applied.
     pub dead: u32,
-    /// Events whose delivery's outcome is unknown: their operations are `outcome_unknown`.
+    /// Events whose delivery's outcome is unknown (this delivery's, or an earlier one's when
+    /// this one stopped their delivery): their operations are `outcome_unknown`.
     pub unknown: u32,
     /// Events whose lease ended before their outcome could be recorded (another worker took
     /// them): nothing was recorded by this worker.
@@ -245,6 +255,7 @@ impl OutboxWorker {
                 tracing::warn!("leased an event of a tool this worker has no handler for");
                 return Ok(Settled::Lost);
             };
+            let started_ms = self.clock.now_ms();
             let verdict = if leased.taken_over && !handler.honours_key() {
                 // Its earlier worker stopped mid-delivery and may have sent it: never sent again
                 // by a worker that cannot know.
@@ -260,7 +271,20 @@ impl OutboxWorker {
             } else {
                 self.attempt(handler.as_ref(), &event).await
             };
-            self.settle(&event, verdict).await
+            let settled = self.settle(&event, &verdict).await;
+            let outcome = settled.as_ref().map_or("unrecorded", |settled| settled.as_str());
+            let entry = delivery_entry(
+                &self.name,
+                &event,
+                &verdict,
+                outcome,
+                started_ms,
+                self.clock.now_ms(),
+            );
+            if let Err(err) = self.store.append_audit(&entry).await {
+                tracing::warn!(error = %err, "the audit record of a delivery could not be appended");
+            }
+            settled
         }
         .instrument(span)
         .await
@@ -310,32 +334,33 @@ impl OutboxWorker {
             kind: err.kind().as_str().to_owned(),
             what: err.what().to_owned(),
         };
-        let budget_left = event.attempts_spent() < self.max_attempts();
-        match err.kind() {
-            ErrorKind::Unavailable | ErrorKind::RateLimited | ErrorKind::Timeout if budget_left => {
-                Verdict::Retry(error)
-            }
-            ErrorKind::Unavailable | ErrorKind::RateLimited | ErrorKind::Timeout => {
-                Verdict::Dead(error)
-            }
-            ErrorKind::OutcomeUnknown if handler.honours_key() && budget_left => {
-                Verdict::Retry(error)
-            }
-            ErrorKind::OutcomeUnknown => Verdict::Unknown(error),
-            _ => Verdict::Dead(error),
-        }
+        let failure = Failure {
+            kind: err.kind(),
+            honours_key: handler.honours_key(),
+            budget_left: event.attempts_spent() < self.max_attempts(),
+            maybe_applied_before: event.maybe_applied,
+        };
+        after_failure(failure, error)
     }
 
     /// Records `verdict` for `event`; a lease lost meanwhile is counted, not an error.
-    async fn settle(&self, event: &OutboxEvent, verdict: Verdict) -> Result<Settled, StoreError> {
+    async fn settle(&self, event: &OutboxEvent, verdict: &Verdict) -> Result<Settled, StoreError> {
         let due_ms;
-        let (outcome, settled) = match &verdict {
+        let (outcome, settled) = match verdict {
             Verdict::Delivered(result) => (DeliveryOutcome::Delivered(result), Settled::Delivered),
-            Verdict::Retry(error) => {
+            Verdict::Retry {
+                error,
+                maybe_applied,
+            } => {
                 let wait = self.backoff(event);
                 let wait = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
                 due_ms = self.clock.now_ms().saturating_add(wait);
-                (DeliveryOutcome::Retry { error, due_ms }, Settled::Retrying)
+                let outcome = DeliveryOutcome::Retry {
+                    error,
+                    due_ms,
+                    maybe_applied: *maybe_applied,
+                };
+                (outcome, Settled::Retrying)
             }
             Verdict::Dead(error) => (DeliveryOutcome::Dead(error), Settled::Dead),
             Verdict::Unknown(error) => (DeliveryOutcome::Unknown(error), Settled::Unknown),
@@ -386,14 +411,6 @@ impl OutboxWorker {
     }
 }
 
-/// What to record for one delivery.
-enum Verdict {
-    Delivered(String),
-    Retry(AttemptError),
-    Dead(AttemptError),
-    Unknown(AttemptError),
-}
-
 /// What one delivery came to, as counted in a [`DeliveryReport`].
 #[derive(Debug, Clone, Copy)]
 enum Settled {
@@ -402,6 +419,19 @@ enum Settled {
     Dead,
     Unknown,
     Lost,
+}
+
+impl Settled {
+    /// The name of the outcome in a delivery's audit record.
+    fn as_str(self) -> &'static str {
+        match self {
+            Settled::Delivered => "delivered",
+            Settled::Retrying => "retrying",
+            Settled::Dead => "dead",
+            Settled::Unknown => "unknown",
+            Settled::Lost => "lost",
+        }
+    }
 }
 
 impl DeliveryReport {

@@ -1,5 +1,5 @@
-//! The audit trail: one record per call the dispatcher answered, and one per decision on an
-//! approval, appended in the store and never changed.
+//! The audit trail: one record per call the dispatcher answered, one per decision on an
+//! approval, and one per outbox delivery attempt, appended in the store and never changed.
 
 /// What an audit record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -8,14 +8,17 @@ pub enum AuditKind {
     Call,
     /// A decision on an approval: a human's, an expiry, or a revalidation's rejection.
     Decision,
+    /// An outbox worker's delivery attempt of an event, and what it came to.
+    Delivery,
 }
 
 impl AuditKind {
-    /// The stored name: `call` or `decision`.
+    /// The stored name: `call`, `decision` or `delivery`.
     pub const fn as_str(self) -> &'static str {
         match self {
             AuditKind::Call => "call",
             AuditKind::Decision => "decision",
+            AuditKind::Delivery => "delivery",
         }
     }
 
@@ -24,6 +27,7 @@ impl AuditKind {
         match name {
             "call" => Some(AuditKind::Call),
             "decision" => Some(AuditKind::Decision),
+            "delivery" => Some(AuditKind::Delivery),
             _ => None,
         }
     }
@@ -32,41 +36,47 @@ impl AuditKind {
 /// One audit record, before the store numbers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEntry {
-    /// A call or a decision.
+    /// A call, a decision or a delivery.
     pub kind: AuditKind,
     /// The tenant.
     pub tenant: String,
-    /// The run of the call (for a decision, the run of the call that asked).
+    /// The run of the call (for a decision, the run of the call that asked; empty for a
+    /// delivery, which a worker makes outside any run).
     pub run_id: String,
-    /// The call's id in its turn (for a decision, the id of the call that asked).
+    /// The call's id in its turn (for a decision, the id of the call that asked; empty for a
+    /// delivery).
     pub call_id: String,
     /// The tool's wire name, as the model sent it (a call of an unknown tool keeps its name).
     pub tool: String,
-    /// The user acting: the session's for a call, the approver (or `toolgate`) for a decision.
+    /// The user acting: the session's for a call, the approver (or `toolgate`) for a decision,
+    /// the worker's name for a delivery.
     pub actor: String,
     /// The arguments as canonical JSON with the tool's sensitive arguments redacted; `null` when
-    /// the call's arguments were not a JSON object the tool takes (their text is not kept).
+    /// the call's arguments were not a JSON object the tool takes (their text is not kept), and
+    /// for a delivery (its payload stays on the event).
     pub arguments: String,
     /// How many times the tool ran for this call (0 for a replay, a refusal before it ran, or a
-    /// decision).
+    /// decision); for a delivery, the event's attempt number.
     pub attempts: u32,
     /// How long the call took, in milliseconds, by the dispatcher's clock.
     pub duration_ms: u64,
-    /// The status the model read (`succeeded`, `error`, `awaiting_approval`, …), or for a
-    /// decision `approved` or `rejected`.
+    /// The status the model read (`succeeded`, `error`, `awaiting_approval`, …), for a
+    /// decision `approved` or `rejected`, for a delivery what it came to: `delivered`,
+    /// `retrying`, `dead`, `unknown`, or `lost` (its lease ended before it was recorded).
     pub outcome: String,
     /// For an error, its kind's wire name.
     pub error_kind: Option<String>,
     /// Whether the call was answered from the store's record of an earlier one.
     pub replayed: bool,
-    /// The size of the result the model read, in bytes (0 for a decision).
+    /// The size of the result the model read, in bytes (0 for a decision; for a delivery, the
+    /// size of the provider's answer, 0 without one).
     pub bytes: u64,
-    /// The operation's idempotency key, for a write or destructive call that derived one, and
-    /// for a decision.
+    /// The operation's idempotency key, for a write or destructive call that derived one, for a
+    /// decision and for a delivery.
     pub key: Option<String>,
     /// The approval, for a call that asked for one or ran under one, and for a decision.
     pub approval_id: Option<String>,
-    /// Why, for a decision.
+    /// Why, for a decision; for a delivery that failed, its error's `what`.
     pub reason: Option<String>,
     /// When, in milliseconds since the epoch.
     pub at_ms: i64,

@@ -224,6 +224,7 @@ impl OperationStore for MemoryStore {
                     Resolution::NotApplied => {
                         event.status = EventStatus::Pending;
                         event.due_ms = now_ms;
+                        event.maybe_applied = false;
                         event.updated_ms = now_ms;
                     }
                     Resolution::StillUnknown => {}

@@ -131,7 +131,8 @@ pub trait OperationStore: Send + Sync + 'static {
     /// For an operation with an outbox event (see [`OperationStore::settle_event`]): applied →
     /// `succeeded` with the record's result unchanged (the tool's own) and the event `delivered`
     /// with the resolution's result; not applied → `queued` again with the event `pending`, due
-    /// at `now_ms` (its rows are committed; the delivery is still owed). For an operation with a
+    /// at `now_ms` and no longer [`maybe_applied`](OutboxEvent::maybe_applied) (its rows are
+    /// committed; the delivery is still owed). For an operation with a
     /// step journal, not applied turns its `started` steps `failed`, and the record becomes
     /// `partial` instead of `failed` when a step of it succeeded.
     async fn resolve(
@@ -257,8 +258,9 @@ pub trait OperationStore: Send + Sync + 'static {
 
     /// Leases up to `lease.limit` events of `lease.tools`, oldest first: `pending` ones due at
     /// `lease.now_ms`, and `leased` ones whose lease ended (their worker crashed or stalled;
-    /// [`LeasedEvent::taken_over`]). Each becomes `leased` by `lease.worker` until
-    /// `lease.lease_until_ms()`, its attempt + 1. Concurrent workers never lease the same event
+    /// [`LeasedEvent::taken_over`], and the event becomes
+    /// [`maybe_applied`](OutboxEvent::maybe_applied)). Each becomes `leased` by `lease.worker`
+    /// until `lease.lease_until_ms()`, its attempt + 1. Concurrent workers never lease the same event
     /// twice (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite: one writer).
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError>;
 

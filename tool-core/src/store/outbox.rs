@@ -27,8 +27,10 @@ pub enum EventStatus {
     Leased,
     /// The provider applied it; `result` holds its answer.
     Delivered,
-    /// Its attempts are spent, or the provider refused it for good; the last error is kept. An
-    /// operator resumes it ([`OperationStore::resume_event`](super::OperationStore::resume_event)).
+    /// Its attempts are spent, or the provider refused it for good, and none of its deliveries
+    /// may have been applied ([`OutboxEvent::maybe_applied`] is `false`); the last error is
+    /// kept. An operator resumes it
+    /// ([`OperationStore::resume_event`](super::OperationStore::resume_event)).
     Dead,
     /// It may have been applied and nobody knows: its operation is `outcome_unknown`, for the
     /// reconciler.
@@ -100,6 +102,11 @@ pub struct OutboxEvent {
     pub last_error: Option<AttemptError>,
     /// The provider's answer, as JSON text, once delivered.
     pub result: Option<String>,
+    /// Whether one of its deliveries may have been applied: one was sent and its answer lost
+    /// (and it was sent again with the same key), or a worker's lease on it ended mid-delivery.
+    /// Kept until the reconciler finds it not applied. Such an event is never `dead`: when its
+    /// budget is spent or the provider refuses it, it becomes `unknown`, for the reconciler.
+    pub maybe_applied: bool,
     /// When it was enqueued (its operation's commit).
     pub created_ms: i64,
     /// When it last changed.
@@ -152,20 +159,37 @@ pub enum DeliveryOutcome<'a> {
     /// Applied; the provider's answer as JSON text. The event becomes `delivered` and its
     /// operation `succeeded` (the operation's result stays the tool's own).
     Delivered(&'a str),
-    /// Not applied, worth another try: the event is `pending` again, due at `due_ms`, with its
-    /// error kept.
+    /// Worth another try: the event is `pending` again, due at `due_ms`, with its error kept.
     Retry {
         /// The attempt's error.
         error: &'a AttemptError,
         /// When it may be leased again.
         due_ms: i64,
+        /// Whether this attempt may have been applied (sent, its answer lost, to a provider
+        /// that honours the key): the event's [`OutboxEvent::maybe_applied`] becomes `true`
+        /// (`false` leaves it as it is).
+        maybe_applied: bool,
     },
     /// Not applied, and no more tries: the event is `dead` with its error kept; its operation
-    /// stays `queued` until an operator resumes it.
+    /// stays `queued` until an operator resumes it. Only for an event none of whose deliveries
+    /// may have been applied: the worker records [`DeliveryOutcome::Unknown`] for the others.
     Dead(&'a AttemptError),
-    /// Sent, outcome unknown: the event becomes `unknown` and its operation `outcome_unknown`
-    /// with the error appended, for the reconciler.
+    /// Sent, outcome unknown: the event becomes `unknown` (and
+    /// [`maybe_applied`](OutboxEvent::maybe_applied)) and its operation `outcome_unknown` with
+    /// the error appended, for the reconciler.
     Unknown(&'a AttemptError),
+}
+
+impl DeliveryOutcome<'_> {
+    /// Whether this outcome marks its event [`maybe_applied`](OutboxEvent::maybe_applied): a
+    /// retry that says so, and an unknown outcome. Any other leaves the mark as it is.
+    pub fn marks_maybe_applied(&self) -> bool {
+        match self {
+            DeliveryOutcome::Retry { maybe_applied, .. } => *maybe_applied,
+            DeliveryOutcome::Unknown(_) => true,
+            DeliveryOutcome::Delivered(_) | DeliveryOutcome::Dead(_) => false,
+        }
+    }
 }
 
 /// Which events to list.

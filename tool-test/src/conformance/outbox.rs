@@ -74,7 +74,12 @@ pub(super) async fn queue(
 }
 
 /// `worker`'s lease of up to `limit` events of `tools` at `now_ms`.
-fn lease<'a>(worker: &'a str, tools: &'a [&'a str], now_ms: i64, limit: u32) -> EventLease<'a> {
+pub(super) fn lease<'a>(
+    worker: &'a str,
+    tools: &'a [&'a str],
+    now_ms: i64,
+    limit: u32,
+) -> EventLease<'a> {
     EventLease {
         worker,
         tools,
@@ -90,7 +95,7 @@ fn keys(leased: &[LeasedEvent]) -> Vec<&str> {
 }
 
 /// The event of `(tenant, key)`, which must exist.
-async fn event_of(store: &dyn OperationStore, tenant: &str, key: &str) -> OutboxEvent {
+pub(super) async fn event_of(store: &dyn OperationStore, tenant: &str, key: &str) -> OutboxEvent {
     store
         .event(tenant, key)
         .await
@@ -243,6 +248,7 @@ pub async fn lease_events_takes_due_events_oldest_first(store: &dyn OperationSto
             DeliveryOutcome::Retry {
                 error: &error(1, "provider_unavailable"),
                 due_ms: now + 40_000,
+                maybe_applied: false,
             },
             now + 1,
         )
@@ -352,6 +358,7 @@ pub async fn settle_event_records_the_delivery_with_its_operation(store: &dyn Op
     let retry = DeliveryOutcome::Retry {
         error: &failure,
         due_ms: now + 5_000,
+        maybe_applied: false,
     };
     let event = settle("retry", retry).await.unwrap();
     assert_eq!(
@@ -360,6 +367,7 @@ pub async fn settle_event_records_the_delivery_with_its_operation(store: &dyn Op
     );
     assert_eq!(event.last_error.as_ref(), Some(&failure));
     assert_eq!(event.attempt, 1);
+    assert!(!event.maybe_applied, "a 503 leaves it not applied");
 
     let event = settle("dead", DeliveryOutcome::Dead(&failure))
         .await

@@ -121,6 +121,7 @@ impl StoreTransaction for MemoryTransaction {
                     worker: None,
                     last_error: None,
                     result: None,
+                    maybe_applied: false,
                     created_ms: commit.now_ms,
                     updated_ms: commit.now_ms,
                 },
@@ -186,6 +187,7 @@ impl Tables {
             .map(|event| {
                 let taken_over = event.status == EventStatus::Leased;
                 event.status = EventStatus::Leased;
+                event.maybe_applied |= taken_over;
                 event.attempt += 1;
                 event.lease_until_ms = lease.lease_until_ms();
                 event.worker = Some(lease.worker.to_owned());
@@ -212,6 +214,7 @@ impl Tables {
             return Err(lost(id.1.clone(), attempt));
         }
         let record = self.records.get_mut(id);
+        event.maybe_applied |= outcome.marks_maybe_applied();
         match outcome {
             DeliveryOutcome::Delivered(result) => {
                 event.status = EventStatus::Delivered;
@@ -221,7 +224,7 @@ impl Tables {
                     record.updated_ms = now_ms;
                 }
             }
-            DeliveryOutcome::Retry { error, due_ms } => {
+            DeliveryOutcome::Retry { error, due_ms, .. } => {
                 event.status = EventStatus::Pending;
                 event.due_ms = due_ms;
                 event.last_error = Some(error.clone());
