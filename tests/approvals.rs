@@ -945,3 +945,145 @@ async fn the_models_call_and_the_runner_race_and_it_runs_once() {
     let applied = provider.applied.lock().unwrap().len();
     assert_eq!(applied, ROUNDS);
 }
+
+/// Refund an order, deduplicated across the tenant's runs.
+#[tool(name = "tenant_refund", side_effect = "write", permission = "refund:create",
+       approval_over = 5000, approver = "refund:approve", key = [order_id], key_scope = "tenant")]
+async fn tenant_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    refund(ctx, order_id, amount).await
+}
+
+/// Refund an order, deduplicated within one run only.
+#[tool(name = "run_refund", side_effect = "write", permission = "refund:create",
+       approval_over = 5000, approver = "refund:approve", key = [order_id], key_scope = "run")]
+async fn run_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    refund(ctx, order_id, amount).await
+}
+
+fn scoped_registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register::<tenant_refund>().unwrap();
+    registry.register::<run_refund>().unwrap();
+    registry
+}
+
+fn agent_in(run_id: &str) -> Session {
+    Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["refund:create"]),
+        run_id,
+    )
+}
+
+async fn ask_in(
+    dispatcher: &Dispatcher,
+    run_id: &str,
+    call_id: &str,
+    tool: &str,
+    order_id: &str,
+) -> CallResult {
+    let call = ToolCall::new(
+        call_id,
+        tool,
+        json!({"order_id": order_id, "amount": 8000.0}),
+    );
+    match dispatcher.dispatch(&agent_in(run_id), call).await {
+        Ok(report) => report.result,
+        Err(aborted) => panic!("{run_id} is aborted: {aborted:?}"),
+    }
+}
+
+/// A store, and how to reach the same operations from a new process.
+type Reopen =
+    Box<dyn Fn() -> futures_util::future::LocalBoxFuture<'static, Arc<dyn OperationStore>>>;
+
+/// The same call after a restart (a new dispatcher on a new connection to the same store) finds
+/// the approval it asked for, waiting or decided: in the same run, and in a new run when the
+/// tool's key is the tenant's. Nothing is asked twice, and the approved operation runs once.
+async fn an_approval_is_found_again_after_a_restart(reopen: Reopen) {
+    let provider = Arc::new(Provider::default());
+    let clock = Arc::new(ManualClock::new(NOW));
+    let process = |store: &Arc<dyn OperationStore>| {
+        dispatcher(store, &clock, &provider, scoped_registry(), None)
+    };
+    let first_store = reopen().await;
+    let first = process(&first_store);
+    let tenant_wide = ask_in(&first, "run-1", "c1", "tenant_refund", "ORD-1").await;
+    let run_wide = ask_in(&first, "run-1", "c2", "run_refund", "ORD-2").await;
+    assert_eq!(tenant_wide.status, Status::AwaitingApproval);
+    assert_eq!(run_wide.status, Status::AwaitingApproval);
+    let (tenant_id, run_id) = (approval_id(&tenant_wide), approval_id(&run_wide));
+    drop(first);
+    drop(first_store);
+    clock.advance_ms(60_000);
+
+    // After a restart, in the same run: the same approvals, as replays.
+    let store = reopen().await;
+    let second = process(&store);
+    for (tool, order, id) in [
+        ("tenant_refund", "ORD-1", &tenant_id),
+        ("run_refund", "ORD-2", &run_id),
+    ] {
+        let again = ask_in(&second, "run-1", "c3", tool, order).await;
+        assert_eq!(
+            again.status,
+            Status::AwaitingApproval,
+            "{tool}: {}",
+            again.to_json_string()
+        );
+        assert!(again.replayed, "{tool}: {}", again.to_json_string());
+        assert_eq!(&approval_id(&again), id, "{tool}");
+    }
+    // In a new run, the tenant's key finds it too.
+    let new_run = ask_in(&second, "run-2", "c1", "tenant_refund", "ORD-1").await;
+    assert_eq!(new_run.status, Status::AwaitingApproval);
+    assert_eq!(approval_id(&new_run), tenant_id);
+    let asked = store
+        .list_approvals(ApprovalQuery {
+            tenant: Some("acme"),
+            ..ApprovalQuery::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = asked.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "one approval a call, never a second: {ids:?}");
+    let decided = decide(&*store, &tenant_id, &manager(), Verdict::Approve, NOW).await;
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+    drop(second);
+    drop(store);
+
+    // After another restart, in a third run: the decided approval runs, once.
+    let store = reopen().await;
+    let third = process(&store);
+    let ran = ask_in(&third, "run-3", "c1", "tenant_refund", "ORD-1").await;
+    assert_eq!(ran.status, Status::Succeeded, "{}", ran.to_json_string());
+    let replay = ask_in(&third, "run-4", "c1", "tenant_refund", "ORD-1").await;
+    assert!(replay.is_succeeded() && replay.replayed);
+    assert_eq!(provider.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_approval_is_found_again_after_a_restart_on_sqlite() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let file = dir.path().join("operations.db");
+    an_approval_is_found_again_after_a_restart(Box::new(move || {
+        let (file, _dir) = (file.clone(), dir.clone());
+        Box::pin(async move {
+            let store = toolgate::store::SqliteStore::open(&file).await.unwrap();
+            Arc::new(store) as Arc<dyn OperationStore>
+        })
+    }))
+    .await;
+}
+
+#[tokio::test]
+async fn an_approval_is_found_again_after_a_restart_on_postgres() {
+    let url = toolgate_test_postgres::test_database().await;
+    an_approval_is_found_again_after_a_restart(Box::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let store = toolgate::store::PostgresStore::connect(&url).await.unwrap();
+            Arc::new(store) as Arc<dyn OperationStore>
+        })
+    }))
+    .await;
+}
