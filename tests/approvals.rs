@@ -776,6 +776,8 @@ on_every_store!(
     a_sensitive_argument_is_never_stored,
     revalidation_rejects_arguments_the_schema_no_longer_admits,
     revalidation_rejects_what_the_check_refuses_now,
+    an_aborted_runs_approvals_are_rejected_and_never_run,
+    an_approval_the_abort_missed_is_rejected_before_it_runs,
 );
 
 /// The amount compares as its own type says: cents in units, a struct's field by name.
@@ -960,10 +962,17 @@ async fn run_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, T
     refund(ctx, order_id, amount).await
 }
 
+/// Close a customer's account: a permission the agent does not hold.
+#[tool(side_effect = "destructive", permission = "accounts:close", key = [account_id])]
+async fn close_account(account_id: String) -> Result<String, ToolError> {
+    Ok(format!("{account_id}: closed"))
+}
+
 fn scoped_registry() -> Registry {
     let mut registry = Registry::new();
     registry.register::<tenant_refund>().unwrap();
     registry.register::<run_refund>().unwrap();
+    registry.register::<close_account>().unwrap();
     registry
 }
 
@@ -1086,4 +1095,155 @@ async fn an_approval_is_found_again_after_a_restart_on_postgres() {
         })
     }))
     .await;
+}
+
+/// The approval of a run that is then aborted (the agent called a tool it may not call) is
+/// rejected as `run_aborted`, waiting or approved, and never runs: not by the runner, not by the
+/// model asking again in another run, not by an approver approving it after the abort.
+async fn an_aborted_runs_approvals_are_rejected_and_never_run(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let waiting = approval_id(&ask_in(&dispatcher, "run-1", "c1", "tenant_refund", "ORD-1").await);
+    let approved = approval_id(&ask_in(&dispatcher, "run-1", "c2", "tenant_refund", "ORD-2").await);
+    let elsewhere =
+        approval_id(&ask_in(&dispatcher, "run-2", "c1", "tenant_refund", "ORD-3").await);
+    let decided = decide(&*rig.store, &approved, &manager(), Verdict::Approve, NOW).await;
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+    rig.clock.advance_ms(1_000);
+
+    // The agent calls a tool it may not call: the run is aborted.
+    let close = ToolCall::new("c3", "close_account", json!({"account_id": "ACC-1"}));
+    let aborted = dispatcher.dispatch(&agent_in("run-1"), close).await;
+    assert!(aborted.is_err(), "{aborted:?}");
+
+    let aborted_at = rig.clock.now_ms();
+    for id in [&waiting, &approved] {
+        let approval = rig.store.approval(id).await.unwrap().unwrap();
+        assert_eq!(approval.status, ApprovalStatus::Rejected, "{id}");
+        let last = approval.last_decision().unwrap();
+        assert_eq!(
+            (last.by.as_str(), last.reason.as_str(), last.at_ms),
+            ("toolgate", "run_aborted", aborted_at),
+            "{id}"
+        );
+        let record = rig.store.get("acme", &approval.key).await.unwrap().unwrap();
+        assert_eq!(record.state, OperationState::Rejected, "{id}");
+    }
+    let other = rig.store.approval(&elsewhere).await.unwrap().unwrap();
+    assert_eq!(
+        other.status,
+        ApprovalStatus::Pending,
+        "another run's stands"
+    );
+
+    // Not by the runner.
+    let pass = dispatcher.run_approved(10).await.unwrap();
+    assert!(pass.executed.is_empty(), "{pass:?}");
+    // Not by the model, asking again in another run.
+    for (call, order) in [("c1", "ORD-1"), ("c2", "ORD-2")] {
+        let again = ask_in(&dispatcher, "run-3", call, "tenant_refund", order).await;
+        assert_eq!(again.status, Status::Rejected, "{}", again.to_json_string());
+        let error = again.explanation().unwrap();
+        assert_eq!(error.kind, ErrorKind::Rejected);
+        let why = error.why.as_deref().unwrap();
+        assert!(why.contains("run_aborted"), "{why}");
+        assert!(why.contains("aborted"), "{why}");
+        assert!(
+            !why.contains("close_account"),
+            "the model does not see the abort's detail: {why}"
+        );
+    }
+    // Not by an approver approving it after the abort: refused, and it stays rejected.
+    for id in [&waiting, &approved] {
+        let late = decide(
+            &*rig.store,
+            id,
+            &manager(),
+            Verdict::Approve,
+            rig.clock.now_ms(),
+        )
+        .await;
+        let Decided::Refused {
+            refusal: Refusal::RunAborted,
+            approval: Some(approval),
+        } = late
+        else {
+            panic!("{id}: {late:?}");
+        };
+        assert_eq!(approval.status, ApprovalStatus::Rejected);
+        let told = Refusal::RunAborted.explain(Some(&approval));
+        assert!(told.contains("run-1") && told.contains("aborted"), "{told}");
+    }
+    assert_eq!(rig.runs(), 0);
+    // Each rejection is in the audit trail, by toolgate.
+    let decisions: Vec<_> = audit_of(&rig, AuditKind::Decision).await;
+    assert_eq!(
+        decisions,
+        vec![
+            ("approved".to_owned(), "manager".to_owned()),
+            ("rejected".to_owned(), "toolgate".to_owned()),
+            ("rejected".to_owned(), "toolgate".to_owned()),
+        ]
+    );
+}
+
+/// An approval asked while its run was being aborted (stored after the abort, in a race the
+/// abort's own rejection cannot see) is rejected as `run_aborted` by the checks made before it
+/// runs.
+async fn an_approval_the_abort_missed_is_rejected_before_it_runs(store: Arc<dyn OperationStore>) {
+    use toolgate::store::{ApprovalRecord, Claim, ClaimRequest, RunAbort, RunKey};
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let run = RunKey {
+        tenant: "acme",
+        run_id: "run-1",
+    };
+    let abort = RunAbort {
+        kind: "policy_violation".to_owned(),
+        reason: "the agent tried to close an account".to_owned(),
+    };
+    rig.store.abort_run(run, &abort, NOW).await.unwrap();
+    // What a call of run-1 that raced the abort stores: an approval like one asked in run-2.
+    let template = approval_id(&ask_in(&dispatcher, "run-2", "c1", "tenant_refund", "ORD-1").await);
+    let template = rig.store.approval(&template).await.unwrap().unwrap();
+    let record = rig.store.get("acme", &template.key).await.unwrap().unwrap();
+    let raced = ApprovalRecord {
+        id: "apr_raced".to_owned(),
+        key: "tg_raced".to_owned(),
+        run_id: "run-1".to_owned(),
+        ..template
+    };
+    let claim = rig
+        .store
+        .claim(ClaimRequest {
+            tenant: "acme",
+            key: "tg_raced",
+            tool: "tenant_refund",
+            request_hash: &record.request_hash,
+            arguments: &record.arguments,
+            now_ms: NOW,
+            lease: std::time::Duration::from_secs(30),
+            takeover: false,
+            approval: Some(&raced),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(claim, Claim::Approval(_)), "{claim:?}");
+    let decided = decide(&*rig.store, "apr_raced", &manager(), Verdict::Approve, NOW).await;
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+    let pass = dispatcher.run_approved(10).await.unwrap();
+    assert_eq!(pass.executed.len(), 1, "{pass:?}");
+    let result = &pass.executed[0].result;
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    let why = result.explanation().unwrap().why.clone().unwrap();
+    assert!(why.contains("run_aborted"), "{why}");
+    let raced = rig.store.approval("apr_raced").await.unwrap().unwrap();
+    assert_eq!(raced.status, ApprovalStatus::Rejected);
+    assert_eq!(raced.last_decision().unwrap().reason, "run_aborted");
+    assert_eq!(rig.runs(), 0);
 }

@@ -10,10 +10,11 @@
 use std::sync::{Mutex, MutexGuard};
 
 use crate::auth::Session;
+use crate::decide::decision_entry;
 use crate::error::{ErrorKind, RunAborted};
 use crate::run_limits::RunLimits;
 use crate::store::{
-    OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use super::Dispatcher;
@@ -97,7 +98,8 @@ impl Ledger<'_> {
     }
 
     /// Aborts the run: the session holds the abort at once, and the store keeps it for later
-    /// processes. Answers the abort that stands (the first one).
+    /// processes, rejecting the run's approvals that have not run as `run_aborted` (each
+    /// rejection is added to the audit trail). Answers the abort that stands (the first one).
     pub(super) async fn abort(&self, abort: RunAborted) -> RunAborted {
         let standing = self.session.abort(abort);
         let record = RunAbort {
@@ -107,7 +109,10 @@ impl Ledger<'_> {
         let now_ms = self.dispatcher.now_ms();
         if let Some(store) = self.store {
             match store.abort_run(self.key(), &record, now_ms).await {
-                Ok(_) => return standing,
+                Ok(aborted) => {
+                    audit_rejections(store, &aborted.rejected).await;
+                    return standing;
+                }
                 Err(err) => unreachable_store(&err, "store the abort of a run"),
             }
         }
@@ -121,6 +126,22 @@ pub(super) fn aborted_from(record: RunAbort) -> RunAborted {
     RunAborted {
         kind: ErrorKind::from_name(&record.kind).unwrap_or(ErrorKind::PolicyViolation),
         reason: record.reason,
+    }
+}
+
+/// Appends the rejection of each approval an abort rejected to the audit trail. Best effort, as
+/// every audit record of the dispatcher: a store fault is logged, and the rejections stand.
+async fn audit_rejections(store: &dyn OperationStore, rejected: &[ApprovalRecord]) {
+    for approval in rejected {
+        let Some(decision) = approval.last_decision() else {
+            continue;
+        };
+        if let Err(err) = store
+            .append_audit(&decision_entry(approval, decision))
+            .await
+        {
+            tracing::warn!(error = %err, approval = %approval.id, "the rejection of an aborted run's approval could not be added to the audit trail");
+        }
     }
 }
 
