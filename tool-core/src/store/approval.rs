@@ -321,7 +321,7 @@ impl Refusal {
                 "the requester cannot decide on their own approval; another approver must".to_owned()
             }
             (Refusal::RunAborted, Some(a)) => format!(
-                "approval {} was rejected (`run_aborted`) when its run {} was aborted; it never runs, and no decision changes that; if the operation is still wanted, it must be asked for again",
+                "approval {} was rejected (`run_aborted`) when its run {} was aborted; it never runs, and no decision changes that",
                 a.id, a.run_id
             ),
             (Refusal::RunAborted, None) => {
