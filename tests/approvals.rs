@@ -1247,3 +1247,51 @@ async fn an_approval_the_abort_missed_is_rejected_before_it_runs(store: Arc<dyn 
     assert_eq!(raced.last_decision().unwrap().reason, "run_aborted");
     assert_eq!(rig.runs(), 0);
 }
+
+/// What the run check costs: a write under the threshold asks the store nothing more (no read of
+/// its run), and an approved operation reads its run once, before it runs.
+#[tokio::test]
+async fn only_an_approved_operation_reads_its_run() {
+    use toolgate_test::{ControlledStore, Request};
+    let counted = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
+    let store: Arc<dyn OperationStore> = counted.clone();
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let asked = |counted: &ControlledStore<MemoryStore>| -> Vec<(&str, u64)> {
+        Request::ALL
+            .iter()
+            .map(|r| (r.name(), counted.asked(*r)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    };
+    let small = ToolCall::new(
+        "c1",
+        "tenant_refund",
+        json!({"order_id": "ORD-1", "amount": 10.0}),
+    );
+    let ran = dispatcher
+        .dispatch(&agent_in("run-1"), small)
+        .await
+        .unwrap();
+    assert!(ran.result.is_succeeded(), "{}", ran.result.to_json_string());
+    assert_eq!(
+        asked(&counted),
+        [
+            ("claim", 1),
+            ("succeed", 1),
+            ("begin_turn", 1),
+            ("append_audit", 1)
+        ],
+        "a write under the threshold"
+    );
+    let id = approval_id(&ask_in(&dispatcher, "run-1", "c2", "tenant_refund", "ORD-2").await);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    let before = counted.asked(Request::Run);
+    let ran = ask_in(&dispatcher, "run-1", "c3", "tenant_refund", "ORD-2").await;
+    assert!(ran.is_succeeded(), "{}", ran.to_json_string());
+    assert_eq!(
+        counted.asked(Request::Run) - before,
+        1,
+        "one read of its run"
+    );
+}

@@ -6,7 +6,9 @@
 //! through [`OperationStore::decide`](super::OperationStore::decide), which follows
 //! [`ApprovalRecord::decide_step`] in every store. An approved operation runs once: the next
 //! claim of its key with the same request takes it into `processing`
-//! ([`ClaimStep::RunApproved`](super::ClaimStep::RunApproved)), whoever makes it first.
+//! ([`ClaimStep::RunApproved`](super::ClaimStep::RunApproved)), whoever makes it first. The
+//! abort of its run ([`OperationStore::abort_run`](super::OperationStore::abort_run)) rejects an
+//! approval that has not run as [`RUN_ABORTED`].
 
 use crate::auth::AuthContext;
 
