@@ -968,8 +968,17 @@ async fn close_account(account_id: String) -> Result<String, ToolError> {
     Ok(format!("{account_id}: closed"))
 }
 
+/// Refund an order through the outbox, deduplicated across the tenant's runs.
+#[tool(name = "outbox_refund", side_effect = "write", delivery = "outbox",
+       approval_over = 5000, approver = "refund:approve", key = [order_id], key_scope = "tenant")]
+async fn outbox_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    ctx.enqueue(&json!({"order_id": order_id, "amount": amount}))?;
+    Ok(json!({"order_id": order_id, "amount": amount}))
+}
+
 fn scoped_registry() -> Registry {
     let mut registry = Registry::new();
+    registry.register::<outbox_refund>().unwrap();
     registry.register::<tenant_refund>().unwrap();
     registry.register::<run_refund>().unwrap();
     registry.register::<close_account>().unwrap();
@@ -1018,9 +1027,17 @@ async fn an_approval_is_found_again_after_a_restart(reopen: Reopen) {
     let first = process(&first_store);
     let tenant_wide = ask_in(&first, "run-1", "c1", "tenant_refund", "ORD-1").await;
     let run_wide = ask_in(&first, "run-1", "c2", "run_refund", "ORD-2").await;
-    assert_eq!(tenant_wide.status, Status::AwaitingApproval);
-    assert_eq!(run_wide.status, Status::AwaitingApproval);
+    let outbox = ask_in(&first, "run-1", "c3", "outbox_refund", "ORD-3").await;
+    for asked in [&tenant_wide, &run_wide, &outbox] {
+        assert_eq!(
+            asked.status,
+            Status::AwaitingApproval,
+            "{}",
+            asked.to_json_string()
+        );
+    }
     let (tenant_id, run_id) = (approval_id(&tenant_wide), approval_id(&run_wide));
+    let outbox_id = approval_id(&outbox);
     drop(first);
     drop(first_store);
     clock.advance_ms(60_000);
@@ -1042,10 +1059,16 @@ async fn an_approval_is_found_again_after_a_restart(reopen: Reopen) {
         assert!(again.replayed, "{tool}: {}", again.to_json_string());
         assert_eq!(&approval_id(&again), id, "{tool}");
     }
-    // In a new run, the tenant's key finds it too.
-    let new_run = ask_in(&second, "run-2", "c1", "tenant_refund", "ORD-1").await;
-    assert_eq!(new_run.status, Status::AwaitingApproval);
-    assert_eq!(approval_id(&new_run), tenant_id);
+    // In a new run, the tenant's key finds it too, on either write path.
+    for (tool, order, id) in [
+        ("tenant_refund", "ORD-1", &tenant_id),
+        ("outbox_refund", "ORD-3", &outbox_id),
+    ] {
+        let new_run = ask_in(&second, "run-2", "c1", tool, order).await;
+        assert_eq!(new_run.status, Status::AwaitingApproval, "{tool}");
+        assert!(new_run.replayed, "{tool}");
+        assert_eq!(&approval_id(&new_run), id, "{tool}");
+    }
     let asked = store
         .list_approvals(ApprovalQuery {
             tenant: Some("acme"),
@@ -1054,7 +1077,7 @@ async fn an_approval_is_found_again_after_a_restart(reopen: Reopen) {
         .await
         .unwrap();
     let ids: Vec<&str> = asked.iter().map(|a| a.id.as_str()).collect();
-    assert_eq!(ids.len(), 2, "one approval a call, never a second: {ids:?}");
+    assert_eq!(ids.len(), 3, "one approval a call, never a second: {ids:?}");
     let decided = decide(&*store, &tenant_id, &manager(), Verdict::Approve, NOW).await;
     assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
     drop(second);
