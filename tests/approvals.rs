@@ -1318,3 +1318,30 @@ async fn only_an_approved_operation_reads_its_run() {
         "one read of its run"
     );
 }
+
+/// An abort that meets a store it cannot reach is tried again under the store policy: once the
+/// store holds it, the run's approval is rejected as `run_aborted`.
+#[tokio::test(start_paused = true)]
+async fn an_abort_is_stored_through_a_passing_outage() {
+    use toolgate_test::{ControlledStore, Fault, Request};
+    let counted = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
+    let store: Arc<dyn OperationStore> = counted.clone();
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let id = approval_id(&ask_in(&dispatcher, "run-1", "c1", "tenant_refund", "ORD-1").await);
+    counted.fail_next(Request::AbortRun, 2, Fault::Refused);
+    let close = ToolCall::new("c2", "close_account", json!({"account_id": "ACC-1"}));
+    assert!(
+        dispatcher
+            .dispatch(&agent_in("run-1"), close)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        counted.asked(Request::AbortRun),
+        3,
+        "two faults, then stored"
+    );
+    let approval = rig.store.approval(&id).await.unwrap().unwrap();
+    assert!(approval.is_run_aborted(), "{approval:?}");
+}

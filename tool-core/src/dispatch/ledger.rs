@@ -18,6 +18,7 @@ use crate::store::{
 };
 
 use super::Dispatcher;
+use super::retries::seed_of;
 
 /// Where one session's run is counted.
 pub(super) struct Ledger<'a> {
@@ -99,7 +100,10 @@ impl Ledger<'_> {
 
     /// Aborts the run: the session holds the abort at once, and the store keeps it for later
     /// processes, rejecting the run's approvals that have not run as `run_aborted` (each
-    /// rejection is added to the audit trail). Answers the abort that stands (the first one).
+    /// rejection is added to the audit trail). A store that cannot be reached is tried again
+    /// under the store policy, within the dispatcher's default timeout: until the store holds
+    /// the abort, another process may still run an approval of the run. Answers the abort that
+    /// stands (the first one).
     pub(super) async fn abort(&self, abort: RunAborted) -> RunAborted {
         let standing = self.session.abort(abort);
         let record = RunAbort {
@@ -108,7 +112,15 @@ impl Ledger<'_> {
         };
         let now_ms = self.dispatcher.now_ms();
         if let Some(store) = self.store {
-            match store.abort_run(self.key(), &record, now_ms).await {
+            let seed = self.dispatcher.inner.seed ^ seed_of(self.session.run_id());
+            let budget = self.dispatcher.default_timeout();
+            let stored = self
+                .dispatcher
+                .reaching(seed, budget, || {
+                    store.abort_run(self.key(), &record, now_ms)
+                })
+                .await;
+            match stored {
                 Ok(aborted) => {
                     audit_rejections(store, &aborted.rejected).await;
                     return standing;
