@@ -22,6 +22,8 @@ const NOW: i64 = 1_700_000_000_000;
 /// How many refunds ran, and on what; and the most a refund may be now (the business rule).
 #[derive(Default)]
 struct Provider {
+    /// Told when a write of the turn reached its claim (see `forbidden_lookup`).
+    at_claim: tokio::sync::Notify,
     runs: AtomicU32,
     applied: Mutex<Vec<(String, f64)>>,
     limit: Mutex<Option<f64>>,
@@ -1344,4 +1346,78 @@ async fn an_abort_is_stored_through_a_passing_outage() {
     );
     let approval = rig.store.approval(&id).await.unwrap().unwrap();
     assert!(approval.is_run_aborted(), "{approval:?}");
+}
+
+/// Look up an order the agent must not see: a policy violation, which aborts the run (once a
+/// write of the turn reached its claim).
+#[tool(name = "forbidden_lookup")]
+async fn forbidden_lookup(ctx: &Ctx, order_id: String) -> Result<String, ToolError> {
+    ctx.state::<Arc<Provider>>()?.at_claim.notified().await;
+    Err(ToolError::new(
+        ErrorKind::PolicyViolation,
+        format!("{order_id} belongs to another customer"),
+    ))
+}
+
+/// A call of a turn that asks for an approval after another call of the same turn aborted the
+/// run (its claim stored after the abort) is rejected as `run_aborted` before the turn ends,
+/// and its fate says so.
+#[tokio::test]
+async fn an_approval_asked_while_its_turn_aborts_is_rejected_with_the_run() {
+    use toolgate_test::{ControlledStore, Request};
+    let counted = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
+    let store: Arc<dyn OperationStore> = counted.clone();
+    let rig = Rig::new(store);
+    let mut registry = scoped_registry();
+    registry.register::<forbidden_lookup>().unwrap();
+    let dispatcher = rig.with(registry, None);
+    // The write reaches its claim, then the read aborts the run, then the claim goes on: the
+    // race, made certain.
+    let mut answered = counted.watch_answered();
+    let provider = rig.provider.clone();
+    counted.before_next(Request::Claim, move || async move {
+        provider.at_claim.notify_one();
+        answered
+            .wait_for(|tally| tally.of(Request::AbortRun) >= 1)
+            .await
+            .unwrap();
+    });
+    let calls = vec![
+        ToolCall::new("c1", "forbidden_lookup", json!({"order_id": "ORD-9"})),
+        ToolCall::new(
+            "c2",
+            "tenant_refund",
+            json!({"order_id": "ORD-1", "amount": 8000.0}),
+        ),
+    ];
+    let session = agent_in("run-1");
+    let turn = dispatcher.dispatch_turn(&session, calls);
+    let aborted = tokio::time::timeout(std::time::Duration::from_secs(30), turn)
+        .await
+        .expect("the write reaches its claim while the read waits for it")
+        .unwrap_err();
+    assert_eq!(counted.asked(Request::AbortRun), 2, "stored, then again");
+    let fate = &aborted.calls[1].fate;
+    let toolgate::Fate::Answered(result) = fate else {
+        panic!("{fate:?}");
+    };
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    let approval = rig
+        .store
+        .approval(&approval_id(result))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(approval.is_run_aborted(), "{approval:?}");
+    let decisions = audit_of(&rig, AuditKind::Decision).await;
+    assert_eq!(
+        decisions,
+        vec![("rejected".to_owned(), "toolgate".to_owned())]
+    );
+    assert_eq!(rig.runs(), 0);
 }

@@ -271,6 +271,15 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
     }
 }
 
+/// `result`, the answer of a call that asked for one of `rejected` (approvals rejected since it
+/// was answered), becomes the answer of its rejection.
+pub(super) fn answer_late_rejection(result: &mut CallResult, rejected: &[ApprovalRecord]) {
+    let asked = result.explanation().and_then(|e| e.approval_id.as_deref());
+    if let Some(approval) = rejected.iter().find(|a| Some(a.id.as_str()) == asked) {
+        *result = approval_answer(approval, result.replayed);
+    }
+}
+
 fn explanation(kind: ErrorKind, what: String, why: Option<String>, next: String) -> Explanation {
     let mut explanation = Explanation::from(&crate::ToolError::new(kind, what).next(next));
     explanation.why = why;

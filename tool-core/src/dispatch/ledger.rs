@@ -106,30 +106,68 @@ impl Ledger<'_> {
     /// stands (the first one).
     pub(super) async fn abort(&self, abort: RunAborted) -> RunAborted {
         let standing = self.session.abort(abort);
-        let record = RunAbort {
-            kind: standing.kind.as_str().to_owned(),
-            reason: standing.reason.clone(),
+        if !self.store_abort(&standing).await {
+            let record = stored_form(&standing);
+            self.local().abort(&record, self.dispatcher.now_ms());
+        }
+        standing
+    }
+
+    /// Stores the session's abort again, when it has one, so that an approval a call of the
+    /// aborted turn asked for after the abort was first stored is rejected as `run_aborted` too
+    /// (and audited). Answers the approvals rejected now.
+    pub(super) async fn reject_late_approvals(&self) -> Vec<ApprovalRecord> {
+        let (Some(store), Some(standing)) = (self.store, self.session.aborted()) else {
+            return Vec::new();
         };
-        let now_ms = self.dispatcher.now_ms();
-        if let Some(store) = self.store {
-            let seed = self.dispatcher.inner.seed ^ seed_of(self.session.run_id());
-            let budget = self.dispatcher.default_timeout();
-            let stored = self
-                .dispatcher
-                .reaching(seed, budget, || {
-                    store.abort_run(self.key(), &record, now_ms)
-                })
-                .await;
-            match stored {
-                Ok(aborted) => {
-                    audit_rejections(store, &aborted.rejected).await;
-                    return standing;
-                }
-                Err(err) => unreachable_store(&err, "store the abort of a run"),
+        match self.stored_abort(store, &stored_form(standing)).await {
+            Ok(rejected) => rejected,
+            Err(err) => {
+                unreachable_store(&err, "store the abort of a run again");
+                Vec::new()
             }
         }
-        self.local().abort(&record, now_ms);
-        standing
+    }
+
+    /// Stores `standing` and audits the approvals it rejected; `false` when there is no store,
+    /// or it could not be reached.
+    async fn store_abort(&self, standing: &RunAborted) -> bool {
+        let Some(store) = self.store else {
+            return false;
+        };
+        match self.stored_abort(store, &stored_form(standing)).await {
+            Ok(_) => true,
+            Err(err) => {
+                unreachable_store(&err, "store the abort of a run");
+                false
+            }
+        }
+    }
+
+    /// `record` stored in `store` (tried again under the store policy), with an audit record of
+    /// each approval it rejected. Answers those approvals.
+    async fn stored_abort(
+        &self,
+        store: &dyn OperationStore,
+        record: &RunAbort,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let now_ms = self.dispatcher.now_ms();
+        let seed = self.dispatcher.inner.seed ^ seed_of(self.session.run_id());
+        let budget = self.dispatcher.default_timeout();
+        let aborted = self
+            .dispatcher
+            .reaching(seed, budget, || store.abort_run(self.key(), record, now_ms))
+            .await?;
+        audit_rejections(store, &aborted.rejected).await;
+        Ok(aborted.rejected)
+    }
+}
+
+/// `abort` as a store keeps it.
+fn stored_form(abort: &RunAborted) -> RunAbort {
+    RunAbort {
+        kind: abort.kind.as_str().to_owned(),
+        reason: abort.reason.clone(),
     }
 }
 
