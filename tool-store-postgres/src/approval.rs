@@ -6,7 +6,9 @@
 //! (`FOR UPDATE` on `toolgate_operations`), then the approval's own: a claim, a decision, an
 //! expiry and a revalidation's rejection of one operation take their turns on that lock, in one
 //! order, so they never deadlock, and whichever comes second sees what the first committed. That
-//! is what lets exactly one claim run an approved operation, whatever the processes.
+//! is what lets exactly one claim run an approved operation, whatever the processes. The abort
+//! of a run (`reject_run`) takes the run's row lock before those; no claim or decision takes a
+//! run's lock, so the order stays one.
 
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use toolgate_core::store::{
@@ -173,7 +175,8 @@ pub(crate) async fn reject_run(
     now_ms: i64,
 ) -> Result<Vec<ApprovalRecord>, StoreError> {
     let candidates: Vec<String> = sqlx::query_scalar(
-        "SELECT id FROM toolgate_approvals WHERE status IN ('pending', 'approved')          AND tenant_id = $1 AND run_id = $2 ORDER BY created_ms, id",
+        "SELECT id FROM toolgate_approvals WHERE status IN ('pending', 'approved') \
+         AND tenant_id = $1 AND run_id = $2 ORDER BY created_ms, id",
     )
     .bind(run.tenant)
     .bind(run.run_id)

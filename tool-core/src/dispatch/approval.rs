@@ -189,8 +189,8 @@ pub(super) fn redacted(descriptor: &ToolDescriptor, args: &Value) -> String {
 }
 
 /// What the model reads for an operation whose approval is `approval`: it waits, or it was
-/// rejected (by an approver, an expiry, the abort of its run, or the checks before it ran). `replayed` when the call
-/// found the approval asked by an earlier one.
+/// rejected (by an approver, an expiry, the abort of its run, or the checks before it ran).
+/// `replayed` when the call found the approval asked by an earlier one.
 pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> CallResult {
     let tool = &approval.tool;
     let explanation = match approval.status {

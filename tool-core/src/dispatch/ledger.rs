@@ -180,7 +180,8 @@ pub(super) fn aborted_from(record: RunAbort) -> RunAborted {
 }
 
 /// Appends the rejection of each approval an abort rejected to the audit trail. Best effort, as
-/// every audit record of the dispatcher: a store fault is logged, and the rejections stand.
+/// for the rejection of an approved operation that failed its checks: a store fault is logged,
+/// and the rejections stand.
 async fn audit_rejections(store: &dyn OperationStore, rejected: &[ApprovalRecord]) {
     for approval in rejected {
         let Some(decision) = approval.last_decision() else {

@@ -180,8 +180,9 @@ impl ApprovalRecord {
     ///
     /// In order: an approval of another tenant is not found (no tenant learns of another's);
     /// one rejected with its aborted run is refused as [`Refusal::RunAborted`], whatever the
-    /// verdict; another decided one is refused; an expired one is rejected as `expired` (whoever asked); the
-    /// approver must hold [`ApprovalRecord::approver_permission`] and must not be the requester.
+    /// verdict; another decided one is refused; an expired one is rejected as `expired`
+    /// (whoever asked); the approver must hold [`ApprovalRecord::approver_permission`] and must
+    /// not be the requester.
     pub fn decide_step(&self, request: &DecideRequest<'_>) -> DecideStep {
         if self.tenant != request.approver.tenant() {
             return DecideStep::Refuse(Refusal::NotFound);
