@@ -22,6 +22,8 @@ const NOW: i64 = 1_700_000_000_000;
 /// How many refunds ran, and on what; and the most a refund may be now (the business rule).
 #[derive(Default)]
 struct Provider {
+    /// Told when a write of the turn reached its claim (see `forbidden_lookup`).
+    at_claim: tokio::sync::Notify,
     runs: AtomicU32,
     applied: Mutex<Vec<(String, f64)>>,
     limit: Mutex<Option<f64>>,
@@ -776,6 +778,8 @@ on_every_store!(
     a_sensitive_argument_is_never_stored,
     revalidation_rejects_arguments_the_schema_no_longer_admits,
     revalidation_rejects_what_the_check_refuses_now,
+    an_aborted_runs_approvals_are_rejected_and_never_run,
+    an_approval_the_abort_missed_is_rejected_before_it_runs,
 );
 
 /// The amount compares as its own type says: cents in units, a struct's field by name.
@@ -944,4 +948,476 @@ async fn the_models_call_and_the_runner_race_and_it_runs_once() {
     }
     let applied = provider.applied.lock().unwrap().len();
     assert_eq!(applied, ROUNDS);
+}
+
+/// Refund an order, deduplicated across the tenant's runs.
+#[tool(name = "tenant_refund", side_effect = "write", permission = "refund:create",
+       approval_over = 5000, approver = "refund:approve", key = [order_id], key_scope = "tenant")]
+async fn tenant_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    refund(ctx, order_id, amount).await
+}
+
+/// Refund an order, deduplicated within one run only.
+#[tool(name = "run_refund", side_effect = "write", permission = "refund:create",
+       approval_over = 5000, approver = "refund:approve", key = [order_id], key_scope = "run")]
+async fn run_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    refund(ctx, order_id, amount).await
+}
+
+/// Close a customer's account: a permission the agent does not hold.
+#[tool(side_effect = "destructive", permission = "accounts:close", key = [account_id])]
+async fn close_account(account_id: String) -> Result<String, ToolError> {
+    Ok(format!("{account_id}: closed"))
+}
+
+/// Refund an order through the outbox, deduplicated across the tenant's runs.
+#[tool(name = "outbox_refund", side_effect = "write", delivery = "outbox",
+       approval_over = 5000, approver = "refund:approve", key = [order_id], key_scope = "tenant")]
+async fn outbox_refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolError> {
+    ctx.enqueue(&json!({"order_id": order_id, "amount": amount}))?;
+    Ok(json!({"order_id": order_id, "amount": amount}))
+}
+
+fn scoped_registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register::<outbox_refund>().unwrap();
+    registry.register::<tenant_refund>().unwrap();
+    registry.register::<run_refund>().unwrap();
+    registry.register::<close_account>().unwrap();
+    registry
+}
+
+fn agent_in(run_id: &str) -> Session {
+    Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["refund:create"]),
+        run_id,
+    )
+}
+
+async fn ask_in(
+    dispatcher: &Dispatcher,
+    run_id: &str,
+    call_id: &str,
+    tool: &str,
+    order_id: &str,
+) -> CallResult {
+    let call = ToolCall::new(
+        call_id,
+        tool,
+        json!({"order_id": order_id, "amount": 8000.0}),
+    );
+    match dispatcher.dispatch(&agent_in(run_id), call).await {
+        Ok(report) => report.result,
+        Err(aborted) => panic!("{run_id} is aborted: {aborted:?}"),
+    }
+}
+
+/// A store, and how to reach the same operations from a new process.
+type Reopen =
+    Box<dyn Fn() -> futures_util::future::LocalBoxFuture<'static, Arc<dyn OperationStore>>>;
+
+/// The same call after a restart (a new dispatcher on a new connection to the same store) finds
+/// the approval it asked for, waiting or decided: in the same run, and in a new run when the
+/// tool's key is the tenant's. Nothing is asked twice, and the approved operation runs once.
+async fn an_approval_is_found_again_after_a_restart(reopen: Reopen) {
+    let provider = Arc::new(Provider::default());
+    let clock = Arc::new(ManualClock::new(NOW));
+    let process = |store: &Arc<dyn OperationStore>| {
+        dispatcher(store, &clock, &provider, scoped_registry(), None)
+    };
+    let first_store = reopen().await;
+    let first = process(&first_store);
+    let tenant_wide = ask_in(&first, "run-1", "c1", "tenant_refund", "ORD-1").await;
+    let run_wide = ask_in(&first, "run-1", "c2", "run_refund", "ORD-2").await;
+    let outbox = ask_in(&first, "run-1", "c3", "outbox_refund", "ORD-3").await;
+    for asked in [&tenant_wide, &run_wide, &outbox] {
+        assert_eq!(
+            asked.status,
+            Status::AwaitingApproval,
+            "{}",
+            asked.to_json_string()
+        );
+    }
+    let (tenant_id, run_id) = (approval_id(&tenant_wide), approval_id(&run_wide));
+    let outbox_id = approval_id(&outbox);
+    drop(first);
+    drop(first_store);
+    clock.advance_ms(60_000);
+
+    // After a restart, in the same run: the same approvals, as replays.
+    let store = reopen().await;
+    let second = process(&store);
+    for (tool, order, id) in [
+        ("tenant_refund", "ORD-1", &tenant_id),
+        ("run_refund", "ORD-2", &run_id),
+    ] {
+        let again = ask_in(&second, "run-1", "c3", tool, order).await;
+        assert_eq!(
+            again.status,
+            Status::AwaitingApproval,
+            "{tool}: {}",
+            again.to_json_string()
+        );
+        assert!(again.replayed, "{tool}: {}", again.to_json_string());
+        assert_eq!(&approval_id(&again), id, "{tool}");
+    }
+    // In a new run, the tenant's key finds it too, on either write path.
+    for (tool, order, id) in [
+        ("tenant_refund", "ORD-1", &tenant_id),
+        ("outbox_refund", "ORD-3", &outbox_id),
+    ] {
+        let new_run = ask_in(&second, "run-2", "c1", tool, order).await;
+        assert_eq!(new_run.status, Status::AwaitingApproval, "{tool}");
+        assert!(new_run.replayed, "{tool}");
+        assert_eq!(&approval_id(&new_run), id, "{tool}");
+    }
+    let asked = store
+        .list_approvals(ApprovalQuery {
+            tenant: Some("acme"),
+            ..ApprovalQuery::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = asked.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "one approval a call, never a second: {ids:?}");
+    let decided = decide(&*store, &tenant_id, &manager(), Verdict::Approve, NOW).await;
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+    drop(second);
+    drop(store);
+
+    // After another restart, in a third run: the decided approval runs, once.
+    let store = reopen().await;
+    let third = process(&store);
+    let ran = ask_in(&third, "run-3", "c1", "tenant_refund", "ORD-1").await;
+    assert_eq!(ran.status, Status::Succeeded, "{}", ran.to_json_string());
+    let replay = ask_in(&third, "run-4", "c1", "tenant_refund", "ORD-1").await;
+    assert!(replay.is_succeeded() && replay.replayed);
+    assert_eq!(provider.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_approval_is_found_again_after_a_restart_on_sqlite() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let file = dir.path().join("operations.db");
+    an_approval_is_found_again_after_a_restart(Box::new(move || {
+        let (file, _dir) = (file.clone(), dir.clone());
+        Box::pin(async move {
+            let store = toolgate::store::SqliteStore::open(&file).await.unwrap();
+            Arc::new(store) as Arc<dyn OperationStore>
+        })
+    }))
+    .await;
+}
+
+#[tokio::test]
+async fn an_approval_is_found_again_after_a_restart_on_postgres() {
+    let url = toolgate_test_postgres::test_database().await;
+    an_approval_is_found_again_after_a_restart(Box::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let store = toolgate::store::PostgresStore::connect(&url).await.unwrap();
+            Arc::new(store) as Arc<dyn OperationStore>
+        })
+    }))
+    .await;
+}
+
+/// The approval of a run that is then aborted (the agent called a tool it may not call) is
+/// rejected as `run_aborted`, waiting or approved, and never runs: not by the runner, not by the
+/// model asking again in another run, not by an approver approving it after the abort.
+async fn an_aborted_runs_approvals_are_rejected_and_never_run(store: Arc<dyn OperationStore>) {
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let waiting = approval_id(&ask_in(&dispatcher, "run-1", "c1", "tenant_refund", "ORD-1").await);
+    let approved = approval_id(&ask_in(&dispatcher, "run-1", "c2", "tenant_refund", "ORD-2").await);
+    let elsewhere =
+        approval_id(&ask_in(&dispatcher, "run-2", "c1", "tenant_refund", "ORD-3").await);
+    let decided = decide(&*rig.store, &approved, &manager(), Verdict::Approve, NOW).await;
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+    rig.clock.advance_ms(1_000);
+
+    // The agent calls a tool it may not call: the run is aborted.
+    let close = ToolCall::new("c3", "close_account", json!({"account_id": "ACC-1"}));
+    let aborted = dispatcher.dispatch(&agent_in("run-1"), close).await;
+    assert!(aborted.is_err(), "{aborted:?}");
+
+    let aborted_at = rig.clock.now_ms();
+    for id in [&waiting, &approved] {
+        let approval = rig.store.approval(id).await.unwrap().unwrap();
+        assert_eq!(approval.status, ApprovalStatus::Rejected, "{id}");
+        let last = approval.last_decision().unwrap();
+        assert_eq!(
+            (last.by.as_str(), last.reason.as_str(), last.at_ms),
+            ("toolgate", "run_aborted", aborted_at),
+            "{id}"
+        );
+        let record = rig.store.get("acme", &approval.key).await.unwrap().unwrap();
+        assert_eq!(record.state, OperationState::Rejected, "{id}");
+    }
+    let other = rig.store.approval(&elsewhere).await.unwrap().unwrap();
+    assert_eq!(
+        other.status,
+        ApprovalStatus::Pending,
+        "another run's stands"
+    );
+
+    // Not by the runner.
+    let pass = dispatcher.run_approved(10).await.unwrap();
+    assert!(pass.executed.is_empty(), "{pass:?}");
+    // Not by the model, asking again in another run.
+    for (call, order) in [("c1", "ORD-1"), ("c2", "ORD-2")] {
+        let again = ask_in(&dispatcher, "run-3", call, "tenant_refund", order).await;
+        assert_eq!(again.status, Status::Rejected, "{}", again.to_json_string());
+        let error = again.explanation().unwrap();
+        assert_eq!(error.kind, ErrorKind::Rejected);
+        let why = error.why.as_deref().unwrap();
+        assert!(why.contains("run_aborted"), "{why}");
+        assert!(why.contains("aborted"), "{why}");
+        assert!(
+            !why.contains("close_account"),
+            "the model does not see the abort's detail: {why}"
+        );
+    }
+    // Not by an approver approving it after the abort: refused, and it stays rejected.
+    for id in [&waiting, &approved] {
+        let late = decide(
+            &*rig.store,
+            id,
+            &manager(),
+            Verdict::Approve,
+            rig.clock.now_ms(),
+        )
+        .await;
+        let Decided::Refused {
+            refusal: Refusal::RunAborted,
+            approval: Some(approval),
+        } = late
+        else {
+            panic!("{id}: {late:?}");
+        };
+        assert_eq!(approval.status, ApprovalStatus::Rejected);
+        let told = Refusal::RunAborted.explain(Some(&approval));
+        assert!(told.contains("run-1") && told.contains("aborted"), "{told}");
+    }
+    assert_eq!(rig.runs(), 0);
+    // Each rejection is in the audit trail, by toolgate.
+    let decisions: Vec<_> = audit_of(&rig, AuditKind::Decision).await;
+    assert_eq!(
+        decisions,
+        vec![
+            ("approved".to_owned(), "manager".to_owned()),
+            ("rejected".to_owned(), "toolgate".to_owned()),
+            ("rejected".to_owned(), "toolgate".to_owned()),
+        ]
+    );
+}
+
+/// An approval asked while its run was being aborted (stored after the abort, in a race the
+/// abort's own rejection cannot see) is rejected as `run_aborted` by the checks made before it
+/// runs.
+async fn an_approval_the_abort_missed_is_rejected_before_it_runs(store: Arc<dyn OperationStore>) {
+    use toolgate::store::{ApprovalRecord, Claim, ClaimRequest, RunAbort, RunKey};
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let run = RunKey {
+        tenant: "acme",
+        run_id: "run-1",
+    };
+    let abort = RunAbort {
+        kind: "policy_violation".to_owned(),
+        reason: "the agent tried to close an account".to_owned(),
+    };
+    rig.store.abort_run(run, &abort, NOW).await.unwrap();
+    // What a call of run-1 that raced the abort stores: an approval like one asked in run-2.
+    let template = approval_id(&ask_in(&dispatcher, "run-2", "c1", "tenant_refund", "ORD-1").await);
+    let template = rig.store.approval(&template).await.unwrap().unwrap();
+    let record = rig.store.get("acme", &template.key).await.unwrap().unwrap();
+    let raced = ApprovalRecord {
+        id: "apr_raced".to_owned(),
+        key: "tg_raced".to_owned(),
+        run_id: "run-1".to_owned(),
+        ..template
+    };
+    let claim = rig
+        .store
+        .claim(ClaimRequest {
+            tenant: "acme",
+            key: "tg_raced",
+            tool: "tenant_refund",
+            request_hash: &record.request_hash,
+            arguments: &record.arguments,
+            now_ms: NOW,
+            lease: std::time::Duration::from_secs(30),
+            takeover: false,
+            approval: Some(&raced),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(claim, Claim::Approval(_)), "{claim:?}");
+    let decided = decide(&*rig.store, "apr_raced", &manager(), Verdict::Approve, NOW).await;
+    assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
+    let pass = dispatcher.run_approved(10).await.unwrap();
+    assert_eq!(pass.executed.len(), 1, "{pass:?}");
+    let result = &pass.executed[0].result;
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    let why = result.explanation().unwrap().why.clone().unwrap();
+    assert!(why.contains("run_aborted"), "{why}");
+    let raced = rig.store.approval("apr_raced").await.unwrap().unwrap();
+    assert_eq!(raced.status, ApprovalStatus::Rejected);
+    assert_eq!(raced.last_decision().unwrap().reason, "run_aborted");
+    assert_eq!(rig.runs(), 0);
+}
+
+/// What the run check costs: a write under the threshold asks the store nothing more (no read of
+/// its run), and an approved operation reads its run once, before it runs.
+#[tokio::test]
+async fn only_an_approved_operation_reads_its_run() {
+    use toolgate_test::{ControlledStore, Request};
+    let counted = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
+    let store: Arc<dyn OperationStore> = counted.clone();
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let asked = |counted: &ControlledStore<MemoryStore>| -> Vec<(&str, u64)> {
+        Request::ALL
+            .iter()
+            .map(|r| (r.name(), counted.asked(*r)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    };
+    let small = ToolCall::new(
+        "c1",
+        "tenant_refund",
+        json!({"order_id": "ORD-1", "amount": 10.0}),
+    );
+    let ran = dispatcher
+        .dispatch(&agent_in("run-1"), small)
+        .await
+        .unwrap();
+    assert!(ran.result.is_succeeded(), "{}", ran.result.to_json_string());
+    assert_eq!(
+        asked(&counted),
+        [
+            ("claim", 1),
+            ("succeed", 1),
+            ("begin_turn", 1),
+            ("append_audit", 1)
+        ],
+        "a write under the threshold"
+    );
+    let id = approval_id(&ask_in(&dispatcher, "run-1", "c2", "tenant_refund", "ORD-2").await);
+    decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
+    let before = counted.asked(Request::Run);
+    let ran = ask_in(&dispatcher, "run-1", "c3", "tenant_refund", "ORD-2").await;
+    assert!(ran.is_succeeded(), "{}", ran.to_json_string());
+    assert_eq!(
+        counted.asked(Request::Run) - before,
+        1,
+        "one read of its run"
+    );
+}
+
+/// An abort that meets a store it cannot reach is tried again under the store policy: once the
+/// store holds it, the run's approval is rejected as `run_aborted`.
+#[tokio::test(start_paused = true)]
+async fn an_abort_is_stored_through_a_passing_outage() {
+    use toolgate_test::{ControlledStore, Fault, Request};
+    let counted = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
+    let store: Arc<dyn OperationStore> = counted.clone();
+    let rig = Rig::new(store);
+    let dispatcher = rig.with(scoped_registry(), None);
+    let id = approval_id(&ask_in(&dispatcher, "run-1", "c1", "tenant_refund", "ORD-1").await);
+    counted.fail_next(Request::AbortRun, 2, Fault::Refused);
+    let close = ToolCall::new("c2", "close_account", json!({"account_id": "ACC-1"}));
+    assert!(
+        dispatcher
+            .dispatch(&agent_in("run-1"), close)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        counted.asked(Request::AbortRun),
+        3,
+        "two faults, then stored"
+    );
+    let approval = rig.store.approval(&id).await.unwrap().unwrap();
+    assert!(approval.is_run_aborted(), "{approval:?}");
+}
+
+/// Look up an order the agent must not see: a policy violation, which aborts the run (once a
+/// write of the turn reached its claim).
+#[tool(name = "forbidden_lookup")]
+async fn forbidden_lookup(ctx: &Ctx, order_id: String) -> Result<String, ToolError> {
+    ctx.state::<Arc<Provider>>()?.at_claim.notified().await;
+    Err(ToolError::new(
+        ErrorKind::PolicyViolation,
+        format!("{order_id} belongs to another customer"),
+    ))
+}
+
+/// A call of a turn that asks for an approval after another call of the same turn aborted the
+/// run (its claim stored after the abort) is rejected as `run_aborted` before the turn ends,
+/// and its fate says so.
+#[tokio::test]
+async fn an_approval_asked_while_its_turn_aborts_is_rejected_with_the_run() {
+    use toolgate_test::{ControlledStore, Request};
+    let counted = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
+    let store: Arc<dyn OperationStore> = counted.clone();
+    let rig = Rig::new(store);
+    let mut registry = scoped_registry();
+    registry.register::<forbidden_lookup>().unwrap();
+    let dispatcher = rig.with(registry, None);
+    // The write reaches its claim, then the read aborts the run, then the claim goes on: the
+    // race, made certain.
+    let mut answered = counted.watch_answered();
+    let provider = rig.provider.clone();
+    counted.before_next(Request::Claim, move || async move {
+        provider.at_claim.notify_one();
+        answered
+            .wait_for(|tally| tally.of(Request::AbortRun) >= 1)
+            .await
+            .unwrap();
+    });
+    let calls = vec![
+        ToolCall::new("c1", "forbidden_lookup", json!({"order_id": "ORD-9"})),
+        ToolCall::new(
+            "c2",
+            "tenant_refund",
+            json!({"order_id": "ORD-1", "amount": 8000.0}),
+        ),
+    ];
+    let session = agent_in("run-1");
+    let turn = dispatcher.dispatch_turn(&session, calls);
+    let aborted = tokio::time::timeout(std::time::Duration::from_secs(30), turn)
+        .await
+        .expect("the write reaches its claim while the read waits for it")
+        .unwrap_err();
+    assert_eq!(counted.asked(Request::AbortRun), 2, "stored, then again");
+    let fate = &aborted.calls[1].fate;
+    let toolgate::Fate::Answered(result) = fate else {
+        panic!("{fate:?}");
+    };
+    assert_eq!(
+        result.status,
+        Status::Rejected,
+        "{}",
+        result.to_json_string()
+    );
+    let approval = rig
+        .store
+        .approval(&approval_id(result))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(approval.is_run_aborted(), "{approval:?}");
+    let decisions = audit_of(&rig, AuditKind::Decision).await;
+    assert_eq!(
+        decisions,
+        vec![("rejected".to_owned(), "toolgate".to_owned())]
+    );
+    assert_eq!(rig.runs(), 0);
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use toolgate_core::AuthContext;
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, DecideRequest, Decided, Decision,
-    OperationStore, Refusal, Verdict,
+    OperationStore, Refusal, RunKey, RunRecord, Verdict,
 };
 
 use crate::args::DecideArgs;
@@ -93,10 +93,67 @@ pub(crate) async fn show(
                 "list the approvals with `toolgate approvals list --status all`",
             )
         })?;
+    let key = RunKey {
+        tenant: &approval.tenant,
+        run_id: &approval.run_id,
+    };
+    let run = store.run(key).await.map_err(|e| {
+        Failure::store(
+            &format!("read run {} of approval {id}", approval.run_id),
+            &e,
+        )
+    })?;
     if json {
-        return Ok(document(&approval_json(&approval)));
+        let mut value = approval_json(&approval);
+        value["run"] = run_json(run.as_ref());
+        return Ok(document(&value));
     }
-    Ok(describe(&approval))
+    let mut text = describe(&approval);
+    text.push_str(&format!(
+        "{:<22} {}\n",
+        "run state",
+        run_state(run.as_ref())
+    ));
+    Ok(text)
+}
+
+/// The state of an approval's run, as `approvals show` says it: aborted (with why), or not,
+/// or unknown to the store.
+fn run_state(run: Option<&RunRecord>) -> String {
+    match run {
+        None => {
+            "no record in this store (never counted here, or purged after its retention)".to_owned()
+        }
+        Some(RunRecord {
+            aborted: Some(abort),
+            ..
+        }) => format!(
+            "aborted ({}): {}",
+            abort.kind,
+            abort.reason.replace(['\n', '\r', '\t'], " ")
+        ),
+        Some(run) => format!(
+            "not aborted ({} turns, {} tool calls, last changed {})",
+            run.steps,
+            run.tool_calls,
+            rfc3339(run.updated_ms)
+        ),
+    }
+}
+
+/// `run` as JSON: `state` is `aborted`, `not_aborted` or `unknown` (no record).
+fn run_json(run: Option<&RunRecord>) -> Value {
+    match run {
+        None => json!({"state": "unknown"}),
+        Some(run) => json!({
+            "state": if run.aborted.is_some() { "aborted" } else { "not_aborted" },
+            "aborted": run.aborted.as_ref().map(|a| json!({"kind": a.kind, "reason": a.reason})),
+            "steps": run.steps,
+            "tool_calls": run.tool_calls,
+            "updated_ms": run.updated_ms,
+            "updated_at": rfc3339(run.updated_ms),
+        }),
+    }
 }
 
 /// `approvals approve ID` or `approvals reject ID`, as `approver`.
@@ -165,6 +222,10 @@ fn refused(args: &DecideArgs, refusal: Refusal, approval: Option<&ApprovalRecord
             "decide as an approver who holds the approval permission".to_owned()
         }
         (Refusal::SelfDecision, _) => "another approver of the tenant must decide".to_owned(),
+        (Refusal::RunAborted, _) => format!(
+            "nothing is left to decide; see the approval and why its run stopped with `toolgate approvals show {}`",
+            args.id
+        ),
     };
     Failure::refused(
         format!("could not {verb} approval {}", args.id),

@@ -9,7 +9,8 @@ use crate::store::{
 ///
 /// The store applies the rules of [`ApprovalRecord::decide_step`] atomically: the approver must
 /// be of the approval's tenant, hold its approval permission, and not be its requester; a
-/// decided approval is not decided again, and one past its expiry is rejected as `expired`
+/// decided approval is not decided again (one rejected with its aborted run answers
+/// [`Refusal::RunAborted`]), and one past its expiry is rejected as `expired`
 /// instead (that expiry is audited too, by `toolgate`). An approved operation does not run here:
 /// it runs at the next claim of its key, the model's call again or the application's runner
 /// ([`Dispatcher::run_approved`](crate::Dispatcher::run_approved)).

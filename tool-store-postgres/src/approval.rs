@@ -6,12 +6,15 @@
 //! (`FOR UPDATE` on `toolgate_operations`), then the approval's own: a claim, a decision, an
 //! expiry and a revalidation's rejection of one operation take their turns on that lock, in one
 //! order, so they never deadlock, and whichever comes second sees what the first committed. That
-//! is what lets exactly one claim run an approved operation, whatever the processes.
+//! is what lets exactly one claim run an approved operation, whatever the processes. The abort
+//! of a run (`reject_run`) takes the run's row lock before those; no claim or decision takes a
+//! run's lock, so the order stays one.
 
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, ClaimStep, ClaimToken,
-    DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, StoreError, Verdict,
+    DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey, StoreError,
+    Verdict,
 };
 
 use crate::error::store_error;
@@ -160,6 +163,47 @@ async fn lock(conn: &mut PgConnection, id: &str) -> Result<Option<ApprovalRecord
     .await
     .map_err(fault("lock an approval's operation"))?;
     read(conn, id, true).await
+}
+
+/// Rejects, as [`ApprovalRecord::run_aborted`] at `now_ms`, every approval of `run` that falls
+/// with it ([`ApprovalRecord::falls_with_its_run`]), each under its locks (its operation's row,
+/// then its own) in the caller's transaction, which holds the run's row lock. Answers them
+/// after the change, oldest first.
+pub(crate) async fn reject_run(
+    conn: &mut PgConnection,
+    run: RunKey<'_>,
+    now_ms: i64,
+) -> Result<Vec<ApprovalRecord>, StoreError> {
+    let candidates: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM toolgate_approvals WHERE status IN ('pending', 'approved') \
+         AND tenant_id = $1 AND run_id = $2 ORDER BY created_ms, id",
+    )
+    .bind(run.tenant)
+    .bind(run.run_id)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(fault("find the approvals of an aborted run"))?;
+    let mut rejected = Vec::new();
+    for id in candidates {
+        let Some(approval) = lock(conn, &id).await? else {
+            continue;
+        };
+        let waits: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT FROM toolgate_operations WHERE tenant_id = $1 \
+             AND idempotency_key = $2 AND state = 'awaiting_approval' AND approval_id = $3)",
+        )
+        .bind(&approval.tenant)
+        .bind(&approval.key)
+        .bind(&approval.id)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(fault("read the operation of an aborted run's approval"))?;
+        if approval.falls_with_its_run(waits) {
+            let decision = ApprovalRecord::run_aborted(now_ms);
+            rejected.push(reject(conn, approval, decision, now_ms).await?);
+        }
+    }
+    Ok(rejected)
 }
 
 /// [`OperationStore::decide`](toolgate_core::store::OperationStore::decide).

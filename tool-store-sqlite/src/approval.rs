@@ -11,7 +11,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, ClaimToken, DecideRequest, DecideStep, Decided,
-    Decision, Refusal, Requester, StoreError, Verdict,
+    Decision, Refusal, Requester, RunKey, StoreError, Verdict,
 };
 
 use crate::error::backend;
@@ -91,6 +91,46 @@ pub(crate) async fn reject(
     .await
     .map_err(backend("reject an operation with its approval"))?;
     Ok(Some(rejected))
+}
+
+/// Rejects, as [`ApprovalRecord::run_aborted`] at `now_ms`, every approval of `run` that falls
+/// with it ([`ApprovalRecord::falls_with_its_run`]), in the caller's immediate transaction.
+/// Answers them after the change, oldest first.
+pub(crate) async fn reject_run(
+    conn: &mut SqliteConnection,
+    run: RunKey<'_>,
+    now_ms: i64,
+) -> Result<Vec<ApprovalRecord>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT a.*, EXISTS (SELECT 1 FROM operations o \
+                             WHERE o.tenant_id = a.tenant_id \
+                               AND o.idempotency_key = a.idempotency_key \
+                               AND o.state = 'awaiting_approval' AND o.approval_id = a.id) \
+                     AS operation_waits \
+         FROM approvals a \
+         WHERE a.status IN ('pending', 'approved') AND a.tenant_id = ?1 AND a.run_id = ?2 \
+         ORDER BY a.created_ms, a.id",
+    )
+    .bind(run.tenant)
+    .bind(run.run_id)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(backend("find the approvals of an aborted run"))?;
+    let mut falling = Vec::new();
+    for row in &rows {
+        let waits: bool = column(row, "operation_waits")?;
+        let found = approval(row)?;
+        if found.falls_with_its_run(waits) {
+            falling.push(found.id);
+        }
+    }
+    let decision = ApprovalRecord::run_aborted(now_ms);
+    let mut rejected = Vec::with_capacity(falling.len());
+    for id in falling {
+        let done = reject(conn, &id, &decision, now_ms).await?;
+        rejected.push(done.ok_or_else(|| vanished(&id))?);
+    }
+    Ok(rejected)
 }
 
 /// Approval `id` → `status`, with `decision` appended; the approval after it.

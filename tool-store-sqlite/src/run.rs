@@ -11,9 +11,10 @@ use std::collections::BTreeSet;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    AbortedRun, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
+use crate::approval;
 use crate::error::backend;
 
 /// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn).
@@ -107,26 +108,36 @@ pub(crate) async fn note_failure(
     tx.commit().await.map_err(backend("commit a failed call"))
 }
 
-/// [`OperationStore::abort_run`](toolgate_core::store::OperationStore::abort_run).
+/// [`OperationStore::abort_run`](toolgate_core::store::OperationStore::abort_run): in one
+/// immediate transaction, the abort stored (the first only), then the run's approvals that fall
+/// with it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes
+/// nothing.
 pub(crate) async fn abort_run(
     writer: &SqlitePool,
     run: RunKey<'_>,
     abort: &RunAbort,
     now_ms: i64,
-) -> Result<RunAbort, StoreError> {
+) -> Result<AbortedRun, StoreError> {
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin aborting a run"))?;
     let mut record = counters(&mut tx, run).await?.unwrap_or_default();
-    if let Some(stands) = record.aborted.clone() {
-        tx.rollback().await.map_err(backend("end a second abort"))?;
-        return Ok(stands);
-    }
+    let first = record.aborted.is_none();
     let stands = record.abort(abort, now_ms);
-    save_run(&mut tx, run, &record).await?;
-    tx.commit().await.map_err(backend("commit an abort"))?;
-    Ok(stands)
+    if first {
+        save_run(&mut tx, run, &record).await?;
+    }
+    let rejected = approval::reject_run(&mut tx, run, now_ms).await?;
+    if first || !rejected.is_empty() {
+        tx.commit().await.map_err(backend("commit an abort"))?;
+    } else {
+        tx.rollback().await.map_err(backend("end a second abort"))?;
+    }
+    Ok(AbortedRun {
+        abort: stands,
+        rejected,
+    })
 }
 
 /// [`OperationStore::run`](toolgate_core::store::OperationStore::run): the run's row, its

@@ -6,11 +6,11 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{AssertSqlSafe, Sqlite, SqlitePool};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
-    EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationState, OperationStore,
-    OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
-    StoreError, TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
+    Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
+    EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationState,
+    OperationStore, OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord,
+    StepStart, StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::connect::SqliteOptions;
@@ -333,7 +333,7 @@ impl OperationStore for SqliteStore {
         run: RunKey<'_>,
         abort: &RunAbort,
         now_ms: i64,
-    ) -> Result<RunAbort, StoreError> {
+    ) -> Result<AbortedRun, StoreError> {
         run::abort_run(&self.writer, run, abort, now_ms).await
     }
 

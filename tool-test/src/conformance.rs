@@ -48,12 +48,14 @@
 //!
 //! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text), the
 //! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention), approvals
-//! (waiting, deciding, running once, expiring, listing), the audit trail (order, queries,
-//! retention), the transactional outbox (begin, commit, rollback, leases, settlement, resume,
-//! reconciliation) and the step journal (steps, takeovers, `partial`, reconciliation). They use
+//! (waiting, deciding, running once, expiring, listing, rejected with their aborted run), the
+//! audit trail (order, queries, retention), the transactional outbox (begin, commit, rollback,
+//! leases, settlement, resume, reconciliation) and the step journal (steps, takeovers,
+//! `partial`, reconciliation). They use
 //! fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not
 //! read the clock itself.
 
+mod approval_aborts;
 mod approval_lists;
 mod approvals;
 mod audit;
@@ -76,6 +78,7 @@ use std::pin::Pin;
 use futures_util::FutureExt;
 use toolgate_core::store::OperationStore;
 
+pub use approval_aborts::aborting_a_run_rejects_its_approvals_that_have_not_run;
 pub use approval_lists::{
     approvals_and_operations_are_listed_by_filter_in_order,
     list_approved_lists_only_approved_operations_not_yet_run,
@@ -306,6 +309,7 @@ macro_rules! __conformance_cases {
             list_approved_lists_only_approved_operations_not_yet_run
             reject_claimed_rejects_an_approved_operation_before_it_runs
             approvals_and_operations_are_listed_by_filter_in_order
+            aborting_a_run_rejects_its_approvals_that_have_not_run
             the_audit_trail_is_read_in_append_order_by_run_key_and_tenant
             the_audit_seq_keeps_increasing_after_a_purge
             retention_keeps_waiting_approvals_and_the_audit_of_living_operations

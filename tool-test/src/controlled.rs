@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::watch;
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
-    EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore, OutboxEvent,
-    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
-    TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
+    Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
+    EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore,
+    OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 /// A request of the [`OperationStore`] trait: one variant a method.
@@ -457,7 +457,7 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
         run: RunKey<'_>,
         abort: &RunAbort,
         now_ms: i64,
-    ) -> Result<RunAbort, StoreError> {
+    ) -> Result<AbortedRun, StoreError> {
         self.run(Request::AbortRun, self.inner.abort_run(run, abort, now_ms))
             .await
     }

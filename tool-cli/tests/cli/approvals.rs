@@ -444,3 +444,76 @@ async fn the_identity_file_decides_and_is_never_mixed_with_flags() {
         ran.stderr
     );
 }
+
+/// `approvals show` says the state of the approval's run; the approval of an aborted run is
+/// rejected as `run_aborted` by the abort, and approving it is refused, saying why.
+#[tokio::test]
+async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approved() {
+    use toolgate_core::store::{RunAbort, RunKey};
+    let db = sqlite_file().await;
+    let expires = now_ms() + HOUR_MS;
+    ask(&db.store, &approval("apr_a1", "acme", "k1", expires)).await;
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(
+        ran.stdout
+            .contains("run state              no record in this store"),
+        "{}",
+        ran.stdout
+    );
+    let run = RunKey {
+        tenant: "acme",
+        run_id: "run-1",
+    };
+    db.store
+        .note_failure(run, "lookup", "h", now_ms())
+        .await
+        .unwrap();
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);
+    assert!(
+        ran.stdout
+            .contains("run state              not aborted (0 turns, 0 tool calls, last changed "),
+        "{}",
+        ran.stdout
+    );
+
+    let abort = RunAbort {
+        kind: "permission_denied".into(),
+        reason: "close_account needs\n`accounts:close`".into(),
+    };
+    let aborted = db.store.abort_run(run, &abort, now_ms()).await.unwrap();
+    assert_eq!(aborted.rejected.len(), 1);
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    for expected in [
+        "status                 rejected",
+        "run state              aborted (permission_denied): close_account needs `accounts:close`",
+        "toolgate  run_aborted",
+    ] {
+        assert!(
+            ran.stdout.contains(expected),
+            "{expected:?} in\n{}",
+            ran.stdout
+        );
+    }
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(shown["run"]["state"], "aborted");
+    assert_eq!(shown["run"]["aborted"]["kind"], "permission_denied");
+    assert_eq!(shown["decisions"][0]["reason"], "run_aborted");
+
+    let before = db.store.approval("apr_a1").await.unwrap().unwrap();
+    let audited = all_audit(&db.store).await.len();
+    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "ok"];
+    args.extend_from_slice(&MANAGER);
+    let ran = toolgate(&db.arg, &args);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    for says in [
+        "approval apr_a1 was rejected (`run_aborted`) when its run run-1 was aborted; it never runs",
+        "toolgate approvals show apr_a1",
+    ] {
+        assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
+    }
+    assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
+    assert_eq!(all_audit(&db.store).await.len(), audited, "nothing decided");
+}

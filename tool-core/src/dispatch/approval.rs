@@ -10,7 +10,10 @@ use crate::error::ErrorKind;
 use crate::idempotency::{approval_id, canonical_json};
 use crate::registry::RegisteredTool;
 use crate::result::{CallResult, Explanation, Status};
-use crate::store::{ApprovalRecord, ApprovalStatus, Decision, Requester, SYSTEM_DECIDER, Verdict};
+use crate::store::{
+    ApprovalRecord, ApprovalStatus, Decision, RUN_ABORTED, Requester, RunKey, SYSTEM_DECIDER,
+    Verdict,
+};
 
 use super::Dispatcher;
 use super::plan::PreparedWrite;
@@ -72,8 +75,13 @@ impl Dispatcher {
     }
 
     /// The checks made again before an approved operation runs, against the tool as registered
-    /// now: the arguments against its schema, its policy against the one approved, the
-    /// requester's permission now, and its business check. `Err` holds the reason to reject it.
+    /// now: the run that asked for it is not aborted, the arguments against its schema, its
+    /// policy against the one approved, the requester's permission now, and its business
+    /// check. `Err` holds the reason to reject it ([`RUN_ABORTED`] for an aborted run).
+    ///
+    /// The run is read from the store (one read, on this path only): the abort rejects its
+    /// run's approvals itself, and this check catches one stored after the abort, by a call
+    /// that raced it.
     pub(super) async fn revalidate(
         &self,
         registered: &RegisteredTool,
@@ -81,6 +89,22 @@ impl Dispatcher {
         args: &Value,
         ctx: &Ctx,
     ) -> Result<(), String> {
+        if let Some(store) = self.inner.store.as_deref() {
+            let run = RunKey {
+                tenant: &approval.tenant,
+                run_id: &approval.run_id,
+            };
+            match store.run(run).await {
+                Ok(Some(record)) if record.aborted.is_some() => return Err(RUN_ABORTED.to_owned()),
+                Ok(_) => {}
+                Err(err) => {
+                    return Err(format!(
+                        "the state of its run {} could not be read: {err}",
+                        approval.run_id
+                    ));
+                }
+            }
+        }
         let descriptor = registered.descriptor();
         let violations = registered.validator().violations_if_invalid(args);
         if let Some(first) = violations.first() {
@@ -165,8 +189,8 @@ pub(super) fn redacted(descriptor: &ToolDescriptor, args: &Value) -> String {
 }
 
 /// What the model reads for an operation whose approval is `approval`: it waits, or it was
-/// rejected (by an approver, an expiry, or the checks before it ran). `replayed` when the call
-/// found the approval asked by an earlier one.
+/// rejected (by an approver, an expiry, the abort of its run, or the checks before it ran).
+/// `replayed` when the call found the approval asked by an earlier one.
 pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> CallResult {
     let tool = &approval.tool;
     let explanation = match approval.status {
@@ -196,6 +220,17 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
                     approval.id
                 )),
                 "tell the user it is approved; call it again with the same arguments to run it".to_owned(),
+            )
+        },
+        ApprovalStatus::Rejected if approval.is_run_aborted() => Explanation {
+            approval_id: Some(approval.id.clone()),
+            ..explanation(
+                ErrorKind::Rejected,
+                format!("{tool} was rejected and has not run"),
+                Some(format!(
+                    "the run that asked for it was aborted, so its approval was rejected ({RUN_ABORTED}); it never runs"
+                )),
+                "do not repeat this call: it will not run; tell the user it was not carried out because the run that asked for it was stopped".to_owned(),
             )
         },
         ApprovalStatus::Rejected => {
@@ -233,6 +268,15 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
         error: Some(explanation),
         steps: None,
         delivery: None,
+    }
+}
+
+/// `result`, the answer of a call that asked for one of `rejected` (approvals rejected since it
+/// was answered), becomes the answer of its rejection.
+pub(super) fn answer_late_rejection(result: &mut CallResult, rejected: &[ApprovalRecord]) {
+    let asked = result.explanation().and_then(|e| e.approval_id.as_deref());
+    if let Some(approval) = rejected.iter().find(|a| Some(a.id.as_str()) == asked) {
+        *result = approval_answer(approval, result.replayed);
     }
 }
 

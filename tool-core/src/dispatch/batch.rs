@@ -20,7 +20,7 @@ use crate::store::TurnGrant;
 
 use super::ledger::{Ledger, aborted_from};
 use super::plan::{self, Planned, Step};
-use super::{Dispatcher, answers, attempt, audit, repeat};
+use super::{Dispatcher, answers, approval, attempt, audit, repeat};
 
 /// Raised once, when a call of the turn aborts the run: calls not started never start, reads in
 /// flight stop.
@@ -236,6 +236,7 @@ impl Dispatcher {
                 }
             }
         }
+        let several = planned.len() > 1;
         let (mut ended, fired) = if planned.len() == 1 {
             // The common turn: one call, run here.
             let ended = Box::pin(self.run_unit(session, planned, &shared)).await;
@@ -258,12 +259,21 @@ impl Dispatcher {
             (ended, shared.signal.is_fired())
         };
         ended.extend(answered);
-        let ended = self.settle_audits(session, ended).await;
+        let mut ended = self.settle_audits(session, ended).await;
         if fired {
             let reason = session
                 .aborted()
                 .cloned()
                 .expect("the signal is raised after the session is aborted");
+            if several {
+                // A call of the turn may have asked for an approval after the abort was stored.
+                let late = ledger.reject_late_approvals().await;
+                for call in &mut ended {
+                    if let Fate::Answered(result) = &mut call.fate {
+                        approval::answer_late_rejection(result, &late);
+                    }
+                }
+            }
             return Err(aborted(reason, ended));
         }
         Ok(reports(ended))

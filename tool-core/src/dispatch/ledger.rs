@@ -10,13 +10,15 @@
 use std::sync::{Mutex, MutexGuard};
 
 use crate::auth::Session;
+use crate::decide::decision_entry;
 use crate::error::{ErrorKind, RunAborted};
 use crate::run_limits::RunLimits;
 use crate::store::{
-    OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use super::Dispatcher;
+use super::retries::seed_of;
 
 /// Where one session's run is counted.
 pub(super) struct Ledger<'a> {
@@ -97,22 +99,75 @@ impl Ledger<'_> {
     }
 
     /// Aborts the run: the session holds the abort at once, and the store keeps it for later
-    /// processes. Answers the abort that stands (the first one).
+    /// processes, rejecting the run's approvals that have not run as `run_aborted` (each
+    /// rejection is added to the audit trail). A store that cannot be reached is tried again
+    /// under the store policy, within the dispatcher's default timeout: until the store holds
+    /// the abort, another process may still run an approval of the run. Answers the abort that
+    /// stands (the first one).
     pub(super) async fn abort(&self, abort: RunAborted) -> RunAborted {
         let standing = self.session.abort(abort);
-        let record = RunAbort {
-            kind: standing.kind.as_str().to_owned(),
-            reason: standing.reason.clone(),
+        if !self.store_abort(&standing).await {
+            let record = stored_form(&standing);
+            self.local().abort(&record, self.dispatcher.now_ms());
+        }
+        standing
+    }
+
+    /// Stores the session's abort again, when it has one, so that an approval a call of the
+    /// aborted turn asked for after the abort was first stored is rejected as `run_aborted` too
+    /// (and audited). Answers the approvals rejected now.
+    pub(super) async fn reject_late_approvals(&self) -> Vec<ApprovalRecord> {
+        let (Some(store), Some(standing)) = (self.store, self.session.aborted()) else {
+            return Vec::new();
         };
-        let now_ms = self.dispatcher.now_ms();
-        if let Some(store) = self.store {
-            match store.abort_run(self.key(), &record, now_ms).await {
-                Ok(_) => return standing,
-                Err(err) => unreachable_store(&err, "store the abort of a run"),
+        match self.stored_abort(store, &stored_form(standing)).await {
+            Ok(rejected) => rejected,
+            Err(err) => {
+                unreachable_store(&err, "store the abort of a run again");
+                Vec::new()
             }
         }
-        self.local().abort(&record, now_ms);
-        standing
+    }
+
+    /// Stores `standing` and audits the approvals it rejected; `false` when there is no store,
+    /// or it could not be reached.
+    async fn store_abort(&self, standing: &RunAborted) -> bool {
+        let Some(store) = self.store else {
+            return false;
+        };
+        match self.stored_abort(store, &stored_form(standing)).await {
+            Ok(_) => true,
+            Err(err) => {
+                unreachable_store(&err, "store the abort of a run");
+                false
+            }
+        }
+    }
+
+    /// `record` stored in `store` (tried again under the store policy), with an audit record of
+    /// each approval it rejected. Answers those approvals.
+    async fn stored_abort(
+        &self,
+        store: &dyn OperationStore,
+        record: &RunAbort,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let now_ms = self.dispatcher.now_ms();
+        let seed = self.dispatcher.inner.seed ^ seed_of(self.session.run_id());
+        let budget = self.dispatcher.default_timeout();
+        let aborted = self
+            .dispatcher
+            .reaching(seed, budget, || store.abort_run(self.key(), record, now_ms))
+            .await?;
+        audit_rejections(store, &aborted.rejected).await;
+        Ok(aborted.rejected)
+    }
+}
+
+/// `abort` as a store keeps it.
+fn stored_form(abort: &RunAborted) -> RunAbort {
+    RunAbort {
+        kind: abort.kind.as_str().to_owned(),
+        reason: abort.reason.clone(),
     }
 }
 
@@ -121,6 +176,23 @@ pub(super) fn aborted_from(record: RunAbort) -> RunAborted {
     RunAborted {
         kind: ErrorKind::from_name(&record.kind).unwrap_or(ErrorKind::PolicyViolation),
         reason: record.reason,
+    }
+}
+
+/// Appends the rejection of each approval an abort rejected to the audit trail. Best effort, as
+/// for the rejection of an approved operation that failed its checks: a store fault is logged,
+/// and the rejections stand.
+async fn audit_rejections(store: &dyn OperationStore, rejected: &[ApprovalRecord]) {
+    for approval in rejected {
+        let Some(decision) = approval.last_decision() else {
+            continue;
+        };
+        if let Err(err) = store
+            .append_audit(&decision_entry(approval, decision))
+            .await
+        {
+            tracing::warn!(error = %err, approval = %approval.id, "the rejection of an aborted run's approval could not be added to the audit trail");
+        }
     }
 }
 

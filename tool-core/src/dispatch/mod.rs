@@ -87,9 +87,10 @@ pub use runner::{ApprovedRun, Executed};
 /// approval (the model reads `awaiting_approval` with the approval's id and expiry); once an
 /// approver approves it ([`decide`](crate::decide)), it runs once, at the model's next call with
 /// the same arguments or at [`Dispatcher::run_approved`], whichever comes first, after the
-/// checks are made again (the arguments against the schema, the tool's policy, the requester's
-/// permission, the business check). Every call the dispatcher answers is appended to the store's
-/// audit trail.
+/// checks are made again (its run not aborted, the arguments against the schema, the tool's
+/// policy, the requester's permission, the business check). The abort of a run rejects its
+/// approvals that have not run as `run_aborted`. Every call the dispatcher answers is appended
+/// to the store's audit trail.
 ///
 /// A tool declared `delivery = "outbox"` claims its key inside a transaction of the store, runs
 /// its body once in it (no retries: its only effects are its rows and its one event), and

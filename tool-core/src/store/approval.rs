@@ -6,12 +6,14 @@
 //! through [`OperationStore::decide`](super::OperationStore::decide), which follows
 //! [`ApprovalRecord::decide_step`] in every store. An approved operation runs once: the next
 //! claim of its key with the same request takes it into `processing`
-//! ([`ClaimStep::RunApproved`](super::ClaimStep::RunApproved)), whoever makes it first.
+//! ([`ClaimStep::RunApproved`](super::ClaimStep::RunApproved)), whoever makes it first. The
+//! abort of its run ([`OperationStore::abort_run`](super::OperationStore::abort_run)) rejects an
+//! approval that has not run as [`RUN_ABORTED`].
 
 use crate::auth::AuthContext;
 
-/// Who decided an approval that no human decided: an expiry, or a revalidation that failed
-/// after the approval.
+/// Who decided an approval that no human decided: an expiry, the abort of its run, or a
+/// revalidation that failed after the approval.
 pub const SYSTEM_DECIDER: &str = "toolgate";
 
 /// Where an approval stands.
@@ -22,7 +24,8 @@ pub enum ApprovalStatus {
     /// Approved; the operation runs at the next claim of its key (the model's call again, or the
     /// application's runner), once.
     Approved,
-    /// Rejected by an approver, expired, or refused by the revalidation before it ran.
+    /// Rejected by an approver, expired, rejected with its aborted run ([`RUN_ABORTED`]), or
+    /// refused by the revalidation before it ran.
     Rejected,
 }
 
@@ -153,15 +156,39 @@ impl ApprovalRecord {
         self.decisions.last()
     }
 
+    /// Whether it was rejected because its run was aborted ([`RUN_ABORTED`]).
+    pub fn is_run_aborted(&self) -> bool {
+        self.status == ApprovalStatus::Rejected
+            && self
+                .last_decision()
+                .is_some_and(|d| d.by == SYSTEM_DECIDER && d.reason == RUN_ABORTED)
+    }
+
+    /// Whether the abort of its run rejects it: it waits for a decision, or it is approved and
+    /// its operation has not started (`operation_waits`: the operation is still
+    /// `awaiting_approval` under this approval).
+    pub fn falls_with_its_run(&self, operation_waits: bool) -> bool {
+        match self.status {
+            ApprovalStatus::Pending => true,
+            ApprovalStatus::Approved => operation_waits,
+            ApprovalStatus::Rejected => false,
+        }
+    }
+
     /// What a decision asked for by `request` does with this approval: the rules of
     /// [`OperationStore::decide`](super::OperationStore::decide), in one place for every store.
     ///
     /// In order: an approval of another tenant is not found (no tenant learns of another's);
-    /// a decided one is refused; an expired one is rejected as `expired` (whoever asked); the
-    /// approver must hold [`ApprovalRecord::approver_permission`] and must not be the requester.
+    /// one rejected with its aborted run is refused as [`Refusal::RunAborted`], whatever the
+    /// verdict; another decided one is refused; an expired one is rejected as `expired`
+    /// (whoever asked); the approver must hold [`ApprovalRecord::approver_permission`] and must
+    /// not be the requester.
     pub fn decide_step(&self, request: &DecideRequest<'_>) -> DecideStep {
         if self.tenant != request.approver.tenant() {
             return DecideStep::Refuse(Refusal::NotFound);
+        }
+        if self.is_run_aborted() {
+            return DecideStep::Refuse(Refusal::RunAborted);
         }
         if self.status != ApprovalStatus::Pending {
             return DecideStep::Refuse(Refusal::AlreadyDecided);
@@ -197,10 +224,25 @@ impl ApprovalRecord {
             reason: EXPIRED.to_owned(),
         }
     }
+
+    /// The decision the abort of its run at `now_ms` makes ([`RUN_ABORTED`]).
+    pub fn run_aborted(now_ms: i64) -> Decision {
+        Decision {
+            verdict: Verdict::Reject,
+            by: SYSTEM_DECIDER.to_owned(),
+            at_ms: now_ms,
+            reason: RUN_ABORTED.to_owned(),
+        }
+    }
 }
 
 /// The reason of an expiry's rejection.
 pub const EXPIRED: &str = "expired";
+
+/// The reason of the rejection of an approval whose run was aborted: by the abort itself
+/// ([`OperationStore::abort_run`](super::OperationStore::abort_run)), or by the checks made
+/// before an approved operation runs. Such an approval never runs and is never decided again.
+pub const RUN_ABORTED: &str = "run_aborted";
 
 /// A decision asked of a store.
 #[derive(Debug, Clone, Copy)]
@@ -244,6 +286,9 @@ pub enum Refusal {
     MissingPermission,
     /// The approver is the requester.
     SelfDecision,
+    /// Its run was aborted, and the approval was rejected with it ([`RUN_ABORTED`]): it never
+    /// runs, whatever an approver decides.
+    RunAborted,
 }
 
 impl Refusal {
@@ -277,6 +322,13 @@ impl Refusal {
             ),
             (Refusal::SelfDecision, None) => {
                 "the requester cannot decide on their own approval; another approver must".to_owned()
+            }
+            (Refusal::RunAborted, Some(a)) => format!(
+                "approval {} was rejected (`run_aborted`) when its run {} was aborted; it never runs, and no decision changes that",
+                a.id, a.run_id
+            ),
+            (Refusal::RunAborted, None) => {
+                "the approval was rejected (`run_aborted`) when its run was aborted; it never runs, and no decision changes that".to_owned()
             }
         }
     }
@@ -390,6 +442,51 @@ mod tests {
             step(&manager, 1000, &decided),
             DecideStep::Refuse(Refusal::AlreadyDecided)
         );
+        // Rejected with its run: refused as such, whoever asks and whatever the verdict.
+        let fallen = ApprovalRecord {
+            status: ApprovalStatus::Rejected,
+            decisions: vec![ApprovalRecord::run_aborted(5)],
+            ..approval()
+        };
+        assert!(fallen.is_run_aborted());
+        assert_eq!(
+            step(&manager, 0, &fallen),
+            DecideStep::Refuse(Refusal::RunAborted)
+        );
+        assert_eq!(
+            step(&requester, 1000, &fallen),
+            DecideStep::Refuse(Refusal::RunAborted)
+        );
+        let expired = ApprovalRecord {
+            status: ApprovalStatus::Rejected,
+            decisions: vec![ApprovalRecord::expiry(5)],
+            ..approval()
+        };
+        assert!(!expired.is_run_aborted());
+        assert_eq!(
+            step(&manager, 0, &expired),
+            DecideStep::Refuse(Refusal::AlreadyDecided)
+        );
+    }
+
+    #[test]
+    fn what_the_abort_of_a_run_rejects() {
+        let pending = approval();
+        assert!(pending.falls_with_its_run(true) && pending.falls_with_its_run(false));
+        let approved = ApprovalRecord {
+            status: ApprovalStatus::Approved,
+            ..approval()
+        };
+        assert!(approved.falls_with_its_run(true), "approved, not run yet");
+        assert!(
+            !approved.falls_with_its_run(false),
+            "approved, already running or run"
+        );
+        let rejected = ApprovalRecord {
+            status: ApprovalStatus::Rejected,
+            ..approval()
+        };
+        assert!(!rejected.falls_with_its_run(true));
     }
 
     #[test]

@@ -14,12 +14,12 @@ mod tables;
 use tables::{Records, Tables, truncate};
 
 use super::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditQuery,
-    AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, DecideStep, Decided,
-    Decision, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationQuery,
-    OperationRecord, OperationState, OperationStore, OutboxEvent, Refusal, Resolution, RunAbort,
-    RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError, TurnGrant, TurnRequest,
-    Verdict,
+    AbortedRun, ApprovalQuery, ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry,
+    AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, DecideStep,
+    Decided, Decision, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent,
+    OperationQuery, OperationRecord, OperationState, OperationStore, OutboxEvent, Refusal,
+    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
+    TurnGrant, TurnRequest, Verdict,
 };
 
 /// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
@@ -309,8 +309,12 @@ impl OperationStore for MemoryStore {
         run: RunKey<'_>,
         abort: &RunAbort,
         now_ms: i64,
-    ) -> Result<RunAbort, StoreError> {
-        Ok(self.with_run(run, |run| run.abort(abort, now_ms)))
+    ) -> Result<AbortedRun, StoreError> {
+        // The run's lock, then the tables': no other path takes them the other way round.
+        Ok(self.with_run(run, |record| AbortedRun {
+            abort: record.abort(abort, now_ms),
+            rejected: self.tables(|tables| tables.reject_run(run.tenant, run.run_id, now_ms)),
+        }))
     }
 
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {

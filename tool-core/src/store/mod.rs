@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 pub use approval::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, DecideRequest, DecideStep, Decided, Decision,
-    EXPIRED, Refusal, Requester, SYSTEM_DECIDER, Verdict,
+    EXPIRED, RUN_ABORTED, Refusal, Requester, SYSTEM_DECIDER, Verdict,
 };
 pub use audit::{AuditEntry, AuditKind, AuditQuery, AuditRecord};
 #[cfg(feature = "test-util")]
@@ -35,7 +35,9 @@ pub use record::{
     AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord,
     OperationState, Resolution, StoreError,
 };
-pub use run::{Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest};
+pub use run::{
+    AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest,
+};
 pub use steps::{Journal, StepOutcome, StepRecord, StepStart, StepStatus};
 
 /// Where write operations are recorded. Object safe: the dispatcher holds an
@@ -183,13 +185,18 @@ pub trait OperationStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<(), StoreError>;
 
-    /// Aborts `run`: the first abort stands. Answers the abort that stands.
+    /// Aborts `run`: the first abort stands. In the same transaction, every approval of the
+    /// run that [`ApprovalRecord::falls_with_its_run`] (pending, or approved with its operation
+    /// still `awaiting_approval` under it) is rejected with [`ApprovalRecord::run_aborted`] at
+    /// `now_ms`, its operation `rejected`; this is done at every call, so an abort stored again
+    /// also rejects an approval asked since. Answers the abort that stands and the approvals
+    /// rejected now ([`AbortedRun`]).
     async fn abort_run(
         &self,
         run: RunKey<'_>,
         abort: &RunAbort,
         now_ms: i64,
-    ) -> Result<RunAbort, StoreError>;
+    ) -> Result<AbortedRun, StoreError>;
 
     /// The record of `run`, if it has one.
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError>;

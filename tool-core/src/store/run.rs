@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::run_limits::RunLimits;
 
+use super::ApprovalRecord;
+
 /// One run of one tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunKey<'a> {
@@ -50,6 +52,18 @@ pub struct RunAbort {
     pub kind: String,
     /// The reason.
     pub reason: String,
+}
+
+/// What [`OperationStore::abort_run`](super::OperationStore::abort_run) did: the abort that
+/// stands, and the approvals of the run it rejected as
+/// [`RUN_ABORTED`](super::RUN_ABORTED).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbortedRun {
+    /// The abort that stands (the first one).
+    pub abort: RunAbort,
+    /// The approvals this abort rejected, after the change, oldest first (by creation, then
+    /// id); the dispatcher adds each to the audit trail.
+    pub rejected: Vec<ApprovalRecord>,
 }
 
 /// A failed call of a run, for repeat detection.

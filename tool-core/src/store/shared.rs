@@ -6,11 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord, Begun, Claim,
-    ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome, EventLease,
-    EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore, OutboxEvent,
-    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
-    TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
+    Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
+    EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore,
+    OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -112,7 +112,7 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
         run: RunKey<'_>,
         abort: &RunAbort,
         now_ms: i64,
-    ) -> Result<RunAbort, StoreError> {
+    ) -> Result<AbortedRun, StoreError> {
         (**self).abort_run(run, abort, now_ms).await
     }
 

@@ -280,8 +280,14 @@ pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn Ope
         kind: "run_budget_exhausted".into(),
         reason: "the run has had 50 turns".into(),
     };
-    assert_eq!(store.abort_run(run, &first, T0 + 1).await.unwrap(), first);
-    assert_eq!(store.abort_run(run, &second, T0 + 2).await.unwrap(), first);
+    assert_eq!(
+        store.abort_run(run, &first, T0 + 1).await.unwrap().abort,
+        first
+    );
+    assert_eq!(
+        store.abort_run(run, &second, T0 + 2).await.unwrap().abort,
+        first
+    );
     let aborted = record(store, run).await;
     assert_eq!(aborted.aborted.as_ref(), Some(&first));
     assert_eq!(aborted.updated_ms, T0 + 1, "the second abort wrote nothing");
@@ -304,7 +310,7 @@ pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn Ope
         run_id: "run-2",
     };
     assert_eq!(
-        store.abort_run(early, &second, T0 + 4).await.unwrap(),
+        store.abort_run(early, &second, T0 + 4).await.unwrap().abort,
         second
     );
     let stored = record(store, early).await;

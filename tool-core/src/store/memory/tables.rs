@@ -54,6 +54,38 @@ impl Tables {
         }
         Some(approval)
     }
+
+    /// Rejects every approval of the run `(tenant, run_id)` that falls with it
+    /// ([`ApprovalRecord::falls_with_its_run`]) as [`ApprovalRecord::run_aborted`] at `now_ms`,
+    /// with their operations. Answers them after the change, oldest first.
+    pub(super) fn reject_run(
+        &mut self,
+        tenant: &str,
+        run_id: &str,
+        now_ms: i64,
+    ) -> Vec<ApprovalRecord> {
+        let mut falling: Vec<(i64, String)> = self
+            .approvals
+            .values()
+            .filter(|a| a.tenant == tenant && a.run_id == run_id)
+            .filter(|a| {
+                let waits = self
+                    .records
+                    .get(&(a.tenant.clone(), a.key.clone()))
+                    .is_some_and(|r| {
+                        r.state == OperationState::AwaitingApproval
+                            && r.approval_id.as_deref() == Some(a.id.as_str())
+                    });
+                a.falls_with_its_run(waits)
+            })
+            .map(|a| (a.created_ms, a.id.clone()))
+            .collect();
+        falling.sort_unstable();
+        falling
+            .into_iter()
+            .filter_map(|(_, id)| self.reject(&id, ApprovalRecord::run_aborted(now_ms)))
+            .collect()
+    }
 }
 
 /// Keeps the first `limit` of `items`; a limit of 0 keeps them all.
