@@ -2,11 +2,9 @@
 //! concurrently (each unit on its own task when the dispatcher spawns them), one result per
 //! call id; and what happens to the others when one call aborts the run.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use futures_util::future::{Either, join_all, select};
-use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::auth::Session;
@@ -20,46 +18,8 @@ use crate::store::TurnGrant;
 
 use super::ledger::{Ledger, aborted_from};
 use super::plan::{self, Planned, Step};
+use super::turn_shared::Shared;
 use super::{Dispatcher, answers, approval, attempt, audit, repeat};
-
-/// Raised once, when a call of the turn aborts the run: calls not started never start, reads in
-/// flight stop.
-#[derive(Default)]
-pub(super) struct Signal {
-    fired: OnceLock<()>,
-    notify: Notify,
-}
-
-impl Signal {
-    fn fire(&self) {
-        if self.fired.set(()).is_ok() {
-            self.notify.notify_waiters();
-        }
-    }
-
-    fn is_fired(&self) -> bool {
-        self.fired.get().is_some()
-    }
-
-    /// Ready once the signal is raised.
-    async fn raised(&self) {
-        loop {
-            let notified = self.notify.notified();
-            if self.is_fired() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// What every call of one turn shares.
-#[derive(Default)]
-pub(super) struct Shared {
-    signal: Signal,
-    /// The run's failed calls of the turn's tools: tool → fingerprints.
-    failed: HashMap<String, HashSet<String>>,
-}
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.

@@ -46,6 +46,7 @@ mod recorded;
 mod repeat;
 mod retries;
 mod runner;
+mod turn_shared;
 mod unwind;
 mod write;
 
