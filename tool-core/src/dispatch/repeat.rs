@@ -10,6 +10,7 @@
 
 use crate::call::Arguments;
 use crate::error::ErrorKind;
+use crate::hash_secret::HashSecret;
 use crate::idempotency::{canonical_json, request_hash};
 use crate::schema::normalize_numbers;
 
@@ -25,11 +26,11 @@ pub(super) const fn counts(kind: ErrorKind) -> bool {
     )
 }
 
-/// The fingerprint of a call of `tool` with `arguments`: the request hash of its canonical
-/// arguments (numbers normalized as validation does), whichever way they arrived; the same hash
-/// a write's record holds.
-pub(super) fn fingerprint(tool: &str, arguments: &Arguments) -> String {
+/// The fingerprint of a call of `tool` with `arguments`: the request hash, keyed with `secret`,
+/// of its canonical arguments (numbers normalized as validation does), whichever way they
+/// arrived; the same hash a write's record holds.
+pub(super) fn fingerprint(secret: &HashSecret, tool: &str, arguments: &Arguments) -> String {
     let mut value = arguments.to_value();
     normalize_numbers(&mut value);
-    request_hash(tool, &canonical_json(&value))
+    request_hash(secret, tool, &canonical_json(&value))
 }
