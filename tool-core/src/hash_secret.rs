@@ -128,7 +128,14 @@ impl HashSecret {
     /// Logs, once a process, that a dispatcher keeps hashes under the local default secret.
     pub(crate) fn warn_if_local_default(&self) {
         static WARNED: AtomicBool = AtomicBool::new(false);
-        if self.local_default && !WARNED.swap(true, Ordering::Relaxed) {
+        self.warn_once(&WARNED);
+    }
+
+    /// Logs that hashes are kept under the local default secret, if this is it and `warned` was
+    /// not set yet; sets it. Answers whether it logged.
+    fn warn_once(&self, warned: &AtomicBool) -> bool {
+        let warn = self.local_default && !warned.swap(true, Ordering::Relaxed);
+        if warn {
             tracing::warn!(
                 "toolgate keys request hashes with its public local default secret, so a stored \
                  or printed hash lets anyone recover an argument by guessing: give the dispatcher \
@@ -136,6 +143,7 @@ impl HashSecret {
                  {HASH_SECRET_ENV} or {HASH_SECRET_FILE_ENV} with HashSecret::from_env)"
             );
         }
+        warn
     }
 }
 
@@ -209,6 +217,14 @@ mod tests {
         assert_eq!(format!("{secret:?}"), "HashSecret([redacted])");
         assert!(!secret.is_local_default());
         assert!(HashSecret::local_default().is_local_default());
+    }
+
+    #[test]
+    fn only_the_local_default_warns_and_only_once() {
+        let warned = AtomicBool::new(false);
+        assert!(!HashSecret::new(SECRET).unwrap().warn_once(&warned));
+        assert!(HashSecret::local_default().warn_once(&warned));
+        assert!(!HashSecret::local_default().warn_once(&warned));
     }
 
     #[test]
