@@ -118,12 +118,17 @@ impl<'a> UnkeyedRequest<'a> {
         }
     }
 
+    /// This request's version-1 hash, as toolgate stored it before hashes were keyed: the
+    /// unkeyed SHA-256 of the tool and the arguments, 64 hex digits. For tests that write a
+    /// record as an earlier version did.
+    pub fn hash(&self) -> String {
+        hex_sha256(&["request", self.tool, self.canonical_arguments])
+    }
+
     /// Whether `stored`, a request hash of version 1 (64 hex digits, no `v2:`), is this
     /// request's. Always `false` for a hash of version 2.
     pub fn matches(&self, stored: &str) -> bool {
-        stored.len() == 64
-            && !stored.starts_with(REQUEST_HASH_V2)
-            && hex_sha256(&["request", self.tool, self.canonical_arguments]) == stored
+        stored.len() == 64 && !stored.starts_with(REQUEST_HASH_V2) && self.hash() == stored
     }
 }
 
