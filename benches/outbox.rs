@@ -83,6 +83,7 @@ async fn enqueue_one(store: &PostgresStore) {
         key: &key,
         tool: TOOL,
         request_hash: HASH,
+        unkeyed: None,
         arguments: ARGUMENTS,
         now_ms: now,
         lease: Duration::from_secs(30),

@@ -71,6 +71,7 @@ fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {
         key,
         tool: TOOL,
         request_hash: HASH,
+        unkeyed: None,
         arguments: ARGUMENTS,
         now_ms,
         lease: LEASE,

@@ -1250,6 +1250,7 @@ async fn an_approval_the_abort_missed_is_rejected_before_it_runs(store: Arc<dyn 
             lease: std::time::Duration::from_secs(30),
             takeover: false,
             approval: Some(&raced),
+            unkeyed: None,
         })
         .await
         .unwrap();

@@ -2,9 +2,11 @@
 //! dispatcher on every store: a definitive failure is taken over by the corrected request; and a
 //! duplicate that waits on a running call answers truly whatever that call became (succeeded:
 //! the replay; failed or purged: it claims the key and runs; unknown: unknown; still running:
-//! in progress). And once means once across runs and restarts: the same operation asked from a
-//! new run, by a new process on the same database, is a replay (the default `key_scope =
-//! "tenant"`), while a `key_scope = "run"` tool acts again in another run.
+//! in progress). A record stored before request hashes were keyed still answers its replays,
+//! and another request under its key is still a conflict. And once means once across runs and
+//! restarts: the same operation asked from a new run, by a new process on the same database, is
+//! a replay (the default `key_scope = "tenant"`), while a `key_scope = "run"` tool acts again in
+//! another run.
 //!
 //! The PostgreSQL tests need a server: `toolgate_test_postgres::test_database` finds or
 //! starts one and gives each test a fresh database (a test fails, never skips, without one).
@@ -99,7 +101,11 @@ fn derived(order_id: &str, amount: i64) -> (String, String, String) {
     let args = json!({"order_id": order_id, "amount": amount});
     let key = toolgate::idempotency::operation_key(refund::descriptor(), "acme", "run-1", &args);
     let canonical = toolgate::idempotency::canonical_json(&args);
-    let hash = toolgate::idempotency::request_hash("refund", &canonical);
+    let hash = toolgate::idempotency::request_hash(
+        &toolgate::HashSecret::local_default(),
+        "refund",
+        &canonical,
+    );
     (key, hash, canonical)
 }
 
@@ -192,6 +198,7 @@ async fn wait_on(store: &Arc<dyn OperationStore>, order_id: &str, then: Then) ->
             key: &key,
             tool: "refund",
             request_hash: &hash,
+            unkeyed: None,
             arguments: &canonical,
             now_ms: NOW,
             lease: Duration::from_secs(3600),
@@ -279,6 +286,88 @@ async fn a_waiting_duplicate_answers_what_the_call_became(store: Arc<dyn Operati
     let fresh = record("ORD-G").await.expect("recorded");
     assert_eq!((fresh.state, fresh.attempt), (OperationState::Succeeded, 1));
     assert!(fresh.errors.is_empty(), "{:?}", fresh.errors);
+}
+
+/// The request hash as toolgate wrote it before hashes were keyed (version 1): the unkeyed
+/// SHA-256 of the length-prefixed parts, in hex.
+fn unkeyed_hash(tool: &str, canonical: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in ["request", tool, canonical] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A refund that succeeded under the version-1 hash, stored as the runtime stored it then (the
+/// key has not changed): the same call replays it without running, and other arguments under
+/// its key are a conflict; the record keeps what it held.
+async fn a_record_hashed_before_keying_still_replays_and_conflicts(store: Arc<dyn OperationStore>) {
+    let desk = desk(store.clone(), Duration::from_secs(2));
+    let (key, _, canonical) = derived("ORD-L", 50);
+    let old_hash = unkeyed_hash("refund", &canonical);
+    let claimed = store
+        .claim(ClaimRequest {
+            tenant: "acme",
+            key: &key,
+            tool: "refund",
+            request_hash: &old_hash,
+            unkeyed: None,
+            arguments: &canonical,
+            now_ms: NOW,
+            lease: Duration::from_secs(30),
+            takeover: false,
+            approval: None,
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(claimed, Claim::Acquired { attempt: 1, .. }),
+        "{claimed:?}"
+    );
+    let owner = ClaimToken {
+        tenant: "acme".into(),
+        key: key.clone(),
+        attempt: 1,
+    };
+    let result = r#"{"refund_id":"re_ORD-L","amount":50.0}"#;
+    store.succeed(&owner, result, NOW).await.unwrap();
+
+    let replay = desk.refund("ORD-L", 50.0).await;
+    assert_eq!(
+        replay,
+        json!({"status": "succeeded", "replayed": true,
+               "data": {"refund_id": "re_ORD-L", "amount": 50.0}})
+    );
+    let conflict = desk.refund("ORD-L", 60.0).await;
+    assert_eq!(conflict["error"]["kind"], "conflict", "{conflict}");
+    assert_eq!(desk.runs(), 0);
+    let record = store.get("acme", &key).await.unwrap().expect("kept");
+    assert_eq!(
+        (record.state, record.request_hash, record.attempt),
+        (OperationState::Succeeded, old_hash, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_record_hashed_before_keying_still_replays_and_conflicts_in_memory() {
+    a_record_hashed_before_keying_still_replays_and_conflicts(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn a_record_hashed_before_keying_still_replays_and_conflicts_on_sqlite() {
+    let (store, _dir) = sqlite().await;
+    a_record_hashed_before_keying_still_replays_and_conflicts(store).await;
+}
+
+#[tokio::test]
+async fn a_record_hashed_before_keying_still_replays_and_conflicts_on_postgres() {
+    a_record_hashed_before_keying_still_replays_and_conflicts(postgres().await).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -184,7 +184,12 @@ async fn a_lease_left_by_a_crashed_worker_is_reconciled() {
             tenant: "acme",
             key: &key,
             tool: "refund",
-            request_hash: &toolgate::idempotency::request_hash("refund", &canonical),
+            request_hash: &toolgate::idempotency::request_hash(
+                &toolgate::HashSecret::local_default(),
+                "refund",
+                &canonical,
+            ),
+            unkeyed: None,
             arguments: &canonical,
             now_ms: setup.clock.now_ms(),
             lease: Duration::from_secs(10),

@@ -1,11 +1,13 @@
 //! An operator approves, with the `toolgate` command line, a refund that a running refund desk
 //! holds for approval, on the SQLite file the desk is using; the desk's runner then applies it,
-//! once.
+//! once. And the request hashes the desk stores are keyed with the secret it is given.
 
 use std::io::Write;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
+use toolgate::idempotency::{canonical_json, request_hash};
+use toolgate::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret};
 use toolgate_demo::harness::{PATIENCE, call, desk, only_result, operator_cli, read_lines};
 
 #[test]
@@ -114,4 +116,55 @@ fn the_command_line_approves_while_the_desk_waits() {
         ["awaiting_approval", "approved", "succeeded", "succeeded"],
         "{audit}"
     );
+}
+
+/// The desk keys the request hashes it stores with `TOOLGATE_HASH_SECRET`: the hash the command
+/// line shows with `--show-hashes` is the HMAC under that secret of the refund's arguments. A
+/// secret too short stops the desk at start (exit 2), saying why.
+#[test]
+fn the_desk_keys_request_hashes_with_the_secret_it_is_given() {
+    const SECRET: &str = "the desk's own secret, thirty-two bytes or more";
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("operations.db").display());
+    let desk_with = |secret: &str| {
+        let mut child = desk()
+            .args(["--script", "-", "--store", &store])
+            .env(HASH_SECRET_ENV, secret)
+            .env_remove(HASH_SECRET_FILE_ENV)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let refund = call(
+            "call_1",
+            "issue_refund",
+            json!({"order_id": "ORD-1001", "amount": 50}),
+        );
+        let mut script = child.stdin.take().unwrap();
+        writeln!(script, "{refund}").unwrap();
+        drop(script);
+        child.wait_with_output().unwrap()
+    };
+    let played = desk_with(SECRET);
+    assert!(played.status.success(), "{played:?}");
+    let listed = operator_cli()
+        .args(["--store", &store, "ops", "list", "--json", "--show-hashes"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let op = &listed[0];
+    let canonical = canonical_json(&op["arguments"]);
+    let secret = HashSecret::new(SECRET).unwrap();
+    assert_eq!(
+        op["request_hash"],
+        request_hash(&secret, "issue_refund", &canonical),
+        "{op}"
+    );
+
+    let short = desk_with("short");
+    assert_eq!(short.status.code(), Some(2), "{short:?}");
+    let said = String::from_utf8_lossy(&short.stderr);
+    assert!(said.contains("the hash secret has 5 bytes"), "{said}");
 }

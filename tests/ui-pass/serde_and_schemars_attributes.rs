@@ -13,13 +13,14 @@ fn default_limit() -> u32 {
 async fn search_orders(
     /// The customer.
     #[serde(rename = "customerId")]
-    #[sensitive]
     customer_id: String,
     /// The most orders to return.
     #[serde(default = "default_limit")]
     limit: u32,
     /// Words to look for.
+    #[serde(rename = "searchText")]
     #[schemars(length(min = 1, max = 100))]
+    #[sensitive]
     query: String,
     /// The page of results, from 1.
     #[serde(alias = "p")]
@@ -32,18 +33,18 @@ async fn search_orders(
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let schema = search_orders::args_schema();
-    assert_eq!(schema["required"], json!(["customerId", "query"]));
+    assert_eq!(schema["required"], json!(["customerId", "searchText"]));
     assert_eq!(
         schema["properties"]["customerId"]["description"],
         "The customer."
     );
-    assert_eq!(schema["properties"]["query"]["minLength"], 1);
+    assert_eq!(schema["properties"]["searchText"]["minLength"], 1);
     assert_eq!(schema["properties"]["page"]["minimum"], 1);
     let d = search_orders::descriptor();
-    assert_eq!(d.params, &["customerId", "limit", "query", "page"]);
+    assert_eq!(d.params, &["customerId", "limit", "searchText", "page"]);
     assert_eq!(d.key, &["customerId"]);
     assert_eq!(d.resource, Some("customerId"));
-    assert_eq!(d.sensitive, &["customerId"]);
+    assert_eq!(d.sensitive, &["searchText"]);
 
     let mut registry = Registry::new();
     registry.register::<search_orders>().unwrap();
@@ -53,12 +54,12 @@ async fn main() {
         ToolCall::new(
             "1",
             "search_orders",
-            json!({"customerId": "C-7", "query": "shoes"}),
+            json!({"customerId": "C-7", "searchText": "shoes"}),
         ),
         ToolCall::new(
             "2",
             "search_orders",
-            json!({"customerId": "C-8", "query": "hats", "page": 2}),
+            json!({"customerId": "C-8", "searchText": "hats", "page": 2}),
         ),
     ];
     let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();

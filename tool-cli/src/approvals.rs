@@ -10,7 +10,7 @@ use toolgate_core::store::{
 
 use crate::args::DecideArgs;
 use crate::error::Failure;
-use crate::json::{document, stored};
+use crate::json::{Output, document, stored};
 use crate::table::Table;
 use crate::time::{now_ms, rfc3339};
 
@@ -20,7 +20,7 @@ pub(crate) async fn list(
     store: &dyn OperationStore,
     status: Option<ApprovalStatus>,
     tenant: Option<&str>,
-    json: bool,
+    output: Output,
 ) -> Result<String, Failure> {
     let query = ApprovalQuery {
         tenant,
@@ -31,9 +31,12 @@ pub(crate) async fn list(
         .list_approvals(query)
         .await
         .map_err(|e| Failure::store("list the approvals", &e))?;
-    if json {
+    if output.json {
         return Ok(document(&Value::Array(
-            approvals.iter().map(approval_json).collect(),
+            approvals
+                .iter()
+                .map(|a| approval_json(a, output.hashes))
+                .collect(),
         )));
     }
     if approvals.is_empty() {
@@ -76,7 +79,7 @@ pub(crate) async fn show(
     store: &dyn OperationStore,
     id: &str,
     tenant: Option<&str>,
-    json: bool,
+    output: Output,
 ) -> Result<String, Failure> {
     let approval = store
         .approval(id)
@@ -103,12 +106,12 @@ pub(crate) async fn show(
             &e,
         )
     })?;
-    if json {
-        let mut value = approval_json(&approval);
+    if output.json {
+        let mut value = approval_json(&approval, output.hashes);
         value["run"] = run_json(run.as_ref());
         return Ok(document(&value));
     }
-    let mut text = describe(&approval);
+    let mut text = describe(&approval, output.hashes);
     text.push_str(&format!(
         "{:<22} {}\n",
         "run state",
@@ -234,8 +237,9 @@ fn refused(args: &DecideArgs, refusal: Refusal, approval: Option<&ApprovalRecord
     )
 }
 
-/// Every field of `approval` as text, one a line.
-fn describe(a: &ApprovalRecord) -> String {
+/// Every field of `approval` as text, one a line; the request and policy hashes only with
+/// `hashes`.
+fn describe(a: &ApprovalRecord, hashes: bool) -> String {
     let permissions = if a.requester.permissions.is_empty() {
         "none".to_owned()
     } else {
@@ -262,6 +266,10 @@ fn describe(a: &ApprovalRecord) -> String {
     for (name, value) in fields {
         out.push_str(&format!("{name:<22} {value}\n"));
     }
+    if hashes {
+        out.push_str(&format!("{:<22} {}\n", "request hash", a.request_hash));
+        out.push_str(&format!("{:<22} {}\n", "policy hash", a.policy_hash));
+    }
     if a.decisions.is_empty() {
         out.push_str("decisions              none\n");
     } else {
@@ -280,9 +288,10 @@ fn describe(a: &ApprovalRecord) -> String {
     out
 }
 
-/// `approval` as JSON: every field, times both as milliseconds and as RFC 3339.
-fn approval_json(a: &ApprovalRecord) -> Value {
-    json!({
+/// `approval` as JSON: every field, times both as milliseconds and as RFC 3339; the request and
+/// policy hashes only with `hashes`.
+fn approval_json(a: &ApprovalRecord, hashes: bool) -> Value {
+    let mut value = json!({
         "id": a.id,
         "status": a.status.as_str(),
         "tenant": a.tenant,
@@ -298,14 +307,17 @@ fn approval_json(a: &ApprovalRecord) -> Value {
         "call_id": a.call_id,
         "key": a.key,
         "approver_permission": a.approver_permission,
-        "request_hash": a.request_hash,
-        "policy_hash": a.policy_hash,
         "created_ms": a.created_ms,
         "created_at": rfc3339(a.created_ms),
         "expires_ms": a.expires_ms,
         "expires_at": rfc3339(a.expires_ms),
         "decisions": a.decisions.iter().map(decision_json).collect::<Vec<_>>(),
-    })
+    });
+    if hashes && let Some(fields) = value.as_object_mut() {
+        fields.insert("request_hash".into(), a.request_hash.clone().into());
+        fields.insert("policy_hash".into(), a.policy_hash.clone().into());
+    }
+    value
 }
 
 fn decision_json(d: &Decision) -> Value {
@@ -356,7 +368,7 @@ mod tests {
 
     #[test]
     fn show_names_every_field() {
-        let text = describe(&approval());
+        let text = describe(&approval(), false);
         for expected in [
             "approval               apr_1",
             "status                 rejected",
@@ -373,8 +385,24 @@ mod tests {
     }
 
     #[test]
+    fn the_hashes_are_printed_only_when_asked() {
+        let text = describe(&approval(), false);
+        assert!(!text.contains("hash"), "{text}");
+        let text = describe(&approval(), true);
+        assert!(text.contains("request hash           h\n"), "{text}");
+        assert!(text.contains("policy hash            p\n"), "{text}");
+        let value = approval_json(&approval(), false);
+        assert!(value.get("request_hash").is_none() && value.get("policy_hash").is_none());
+        let value = approval_json(&approval(), true);
+        assert_eq!(
+            (&value["request_hash"], &value["policy_hash"]),
+            (&"h".into(), &"p".into())
+        );
+    }
+
+    #[test]
     fn json_embeds_the_arguments_and_both_time_forms() {
-        let value = approval_json(&approval());
+        let value = approval_json(&approval(), false);
         assert_eq!(value["arguments"]["card"], "[redacted]");
         assert_eq!(value["expires_at"], "1970-01-01T01:00:00.000Z");
         assert_eq!(value["expires_ms"], 3_600_000);

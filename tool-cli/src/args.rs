@@ -5,6 +5,7 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use toolgate_core::store::{ApprovalStatus, OperationState, Verdict};
 
 use crate::identity::IdentityFlags;
+use crate::json::Output;
 
 mod outbox;
 
@@ -39,8 +40,8 @@ pub(crate) enum Read {
         status: Option<ApprovalStatus>,
         /// `--tenant`.
         tenant: Option<String>,
-        /// `--json`.
-        json: bool,
+        /// `--json`, `--show-hashes`.
+        output: Output,
     },
     /// `approvals show ID`.
     ApprovalsShow {
@@ -48,8 +49,8 @@ pub(crate) enum Read {
         id: String,
         /// `--tenant`: shown only when it is this tenant's.
         tenant: Option<String>,
-        /// `--json`.
-        json: bool,
+        /// `--json`, `--show-hashes`.
+        output: Output,
     },
     /// `ops list`.
     OpsList {
@@ -59,8 +60,8 @@ pub(crate) enum Read {
         run: Option<String>,
         /// `--tenant`.
         tenant: Option<String>,
-        /// `--json`.
-        json: bool,
+        /// `--json`, `--show-hashes`.
+        output: Output,
     },
     /// `ops show KEY`.
     OpsShow {
@@ -68,8 +69,8 @@ pub(crate) enum Read {
         key: String,
         /// `--tenant`.
         tenant: Option<String>,
-        /// `--json`.
-        json: bool,
+        /// `--json`, `--show-hashes`.
+        output: Output,
     },
     /// `outbox list`.
     OutboxList {
@@ -172,6 +173,21 @@ pub(super) fn json() -> Arg {
         .help("Print one JSON document instead of a table")
 }
 
+fn show_hashes() -> Arg {
+    Arg::new("show-hashes")
+        .long("show-hashes")
+        .action(ArgAction::SetTrue)
+        .help("Also print the stored request hash (and an approval's policy hash), left out otherwise")
+}
+
+/// `--json` and `--show-hashes` as `matches` give them.
+fn output(matches: &ArgMatches) -> Output {
+    Output {
+        json: matches.get_flag("json"),
+        hashes: matches.get_flag("show-hashes"),
+    }
+}
+
 pub(super) fn tenant(help: &'static str) -> Arg {
     Arg::new("tenant")
         .long("tenant")
@@ -203,14 +219,16 @@ fn approvals() -> Command {
                 .about("List approvals, oldest first (default: the pending ones of every tenant)")
                 .arg(status)
                 .arg(tenant("Only this tenant's approvals"))
-                .arg(json()),
+                .arg(json())
+                .arg(show_hashes()),
         )
         .subcommand(
             Command::new("show")
                 .about("Show everything about one approval: the call, its requester, its decisions")
                 .arg(id())
                 .arg(tenant("Show it only if it is this tenant's"))
-                .arg(json()),
+                .arg(json())
+                .arg(show_hashes()),
         )
         .subcommand(decide("approve", "Approve an operation: it runs at the next call of the model with the same arguments, or by the application's runner", id()))
         .subcommand(decide("reject", "Reject an operation: it never runs; the model's next identical call is told so", id()))
@@ -271,7 +289,8 @@ fn ops() -> Command {
                         .help("Only operations a call of this run touched (by the audit trail)"),
                 )
                 .arg(tenant("Only this tenant's operations"))
-                .arg(json()),
+                .arg(json())
+                .arg(show_hashes()),
         )
         .subcommand(
             Command::new("show")
@@ -285,7 +304,8 @@ fn ops() -> Command {
                 .arg(tenant(
                     "The tenant holding the key (needed when several do)",
                 ))
-                .arg(json()),
+                .arg(json())
+                .arg(show_hashes()),
         )
 }
 
@@ -335,12 +355,12 @@ fn approvals_action(matches: &ArgMatches) -> Option<Action> {
         "list" => Action::Read(Read::ApprovalsList {
             status: text(m, "status").and_then(|s| ApprovalStatus::parse(&s)),
             tenant: text(m, "tenant"),
-            json: m.get_flag("json"),
+            output: output(m),
         }),
         "show" => Action::Read(Read::ApprovalsShow {
             id: text(m, "id")?,
             tenant: text(m, "tenant"),
-            json: m.get_flag("json"),
+            output: output(m),
         }),
         "approve" | "reject" => Action::Decide(DecideArgs {
             id: text(m, "id")?,
@@ -370,12 +390,12 @@ fn ops_action(matches: &ArgMatches) -> Option<Action> {
             state: text(m, "status").and_then(|s| OperationState::parse(&s)),
             run: text(m, "run"),
             tenant: text(m, "tenant"),
-            json: m.get_flag("json"),
+            output: output(m),
         }),
         "show" => Action::Read(Read::OpsShow {
             key: text(m, "key")?,
             tenant: text(m, "tenant"),
-            json: m.get_flag("json"),
+            output: output(m),
         }),
         _ => return None,
     })
@@ -405,7 +425,7 @@ mod tests {
             Action::Read(Read::ApprovalsList {
                 status: Some(ApprovalStatus::Pending),
                 tenant: None,
-                json: false
+                output: Output::default(),
             })
         );
         let all = parse(&[
@@ -428,7 +448,10 @@ mod tests {
             Action::Read(Read::ApprovalsList {
                 status: None,
                 tenant: None,
-                json: true
+                output: Output {
+                    json: true,
+                    hashes: false
+                },
             })
         );
         let approve = parse(&[
@@ -483,7 +506,19 @@ mod tests {
                 state: Some(OperationState::AwaitingApproval),
                 run: Some("r1".into()),
                 tenant: None,
-                json: false
+                output: Output::default(),
+            })
+        );
+        let shown = parse(&["ops", "show", "tg_1", "--show-hashes"]).unwrap();
+        assert_eq!(
+            shown.command,
+            Action::Read(Read::OpsShow {
+                key: "tg_1".into(),
+                tenant: None,
+                output: Output {
+                    json: false,
+                    hashes: true
+                },
             })
         );
         let audit = parse(&["audit", "r1", "--tenant", "acme", "--json"]).unwrap();

@@ -2,6 +2,16 @@
 
 use serde_json::Value;
 
+/// How a command that reads prints what it read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Output {
+    /// `--json`: one JSON document instead of a table.
+    pub(crate) json: bool,
+    /// `--show-hashes`: the request hash (and an approval's policy hash) too, which are left
+    /// out otherwise.
+    pub(crate) hashes: bool,
+}
+
 /// `text`, stored JSON text (arguments, a result), as a JSON value; text that is not JSON stays
 /// a string, so nothing stored is hidden.
 pub(crate) fn stored(text: &str) -> Value {

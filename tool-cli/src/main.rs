@@ -128,20 +128,22 @@ async fn answer(store: &dyn OperationStore, read: Read) -> Result<String, Failur
         Read::ApprovalsList {
             status,
             tenant,
-            json,
-        } => approvals::list(store, status, tenant.as_deref(), json).await,
-        Read::ApprovalsShow { id, tenant, json } => {
-            approvals::show(store, &id, tenant.as_deref(), json).await
+            output,
+        } => approvals::list(store, status, tenant.as_deref(), output).await,
+        Read::ApprovalsShow { id, tenant, output } => {
+            approvals::show(store, &id, tenant.as_deref(), output).await
         }
         Read::OpsList {
             state,
             run,
             tenant,
-            json,
-        } => ops::list(store, state, run.as_deref(), tenant.as_deref(), json).await,
-        Read::OpsShow { key, tenant, json } => {
-            ops::show(store, &key, tenant.as_deref(), json).await
-        }
+            output,
+        } => ops::list(store, state, run.as_deref(), tenant.as_deref(), output).await,
+        Read::OpsShow {
+            key,
+            tenant,
+            output,
+        } => ops::show(store, &key, tenant.as_deref(), output).await,
         Read::OutboxList {
             status,
             tenant,

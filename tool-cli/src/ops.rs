@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use toolgate_core::store::{OperationQuery, OperationRecord, OperationState, OperationStore};
 
 use crate::error::Failure;
-use crate::json::{document, stored};
+use crate::json::{Output, document, stored};
 use crate::table::{Table, or_dash};
 use crate::time::rfc3339;
 
@@ -17,7 +17,7 @@ pub(crate) async fn list(
     state: Option<OperationState>,
     run: Option<&str>,
     tenant: Option<&str>,
-    json: bool,
+    output: Output,
 ) -> Result<String, Failure> {
     let query = OperationQuery {
         tenant,
@@ -29,9 +29,12 @@ pub(crate) async fn list(
         .list_operations(query)
         .await
         .map_err(|e| Failure::store("list the operations", &e))?;
-    if json {
+    if output.json {
         return Ok(document(&Value::Array(
-            records.iter().map(operation_json).collect(),
+            records
+                .iter()
+                .map(|r| operation_json(r, output.hashes))
+                .collect(),
         )));
     }
     if records.is_empty() {
@@ -61,7 +64,7 @@ pub(crate) async fn show(
     store: &dyn OperationStore,
     key: &str,
     tenant: Option<&str>,
-    json: bool,
+    output: Output,
 ) -> Result<String, Failure> {
     let record = match tenant {
         Some(tenant) => store
@@ -80,10 +83,10 @@ pub(crate) async fn show(
             "list the operations with `toolgate ops list`",
         )
     })?;
-    if json {
-        return Ok(document(&operation_json(&record)));
+    if output.json {
+        return Ok(document(&operation_json(&record, output.hashes)));
     }
-    Ok(describe(&record))
+    Ok(describe(&record, output.hashes))
 }
 
 /// The one operation of any tenant under `key`; several are a usage error that names the
@@ -125,8 +128,9 @@ pub(crate) fn only_one<T>(
     Ok(holders.pop())
 }
 
-/// Every field of `record` as text, one a line; the result last.
-fn describe(r: &OperationRecord) -> String {
+/// Every field of `record` as text, one a line, the request hash only with `hashes`; the result
+/// last.
+fn describe(r: &OperationRecord, hashes: bool) -> String {
     let fields = [
         ("key", r.key.clone()),
         ("tenant", r.tenant.clone()),
@@ -134,7 +138,6 @@ fn describe(r: &OperationRecord) -> String {
         ("state", r.state.as_str().to_owned()),
         ("attempt", r.attempt.to_string()),
         ("arguments", r.arguments.clone()),
-        ("request hash", r.request_hash.clone()),
         ("approval", or_dash(r.approval_id.as_deref())),
         ("reconcile tries", r.reconcile_tries.to_string()),
         ("created", rfc3339(r.created_ms)),
@@ -143,6 +146,9 @@ fn describe(r: &OperationRecord) -> String {
     let mut out = String::new();
     for (name, value) in fields {
         out.push_str(&format!("{name:<16} {value}\n"));
+    }
+    if hashes {
+        out.push_str(&format!("{:<16} {}\n", "request hash", r.request_hash));
     }
     if r.state == OperationState::Processing {
         out.push_str(&format!(
@@ -173,16 +179,16 @@ fn describe(r: &OperationRecord) -> String {
     out
 }
 
-/// `record` as JSON: every field, the arguments and result embedded as JSON.
-fn operation_json(r: &OperationRecord) -> Value {
-    json!({
+/// `record` as JSON: every field, the arguments and result embedded as JSON; the request hash
+/// only with `hashes`.
+fn operation_json(r: &OperationRecord, hashes: bool) -> Value {
+    let mut value = json!({
         "tenant": r.tenant,
         "key": r.key,
         "tool": r.tool,
         "state": r.state.as_str(),
         "attempt": r.attempt,
         "arguments": stored(&r.arguments),
-        "request_hash": r.request_hash,
         "approval_id": r.approval_id,
         "result": r.result.as_deref().map(stored),
         "errors": r.errors.iter().map(|e| json!({
@@ -196,7 +202,11 @@ fn operation_json(r: &OperationRecord) -> Value {
         "created_at": rfc3339(r.created_ms),
         "updated_ms": r.updated_ms,
         "updated_at": rfc3339(r.updated_ms),
-    })
+    });
+    if hashes && let Some(fields) = value.as_object_mut() {
+        fields.insert("request_hash".into(), r.request_hash.clone().into());
+    }
+    value
 }
 
 #[cfg(test)]
@@ -230,7 +240,7 @@ mod tests {
 
     #[test]
     fn show_names_every_field_errors_and_result() {
-        let text = describe(&record());
+        let text = describe(&record(), false);
         for expected in [
             "key              refund:ORD-1002",
             "state            succeeded",
@@ -249,8 +259,20 @@ mod tests {
     }
 
     #[test]
+    fn the_request_hash_is_printed_only_when_asked() {
+        assert!(!describe(&record(), false).contains("h1"));
+        assert!(describe(&record(), true).contains("request hash     h1\n"));
+        assert!(
+            operation_json(&record(), false)
+                .get("request_hash")
+                .is_none()
+        );
+        assert_eq!(operation_json(&record(), true)["request_hash"], "h1");
+    }
+
+    #[test]
     fn json_embeds_the_result() {
-        let value = operation_json(&record());
+        let value = operation_json(&record(), false);
         assert_eq!(value["result"]["refund_id"], "rf_1");
         assert_eq!(value["errors"][0]["kind"], "timeout");
         assert_eq!(value["approval_id"], Value::Null);

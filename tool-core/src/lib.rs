@@ -20,6 +20,7 @@ mod error;
 #[cfg(feature = "test-util")]
 mod failpoint;
 mod fate;
+mod hash_secret;
 pub mod idempotency;
 mod json_shape;
 mod json_text;
@@ -64,6 +65,7 @@ pub use error::{Advice, ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]
 pub use failpoint::{Failpoint, Failpoints};
 pub use fate::{CallFate, Fate, TurnAborted};
+pub use hash_secret::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret, HashSecretError};
 pub use json_text::JsonText;
 pub use key::IdempotencyKey;
 pub use outbox::{Deliver, DeliveryReport, OutboxWorker, OutboxWorkerBuilder, Transaction};

@@ -19,6 +19,18 @@ pub enum RegistryError {
     /// The tool's name breaks `^[a-zA-Z0-9_-]{1,64}$`.
     #[error("`{0}` is not a valid tool name: use 1 to 64 of a-z, A-Z, 0-9, _ and -")]
     InvalidName(String),
+    /// A write's idempotency key covers a `#[sensitive]` argument (named in its `key`, or every
+    /// argument is in it when it names none): the key is stored and printed, and a sensitive
+    /// value in it could be recovered by hashing guesses.
+    #[error(
+        "the idempotency key of `{tool}` covers its sensitive argument `{argument}`, and a key is stored and printed, so the value could be recovered by hashing guesses: name in `key` only the arguments that identify the operation, without `{argument}`"
+    )]
+    SensitiveKey {
+        /// The tool.
+        tool: String,
+        /// The sensitive argument in its key.
+        argument: String,
+    },
     /// The tool's argument schema is not valid JSON Schema 2020-12.
     #[error("the schema of `{tool}` does not compile: {reason}")]
     InvalidSchema {
@@ -135,6 +147,16 @@ impl Registry {
         let name = tool.descriptor().name;
         if !is_valid_name(name) {
             return Err(RegistryError::InvalidName(name.to_owned()));
+        }
+        let descriptor = tool.descriptor();
+        if let Some(argument) = descriptor.sensitive.iter().find(|argument| {
+            !descriptor.side_effect.is_read()
+                && (descriptor.key.is_empty() || descriptor.key.contains(argument))
+        }) {
+            return Err(RegistryError::SensitiveKey {
+                tool: name.to_owned(),
+                argument: (*argument).to_owned(),
+            });
         }
         let slot = match self.by_name.binary_search_by(|(known, _)| known.cmp(&name)) {
             Ok(_) => return Err(RegistryError::DuplicateName(name.to_owned())),
@@ -256,6 +278,7 @@ mod tests {
     use tracing::{Event, Metadata, Subscriber};
 
     use super::*;
+    use crate::SideEffect;
     use crate::ctx::Ctx;
     use crate::provider::{FORMAT_NAMES, LoweringErrorKind, format_by_name};
     use crate::tool::ToolFuture;
@@ -283,6 +306,45 @@ mod tests {
     static WEATHER: ToolDescriptor = ToolDescriptor::new("get_weather", "Current weather.");
     static TAG: ToolDescriptor = ToolDescriptor::new("tag_order", "Tag an order.");
     static VERBOSE: ToolDescriptor = ToolDescriptor::new("search", "Search the orders.");
+
+    static PIN_IN_KEY: ToolDescriptor = ToolDescriptor::new("set_pin", "Set a PIN.")
+        .with_side_effect(SideEffect::Write)
+        .with_key(&["card_id", "pin"])
+        .with_sensitive(&["pin"]);
+    static PIN_IN_EVERY_ARGUMENT: ToolDescriptor = ToolDescriptor::new("set_pin", "Set a PIN.")
+        .with_side_effect(SideEffect::Write)
+        .with_sensitive(&["pin"]);
+    static PIN_OUT_OF_KEY: ToolDescriptor = ToolDescriptor::new("set_pin", "Set a PIN.")
+        .with_side_effect(SideEffect::Write)
+        .with_key(&["card_id"])
+        .with_sensitive(&["pin"]);
+    static PIN_READ: ToolDescriptor =
+        ToolDescriptor::new("check_pin", "Check a PIN.").with_sensitive(&["pin"]);
+
+    /// A write whose key covers a sensitive argument is refused, named in `key` or as one of
+    /// every argument; a key without it, and a read (which has no key), are registered.
+    #[test]
+    fn a_key_never_covers_a_sensitive_argument() {
+        let pin = |descriptor| Declared {
+            descriptor,
+            schema: json!({"type": "object", "properties": {"card_id": {"type": "string"},
+                "pin": {"type": "string"}}, "required": ["card_id", "pin"],
+                "additionalProperties": false}),
+        };
+        for refused in [&PIN_IN_KEY, &PIN_IN_EVERY_ARGUMENT] {
+            let err = Registry::new().register_tool(pin(refused)).err();
+            assert_eq!(
+                err,
+                Some(RegistryError::SensitiveKey {
+                    tool: "set_pin".into(),
+                    argument: "pin".into()
+                })
+            );
+        }
+        for admitted in [&PIN_OUT_OF_KEY, &PIN_READ] {
+            assert!(Registry::new().register_tool(pin(admitted)).is_ok());
+        }
+    }
 
     fn weather() -> Declared {
         Declared {

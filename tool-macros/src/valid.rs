@@ -13,7 +13,49 @@ pub(crate) fn check(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
     check_signature(tool, errors);
     check_params(tool, errors);
     check_policies(attr, tool, errors);
+    check_sensitive_key(attr, tool, errors);
     check_retry(attr, errors);
+}
+
+/// A write's idempotency key never covers a `#[sensitive]` argument: the key is stored and
+/// printed as an unkeyed hash, and a short sensitive value (a PIN) could be recovered from it by
+/// hashing guesses. Without `key = [...]` every argument is in the key.
+fn check_sensitive_key(attr: &ToolAttr, tool: &ToolFn, errors: &mut Errors) {
+    if attr.side_effect() == SideEffect::Read {
+        return;
+    }
+    let sensitive = |name: &str| {
+        tool.plain_params()
+            .any(|p| p.sensitive && p.ident.to_string().trim_start_matches("r#") == name)
+    };
+    let why = "a key is stored and printed, and a sensitive value in it could be recovered by hashing guesses";
+    match &attr.key {
+        Some(key) => {
+            for ident in key.value.iter().filter(|i| sensitive(&i.to_string())) {
+                errors.push(syn::Error::new(
+                    ident.span(),
+                    format!("`key` names `{ident}`, which is `#[sensitive]`: {why}; name only the arguments that identify the operation without it"),
+                ));
+            }
+        }
+        None => {
+            let plain: Vec<String> = tool
+                .plain_params()
+                .filter(|p| !p.sensitive)
+                .map(|p| p.ident.to_string())
+                .collect();
+            for param in tool.plain_params().filter(|p| p.sensitive) {
+                errors.push(syn::Error::new(
+                    param.ident.span(),
+                    format!(
+                        "`{}` is `#[sensitive]`, and without `key = [...]` every argument is in the idempotency key: {why}; add `key = [{}]` naming the arguments that identify the operation",
+                        param.ident,
+                        plain.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 fn check_signature(tool: &ToolFn, errors: &mut Errors) {

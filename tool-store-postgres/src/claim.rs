@@ -141,7 +141,7 @@ async fn claim_existing(
     };
     let step = request.step(&record, approval.as_ref(), journal);
     if matches!(step, ClaimStep::Reclaim | ClaimStep::Await)
-        && record.request_hash != request.request_hash
+        && !request.same_request(&record.request_hash)
     {
         // Taken over for other arguments: their steps are never answered to these.
         steps::clear(&mut tx, request.tenant, request.key).await?;

@@ -58,6 +58,7 @@ fn request<'a>(
         key,
         tool: "issue_refund",
         request_hash: "h1",
+        unkeyed: None,
         arguments: ARGUMENTS,
         now_ms,
         lease: Duration::from_secs(30),

@@ -20,6 +20,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
         key,
         tool: "issue_refund",
         request_hash: "h1",
+        unkeyed: None,
         arguments: r#"{"amount":500,"order_id":"ORD-1001"}"#,
         now_ms: T0,
         lease: Duration::from_secs(30),

@@ -15,6 +15,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
         key,
         tool: "issue_refund",
         request_hash: "h1",
+        unkeyed: None,
         arguments: "{}",
         now_ms: 1_700_000_000_000,
         lease: Duration::from_secs(30),

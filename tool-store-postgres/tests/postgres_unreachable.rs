@@ -65,6 +65,7 @@ async fn a_claim_gives_up_after_the_configured_acquire_timeout() {
             key: "k",
             tool: "issue_refund",
             request_hash: "h",
+            unkeyed: None,
             arguments: "{}",
             now_ms: 0,
             lease: Duration::from_secs(30),

@@ -170,6 +170,7 @@ fn claim_of<'a>(
         key: &record.key,
         tool: &record.tool,
         request_hash: &record.request_hash,
+        unkeyed: None,
         arguments: &record.arguments,
         now_ms,
         lease: Duration::from_secs(30),

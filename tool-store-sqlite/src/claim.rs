@@ -56,7 +56,7 @@ pub(crate) async fn claim_on(
     };
     let step = request.step(&record, approval.as_ref(), journal);
     let taken = matches!(step, Step::Reclaim | Step::Await);
-    if taken && record.request_hash != request.request_hash {
+    if taken && !request.same_request(&record.request_hash) {
         // Steps are never answered to other arguments.
         steps::clear(conn, request.tenant, request.key).await?;
     }

@@ -79,6 +79,7 @@ mod tests {
                 key: "k",
                 tool: "issue_refund",
                 request_hash: "h",
+                unkeyed: None,
                 arguments: "{}",
                 now_ms: 0,
                 lease: Duration::from_secs(30),

@@ -47,6 +47,7 @@ fn claim(approval: Option<&ApprovalRecord>, now_ms: i64) -> ClaimRequest<'_> {
         key: "refund-ORD-1002",
         tool: "issue_refund",
         request_hash: "h1",
+        unkeyed: None,
         arguments: r#"{"amount":"8000.00","order_id":"ORD-1002"}"#,
         now_ms,
         lease: Duration::from_secs(30),

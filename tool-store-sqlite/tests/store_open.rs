@@ -18,6 +18,7 @@ fn request(key: &str) -> ClaimRequest<'_> {
         key,
         tool: "issue_refund",
         request_hash: "h1",
+        unkeyed: None,
         arguments: "{}",
         now_ms: T0,
         lease: Duration::from_secs(30),

@@ -48,6 +48,7 @@ fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {
         key,
         tool: "issue_refund",
         request_hash: "h1",
+        unkeyed: None,
         arguments: r#"{"order_id":"ORD-1"}"#,
         now_ms,
         lease: Duration::from_secs(30),

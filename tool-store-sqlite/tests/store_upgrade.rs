@@ -139,6 +139,7 @@ fn claim<'a>(
         key,
         tool: "issue_refund",
         request_hash: hash,
+        unkeyed: None,
         arguments: r#"{"amount":"8000.00"}"#,
         now_ms,
         lease: Duration::from_secs(30),

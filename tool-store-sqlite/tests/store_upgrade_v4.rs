@@ -151,6 +151,7 @@ fn request<'a>(key: &'a str, tool: &'a str, hash: &'a str, now_ms: i64) -> Claim
         key,
         tool,
         request_hash: hash,
+        unkeyed: None,
         arguments: "{}",
         now_ms,
         lease: Duration::from_secs(30),

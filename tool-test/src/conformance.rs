@@ -127,8 +127,8 @@ pub use runs::{
 };
 pub use steps::{
     a_partial_record_is_claimed_again_by_the_same_request_only,
-    a_step_of_a_claim_not_held_is_refused, a_step_runs_until_its_outcome_is_recorded,
-    a_takeover_under_other_arguments_clears_the_journal,
+    a_record_under_a_version_1_hash_is_the_same_request, a_step_of_a_claim_not_held_is_refused,
+    a_step_runs_until_its_outcome_is_recorded, a_takeover_under_other_arguments_clears_the_journal,
     an_ended_lease_with_a_settled_journal_is_taken_over,
     reconciling_steps_as_not_applied_fails_the_started_ones,
     retention_purges_events_and_steps_with_their_records,
@@ -329,6 +329,7 @@ macro_rules! __conformance_cases {
             a_step_of_a_claim_not_held_is_refused
             an_ended_lease_with_a_settled_journal_is_taken_over
             a_partial_record_is_claimed_again_by_the_same_request_only
+            a_record_under_a_version_1_hash_is_the_same_request
             a_takeover_under_other_arguments_clears_the_journal
             reconciling_steps_as_not_applied_fails_the_started_ones
             retention_purges_events_and_steps_with_their_records

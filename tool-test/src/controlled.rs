@@ -612,6 +612,7 @@ mod tests {
             key,
             tool: "issue_refund",
             request_hash: "h1",
+            unkeyed: None,
             arguments: "{}",
             now_ms: NOW,
             lease: Duration::from_secs(30),

@@ -29,6 +29,7 @@
 //!     key: "refund-ORD-1",
 //!     tool: "issue_refund",
 //!     request_hash: "h1",
+//!     unkeyed: None,
 //!     arguments: "{}",
 //!     now_ms: 1_700_000_000_000,
 //!     lease: std::time::Duration::from_secs(30),

@@ -42,6 +42,11 @@
 //!   ledger in `PATH.ledger.jsonl` beside the database, and says on stderr what it applies;
 //! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider.
 //!
+//! The request hashes the store keeps are keyed with the secret in `TOOLGATE_HASH_SECRET`, or in
+//! the file `TOOLGATE_HASH_SECRET_FILE` names (at least 32 bytes; keep it the same across
+//! restarts, or a replay of an earlier call answers `conflict`). Without either, the server says
+//! on stderr that it uses toolgate's public local default, which protects no argument.
+//!
 //! A run here lasts as long as the process, so the dispatcher puts no limit on a run's turns,
 //! calls or attempts (the default limits, 50 turns, would end a desktop session after 50
 //! calls); each tool's own retry policy and rate limit still apply. A reconciler runs in the
@@ -66,7 +71,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use toolgate::mcp::{McpServer, SessionHook, StdioSession};
 use toolgate::store::SqliteStore;
-use toolgate::{Dispatcher, Reconciler, RunLimits};
+use toolgate::{Dispatcher, HashSecret, Reconciler, RunLimits};
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::payments::server::PaymentsServer;
 use toolgate_demo::shop::{self, Provider, money};
@@ -121,8 +126,20 @@ async fn run(flags: Flags) -> Result<(), String> {
         None => start_provider(&flags.db).await?,
     };
     let payments = HttpPayments::new(&url, flags.provider_timeout)?;
+    let hash_secret = match HashSecret::from_env().map_err(|err| err.to_string())? {
+        Some(secret) => secret,
+        None => {
+            eprintln!(
+                "mcp_server: no TOOLGATE_HASH_SECRET or TOOLGATE_HASH_SECRET_FILE, so request \
+                 hashes are keyed with toolgate's public local default, which protects no \
+                 argument (fine for local use)"
+            );
+            HashSecret::local_default()
+        }
+    };
     let dispatcher = Dispatcher::builder(shop::registry())
         .store(store.clone())
+        .hash_secret(hash_secret)
         .state(Provider::new(payments))
         // A run is the process's (stdio) or a token's (HTTP): no limit of turns or calls.
         .run_limits(RunLimits::UNLIMITED)

@@ -10,7 +10,8 @@ use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::{OperationStore, PostgresStore, SqliteStore};
 use toolgate::{
-    CallFate, Clock, Delivery, Fate, Reconciler, RunLimits, SystemClock, ToolCall, TurnAborted,
+    CallFate, Clock, Delivery, Fate, HashSecret, Reconciler, RunLimits, SystemClock, ToolCall,
+    TurnAborted,
 };
 
 use toolgate_demo::payments::client::HttpPayments;
@@ -128,6 +129,8 @@ pub(crate) struct Desk {
     explain: bool,
     /// How `issue_refund` is delivered: directly, or through the outbox.
     delivery: Delivery,
+    /// The secret that keys request hashes (see [`hash_secret`]).
+    hash_secret: HashSecret,
 }
 
 impl Desk {
@@ -141,7 +144,14 @@ impl Desk {
         });
         let auth =
             AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
-        let dispatcher = dispatcher(&store, &options.payments, &clock, options.delivery);
+        let hash_secret = hash_secret()?;
+        let dispatcher = dispatcher(
+            &store,
+            &options.payments,
+            &clock,
+            options.delivery,
+            &hash_secret,
+        );
         Ok(Desk {
             spec: options.store,
             open: Some((store, dispatcher)),
@@ -151,6 +161,7 @@ impl Desk {
             narrator: options.narrator,
             explain: options.explain,
             delivery: options.delivery,
+            hash_secret,
         })
     }
 
@@ -492,7 +503,13 @@ impl Desk {
         let store = OpenStore::open(&self.spec).await.map_err(|err| {
             format!("{err}; the desk opens it again on the next line that needs it")
         })?;
-        let dispatcher = dispatcher(&store, &self.payments, &self.clock, self.delivery);
+        let dispatcher = dispatcher(
+            &store,
+            &self.payments,
+            &self.clock,
+            self.delivery,
+            &self.hash_secret,
+        );
         self.open = Some((store, dispatcher));
         Ok(())
     }
@@ -508,11 +525,29 @@ impl Desk {
     }
 }
 
+/// The secret that keys request hashes: from `TOOLGATE_HASH_SECRET`, or the file
+/// `TOOLGATE_HASH_SECRET_FILE` names; without either, toolgate's public local default, and a
+/// line on stderr that says it protects nothing.
+fn hash_secret() -> Result<HashSecret, String> {
+    match HashSecret::from_env().map_err(|err| err.to_string())? {
+        Some(secret) => Ok(secret),
+        None => {
+            eprintln!(
+                "refund_desk: no TOOLGATE_HASH_SECRET or TOOLGATE_HASH_SECRET_FILE, so request \
+                 hashes are keyed with toolgate's public local default, which protects no \
+                 argument (fine for a local demo)"
+            );
+            Ok(HashSecret::local_default())
+        }
+    }
+}
+
 fn dispatcher(
     store: &OpenStore,
     payments: &HttpPayments,
     clock: &Arc<dyn Clock>,
     delivery: Delivery,
+    hash_secret: &HashSecret,
 ) -> Dispatcher {
     let registry = match delivery {
         Delivery::Outbox => shop::outbox_registry(),
@@ -525,6 +560,7 @@ fn dispatcher(
         // Retries below the model wait a jittered backoff; a fixed seed makes a script's waits
         // the same on every run (its output never depends on them).
         .jitter_seed(0x7e57)
+        .hash_secret(hash_secret.clone())
         .build()
 }
 

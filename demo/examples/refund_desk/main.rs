@@ -34,6 +34,11 @@
 //!   deliveries at most, retried at once, then dead until an operator resumes it with
 //!   `toolgate outbox resume KEY`) and answers `{"delivered": n, "retrying": n, "dead": n}`.
 //!
+//! The request hashes the store keeps are keyed with the secret in `TOOLGATE_HASH_SECRET`, or in
+//! the file `TOOLGATE_HASH_SECRET_FILE` names (at least 32 bytes; keep it the same across
+//! restarts, or a replay of an earlier call answers `conflict`). Without either, the desk says on
+//! stderr that it uses toolgate's public local default, which protects no argument.
+//!
 //! The script is read as bytes, one line at a time: a line the desk cannot take (not UTF-8, not
 //! JSON, a key given twice, a fault beyond its limits) is answered `{"error": "line N: …"}` and
 //! the lines after it still play; a byte-order mark at the start is skipped.
@@ -41,8 +46,8 @@
 //! The exit status is 0 when the desk played the script to its end and printed the ledger,
 //! whatever it answered (an `{"error": …}` answer is the desk doing its job: the line is
 //! answered, and the count of such lines is narrated on stderr); 2 on bad flags, or when the
-//! script cannot be read, the store or the provider cannot be reached, or the ledger cannot be
-//! read at the end.
+//! script cannot be read, the store or the provider cannot be reached, the hash secret cannot be
+//! read, or the ledger cannot be read at the end.
 
 mod desk;
 mod narrate;

@@ -2,6 +2,7 @@
 //! API: a SQLite file, and a PostgreSQL database.
 
 mod approvals;
+mod hashes;
 mod outbox;
 mod postgres;
 mod reads;

@@ -454,7 +454,8 @@ impl Dispatcher {
             } => {
                 let registered = self.registered(tool);
                 let failed = shared.failed.get(tool);
-                let fingerprint = failed.map(|_| repeat::fingerprint(tool, &arguments));
+                let fingerprint =
+                    failed.map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, &arguments));
                 if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
                     && failed.contains(fingerprint)
                 {
@@ -467,8 +468,9 @@ impl Dispatcher {
                     match select(read, raised).await {
                         Either::Left((Ok(result), _)) => (Ok(result), None),
                         Either::Left((Err(err), _)) => {
-                            let fingerprint = fingerprint
-                                .unwrap_or_else(|| repeat::fingerprint(tool, &arguments));
+                            let fingerprint = fingerprint.unwrap_or_else(|| {
+                                repeat::fingerprint(&self.inner.hash_secret, tool, &arguments)
+                            });
                             (Err(err), Some((tool, fingerprint)))
                         }
                         // The run aborted while the read ran: it is stopped here.

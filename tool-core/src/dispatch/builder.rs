@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::hash_secret::HashSecret;
 use crate::permissions::PermissionSource;
 use crate::rate_limit::RateLimiters;
 use crate::registry::Registry;
@@ -44,6 +45,7 @@ pub struct DispatcherBuilder {
     spawn_calls: bool,
     approval_ttl: Duration,
     permission_source: Option<Arc<dyn PermissionSource>>,
+    hash_secret: Option<HashSecret>,
     #[cfg(feature = "test-util")]
     failpoints: Option<Arc<dyn Failpoints>>,
 }
@@ -70,6 +72,7 @@ impl Dispatcher {
             spawn_calls: true,
             approval_ttl: DEFAULT_APPROVAL_TTL,
             permission_source: None,
+            hash_secret: None,
             #[cfg(feature = "test-util")]
             failpoints: None,
         }
@@ -90,6 +93,33 @@ impl DispatcherBuilder {
         self.permission_source = Some(Arc::new(source));
         self
     }
+
+    /// The secret that keys the hash of every request (the arguments of a call, as the store
+    /// keeps it to tell a replay from a conflict, and as repeat detection notes a failed call),
+    /// so that nobody without it can recover an argument, a `#[sensitive]` one included, from a
+    /// stored or printed hash by hashing guesses. Hold it outside the store: for example read it
+    /// with [`HashSecret::from_env`] (`TOOLGATE_HASH_SECRET`, or the file
+    /// `TOOLGATE_HASH_SECRET_FILE` names).
+    ///
+    /// Keep it stable across restarts and processes sharing a store: a record hashed under
+    /// another secret no longer matches its replays (they answer `conflict` until it expires).
+    /// Records stored before hashes were keyed keep matching theirs.
+    ///
+    /// Default [`HashSecret::local_default`], for local use: public, so it protects nothing,
+    /// and a dispatcher with a store built with it logs a warning once a process.
+    ///
+    /// ```
+    /// use toolgate::{Dispatcher, HashSecret, Registry};
+    ///
+    /// let secret = HashSecret::new("a secret of at least thirty-two bytes, kept out of the store")
+    ///     .unwrap();
+    /// let dispatcher = Dispatcher::builder(Registry::new()).hash_secret(secret).build();
+    /// ```
+    pub fn hash_secret(mut self, secret: HashSecret) -> Self {
+        self.hash_secret = Some(secret);
+        self
+    }
+
     /// Gives tools a value they reach with [`Ctx::state`](crate::Ctx::state).
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.state.insert(value);
@@ -189,6 +219,10 @@ impl DispatcherBuilder {
     pub fn try_build(self) -> Result<Dispatcher, BuildError> {
         crate::wiring::check(&self.registry, self.store.is_some(), &self.state)?;
         let rate_limits = RateLimiters::new(&self.registry, self.clock.clone());
+        let hash_secret = self.hash_secret.unwrap_or_else(HashSecret::local_default);
+        if self.store.is_some() {
+            hash_secret.warn_if_local_default();
+        }
         Ok(Dispatcher {
             inner: Arc::new(Inner {
                 registry: self.registry,
@@ -203,6 +237,7 @@ impl DispatcherBuilder {
                 spawn_calls: self.spawn_calls,
                 approval_ttl: self.approval_ttl,
                 permission_source: self.permission_source,
+                hash_secret,
                 #[cfg(feature = "test-util")]
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),

@@ -58,6 +58,7 @@ use crate::clock::Clock;
 use crate::ctx::Ctx;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoints;
+use crate::hash_secret::HashSecret;
 use crate::permissions::PermissionSource;
 use crate::rate_limit::RateLimiters;
 use crate::registry::{RegisteredTool, Registry};
@@ -166,6 +167,8 @@ struct Inner {
     spawn_calls: bool,
     approval_ttl: Duration,
     permission_source: Option<Arc<dyn PermissionSource>>,
+    /// Keys request hashes and fingerprints.
+    hash_secret: HashSecret,
     #[cfg(feature = "test-util")]
     failpoints: Option<Arc<dyn Failpoints>>,
     /// Outcomes of writes this dispatcher ran and could not record yet (see `outage`).

@@ -194,7 +194,11 @@ impl Dispatcher {
             Err(invalid) => Step::Refused {
                 tool: Some(tool),
                 err: invalid,
-                fingerprint: Some(repeat::fingerprint(tool, &arguments)),
+                fingerprint: Some(repeat::fingerprint(
+                    &self.inner.hash_secret,
+                    tool,
+                    &arguments,
+                )),
             },
             Ok(()) => Step::Refused {
                 tool: Some(tool),
@@ -218,7 +222,7 @@ impl Dispatcher {
         let mut args = arguments.into_value();
         normalize_numbers(&mut args);
         let canonical = canonical_json(&args);
-        let hash = request_hash(tool, &canonical);
+        let hash = request_hash(&self.inner.hash_secret, tool, &canonical);
         let violations = registered.validator().violations_if_invalid(&args);
         if !violations.is_empty() {
             return Step::Refused {

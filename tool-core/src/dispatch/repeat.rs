@@ -8,14 +8,15 @@
 //! itself; a call that keeps failing for such a cause is stopped by the run's retry budget.
 
 use crate::call::Arguments;
+use crate::hash_secret::HashSecret;
 use crate::idempotency::{canonical_json, request_hash};
 use crate::schema::normalize_numbers;
 
-/// The fingerprint of a call of `tool` with `arguments`: the request hash of its canonical
-/// arguments (numbers normalized as validation does), whichever way they arrived; the same hash
-/// a write's record holds.
-pub(super) fn fingerprint(tool: &str, arguments: &Arguments) -> String {
+/// The fingerprint of a call of `tool` with `arguments`: the request hash, keyed with `secret`,
+/// of its canonical arguments (numbers normalized as validation does), whichever way they
+/// arrived; the same hash a write's record holds.
+pub(super) fn fingerprint(secret: &HashSecret, tool: &str, arguments: &Arguments) -> String {
     let mut value = arguments.to_value();
     normalize_numbers(&mut value);
-    request_hash(tool, &canonical_json(&value))
+    request_hash(secret, tool, &canonical_json(&value))
 }

@@ -15,6 +15,7 @@ use crate::delivery::Delivery;
 use crate::error::ToolError;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoint;
+use crate::idempotency::UnkeyedRequest;
 use crate::json_text::JsonText;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
@@ -82,11 +83,9 @@ impl Dispatcher {
         } = write;
         // The record keeps the arguments for the reconcile hook and the runner of approved
         // operations, but never a sensitive one.
-        let stored = if descriptor.sensitive.is_empty() {
-            canonical
-        } else {
-            approval::redacted(descriptor, &args)
-        };
+        let redacted =
+            (!descriptor.sensitive.is_empty()).then(|| approval::redacted(descriptor, &args));
+        let stored = redacted.as_deref().unwrap_or(&canonical);
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
         // The store's faults are retried within the tool's deadline (see `outage`).
@@ -100,7 +99,8 @@ impl Dispatcher {
             tenant,
             key: &key,
             hash: &hash,
-            stored: &stored,
+            canonical: &canonical,
+            stored,
             args: &args,
             approval: approval.as_ref(),
             lease,
@@ -357,6 +357,9 @@ pub(super) struct WriteCall<'a> {
     pub(super) tenant: &'a str,
     pub(super) key: &'a str,
     pub(super) hash: &'a str,
+    /// The canonical arguments, none redacted: a record stored under their unkeyed hash
+    /// (before hashes were keyed) is recognised by them.
+    pub(super) canonical: &'a str,
     /// The arguments the record keeps (sensitive ones redacted).
     pub(super) stored: &'a str,
     /// The validated arguments the tool runs with.
@@ -380,6 +383,7 @@ impl WriteCall<'_> {
             key: self.key,
             tool: descriptor.name,
             request_hash: self.hash,
+            unkeyed: Some(UnkeyedRequest::new(descriptor.name, self.canonical)),
             arguments: self.stored,
             now_ms,
             lease: self.lease,
@@ -396,7 +400,11 @@ async fn claim_may_act(store: &dyn OperationStore, tenant: &str, write: &Prepare
     match store.get(tenant, &write.key).await {
         Ok(Some(record)) => match record.state {
             OperationState::Failed => true,
-            OperationState::Rejected => record.request_hash != write.hash,
+            OperationState::Rejected => {
+                record.request_hash != write.hash
+                    && !UnkeyedRequest::new(write.tool, &write.canonical)
+                        .matches(&record.request_hash)
+            }
             _ => false,
         },
         Ok(None) | Err(_) => true,

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::idempotency::UnkeyedRequest;
+
 use super::approval::{ApprovalRecord, ApprovalStatus};
 use super::steps::Journal;
 
@@ -155,8 +157,13 @@ pub struct ClaimRequest<'a> {
     pub key: &'a str,
     /// The tool's wire name.
     pub tool: &'a str,
-    /// The hash of the tool name and the canonical arguments.
+    /// The hash of the tool name and the canonical arguments
+    /// ([`request_hash`](crate::idempotency::request_hash)).
     pub request_hash: &'a str,
+    /// The request as its unkeyed (version-1) hash saw it, when the caller knows its arguments:
+    /// a record stored before request hashes were keyed still matches it
+    /// ([`ClaimRequest::same_request`]). `None` compares `request_hash` alone.
+    pub unkeyed: Option<UnkeyedRequest<'a>>,
     /// The canonical arguments, kept for the reconcile hook, sensitive ones redacted.
     pub arguments: &'a str,
     /// Now, in milliseconds since the epoch.
@@ -186,6 +193,13 @@ impl ClaimRequest<'_> {
     /// it runs now.
     pub fn first_attempt(&self) -> u32 {
         u32::from(self.approval.is_none())
+    }
+
+    /// Whether `stored`, the request hash of a record under the key, is this request's: equal to
+    /// `request_hash`, or a version-1 hash of the same request ([`ClaimRequest::unkeyed`]).
+    /// Stores compare hashes with it, never with `==`.
+    pub fn same_request(&self, stored: &str) -> bool {
+        stored == self.request_hash || self.unkeyed.is_some_and(|request| request.matches(stored))
     }
 
     /// `now_ms + lease`, saturating.
@@ -226,7 +240,7 @@ impl ClaimRequest<'_> {
         approval: Option<&ApprovalRecord>,
         journal: Journal,
     ) -> ClaimStep {
-        let same = record.request_hash == self.request_hash;
+        let same = self.same_request(&record.request_hash);
         let take = if self.approval.is_some() {
             ClaimStep::Await
         } else {
@@ -437,6 +451,7 @@ mod tests {
             key: "k",
             tool: "issue_refund",
             request_hash: hash,
+            unkeyed: None,
             arguments: "{}",
             now_ms: NOW,
             lease: Duration::from_secs(30),

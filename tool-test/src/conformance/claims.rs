@@ -47,6 +47,7 @@ pub async fn a_replay_returns_the_stored_result(store: &dyn OperationStore) {
 /// Arguments whose keys come in another order, with other spacing, are the same request: the
 /// runtime's canonical hash makes them one, and the store answers the stored outcome.
 pub async fn reordered_arguments_are_the_same_request(store: &dyn OperationStore) {
+    use toolgate_core::HashSecret;
     use toolgate_core::idempotency::{canonical_json, request_hash};
     let first: serde_json::Value = serde_json::from_str(
         r#"{"order_id": "ORD-1001", "amount": 500, "note": {"b": 1, "a": 2}}"#,
@@ -57,8 +58,8 @@ pub async fn reordered_arguments_are_the_same_request(store: &dyn OperationStore
             .expect("JSON");
     let (text_1, text_2) = (canonical_json(&first), canonical_json(&second));
     let (hash_1, hash_2) = (
-        request_hash("issue_refund", &text_1),
-        request_hash("issue_refund", &text_2),
+        request_hash(&HashSecret::local_default(), "issue_refund", &text_1),
+        request_hash(&HashSecret::local_default(), "issue_refund", &text_2),
     );
     let mut claim = request("acme", "k1", &hash_1, T0);
     claim.arguments = &text_1;

@@ -27,6 +27,7 @@ pub(super) fn request<'a>(
         key,
         tool: "issue_refund",
         request_hash: hash,
+        unkeyed: None,
         arguments: r#"{"amount":500,"order_id":"ORD-1001"}"#,
         now_ms,
         lease: LEASE,

@@ -1,8 +1,9 @@
 //! The step journal: a step runs until its outcome is recorded, never once it succeeded, and is
 //! never rerun while its outcome is unknown; a journal that is settled lets an ended lease be
-//! taken over; `partial` is claimed again by the same request only; other arguments never see
-//! the steps of earlier ones.
+//! taken over; `partial` is claimed again by the same request only (a record under a version-1
+//! hash included); other arguments never see the steps of earlier ones.
 
+use toolgate_core::idempotency::UnkeyedRequest;
 use toolgate_core::store::{
     Claim, ClaimToken, OperationState, OperationStore, Resolution, StepOutcome, StepRecord,
     StepStart, StepStatus, StoreError,
@@ -305,6 +306,56 @@ pub async fn a_partial_record_is_claimed_again_by_the_same_request_only(
     };
     assert_eq!(done.output.as_deref(), Some(r#""crm-1""#));
     assert_eq!(begin(store, &again, "notify", T0 + 7).await, StepStart::Run);
+}
+
+/// A record stored under a version-1 (unkeyed) request hash is the same request as a claim
+/// whose [`ClaimRequest::unkeyed`](toolgate_core::store::ClaimRequest::unkeyed) has its
+/// arguments, whatever its own (keyed) hash: a `partial` one is claimed again with its journal
+/// kept and takes the new hash, and a claim of other arguments is a conflict. A store compares
+/// hashes with [`ClaimRequest::same_request`](toolgate_core::store::ClaimRequest::same_request).
+pub async fn a_record_under_a_version_1_hash_is_the_same_request(store: &dyn OperationStore) {
+    const ARGUMENTS: &str = r#"{"amount":500,"order_id":"ORD-1001"}"#;
+    let same = UnkeyedRequest::new("issue_refund", ARGUMENTS);
+    let other = UnkeyedRequest::new("issue_refund", r#"{"amount":900,"order_id":"ORD-1001"}"#);
+    let v1 = same.hash();
+    let mut first = request("acme", "k1", &v1, T0);
+    first.arguments = ARGUMENTS;
+    let holder = owner("acme", "k1", acquire(store, first).await);
+    run(
+        store,
+        &holder,
+        "crm",
+        StepOutcome::Succeeded(r#""crm-1""#),
+        T0 + 1,
+    )
+    .await;
+    let failure = error(1, "provider_unavailable");
+    store
+        .partial(&holder, REPORT, &failure, T0 + 2)
+        .await
+        .unwrap();
+    let record = store.get("acme", "k1").await.unwrap().expect("stored");
+
+    let mut conflicting = request("acme", "k1", "v2:other", T0 + 3);
+    conflicting.unkeyed = Some(other);
+    assert_eq!(
+        store.claim(conflicting).await.unwrap(),
+        Claim::Conflict {
+            tool: "issue_refund".into()
+        }
+    );
+    assert_eq!(store.get("acme", "k1").await.unwrap(), Some(record));
+    let mut again = request("acme", "k1", "v2:same", T0 + 4);
+    again.arguments = ARGUMENTS;
+    again.unkeyed = Some(same);
+    assert_eq!(acquire(store, again).await, 2);
+    let taken = owner("acme", "k1", 2);
+    let StepStart::Done(done) = begin(store, &taken, "crm", T0 + 5).await else {
+        panic!("the step the version-1 request did is done");
+    };
+    assert_eq!(done.output.as_deref(), Some(r#""crm-1""#));
+    let record = store.get("acme", "k1").await.unwrap().expect("stored");
+    assert_eq!(record.request_hash, "v2:same");
 }
 
 /// A `failed` record taken over by the same request keeps its journal; by another request, its

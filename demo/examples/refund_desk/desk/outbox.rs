@@ -83,7 +83,13 @@ impl Desk {
     pub(super) async fn set_delivery(&mut self, delivery: Delivery) -> Result<(), String> {
         self.delivery = delivery;
         if let Some((store, _)) = self.open.take() {
-            let dispatcher = super::dispatcher(&store, &self.payments, &self.clock, delivery);
+            let dispatcher = super::dispatcher(
+                &store,
+                &self.payments,
+                &self.clock,
+                delivery,
+                &self.hash_secret,
+            );
             self.open = Some((store, dispatcher));
         }
         self.say(

@@ -49,7 +49,7 @@ impl Tables {
             Journal::Empty
         };
         let step = request.step(record, approval.as_ref(), journal);
-        let other_request = record.request_hash != request.request_hash;
+        let other_request = !request.same_request(&record.request_hash);
         if other_request && matches!(step, ClaimStep::Reclaim | ClaimStep::Await) {
             // Steps are never answered to other arguments.
             self.steps.remove(&id);
