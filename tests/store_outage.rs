@@ -135,12 +135,16 @@ fn assert_store_unreachable(result: &Value) {
     let error = &result["error"];
     assert_eq!(
         error["what"],
-        "refund did not run: the operation store could not be reached"
+        "this call ran nothing: the operation store could not be reached to record refund"
     );
     assert!(
-        error["why"].as_str().unwrap().contains("nothing was run"),
+        error["why"]
+            .as_str()
+            .unwrap()
+            .contains("this call ran nothing"),
         "{result}"
     );
+    assert!(!result.to_string().contains("did not run"), "{result}");
     assert!(
         error["next"]
             .as_str()
@@ -206,9 +210,15 @@ async fn a_result_that_cannot_be_recorded_is_unknown_and_written_when_the_store_
         "{first}"
     );
 
-    // Asked again while the store is down: nothing runs, and it says so.
+    // Asked again while the store is down: nothing runs, and the answer says the refund ran
+    // and its outcome is being recorded, never that it did not run.
     let again = call(&desk, "c2").await;
-    assert_store_unreachable(&again);
+    assert_eq!(again["status"], "outcome_unknown", "{again}");
+    assert_eq!(
+        again["error"]["what"],
+        "an earlier refund call with these arguments ran, but its outcome is not recorded yet"
+    );
+    assert_eq!(desk.provider.runs(), 1, "{again}");
 
     // The store is back: the kept result is written before the claim, and the re-ask is
     // answered from the store, never "in progress".
@@ -389,6 +399,27 @@ async fn a_retry_that_cannot_be_recorded_is_not_sent_and_says_nothing_was_applie
     assert_eq!(again["status"], "succeeded", "{again}");
     assert_eq!(again["replayed"], false, "{again}");
     assert_eq!(desk.provider.runs(), 1, "applied once");
+}
+
+/// A refund that ran and was recorded, asked again while the store cannot be reached: this call
+/// runs nothing, and the answer never says the refund did not run (DESIGN §11: no result calls
+/// what may have happened something that did not).
+#[tokio::test(start_paused = true)]
+async fn a_reask_during_an_outage_of_a_refund_that_ran_is_not_told_it_did_not_run() {
+    let desk = desk();
+    let first = call(&desk, "c1").await;
+    assert_eq!(first["status"], "succeeded", "{first}");
+    desk.store.set_down(true);
+    let again = call(&desk, "c2").await;
+    assert_store_unreachable(&again);
+    assert!(
+        again["error"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("whether an earlier call with these arguments was applied cannot be read"),
+        "{again}"
+    );
+    assert_eq!(desk.provider.runs(), 1);
 }
 
 /// A store failure is a failure of the infrastructure, not of the call (DESIGN §5): the same

@@ -234,6 +234,12 @@ pub(super) fn unknown_replayed(tool: &str) -> ToolError {
     .next(UNKNOWN_NEXT)
 }
 
+/// Why a call the store failed at its claim ran nothing, in words that say nothing false of an
+/// earlier call of the same operation (which this process, or another, may have run).
+const UNREAD_EARLIER: &str = "every write is checked against the record of its idempotency key \
+     before it runs, and the store did not answer: this call ran nothing, and whether an earlier \
+     call with these arguments was applied cannot be read until the store answers";
+
 /// The error when the store cannot be used: nothing ran, or nothing more will. A store that
 /// could not be reached is a transient fault ([`ErrorKind::Unavailable`]); any other store
 /// failure is `internal`.
@@ -241,20 +247,19 @@ pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
     if err.is_unreachable() {
         return ToolError::new(
             ErrorKind::Unavailable,
-            format!("{tool} did not run: the operation store could not be reached"),
+            format!(
+                "this call ran nothing: the operation store could not be reached to record {tool}"
+            ),
         )
-        .why(
-            "every write is recorded under its idempotency key before it runs, and the store \
-             did not answer, so nothing was run",
-        )
+        .why(UNREAD_EARLIER)
         .next(
             "try again in a moment; if it keeps failing, tell the user the service is unavailable",
         );
     }
     ToolError::internal(format!(
-        "{tool} could not be recorded safely, so it did not run"
+        "this call ran nothing: {tool} could not be recorded safely ({err})"
     ))
-    .why(err.to_string())
+    .why(UNREAD_EARLIER)
     .next("do not repeat this call now; tell the user the tool is unavailable")
 }
 

@@ -166,7 +166,12 @@ impl Dispatcher {
         })
         .await
         .map_err(|err| {
-            tracing::warn!(error = %err, tool = request.tool, "the operation store failed; the call did not run");
+            tracing::warn!(error = %err, tool = request.tool, "the operation store failed; the call ran nothing");
+            if self.inner.unrecorded.holds(request.tenant, request.key) {
+                // This process ran the operation and keeps its outcome: say so, never that
+                // nothing ran.
+                return answers::kept_unrecorded(request.tool);
+            }
             answers::store_failed(request.tool, &err)
         })
     }
