@@ -625,6 +625,10 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
         call(&rig.dispatcher, "c4", "ORD-2", 9000.0).await,
     ];
     let id = approval_id(&outcomes[3]);
+    // The requester's own attempt to approve is refused, and audited.
+    let requester = AuthContext::new("acme", "agent").with_permissions(["refund:approve"]);
+    let own = decide(&*rig.store, &id, &requester, Verdict::Approve, NOW).await;
+    assert!(matches!(own, Decided::Refused { .. }), "{own:?}");
     decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
     let ran = call(&rig.dispatcher, "c5", "ORD-2", 9000.0).await;
     let records = rig
@@ -677,14 +681,17 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
         .filter(|r| r.entry.kind == AuditKind::Decision)
         .map(|r| (r.entry.outcome.as_str(), r.entry.actor.as_str()))
         .collect();
-    assert_eq!(decisions, vec![("approved", "manager")]);
+    assert_eq!(
+        decisions,
+        vec![("refused", "agent"), ("approved", "manager")]
+    );
     let with_approval = records
         .iter()
         .filter(|r| r.entry.approval_id.as_deref() == Some(id.as_str()))
         .count();
     assert_eq!(
-        with_approval, 3,
-        "the asking call, the decision and the run"
+        with_approval, 4,
+        "the asking call, the refused attempt, the decision and the run"
     );
 }
 

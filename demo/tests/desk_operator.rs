@@ -111,9 +111,16 @@ fn the_command_line_approves_while_the_desk_waits() {
         .iter()
         .map(|record| record["outcome"].as_str().unwrap())
         .collect();
+    // The requester's refused attempt to decide is in the trail, after the manager's decision.
     assert_eq!(
         outcomes,
-        ["awaiting_approval", "approved", "succeeded", "succeeded"],
+        [
+            "awaiting_approval",
+            "approved",
+            "refused",
+            "succeeded",
+            "succeeded"
+        ],
         "{audit}"
     );
 }

@@ -1,5 +1,6 @@
 //! An approver's decision on an approval, with its record in the audit trail.
 
+use crate::auth::AuthContext;
 use crate::store::{
     ApprovalRecord, AuditEntry, AuditKind, DecideRequest, Decided, Decision, OperationStore,
     Refusal, StoreError, Verdict,
@@ -16,26 +17,80 @@ use crate::store::{
 /// ([`Dispatcher::run_approved`](crate::Dispatcher::run_approved)).
 ///
 /// The audit record is appended after the decision is stored; if the store fails between the
-/// two, the decision stands and the error is returned.
+/// two, the decision stands and the error is returned. A refused attempt to decide has its
+/// record too (outcome `refused`): who tried, what they asked, and why it was refused; nothing
+/// else is stored for it.
 pub async fn decide(
     store: &dyn OperationStore,
     request: DecideRequest<'_>,
 ) -> Result<Decided, StoreError> {
+    let attempt = (
+        request.id,
+        request.approver,
+        request.verdict,
+        request.now_ms,
+    );
     let decided = store.decide(request).await?;
-    let audited = match &decided {
-        Decided::Applied(approval) => approval.last_decision().map(|d| (approval, d)),
-        Decided::Refused {
-            refusal: Refusal::Expired,
-            approval: Some(approval),
-        } => approval.last_decision().map(|d| (approval, d)),
-        Decided::Refused { .. } => None,
-    };
-    if let Some((approval, decision)) = audited {
-        store
-            .append_audit(&decision_entry(approval, decision))
-            .await?;
+    match &decided {
+        Decided::Applied(approval) => {
+            if let Some(decision) = approval.last_decision() {
+                store
+                    .append_audit(&decision_entry(approval, decision))
+                    .await?;
+            }
+        }
+        Decided::Refused { refusal, approval } => {
+            // An expiry found by this attempt is the system's decision: its record first.
+            if let (Refusal::Expired, Some(approval)) = (refusal, approval)
+                && let Some(decision) = approval.last_decision()
+            {
+                store
+                    .append_audit(&decision_entry(approval, decision))
+                    .await?;
+            }
+            let (id, approver, verdict, now_ms) = attempt;
+            let entry = refused_entry(id, approver, verdict, *refusal, approval.as_ref(), now_ms);
+            store.append_audit(&entry).await?;
+        }
     }
     Ok(decided)
+}
+
+/// The audit record of an attempt by `approver` to `verdict` approval `id` that the store
+/// refused: outcome `refused`, the refusal in `reason`. Of an approval the approver's tenant
+/// does not hold, it names only the id asked.
+pub(crate) fn refused_entry(
+    id: &str,
+    approver: &AuthContext,
+    verdict: Verdict,
+    refusal: Refusal,
+    approval: Option<&ApprovalRecord>,
+    now_ms: i64,
+) -> AuditEntry {
+    let of = |field: fn(&ApprovalRecord) -> &String| approval.map(field).cloned();
+    AuditEntry {
+        kind: AuditKind::Decision,
+        tenant: of(|a| &a.tenant).unwrap_or_else(|| approver.tenant().to_owned()),
+        run_id: of(|a| &a.run_id).unwrap_or_default(),
+        call_id: of(|a| &a.call_id).unwrap_or_default(),
+        tool: of(|a| &a.tool).unwrap_or_default(),
+        actor: approver.user().to_owned(),
+        arguments: of(|a| &a.arguments).unwrap_or_else(|| "null".to_owned()),
+        attempts: 0,
+        duration_ms: 0,
+        outcome: "refused".to_owned(),
+        error_kind: None,
+        replayed: false,
+        bytes: 0,
+        key: of(|a| &a.key),
+        approval_id: Some(id.to_owned()),
+        reason: Some(format!(
+            "asked to {}: {}",
+            verdict.as_str(),
+            refusal.explain(approval)
+        )),
+        at_ms: now_ms,
+    }
 }
 
 /// The audit record of `decision` on `approval`.

@@ -241,7 +241,20 @@ async fn approve_stores_the_decision_and_its_audit_record() {
         ran.stderr
     );
     assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), stored);
-    assert_eq!(all_audit(&db.store).await.len(), 1);
+    // The refused attempt has its record, after the decision's.
+    let audit = all_audit(&db.store).await;
+    assert_eq!(audit.len(), 2, "{audit:?}");
+    assert_eq!(audit[1].entry.outcome, "refused");
+    assert_eq!(audit[1].entry.actor, "manager");
+    assert!(
+        audit[1]
+            .entry
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("asked to reject: "),
+        "{audit:?}"
+    );
 }
 
 #[tokio::test]
@@ -297,7 +310,20 @@ async fn refused_and_unchanged(identity: &[&str], says: &str) {
     assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
     assert!(ran.stdout.is_empty(), "{}", ran.stdout);
     assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
-    assert!(all_audit(&db.store).await.is_empty());
+    // Nothing was decided, and the refused attempt has its record.
+    let audit = all_audit(&db.store).await;
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0].entry.outcome, "refused");
+    assert_eq!(audit[0].entry.approval_id.as_deref(), Some("apr_a1"));
+    assert!(
+        audit[0]
+            .entry
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("asked to approve: "),
+        "{audit:?}"
+    );
 }
 
 #[tokio::test]
@@ -515,5 +541,11 @@ async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approve
         assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
     }
     assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
-    assert_eq!(all_audit(&db.store).await.len(), audited, "nothing decided");
+    let audit = all_audit(&db.store).await;
+    assert_eq!(
+        audit.len(),
+        audited + 1,
+        "nothing decided, the attempt audited"
+    );
+    assert_eq!(audit[audited].entry.outcome, "refused");
 }
