@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 use toolgate_core::AuthContext;
-use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent};
+use toolgate_core::store::{
+    AuditEntry, AuditKind, EventQuery, EventStatus, OperationStore, OutboxEvent,
+};
 
 use crate::args::ResumeArgs;
 use crate::error::Failure;
@@ -98,12 +100,61 @@ pub(crate) async fn show(
 }
 
 /// `outbox resume KEY`, as `operator`: a dead event of the operator's tenant is pending again,
-/// due now, with its delivery budget counted afresh.
+/// due now, with its delivery budget counted afresh. The action, or the refusal of it, appends
+/// an audit record (kind `operator`).
 pub(crate) async fn resume(
     store: &dyn OperationStore,
     args: &ResumeArgs,
     operator: &AuthContext,
 ) -> Result<String, Failure> {
+    let done = resume_event(store, args, operator).await;
+    let (outcome, reason, tool) = match &done {
+        Ok((_, tool)) => ("resumed", args.reason.clone(), tool.clone()),
+        Err(Failure::Refused(refusal)) => (
+            "refused",
+            Some(format!("{}: {}", refusal.what, refusal.why)),
+            String::new(),
+        ),
+        // The store failed: it takes no record either.
+        Err(_) => return done.map(|(text, _)| text),
+    };
+    let entry = AuditEntry {
+        kind: AuditKind::Operator,
+        tenant: operator.tenant().to_owned(),
+        run_id: String::new(),
+        call_id: String::new(),
+        tool,
+        actor: operator.user().to_owned(),
+        arguments: "null".to_owned(),
+        attempts: 0,
+        duration_ms: 0,
+        outcome: outcome.to_owned(),
+        error_kind: None,
+        replayed: false,
+        bytes: 0,
+        key: Some(args.key.clone()),
+        approval_id: None,
+        reason: Some(match reason {
+            Some(reason) => format!("outbox resume: {reason}"),
+            None => "outbox resume".to_owned(),
+        }),
+        at_ms: now_ms(),
+    };
+    store.append_audit(&entry).await.map_err(|e| {
+        Failure::store(
+            &format!("append the audit record of `outbox resume` ({outcome})"),
+            &e,
+        )
+    })?;
+    done.map(|(text, _)| text)
+}
+
+/// The resume itself: what to print, and the event's tool.
+async fn resume_event(
+    store: &dyn OperationStore,
+    args: &ResumeArgs,
+    operator: &AuthContext,
+) -> Result<(String, String), Failure> {
     let key = args.key.as_str();
     let tenant = operator.tenant();
     if !operator.has_permission(RESUME_PERMISSION) {
@@ -134,19 +185,20 @@ pub(crate) async fn resume(
         return Err(not_dead(&after));
     }
     if args.json {
-        return Ok(document(&event_json(&after)));
+        return Ok((document(&event_json(&after)), after.tool));
     }
     let reason = args
         .reason
         .as_deref()
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
-    Ok(format!(
+    let text = format!(
         "outbox event {key} of tenant {tenant} resumed by {}{reason}: pending, due now; the next \
          worker pass delivers it, with a full delivery budget again\n{}",
         operator.user(),
         describe(&after)
-    ))
+    );
+    Ok((text, after.tool))
 }
 
 fn not_found(key: &str, tenant: Option<&str>) -> Failure {

@@ -283,8 +283,8 @@ CREATE TABLE steps (
 
 /// Version 5: an outbox event remembers whether one of its deliveries may have been applied
 /// (an answer lost, a lease taken over mid-delivery), so that it is never dead-lettered as
-/// undelivered; events of earlier versions read as not. The audit trail admits the kind
-/// `delivery` (an outbox delivery attempt): `audit` is rebuilt as in version 3, every row copied
+/// undelivered; events of earlier versions read as not. The audit trail admits the kinds
+/// `delivery` (an outbox delivery attempt) and `operator` (an operator's action): `audit` is rebuilt as in version 3, every row copied
 /// as it is and its AUTOINCREMENT counter carried over, so that no number is given twice.
 const V5: &str = r#"
 ALTER TABLE outbox ADD COLUMN maybe_applied INTEGER NOT NULL DEFAULT 0
@@ -292,7 +292,7 @@ ALTER TABLE outbox ADD COLUMN maybe_applied INTEGER NOT NULL DEFAULT 0
 
 CREATE TABLE audit_v5 (
     seq             INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind            TEXT    NOT NULL CHECK (kind IN ('call', 'decision', 'delivery')),
+    kind            TEXT    NOT NULL CHECK (kind IN ('call', 'decision', 'delivery', 'operator')),
     tenant_id       TEXT    NOT NULL,
     run_id          TEXT    NOT NULL,
     call_id         TEXT    NOT NULL,

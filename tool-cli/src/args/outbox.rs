@@ -12,7 +12,7 @@ use crate::identity::IdentityFlags;
 pub(crate) struct ResumeArgs {
     /// The operation's idempotency key.
     pub(crate) key: String,
-    /// `--reason`: printed with the confirmation (the store keeps no reason for a resume).
+    /// `--reason`: printed with the confirmation, and kept in the resume's audit record.
     pub(crate) reason: Option<String>,
     /// `--as`, `--tenant`, `--permission`.
     pub(crate) identity: IdentityFlags,
@@ -28,8 +28,8 @@ outbox:resume, and resumes only an event of their own tenant.
 
 Only a dead event is resumed: it becomes pending, due now, and its delivery budget is counted
 again from its current attempt; the next worker pass delivers it with the operation's key. Any
-other status is refused, and the refusal says which it is. The --reason is printed with the
-confirmation; the store keeps no record of it, and no audit record is written for a resume.
+other status is refused, and the refusal says which it is. The resume, or its refusal, appends
+an audit record of kind `operator` (the operator, the key, `resumed` or `refused`, the --reason).
 
 Exit codes: 0 resumed, 1 refused (the reason is printed), 2 usage error, 3 store error.";
 

@@ -2,9 +2,9 @@
 //! operation committed with its event, leased, and dead-lettered), what the commands print, and
 //! every refusal of a resume with its exit code.
 
-use toolgate_core::store::{EventStatus, OperationStore};
+use toolgate_core::store::{AuditKind, EventStatus, OperationStore};
 
-use crate::support::{OPERATOR, dead_event, sqlite_file, toolgate};
+use crate::support::{OPERATOR, all_audit, dead_event, sqlite_file, toolgate};
 
 #[tokio::test]
 async fn list_and_show_print_the_events_as_a_table_and_as_json() {
@@ -124,5 +124,32 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
         ran.stderr
             .contains("the outbox event k1 is pending, not dead"),
         "{ran:?}"
+    );
+
+    // Every operator action, and every refused attempt at one, is in the audit trail; the
+    // attempt with no identity never reached the store.
+    let trail: Vec<(String, String, String)> = all_audit(&db.store)
+        .await
+        .into_iter()
+        .map(|record| {
+            assert_eq!(record.entry.kind, AuditKind::Operator);
+            (
+                record.entry.actor,
+                record.entry.key.unwrap_or_default(),
+                record.entry.outcome,
+            )
+        })
+        .collect();
+    let row = |actor: &str, key: &str, outcome: &str| {
+        (actor.to_owned(), key.to_owned(), outcome.to_owned())
+    };
+    assert_eq!(
+        trail,
+        [
+            row("ops", "k1", "refused"),
+            row(OPERATOR[1], "k2", "refused"),
+            row(OPERATOR[1], "k1", "resumed"),
+            row(OPERATOR[1], "k1", "refused"),
+        ]
     );
 }

@@ -1,5 +1,6 @@
 //! The audit trail: one record per call the dispatcher answered, one per decision on an
-//! approval, and one per outbox delivery attempt, appended in the store and never changed.
+//! approval (or refused attempt to make one), one per outbox delivery attempt, and one per
+//! operator action, appended in the store and never changed.
 
 /// What an audit record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -10,15 +11,19 @@ pub enum AuditKind {
     Decision,
     /// An outbox worker's delivery attempt of an event, and what it came to.
     Delivery,
+    /// An operator's action on an operation or its event (`toolgate outbox resume`), or a
+    /// refused attempt at one.
+    Operator,
 }
 
 impl AuditKind {
-    /// The stored name: `call`, `decision` or `delivery`.
+    /// The stored name: `call`, `decision`, `delivery` or `operator`.
     pub const fn as_str(self) -> &'static str {
         match self {
             AuditKind::Call => "call",
             AuditKind::Decision => "decision",
             AuditKind::Delivery => "delivery",
+            AuditKind::Operator => "operator",
         }
     }
 
@@ -28,6 +33,7 @@ impl AuditKind {
             "call" => Some(AuditKind::Call),
             "decision" => Some(AuditKind::Decision),
             "delivery" => Some(AuditKind::Delivery),
+            "operator" => Some(AuditKind::Operator),
             _ => None,
         }
     }
@@ -36,7 +42,7 @@ impl AuditKind {
 /// One audit record, before the store numbers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEntry {
-    /// A call, a decision or a delivery.
+    /// A call, a decision, a delivery or an operator's action.
     pub kind: AuditKind,
     /// The tenant.
     pub tenant: String,
