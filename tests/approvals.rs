@@ -1207,7 +1207,8 @@ async fn an_aborted_runs_approvals_are_rejected_and_never_run(store: Arc<dyn Ope
         assert!(told.contains("run-1") && told.contains("aborted"), "{told}");
     }
     assert_eq!(rig.runs(), 0);
-    // Each rejection is in the audit trail, by toolgate.
+    // Each rejection is in the audit trail, by toolgate, and so is each refused attempt to
+    // decide after it.
     let decisions: Vec<_> = audit_of(&rig, AuditKind::Decision).await;
     assert_eq!(
         decisions,
@@ -1215,6 +1216,8 @@ async fn an_aborted_runs_approvals_are_rejected_and_never_run(store: Arc<dyn Ope
             ("approved".to_owned(), "manager".to_owned()),
             ("rejected".to_owned(), "toolgate".to_owned()),
             ("rejected".to_owned(), "toolgate".to_owned()),
+            ("refused".to_owned(), "manager".to_owned()),
+            ("refused".to_owned(), "manager".to_owned()),
         ]
     );
 }

@@ -1,6 +1,7 @@
 //! A file of schema version 3 (operations with approvals, the run ledger, the audit trail)
-//! opened by this release (version 4: the outbox and the step journal): every row kept byte for
-//! byte, and the new states, events and steps working on its records.
+//! opened by this release (version 4 added the outbox and the step journal, version 5 the mark of
+//! a delivery that may have been applied and more audit kinds): every row kept byte for byte,
+//! and the new states, events and steps working on its records.
 
 use std::path::Path;
 use std::time::Duration;
@@ -200,12 +201,12 @@ async fn a_version_3_file_keeps_every_row() -> Result<(), StoreError> {
         1
     );
     store.close().await;
-    assert_eq!(version(&path).await, 4);
+    assert_eq!(version(&path).await, 5);
     assert_eq!(dump(&path).await, before);
 
     let store = SqliteStore::open(&path).await?;
     store.close().await;
-    assert_eq!(version(&path).await, 4);
+    assert_eq!(version(&path).await, 5);
     assert_eq!(dump(&path).await, before);
     let mut conn = connect(&path).await;
     let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
