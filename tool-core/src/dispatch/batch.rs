@@ -104,7 +104,7 @@ impl Dispatcher {
                 .iter()
                 .map(|call| (&*call.id, &*call.name, audit::Owed(None), &Fate::NotStarted))
                 .collect();
-            self.audit_owed(session, owed).await;
+            Box::pin(self.audit_owed(session, owed)).await;
             return Err(TurnAborted {
                 reason: aborted.clone(),
                 calls: Vec::new(),
@@ -131,7 +131,7 @@ impl Dispatcher {
         let ledger = self.ledger(session);
         if let Some(err) = planned.iter().find_map(|call| call.step.abort()) {
             // A call the session may not make: the run stops before anything starts.
-            let reason = ledger.abort(RunAborted::from_error(err)).await;
+            let reason = Box::pin(ledger.abort(RunAborted::from_error(err))).await;
             let ended = planned.into_iter().map(|call| {
                 let fate = match call.step.abort() {
                     Some(_) => Fate::AbortedRun,
@@ -157,12 +157,11 @@ impl Dispatcher {
                 return Err(aborted(reason, Vec::new()));
             }
             TurnGrant::StepLimit { max_steps } => {
-                let reason = ledger
-                    .abort(RunAborted {
-                        kind: ErrorKind::RunBudgetExhausted,
-                        reason: format!("the run reached its limit of {max_steps} model turns"),
-                    })
-                    .await;
+                let reason = Box::pin(ledger.abort(RunAborted {
+                    kind: ErrorKind::RunBudgetExhausted,
+                    reason: format!("the run reached its limit of {max_steps} model turns"),
+                }))
+                .await;
                 let ended = planned
                     .into_iter()
                     .map(|call| self.ended(call, Fate::NotStarted));
@@ -227,7 +226,7 @@ impl Dispatcher {
                 .expect("the signal is raised after the session is aborted");
             if several {
                 // A call of the turn may have asked for an approval after the abort was stored.
-                let late = ledger.reject_late_approvals().await;
+                let late = Box::pin(ledger.reject_late_approvals()).await;
                 for call in &mut ended {
                     if let Fate::Answered(result) = &mut call.fate {
                         approval::answer_late_rejection(result, &late);
@@ -499,7 +498,7 @@ impl Dispatcher {
         match outcome {
             Ok(result) => Fate::Answered(result),
             Err(err) if err.class() == ErrorClass::Abort => {
-                ledger.abort(RunAborted::from_error(&err)).await;
+                Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
                 shared.signal.fire();
                 Fate::AbortedRun
             }
@@ -540,15 +539,21 @@ impl Dispatcher {
         audit::Owed(self.audit_subject(step))
     }
 
-    /// Appends the audit records the turn's `ended` calls still owe.
+    /// Appends the audit records the turn's `ended` calls still owe. A turn whose calls all ran
+    /// through the pipeline (each appended its own), or a dispatcher without a store, owes none:
+    /// nothing is awaited.
     async fn settle_audits(&self, session: &Session, mut ended: Vec<Ended>) -> Vec<Ended> {
+        if self.inner.store.is_none() || ended.iter().all(|call| call.owed.is_none()) {
+            return ended;
+        }
         let mut owed = Vec::new();
         for call in &mut ended {
             if let Some(audit) = call.owed.take() {
                 owed.push((call.id.as_str(), call.name.as_str(), audit, &call.fate));
             }
         }
-        self.audit_owed(session, owed).await;
+        // On the heap: the appends' futures are large, and every turn's future would hold them.
+        Box::pin(self.audit_owed(session, owed)).await;
         ended
     }
 }
