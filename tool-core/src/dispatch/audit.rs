@@ -177,7 +177,9 @@ impl Dispatcher {
     /// call's result: it is logged.
     pub(super) async fn append_audit(&self, store: &dyn OperationStore, entry: AuditEntry) {
         let kept = &self.inner.kept_audit;
-        if kept.any() && kept.write(store).await.is_err() {
+        // On the heap: records are kept only during an outage, and every call's future would
+        // otherwise hold the writing of them.
+        if kept.any() && Box::pin(kept.write(store)).await.is_err() {
             kept.keep(entry);
             return;
         }
@@ -201,7 +203,7 @@ impl Dispatcher {
         };
         let kept = &self.inner.kept_audit;
         if kept.any() {
-            let _ = kept.write(store).await;
+            let _ = Box::pin(kept.write(store)).await;
         }
         kept.len()
     }
