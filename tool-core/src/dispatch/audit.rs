@@ -195,17 +195,16 @@ impl Dispatcher {
         }
     }
 
-    /// Writes the audit records kept while the store could not be reached; answers how many
-    /// are still kept.
-    pub(super) async fn write_kept_audit(&self) -> usize {
+    /// Writes the audit records kept while the store could not be reached; what the store still
+    /// does not take stays kept.
+    pub(super) async fn write_kept_audit(&self) {
         let Some(store) = self.inner.store.as_deref() else {
-            return 0;
+            return;
         };
         let kept = &self.inner.kept_audit;
         if kept.any() {
             let _ = Box::pin(kept.write(store)).await;
         }
-        kept.len()
     }
 }
 
@@ -231,10 +230,6 @@ impl KeptAudit {
 
     fn any(&self) -> bool {
         self.any.load(Ordering::SeqCst)
-    }
-
-    fn len(&self) -> usize {
-        if self.any() { self.records().len() } else { 0 }
     }
 
     fn keep(&self, entry: AuditEntry) {
