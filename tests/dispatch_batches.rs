@@ -432,6 +432,60 @@ async fn fifty_reads_take_as_long_as_one() {
     );
 }
 
+/// Each report reaches the caller as soon as its call is answered, once: a call id given to two
+/// calls at the start, the 100 ms read, then the read that timed out twice; the turn answers the
+/// same reports in the model's order.
+#[tokio::test(start_paused = true)]
+async fn each_answer_is_sent_as_soon_as_it_is_known_and_once() {
+    let dispatcher = Dispatcher::builder(registry())
+        .store(toolgate_test::MemoryStore::new())
+        .state(Arc::new(World::default()))
+        .build();
+    let calls = vec![
+        ToolCall::new("c1", "stuck", json!({"id": 1})),
+        ToolCall::new("c2", "lookup", json!({"id": 2})),
+        ToolCall::new("twice", "lookup", json!({"id": 3})),
+        ToolCall::new("twice", "lookup", json!({"id": 4})),
+    ];
+    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let started = tokio::time::Instant::now();
+    let session = session("run-answering");
+    let turn = dispatcher.dispatch_turn_answering(&session, calls, answers);
+    let arrivals = async {
+        let mut arrivals = Vec::new();
+        while let Some(report) = answered.recv().await {
+            arrivals.push((report.call_id.clone(), started.elapsed(), report));
+        }
+        arrivals
+    };
+    let (reports, arrivals) = tokio::join!(turn, arrivals);
+    let reports = reports.unwrap();
+    let order: Vec<(&str, Duration)> = arrivals
+        .iter()
+        .map(|(id, at, _)| (id.as_str(), *at))
+        .collect();
+    assert_eq!(
+        order[..2],
+        [
+            ("twice", Duration::ZERO),
+            ("c2", Duration::from_millis(100))
+        ]
+    );
+    // Two attempts of 50 ms and the backoff between them.
+    assert_eq!(order[2].0, "c1");
+    assert!(order[2].1 > Duration::from_millis(100), "{order:?}");
+    let ids: Vec<&str> = reports.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2", "twice"]);
+    for report in &reports {
+        let sent = arrivals
+            .iter()
+            .find(|(id, _, _)| *id == report.call_id)
+            .map(|(_, _, sent)| sent)
+            .unwrap();
+        assert_eq!(sent, report, "the report sent is the one the turn answers");
+    }
+}
+
 /// A read that times out inside a batch is a labelled result; its siblings succeed.
 #[tokio::test(start_paused = true)]
 async fn a_timeout_in_a_batch_is_a_labelled_result() {

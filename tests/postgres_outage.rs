@@ -138,8 +138,8 @@ fn assert_unreachable(result: &Value) {
     assert!(!result.to_string().contains("did not run"), "{result}");
 }
 
-/// The store policy's tries, each waiting at most the acquire timeout, its backoffs (at most
-/// 100 ms and 200 ms), and room for a loaded machine: a ceiling, never a synchronisation.
+/// The store wait (5 s by default, the store policy's tries and backoffs within it), and room
+/// for a loaded machine: a ceiling, never a synchronisation.
 const CEILING: Duration = Duration::from_secs(15);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,10 +13,10 @@ use crate::state::StateType;
 ///
 /// With [`KeyScope::Tenant`], the same business operation asked from a new run, a restarted
 /// process, a new MCP session or another machine answers the original outcome (a replay), for
-/// as long as its settled record is kept (the retention window, [`Reconciler::retention`]
-/// (crate::Reconciler::retention)); other arguments under the key are a `conflict`. A tool that
-/// may legitimately repeat an operation names the field that tells two apart in `key` (an
-/// invoice id, a ticket id), or opts into [`KeyScope::Run`].
+/// as long as its settled record is kept (the retention window,
+/// [`Reconciler::retention`](crate::Reconciler::retention)); other arguments under the key are
+/// a `conflict`. A tool that may legitimately repeat an operation names the field that tells
+/// two apart in `key` (an invoice id, a ticket id), or opts into [`KeyScope::Run`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum KeyScope {
     /// One agent run: the same call in another run is another operation, and runs again.

@@ -58,8 +58,9 @@ pub use decide::{decide, decision_entry};
 pub use delivery::Delivery;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{
-    ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_STORE_RETRY,
-    DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder, Executed, KEPT_AUDIT_RECORDS,
+    ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_COUNTER_WAIT, DEFAULT_IN_PROGRESS_WAIT,
+    DEFAULT_STORE_RETRY, DEFAULT_STORE_WAIT, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder,
+    Executed, KEPT_AUDIT_RECORDS,
 };
 pub use error::{Advice, ErrorClass, ErrorKind, RunAborted, ToolError};
 #[cfg(feature = "test-util")]

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
@@ -203,12 +204,14 @@ struct Plan {
 /// for another worker acting while the dispatcher waits), and every request is counted.
 ///
 /// Every request, in this order: is counted as asked; runs the hook planned for it, if any;
-/// fails with the first fault that applies (the next-`n` faults, then the lasting ones, then
+/// waits the latency set ([`ControlledStore::set_latency`]); fails with the first fault that applies (the next-`n` faults, then the lasting ones, then
 /// the store being down); otherwise goes to the inner store. Then it is counted as answered,
 /// whatever it answered.
 pub struct ControlledStore<S: ?Sized = dyn OperationStore> {
     inner: Arc<S>,
     down: AtomicBool,
+    /// How long every request waits before it goes on (or fails).
+    latency: Mutex<Duration>,
     plan: Mutex<Plan>,
     asked: [AtomicU64; KINDS],
     answered: watch::Sender<Tally>,
@@ -220,6 +223,7 @@ impl<S: OperationStore + ?Sized> ControlledStore<S> {
         ControlledStore {
             inner,
             down: AtomicBool::new(false),
+            latency: Mutex::new(Duration::ZERO),
             plan: Mutex::new(Plan::default()),
             asked: Default::default(),
             answered: watch::Sender::new(Tally::default()),
@@ -235,6 +239,16 @@ impl<S: OperationStore + ?Sized> ControlledStore<S> {
     /// back.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Makes every request wait `latency` (on tokio's clock) before it goes on or fails: a slow
+    /// server, or, with [`set_down`](Self::set_down), a stopped one that a client waits for a
+    /// connection to (as PostgreSQL's pool waits its acquire timeout).
+    pub fn set_latency(&self, latency: Duration) {
+        *self
+            .latency
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = latency;
     }
 
     /// Fails the next `times` requests of `request` with `fault`, then lets them through.
@@ -296,6 +310,13 @@ impl<S: OperationStore + ?Sized> ControlledStore<S> {
         let hook = self.plan().hooks[request.index()].take();
         if let Some(hook) = hook {
             hook().await;
+        }
+        let latency = *self
+            .latency
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
         }
         let fault = {
             let mut plan = self.plan();

@@ -3,9 +3,10 @@
 //! appended in the store once its fate is known; and what the record needs that only the call's
 //! path learns (how many attempts ran, which approval it met), noted on the way in a task-local.
 //!
-//! A record the store cannot take because it cannot be reached is kept in this process, in
-//! order, up to [`KEPT_AUDIT_RECORDS`], and written before the next record this dispatcher
-//! appends and at the start of every reconciler pass. A process that ends (or crashes) while
+//! A record the store cannot take because it cannot be reached (or while the store is known to
+//! be out of reach: the call does not wait for it) is kept in this process, in order, up to
+//! [`KEPT_AUDIT_RECORDS`], and written before the next record this dispatcher appends once the
+//! store answers again, and at the start of every reconciler pass. A process that ends (or crashes) while
 //! the store is down loses the records it kept; past the bound, the oldest kept record is
 //! dropped, with a warning, to keep the newest.
 
@@ -173,17 +174,29 @@ impl Dispatcher {
     }
 
     /// Appends `entry` after the records kept while the store could not be reached; keeps it
-    /// too when the store still cannot be reached. Another failure loses the record, not the
-    /// call's result: it is logged.
+    /// too when the store still cannot be reached, and at once while it is known to be out of
+    /// reach (see `reach`). Another failure loses the record, not the call's result: it is
+    /// logged.
     pub(super) async fn append_audit(&self, store: &dyn OperationStore, entry: AuditEntry) {
         let kept = &self.inner.kept_audit;
-        // On the heap: records are kept only during an outage, and every call's future would
-        // otherwise hold the writing of them.
-        if kept.any() && Box::pin(kept.write(store)).await.is_err() {
+        let reach = &self.inner.reach;
+        if reach.is_down() {
             kept.keep(entry);
             return;
         }
-        match store.append_audit(&entry).await {
+        // On the heap: records are kept only during an outage, and every call's future would
+        // otherwise hold the writing of them.
+        if kept.any() {
+            let written = Box::pin(kept.write(store)).await;
+            reach.note(&written);
+            if written.is_err() {
+                kept.keep(entry);
+                return;
+            }
+        }
+        let appended = store.append_audit(&entry).await;
+        reach.note(&appended);
+        match appended {
             Ok(_) => {}
             Err(err) if err.is_unreachable() => {
                 tracing::warn!(error = %err, tool = entry.tool.as_str(), call_id = entry.call_id.as_str(), "the operation store could not be reached; the audit record is kept to be written when it answers");
@@ -203,7 +216,8 @@ impl Dispatcher {
         };
         let kept = &self.inner.kept_audit;
         if kept.any() {
-            let _ = Box::pin(kept.write(store)).await;
+            let written = Box::pin(kept.write(store)).await;
+            self.inner.reach.note(&written);
         }
     }
 }

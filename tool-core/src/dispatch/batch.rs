@@ -11,14 +11,15 @@ use crate::auth::Session;
 use crate::call::{CallReport, ToolCall};
 use crate::call_ids::{self, Split};
 use crate::error::{ErrorClass, ErrorKind, RunAborted, ToolError};
-use crate::fate::{CallFate, Fate, TurnAborted};
+use crate::fate::{Fate, TurnAborted};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::store::TurnGrant;
 
 use super::ledger::{Ledger, aborted_from};
 use super::plan::{self, Planned, Step};
-use super::turn_shared::Shared;
+use super::turn_end::{Ended, aborted, reports};
+use super::turn_shared::{Answering, Shared};
 use super::{Dispatcher, answers, approval, attempt, audit, repeat};
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
@@ -28,15 +29,6 @@ struct Go<'a> {
     name: &'a str,
     step: Step,
     granted: bool,
-}
-
-/// How one call ended, and the audit record it still owes, if any.
-struct Ended {
-    place: usize,
-    id: String,
-    name: String,
-    fate: Fate,
-    owed: Option<audit::Owed>,
 }
 
 impl Dispatcher {
@@ -98,6 +90,17 @@ impl Dispatcher {
         session: &Session,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<CallReport>, TurnAborted> {
+        self.turn(session, calls, None).await
+    }
+
+    /// The turn of [`dispatch_turn`](Self::dispatch_turn); each call answered is sent on
+    /// `answering` as soon as it is, when given.
+    pub(super) async fn turn(
+        &self,
+        session: &Session,
+        calls: Vec<ToolCall>,
+        answering: Option<Answering>,
+    ) -> Result<Vec<CallReport>, TurnAborted> {
         if let Some(aborted) = session.aborted() {
             // A turn of an aborted run: none of its calls runs, each has its record.
             let owed = calls
@@ -118,6 +121,12 @@ impl Dispatcher {
             .into_iter()
             .map(|(place, call)| self.prepare(session, place, call))
             .collect();
+        if let Some(answering) = &answering {
+            for (_, report) in &answered {
+                // A caller that stopped listening still gets the turn's reports.
+                let _ = answering.send(report.clone());
+            }
+        }
         let answered: Vec<Ended> = answered
             .into_iter()
             .map(|(place, report)| Ended {
@@ -145,8 +154,13 @@ impl Dispatcher {
             return Err(aborted(reason, ended));
         }
         let counts = plan::tool_counts(&planned);
-        let mut shared = Shared::default();
-        match ledger.begin_turn(&counts).await {
+        let mut shared = Shared {
+            answering,
+            ..Shared::default()
+        };
+        let (grant, waited) = ledger.begin_turn(&counts).await;
+        shared.counters_waited = waited;
+        match grant {
             TurnGrant::Aborted(record) => {
                 let reason = session.abort(aborted_from(record));
                 let ended = planned
@@ -177,7 +191,9 @@ impl Dispatcher {
                 let calls = planned.len() + answered.len();
                 let ended = planned.into_iter().map(|call| {
                     let err = answers::call_budget_spent(used, max_tool_calls, calls);
-                    self.ended(call, Fate::Answered(CallResult::from_error(&err)))
+                    let result = CallResult::from_error(&err);
+                    shared.answered(&call.id, &call.name, &result);
+                    self.ended(call, Fate::Answered(result))
                 });
                 let ended = self
                     .settle_audits(session, ended.chain(answered).collect())
@@ -307,7 +323,7 @@ impl Dispatcher {
 
     /// The calls of one unit, one after the other.
     async fn run_unit(&self, session: &Session, unit: Vec<Planned>, shared: &Shared) -> Vec<Ended> {
-        let ledger = self.ledger(session);
+        let ledger = self.ledger(session).after_waiting(shared.counters_waited);
         let mut ended: Vec<Ended> = Vec::with_capacity(unit.len());
         for call in unit {
             let Planned {
@@ -344,6 +360,9 @@ impl Dispatcher {
                 // `run_planned` appends the call's record.
                 (self.run_planned(session, &ledger, go, shared).await, None)
             };
+            if let Fate::Answered(result) = &fate {
+                shared.answered(&id, &name, result);
+            }
             ended.push(Ended {
                 place,
                 id,
@@ -519,77 +538,5 @@ impl Dispatcher {
             .registry
             .get(tool)
             .expect("a planned call names a registered tool")
-    }
-}
-
-impl Dispatcher {
-    /// `call`, ended in `fate` without running: it owes its audit record.
-    fn ended(&self, call: Planned, fate: Fate) -> Ended {
-        Ended {
-            owed: Some(self.owed(&call.step)),
-            place: call.place,
-            id: call.id,
-            name: call.name,
-            fate,
-        }
-    }
-
-    /// The audit record a call of `step` owes when it does not run through the pipeline.
-    fn owed(&self, step: &Step) -> audit::Owed {
-        audit::Owed(self.audit_subject(step))
-    }
-
-    /// Appends the audit records the turn's `ended` calls still owe. A turn whose calls all ran
-    /// through the pipeline (each appended its own), or a dispatcher without a store, owes none:
-    /// nothing is awaited.
-    async fn settle_audits(&self, session: &Session, mut ended: Vec<Ended>) -> Vec<Ended> {
-        if self.inner.store.is_none() || ended.iter().all(|call| call.owed.is_none()) {
-            return ended;
-        }
-        let mut owed = Vec::new();
-        for call in &mut ended {
-            if let Some(audit) = call.owed.take() {
-                owed.push((call.id.as_str(), call.name.as_str(), audit, &call.fate));
-            }
-        }
-        // On the heap: the appends' futures are large, and every turn's future would hold them.
-        Box::pin(self.audit_owed(session, owed)).await;
-        ended
-    }
-}
-
-/// The reports of a turn that ran, in the order the model emitted its calls.
-fn reports(mut ended: Vec<Ended>) -> Vec<CallReport> {
-    ended.sort_by_key(|ended| ended.place);
-    ended
-        .into_iter()
-        .map(|ended| {
-            let result = match ended.fate {
-                Fate::Answered(result) => result,
-                // Only a turn that did not abort is reported: every call of it was answered.
-                other => unreachable!("a call of a turn that ran ended {other:?}"),
-            };
-            CallReport {
-                call_id: ended.id,
-                tool: ended.name,
-                result,
-            }
-        })
-        .collect()
-}
-
-/// The abort of a turn, with its calls in the order the model emitted them.
-fn aborted(reason: RunAborted, mut ended: Vec<Ended>) -> TurnAborted {
-    ended.sort_by_key(|ended| ended.place);
-    TurnAborted {
-        reason,
-        calls: ended
-            .into_iter()
-            .map(|ended| CallFate {
-                call_id: ended.id,
-                tool: ended.name,
-                fate: ended.fate,
-            })
-            .collect(),
     }
 }

@@ -18,6 +18,7 @@ use crate::store::OperationStore;
 use crate::wiring::BuildError;
 
 use super::outage::{DEFAULT_STORE_RETRY, UnrecordedOutcomes};
+use super::reach::{DEFAULT_COUNTER_WAIT, DEFAULT_STORE_WAIT};
 use super::{Dispatcher, Inner};
 
 /// The deadline of one attempt when a tool declares no `timeout`.
@@ -40,6 +41,8 @@ pub struct DispatcherBuilder {
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
     store_retry: RetryPolicy,
+    store_wait: Duration,
+    counter_wait: Duration,
     seed: u64,
     run_limits: RunLimits,
     spawn_calls: bool,
@@ -67,6 +70,8 @@ impl Dispatcher {
             clock: Arc::new(SystemClock),
             in_progress_wait: DEFAULT_IN_PROGRESS_WAIT,
             store_retry: DEFAULT_STORE_RETRY,
+            store_wait: DEFAULT_STORE_WAIT,
+            counter_wait: DEFAULT_COUNTER_WAIT,
             seed: SystemClock.now_ms().unsigned_abs(),
             run_limits: RunLimits::DEFAULT,
             spawn_calls: true,
@@ -157,13 +162,47 @@ impl DispatcherBuilder {
     }
 
     /// How a store that cannot be reached is tried again below the model, for a claim and for
-    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]); no try starts later than the
-    /// tool's deadline after the first failure. `max_attempts` of 1 tries once.
+    /// recording an outcome (default [`DEFAULT_STORE_RETRY`]), within the
+    /// [`store_wait`](Self::store_wait) and the tool's deadline. `max_attempts` of 1 tries
+    /// once.
     pub fn store_retry(mut self, policy: RetryPolicy) -> Self {
         self.store_retry = RetryPolicy {
             max_attempts: policy.max_attempts.max(1),
             ..policy
         };
+        self
+    }
+
+    /// How long a call waits, in all, for an operation store that cannot be reached (default
+    /// [`DEFAULT_STORE_WAIT`], 5 s; never longer than the tool's deadline). A write's wait
+    /// counts the run's counters at the start of its turn, its look-up before a business check,
+    /// its claim's tries and the backoffs between them: a try still waiting at the end is cut,
+    /// and the call answers `unavailable` (nothing ran). Recording an outcome after the tool
+    /// ran waits as long again, then keeps the outcome in this process (see [`Dispatcher`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolgate::prelude::*;
+    ///
+    /// let dispatcher = Dispatcher::builder(Registry::new())
+    ///     .store_wait(Duration::from_secs(2))
+    ///     .build();
+    /// # let _ = dispatcher;
+    /// ```
+    pub fn store_wait(mut self, wait: Duration) -> Self {
+        self.store_wait = wait;
+        self
+    }
+
+    /// How long the run's counters wait for the operation store before the session counts in
+    /// its place (default [`DEFAULT_COUNTER_WAIT`], 250 ms). The session mirrors every count
+    /// the store answers, so a run that one session drives keeps its limits exactly; a run that
+    /// several processes share counts only this session's calls while the store does not
+    /// answer. A read waits for the store no longer than this, and not at all once the store is
+    /// known to be out of reach. A longer wait trades a read's speed during an outage for
+    /// counts that every process of a shared run sees at once.
+    pub fn counter_wait(mut self, wait: Duration) -> Self {
+        self.counter_wait = wait;
         self
     }
 
@@ -232,6 +271,8 @@ impl DispatcherBuilder {
                 clock: self.clock,
                 in_progress_wait: self.in_progress_wait,
                 store_retry: self.store_retry,
+                store_wait: self.store_wait,
+                counter_wait: self.counter_wait.min(self.store_wait),
                 seed: self.seed,
                 run_limits: self.run_limits,
                 spawn_calls: self.spawn_calls,
@@ -242,6 +283,7 @@ impl DispatcherBuilder {
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),
                 kept_audit: Default::default(),
+                reach: Default::default(),
                 rate_limits,
             }),
         })

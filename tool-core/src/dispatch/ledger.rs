@@ -2,12 +2,19 @@
 //! process keeps them), else in the session: turns begun, attempts charged, failed calls noted,
 //! the abort recorded.
 //!
-//! When the store cannot be asked (it is down), the session counts in its place and a warning
-//! is logged: the limits still hold within this session, and a write still needs the store for
-//! its claim, which answers `unavailable` while it is down. What the session counted meanwhile
-//! is not added to the store's counts later.
+//! The store is asked for at most the counter wait, and not at all while it is known to be out
+//! of reach (but once a second, to see whether it answers again; see `reach`). When it does not
+//! answer, the session counts in its place and a warning is logged. The session mirrors every
+//! count the store answers, so the limits of a run that one session drives hold exactly while
+//! the store is down; a write still needs the store for its claim, which answers `unavailable`
+//! while it is down. What the session counted meanwhile is not added to the store's counts
+//! later.
 
+use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::auth::Session;
 use crate::decide::decision_entry;
@@ -17,8 +24,8 @@ use crate::store::{
     ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
-use super::Dispatcher;
 use super::retries::seed_of;
+use super::{Dispatcher, reach};
 
 /// Where one session's run is counted.
 pub(super) struct Ledger<'a> {
@@ -26,6 +33,8 @@ pub(super) struct Ledger<'a> {
     session: &'a Session,
     store: Option<&'a dyn OperationStore>,
     pub(super) limits: RunLimits,
+    /// What the turn's counters waited for a store that did not answer.
+    store_waited: Duration,
 }
 
 impl Dispatcher {
@@ -36,6 +45,7 @@ impl Dispatcher {
             session,
             store: self.inner.store.as_deref(),
             limits: session.limits().unwrap_or(self.inner.run_limits),
+            store_waited: Duration::ZERO,
         }
     }
 }
@@ -52,30 +62,79 @@ impl Ledger<'_> {
         lock(self.session.local_run())
     }
 
-    /// Starts a turn calling `tools` (each tool once, with its number of calls).
-    pub(super) async fn begin_turn(&self, tools: &[(&str, u32)]) -> TurnGrant {
+    /// This ledger, for the calls of a turn whose counters waited `waited` for a store that
+    /// did not answer.
+    pub(super) fn after_waiting(mut self, waited: Duration) -> Self {
+        self.store_waited = waited;
+        self
+    }
+
+    /// What the turn's counters waited for a store that did not answer: a write's claim waits
+    /// that much less (see `reach`).
+    pub(super) fn store_waited(&self) -> Duration {
+        self.store_waited
+    }
+
+    /// The store, when the counters ask it now (see `reach`).
+    fn asked(&self) -> Option<&dyn OperationStore> {
+        self.store
+            .filter(|_| self.dispatcher.inner.reach.counters_ask())
+    }
+
+    /// `op` on the store, cut at the counter wait; what the store met is noted in its reach.
+    async fn counted<T>(
+        &self,
+        doing: &'static str,
+        op: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let deadline = Instant::now() + self.dispatcher.inner.counter_wait;
+        let done = reach::by(deadline, doing, op).await;
+        self.dispatcher.inner.reach.note(&done);
+        done
+    }
+
+    /// Starts a turn calling `tools` (each tool once, with its number of calls); answers the
+    /// grant and what was waited for a store that did not answer.
+    pub(super) async fn begin_turn(&self, tools: &[(&str, u32)]) -> (TurnGrant, Duration) {
         let request = TurnRequest {
             run: self.key(),
             tools,
             limits: self.limits,
             now_ms: self.dispatcher.now_ms(),
         };
-        if let Some(store) = self.store {
-            match store.begin_turn(request).await {
-                Ok(grant) => return grant,
-                Err(err) => unreachable_store(&err, "begin a turn"),
+        let mut waited = Duration::ZERO;
+        if let Some(store) = self.asked() {
+            let started = Instant::now();
+            match self
+                .counted("begin a turn", store.begin_turn(request))
+                .await
+            {
+                Ok(grant) => {
+                    self.local().mirror_turn(&request, &grant);
+                    return (grant, waited);
+                }
+                Err(err) => {
+                    waited = started.elapsed();
+                    unreachable_store(&err, "begin a turn");
+                }
             }
         }
-        self.local().begin_turn(&request)
+        (self.local().begin_turn(&request), waited)
     }
 
     /// One more attempt of `tool`: `false` when its budget is spent.
     pub(super) async fn charge_attempt(&self, tool: &str) -> bool {
         let budget = self.limits.retry_budget;
         let now_ms = self.dispatcher.now_ms();
-        if let Some(store) = self.store {
-            match store.charge_attempt(self.key(), tool, budget, now_ms).await {
-                Ok(charged) => return charged,
+        if let Some(store) = self.asked() {
+            let charge = store.charge_attempt(self.key(), tool, budget, now_ms);
+            match self.counted("count a retry", charge).await {
+                Ok(charged) => {
+                    if charged {
+                        self.local().charge_attempt(tool, None, now_ms);
+                    }
+                    return charged;
+                }
                 Err(err) => unreachable_store(&err, "count a retry"),
             }
         }
@@ -86,22 +145,20 @@ impl Ledger<'_> {
     /// call's answer stands.
     pub(super) async fn note_failure(&self, tool: &str, request_hash: &str) {
         let now_ms = self.dispatcher.now_ms();
-        if let Some(store) = self.store {
-            match store
-                .note_failure(self.key(), tool, request_hash, now_ms)
-                .await
-            {
-                Ok(()) => return,
-                Err(err) => unreachable_store(&err, "note a failed call"),
+        if let Some(store) = self.asked() {
+            let noted = store.note_failure(self.key(), tool, request_hash, now_ms);
+            if let Err(err) = self.counted("note a failed call", noted).await {
+                unreachable_store(&err, "note a failed call");
             }
         }
+        // Mirrored, or in the store's place.
         self.local().note_failure(tool, request_hash, now_ms);
     }
 
     /// Aborts the run: the session holds the abort at once, and the store keeps it for later
     /// processes, rejecting the run's approvals that have not run as `run_aborted` (each
     /// rejection is added to the audit trail). A store that cannot be reached is tried again
-    /// under the store policy, within the dispatcher's default timeout: until the store holds
+    /// under the store policy, within the store wait: until the store holds
     /// the abort, another process may still run an approval of the run. Answers the abort that
     /// stands (the first one).
     pub(super) async fn abort(&self, abort: RunAborted) -> RunAborted {
@@ -153,10 +210,14 @@ impl Ledger<'_> {
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
         let now_ms = self.dispatcher.now_ms();
         let seed = self.dispatcher.inner.seed ^ seed_of(self.session.run_id());
-        let budget = self.dispatcher.default_timeout();
+        let mut wait = self
+            .dispatcher
+            .store_wait(self.dispatcher.default_timeout());
         let aborted = self
             .dispatcher
-            .reaching(seed, budget, || store.abort_run(self.key(), record, now_ms))
+            .reaching(seed, &mut wait, "store the abort of a run", || {
+                store.abort_run(self.key(), record, now_ms)
+            })
             .await?;
         audit_rejections(store, &aborted.rejected).await;
         Ok(aborted.rejected)

@@ -5,6 +5,8 @@
 //!
 //! - `batch`: [`Dispatcher::dispatch_turn`] and [`Dispatcher::dispatch`]: a turn counted, its
 //!   calls run concurrently, and an abort that loses nothing;
+//! - `answering`: [`Dispatcher::dispatch_turn_answering`], a turn whose answers come one by one;
+//! - `turn_end`: how a turn's calls end: the audit records owed, the reports or the abort;
 //! - `plan`: a turn's calls before any runs (looked up, permitted, a write's key derived) and
 //!   the order they run in;
 //! - `ledger`: the run's counters, in the store or in the session;
@@ -22,11 +24,13 @@
 //! - `retries`: the attempts after a transient fault (which faults may be sent again is
 //!   [`RetryPolicy::may_send_again`](crate::RetryPolicy::may_send_again));
 //! - `outage`: an operation store that cannot be reached;
+//! - `reach`: how long a call waits for it, and what the dispatcher knows of its reach;
 //! - `failure`: how the attempts of a call ended without a result;
 //! - `unwind`: a tool that panics;
 //! - `answers`: every error the dispatcher itself writes for the model.
 
 mod admit;
+mod answering;
 mod answers;
 mod approval;
 mod attempt;
@@ -41,11 +45,13 @@ mod outage;
 mod outbox;
 mod partial;
 mod plan;
+mod reach;
 mod read;
 mod recorded;
 mod repeat;
 mod retries;
 mod runner;
+mod turn_end;
 mod turn_shared;
 mod unwind;
 mod write;
@@ -73,6 +79,7 @@ pub use builder::{
 };
 pub use outage::DEFAULT_STORE_RETRY;
 use outage::UnrecordedOutcomes;
+pub use reach::{DEFAULT_COUNTER_WAIT, DEFAULT_STORE_WAIT};
 pub use runner::{ApprovedRun, Executed};
 
 /// Runs the calls a model emits against a [`Registry`].
@@ -117,9 +124,14 @@ pub use runner::{ApprovedRun, Executed};
 /// When the operation store cannot be reached
 /// ([`StoreError::Unreachable`](crate::store::StoreError::Unreachable)), a claim is tried again
 /// below the model under [`DispatcherBuilder::store_retry`] (default [`DEFAULT_STORE_RETRY`]),
-/// no try starting later than the tool's deadline after the first failure, then answered
+/// within the call's store wait ([`DispatcherBuilder::store_wait`], default
+/// [`DEFAULT_STORE_WAIT`], 5 s in all), then answered
 /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable): the store could not be reached,
-/// nothing was run, and the same call may succeed in a moment. An outcome that
+/// nothing was run, and the same call may succeed in a moment. The run's counters wait for the
+/// store at most [`DispatcherBuilder::counter_wait`], and not at all once it is known to be out
+/// of reach, so that a read, which needs no store, is answered meanwhile
+/// ([`Dispatcher::dispatch_turn_answering`] hands it over before its turn's writes end). An
+/// outcome that
 /// cannot be recorded after the tool ran is tried again the same way; if it still does not
 /// land, the model reads `outcome_unknown` (the tool's own words for an unknown outcome; "it
 /// ran, and may have acted" for a result) and the dispatcher keeps the outcome in memory,
@@ -162,6 +174,10 @@ struct Inner {
     clock: Arc<dyn Clock>,
     in_progress_wait: Duration,
     store_retry: RetryPolicy,
+    /// How long a call waits for a store that cannot be reached, in all (see `reach`).
+    store_wait: Duration,
+    /// How long the run's counters wait for the store (see `reach`).
+    counter_wait: Duration,
     seed: u64,
     run_limits: RunLimits,
     spawn_calls: bool,
@@ -175,6 +191,8 @@ struct Inner {
     unrecorded: UnrecordedOutcomes,
     /// Audit records the store could not be reached to take yet (see `audit`).
     kept_audit: audit::KeptAudit,
+    /// What this dispatcher knows of the store's reach (see `reach`).
+    reach: reach::Reach,
     /// The buckets of the tools' `rate_limit`s, per tenant.
     rate_limits: RateLimiters,
 }

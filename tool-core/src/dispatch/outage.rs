@@ -5,13 +5,14 @@
 //! The rules:
 //!
 //! - A claim that fails with [`StoreError::Unreachable`] is tried again under the store policy
-//!   ([`DEFAULT_STORE_RETRY`], or `DispatcherBuilder::store_retry`), no try starting later than
-//!   the tool's deadline after the first failure; then the call answers
+//!   ([`DEFAULT_STORE_RETRY`], or `DispatcherBuilder::store_retry`) within the call's store
+//!   wait (see `reach`); then the call answers
 //!   [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable): nothing was run.
 //! - A retry of a tool's transient fault is recorded before it is sent; when the store cannot
 //!   record it, the retry is not sent and the answer says the last attempt failed and nothing
 //!   was applied (an unknown outcome stays the tool's own).
-//! - An outcome that cannot be recorded after the tool ran is tried again under the same policy.
+//! - An outcome that cannot be recorded after the tool ran is tried again under the same policy,
+//!   within a store wait of its own.
 //!   When it still does not land, this dispatcher keeps it in memory (the operation's record
 //!   stays `processing` under its attempt) and writes it when the store answers again: before
 //!   the next claim of the same key, and at the start of every [`Reconciler`](crate::Reconciler)
@@ -36,14 +37,15 @@ use crate::store::{
     StoreError,
 };
 
+use super::reach::StoreWait;
 use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
-/// backoff from 100 ms up to 1 s with full jitter, and no try starting later than the tool's
-/// deadline after the first failure. Each try waits at most the store's own bound for a
-/// connection (3 s for `toolgate-store-postgres` by default), so a claim gives up within about
-/// 3 × 3 s + 0.3 s on PostgreSQL.
+/// backoff from 100 ms up to 1 s with full jitter, all within the store wait
+/// ([`DEFAULT_STORE_WAIT`](crate::DEFAULT_STORE_WAIT), 5 s): a try still waiting at its end is
+/// cut. On a stopped PostgreSQL (`toolgate-store-postgres` waits 3 s for a connection), a claim
+/// tries twice and gives up at the end of the store wait.
 pub const DEFAULT_STORE_RETRY: RetryPolicy = RetryPolicy {
     max_attempts: 3,
     base: Duration::from_millis(100),
@@ -115,11 +117,12 @@ impl UnrecordedOutcomes {
 
 impl Dispatcher {
     /// Runs `op` on the store, tried again while the store cannot be reached, under the store
-    /// policy and within `budget` counted from the first failure.
+    /// policy and within what is left of `wait`; what the store met is noted in its reach.
     pub(super) async fn reaching<T, F, Fut>(
         &self,
         seed: u64,
-        budget: Duration,
+        wait: &mut StoreWait,
+        doing: &'static str,
         mut op: F,
     ) -> Result<T, StoreError>
     where
@@ -128,23 +131,29 @@ impl Dispatcher {
     {
         let policy = self.inner.store_retry;
         let mut delays = Backoff::new(policy.base, policy.max, policy.jitter, seed);
-        let mut give_up: Option<tokio::time::Instant> = None;
         let mut tries = 1;
         loop {
-            let err = match op().await {
+            let done = wait.run(doing, op()).await;
+            self.inner.reach.note(&done);
+            let err = match done {
                 Err(err) if err.is_unreachable() => err,
                 done => return done,
             };
-            let now = tokio::time::Instant::now();
-            let give_up = *give_up.get_or_insert(now + budget);
             let delay = delays.next().unwrap_or(policy.max);
-            if tries >= policy.max_attempts || now + delay >= give_up {
+            if tries >= policy.max_attempts || delay >= wait.left() {
                 return Err(err);
             }
             tracing::warn!(error = %err, tries, "the operation store could not be reached; trying again");
             tokio::time::sleep(delay).await;
+            wait.spend(delay);
             tries += 1;
         }
+    }
+
+    /// A fresh wait for the store, for an operation that may wait `budget` at most (a tool's
+    /// deadline): the store wait, or `budget` when it is shorter.
+    pub(super) fn store_wait(&self, budget: Duration) -> StoreWait {
+        StoreWait::new(self.inner.store_wait.min(budget))
     }
 
     /// The claim of a write's key, tried again while the store cannot be reached. An outcome of the same key that this dispatcher kept is written first.
@@ -153,13 +162,13 @@ impl Dispatcher {
         store: &dyn OperationStore,
         request: ClaimRequest<'_>,
         seed: u64,
-        budget: Duration,
+        wait: &mut StoreWait,
     ) -> Result<Claim, ToolError> {
         if self.inner.unrecorded.holds(request.tenant, request.key) {
             // Best effort: while the store is down the claim below says so.
             let _ = self.record_kept(store, request.tenant, request.key).await;
         }
-        self.reaching(seed, budget, || {
+        self.reaching(seed, wait, "claim a key", || {
             let mut request = request;
             request.now_ms = self.inner.clock.now_ms();
             store.claim(request)
@@ -186,8 +195,9 @@ impl Dispatcher {
         budget: Duration,
     ) -> Result<(), StoreError> {
         let HeldClaim { store, owner, .. } = *claim;
+        let mut wait = self.store_wait(budget);
         let written = self
-            .reaching(seed, budget, || {
+            .reaching(seed, &mut wait, "record an outcome", || {
                 write(store, owner, &outcome, self.now_ms())
             })
             .await;

@@ -30,9 +30,10 @@ impl Dispatcher {
     ) -> Result<CallResult, ToolError> {
         let descriptor = call.registered.descriptor();
         let mut rounds = 0;
+        let mut wait = call.wait;
         let (tx, attempt, approved) = loop {
             let begun = self
-                .reaching(call.seed, call.budget, || {
+                .reaching(call.seed, &mut wait, "claim a key", || {
                     call.store.begin(call.request(self.now_ms()))
                 })
                 .await
@@ -137,12 +138,13 @@ impl Dispatcher {
     ) -> Result<CallResult, ToolError> {
         let tool = call.registered.descriptor().name;
         rollback(tool, tx).await;
+        let mut wait = call.wait;
         let claim = self
             .claim_reaching(
                 call.store,
                 call.request(self.now_ms()),
                 call.seed,
-                call.budget,
+                &mut wait,
             )
             .await?;
         match claim {

@@ -1,10 +1,19 @@
 //! What every call of one turn shares while the turn runs: the signal raised when a call aborts
-//! the run, and the run's failed calls of the turn's tools (for repeat detection).
+//! the run, the run's failed calls of the turn's tools (for repeat detection), what the turn's
+//! counters waited for the store, and where each answer goes as soon as it is known.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::call::CallReport;
+use crate::result::CallResult;
+
+/// Where a turn's reports are sent as each call is answered.
+pub(super) type Answering = UnboundedSender<CallReport>;
 
 /// Raised once, when a call of the turn aborts the run: calls not started never start, reads in
 /// flight stop.
@@ -43,4 +52,22 @@ pub(super) struct Shared {
     pub(super) signal: Signal,
     /// The run's failed calls of the turn's tools: tool → fingerprints.
     pub(super) failed: HashMap<String, HashSet<String>>,
+    /// What the turn's counters waited for a store that did not answer.
+    pub(super) counters_waited: Duration,
+    /// Where each answer is sent as soon as it is known, when the caller asked.
+    pub(super) answering: Option<Answering>,
+}
+
+impl Shared {
+    /// Sends the answer of call `id` of `tool`, when the caller asked for each as it comes.
+    pub(super) fn answered(&self, id: &str, tool: &str, result: &CallResult) {
+        if let Some(answering) = &self.answering {
+            // A caller that stopped listening still gets the turn's reports.
+            let _ = answering.send(CallReport {
+                call_id: id.to_owned(),
+                tool: tool.to_owned(),
+                result: result.clone(),
+            });
+        }
+    }
 }

@@ -30,6 +30,7 @@ use super::failure::Failure;
 use super::ledger::Ledger;
 use super::outage::Outcome;
 use super::plan::PreparedWrite;
+use super::reach::StoreWait;
 use super::recorded::{CLAIM_ROUNDS, Recorded};
 use super::retries::seed_of;
 use super::{Dispatcher, answers, approval, audit, partial, unwind};
@@ -70,7 +71,13 @@ impl Dispatcher {
         // The business check: a refusal stores nothing and sends nothing. A call whose key
         // already holds its request is answered from the record instead (a replay is never
         // refused because the state it changed no longer passes the check).
-        if descriptor.check.is_some() && claim_may_act(store, tenant, &write).await {
+        // The store's faults are retried within the tool's deadline and the call's store wait,
+        // of which the turn's counters may have spent some (see `reach`).
+        let budget = self.timeout_of(registered);
+        let mut wait = self.store_wait(budget);
+        wait.spend(ledger.store_waited());
+        if descriptor.check.is_some() && self.claim_may_act(store, tenant, &write, &mut wait).await
+        {
             self.check(registered, &ctx, &write.args).await?;
         }
         let approval = self.approval_request(&ctx, registered, &write);
@@ -88,8 +95,6 @@ impl Dispatcher {
         let stored = redacted.as_deref().unwrap_or(&canonical);
         let policy = RetryPolicy::of(descriptor);
         let lease = self.lease(registered, policy);
-        // The store's faults are retried within the tool's deadline (see `outage`).
-        let budget = self.timeout_of(registered);
         let seed = self.inner.seed ^ seed_of(call_id);
         // A duplicate waits for the outcome of the call it found running until then.
         let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
@@ -105,7 +110,7 @@ impl Dispatcher {
             approval: approval.as_ref(),
             lease,
             seed,
-            budget,
+            wait,
             give_up,
         };
         if descriptor.delivery == Delivery::Outbox {
@@ -114,7 +119,7 @@ impl Dispatcher {
         let mut rounds = 0;
         let (attempt, approved) = loop {
             let claim = self
-                .claim_reaching(store, call.request(self.now_ms()), seed, budget)
+                .claim_reaching(store, call.request(self.now_ms()), seed, &mut wait)
                 .await?;
             match self.on_claim(&call, claim).await {
                 Claimed::Run { attempt, approved } => break (attempt, approved),
@@ -281,8 +286,9 @@ impl Dispatcher {
         let HeldClaim { store, owner, .. } = *claim;
         let report = partial::report_json(&steps);
         let error = partial::recorded_error(owner.attempt, &steps);
+        let mut wait = self.store_wait(budget);
         let written = self
-            .reaching(seed, budget, || {
+            .reaching(seed, &mut wait, "record a partial outcome", || {
                 store.partial(owner, &report, &error, self.now_ms())
             })
             .await;
@@ -368,8 +374,8 @@ pub(super) struct WriteCall<'a> {
     pub(super) approval: Option<&'a ApprovalRecord>,
     pub(super) lease: Duration,
     pub(super) seed: u64,
-    /// How long the store's faults are retried.
-    pub(super) budget: Duration,
+    /// What is left of the call's wait for a store that cannot be reached, for its claim.
+    pub(super) wait: StoreWait,
     /// Until when a duplicate waits for the outcome of the call it found running.
     pub(super) give_up: tokio::time::Instant,
 }
@@ -393,21 +399,37 @@ impl WriteCall<'_> {
     }
 }
 
-/// Whether a claim of `write` may run it or ask for its approval: its key holds no record, or a
-/// record a new request takes over (`failed`, or `rejected` under other arguments). A store that
-/// cannot answer counts as yes: the check runs, and the claim meets the store's fault.
-async fn claim_may_act(store: &dyn OperationStore, tenant: &str, write: &PreparedWrite) -> bool {
-    match store.get(tenant, &write.key).await {
-        Ok(Some(record)) => match record.state {
-            OperationState::Failed => true,
-            OperationState::Rejected => {
-                record.request_hash != write.hash
-                    && !UnkeyedRequest::new(write.tool, &write.canonical)
-                        .matches(&record.request_hash)
-            }
-            _ => false,
-        },
-        Ok(None) | Err(_) => true,
+impl Dispatcher {
+    /// Whether a claim of `write` may run it or ask for its approval: its key holds no record,
+    /// or a record a new request takes over (`failed`, or `rejected` under other arguments). A
+    /// store that cannot answer (or is known to be out of reach) counts as yes: the check runs,
+    /// and the claim meets the store's fault.
+    async fn claim_may_act(
+        &self,
+        store: &dyn OperationStore,
+        tenant: &str,
+        write: &PreparedWrite,
+        wait: &mut StoreWait,
+    ) -> bool {
+        if self.inner.reach.is_down() {
+            return true;
+        }
+        let found = wait
+            .run("read a record", store.get(tenant, &write.key))
+            .await;
+        self.inner.reach.note(&found);
+        match found {
+            Ok(Some(record)) => match record.state {
+                OperationState::Failed => true,
+                OperationState::Rejected => {
+                    record.request_hash != write.hash
+                        && !UnkeyedRequest::new(write.tool, &write.canonical)
+                            .matches(&record.request_hash)
+                }
+                _ => false,
+            },
+            Ok(None) | Err(_) => true,
+        }
     }
 }
 

@@ -194,6 +194,34 @@ impl RunRecord {
         true
     }
 
+    /// Counts in this record too what a store granted a turn, so that the session can stand in
+    /// for the store while the store cannot be reached: the step (the store's number when it is
+    /// ahead), the calls, the attempts granted, and the failed calls the store knows.
+    pub fn mirror_turn(&mut self, request: &TurnRequest<'_>, grant: &TurnGrant) {
+        match grant {
+            TurnGrant::Aborted(_) | TurnGrant::StepLimit { .. } => return,
+            TurnGrant::CallLimit { used, .. } => {
+                self.steps = self.steps.saturating_add(1);
+                self.tool_calls = self.tool_calls.max(*used);
+            }
+            TurnGrant::Admitted(admission) => {
+                self.steps = self.steps.saturating_add(1).max(admission.step);
+                self.tool_calls = self.tool_calls.saturating_add(request.calls());
+                for ((tool, _), granted) in request.tools.iter().zip(&admission.granted) {
+                    if *granted > 0 {
+                        self.add_attempts(tool, *granted);
+                    }
+                }
+                for failed in &admission.failed {
+                    if !self.failed.contains(failed) {
+                        self.failed.insert(failed.clone());
+                    }
+                }
+            }
+        }
+        self.updated_ms = request.now_ms;
+    }
+
     /// Adds `count` attempts of `tool`.
     fn add_attempts(&mut self, tool: &str, count: u32) {
         match self.attempts.get_mut(tool) {
