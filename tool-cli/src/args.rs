@@ -311,7 +311,7 @@ fn ops() -> Command {
 
 fn audit() -> Command {
     Command::new("audit")
-        .about("Show a run's audit trail in order: its calls and the decisions on its approvals")
+        .about("Show a run's audit trail in order: its calls, the decisions on its approvals, and the outbox deliveries and operator actions on its operations")
         .arg(
             Arg::new("run")
                 .value_name("RUN")

@@ -1,10 +1,11 @@
-//! `audit RUN`: a run's audit trail, its calls and the decisions on its approvals, in the order
-//! they were appended.
+//! `audit RUN`: a run's audit trail, its calls, the decisions on its approvals, and what was done
+//! to its operations outside any run (outbox deliveries, operator actions), in the order they
+//! were appended.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use toolgate_core::store::{AuditQuery, AuditRecord, OperationStore};
+use toolgate_core::store::{AuditQuery, AuditRecord, OperationStore, StoreError};
 
 use crate::error::Failure;
 use crate::json::{document, stored};
@@ -12,7 +13,7 @@ use crate::table::{Table, or_dash};
 use crate::time::rfc3339;
 
 /// `audit RUN`: the audit records of `run` (of `tenant`, or of the one tenant that has a run of
-/// this id), in order.
+/// this id), with those of its operations' outbox deliveries and operator actions, in order.
 pub(crate) async fn trail(
     store: &dyn OperationStore,
     run: &str,
@@ -25,10 +26,11 @@ pub(crate) async fn trail(
         key: None,
         limit: 0,
     };
+    let doing = format!("read the audit trail of run {run}");
     let records = store
         .audit(query)
         .await
-        .map_err(|e| Failure::store(&format!("read the audit trail of run {run}"), &e))?;
+        .map_err(|e| Failure::store(&doing, &e))?;
     let tenants: BTreeSet<&str> = records.iter().map(|r| r.entry.tenant.as_str()).collect();
     if tenants.len() > 1 {
         let tenants: Vec<&str> = tenants.into_iter().collect();
@@ -51,6 +53,9 @@ pub(crate) async fn trail(
             "check the run id (the session's run id), and the tenant",
         ));
     }
+    let records = with_operations(store, records)
+        .await
+        .map_err(|e| Failure::store(&doing, &e))?;
     if json {
         return Ok(document(&Value::Array(
             records.iter().map(record_json).collect(),
@@ -85,6 +90,31 @@ pub(crate) async fn trail(
     }
     let tenant = records.first().map_or("", |r| r.entry.tenant.as_str());
     Ok(format!("run {run} of tenant {tenant}\n{}", table.render()))
+}
+
+/// `records` (of one run of one tenant), with the records of their operations that belong to no
+/// run (an outbox delivery, an operator's action), in the order they were appended.
+async fn with_operations(
+    store: &dyn OperationStore,
+    mut records: Vec<AuditRecord>,
+) -> Result<Vec<AuditRecord>, StoreError> {
+    let Some(tenant) = records.first().map(|r| r.entry.tenant.clone()) else {
+        return Ok(records);
+    };
+    let keys: BTreeSet<String> = records.iter().filter_map(|r| r.entry.key.clone()).collect();
+    for key in &keys {
+        let query = AuditQuery {
+            tenant: Some(&tenant),
+            run_id: None,
+            key: Some(key),
+            limit: 0,
+        };
+        let found = store.audit(query).await?;
+        records.extend(found.into_iter().filter(|r| r.entry.run_id.is_empty()));
+    }
+    records.sort_by_key(|r| r.seq);
+    records.dedup_by_key(|r| r.seq);
+    Ok(records)
 }
 
 /// `record` as JSON: every field, the (redacted) arguments embedded as JSON.

@@ -4,7 +4,7 @@
 
 use toolgate_core::store::{AuditKind, EventStatus, OperationStore};
 
-use crate::support::{OPERATOR, all_audit, dead_event, sqlite_file, toolgate};
+use crate::support::{OPERATOR, all_audit, call_entry, dead_event, sqlite_file, toolgate};
 
 #[tokio::test]
 async fn list_and_show_print_the_events_as_a_table_and_as_json() {
@@ -151,5 +151,63 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
             row(OPERATOR[1], "k1", "resumed"),
             row(OPERATOR[1], "k1", "refused"),
         ]
+    );
+}
+
+#[tokio::test]
+async fn audit_of_a_run_shows_the_deliveries_and_operator_actions_on_its_operations() {
+    let db = sqlite_file().await;
+    let store: &dyn OperationStore = &db.store;
+    dead_event(store, "acme", "k1").await;
+    dead_event(store, "acme", "k2").await;
+    let run_call = call_entry("acme", "run-7", "call_1", "issue_refund", Some("k1"));
+    let mut delivery = call_entry("acme", "", "", "issue_refund", Some("k1"));
+    delivery.kind = AuditKind::Delivery;
+    delivery.outcome = "dead".into();
+    delivery.actor = "worker-1".into();
+    // Not run-7's: another operation's delivery, and another run's call of the same key.
+    let mut elsewhere = delivery.clone();
+    elsewhere.key = Some("k2".into());
+    let other_run = call_entry("acme", "run-8", "call_1", "issue_refund", Some("k1"));
+    for entry in [&run_call, &elsewhere, &delivery, &other_run] {
+        store.append_audit(entry).await.unwrap();
+    }
+    let ran = toolgate(
+        &db.arg,
+        &[&["outbox", "resume", "k1"][..], &OPERATOR].concat(),
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+
+    let ran = toolgate(&db.arg, &["audit", "run-7", "--json"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let trail: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let rows: Vec<(&str, &str, &str)> = trail
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| {
+            assert_eq!(record["key"], "k1", "{record}");
+            (
+                record["kind"].as_str().unwrap(),
+                record["actor"].as_str().unwrap(),
+                record["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("call", "agent", "succeeded"),
+            ("delivery", "worker-1", "dead"),
+            ("operator", OPERATOR[1], "resumed"),
+        ]
+    );
+    let ran = toolgate(&db.arg, &["audit", "run-7"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        ran.stdout.lines().count(),
+        5,
+        "a title, a header, three rows: {}",
+        ran.stdout
     );
 }
