@@ -81,6 +81,9 @@ fn dispatcher(
         .store(store.clone())
         .state(counts.clone())
         .run_limits(limits)
+        // These tests read the counts a restarted process finds in the store: on a loaded
+        // machine, the default 250 ms could leave a turn counted by the session alone.
+        .counter_wait(std::time::Duration::from_secs(30))
         .build()
 }
 

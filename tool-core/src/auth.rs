@@ -84,7 +84,8 @@ pub struct Session {
     run_id: Arc<str>,
     aborted: Arc<OnceLock<RunAborted>>,
     limits: Option<RunLimits>,
-    /// The run's counters when the dispatcher has no store.
+    /// The run's counters when the dispatcher has no store; with one, the mirror of the counts
+    /// it answered, which stands in while it does not answer. Shared by every clone.
     local: Arc<Mutex<RunRecord>>,
 }
 

@@ -208,8 +208,9 @@ impl DispatcherBuilder {
 
     /// The limits of every run (default [`RunLimits::DEFAULT`]); a session may carry its own
     /// ([`Session::with_limits`](crate::Session::with_limits)). With a [`store`](Self::store),
-    /// a run's counters live in it, so a restarted process keeps them; without one they live in
-    /// the session.
+    /// a run's counters live in it, so a restarted process keeps them, and the session mirrors
+    /// them, standing in while the store does not answer (see
+    /// [`counter_wait`](Self::counter_wait)); without one they live in the session.
     pub fn run_limits(mut self, limits: RunLimits) -> Self {
         self.run_limits = limits;
         self
