@@ -4,6 +4,10 @@
 //! that a call "is running" when it is not. The store is the memory store behind
 //! `toolgate_test::ControlledStore`, which makes requests fail with `StoreError::Unreachable` on
 //! command; time is tokio's paused clock and the project's `ManualClock`.
+//!
+//! The bounds of a wait for a store that does not answer are in `wait`.
+
+mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

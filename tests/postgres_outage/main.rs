@@ -11,6 +11,10 @@
 //! recorded as succeeded with the provider's receipt.
 //!
 //! Needs PostgreSQL's cluster tools and root (`OwnCluster` says so and fails, never skips).
+//!
+//! How fast a stopped cluster is answered (the README's figures) is measured in `bound`.
+
+mod bound;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
