@@ -2,6 +2,7 @@
 //! catalog so that one function decides their shape.
 
 use rmcp::model::Tool;
+use serde_json::Value;
 use toolgate_core::Registry;
 use toolgate_core::provider::{Mcp, WireFormat};
 
@@ -10,10 +11,18 @@ use crate::server::BuildError;
 /// Every tool of `registry`, in registration order, as [`Mcp`]'s catalog declares it (name,
 /// description, `inputSchema`, annotations from the side-effect class), or the first tool MCP
 /// cannot declare: one whose argument schema is not an object schema (`"type": "object"`).
-pub(crate) fn tools(registry: &Registry) -> Result<Vec<Tool>, BuildError> {
+/// With `additional_properties` false, every `additionalProperties` keyword is taken out of the
+/// schemas served (the dispatcher validates against the full schema all the same).
+pub(crate) fn tools(
+    registry: &Registry,
+    additional_properties: bool,
+) -> Result<Vec<Tool>, BuildError> {
     Mcp.catalog(registry)
         .into_iter()
-        .map(|declared| {
+        .map(|mut declared| {
+            if !additional_properties {
+                without_additional_properties(&mut declared["inputSchema"]);
+            }
             let name = declared["name"].as_str().unwrap_or_default().to_owned();
             if declared["inputSchema"]["type"] != "object" {
                 return Err(BuildError::NotAnObjectSchema {
@@ -27,6 +36,28 @@ pub(crate) fn tools(registry: &Registry) -> Result<Vec<Tool>, BuildError> {
             })
         })
         .collect()
+}
+
+/// `schema` without any `additionalProperties` keyword, at any depth. A property that happens to
+/// be named `additionalProperties` (a key of `properties`) is kept.
+fn without_additional_properties(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.remove("additionalProperties");
+            for (keyword, value) in map.iter_mut() {
+                if keyword == "properties" || keyword == "$defs" || keyword == "definitions" {
+                    // A map of names to schemas: each value is a schema.
+                    if let Value::Object(named) = value {
+                        named.values_mut().for_each(without_additional_properties);
+                    }
+                } else {
+                    without_additional_properties(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_additional_properties),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -57,7 +88,7 @@ mod tests {
             .unwrap()
             .register::<cancel_order>()
             .unwrap();
-        let tools = tools(&registry).unwrap();
+        let tools = tools(&registry, true).unwrap();
         let typed: Vec<Value> = tools
             .iter()
             .map(|tool| serde_json::to_value(tool).unwrap())
@@ -95,7 +126,7 @@ mod tests {
     fn a_tool_whose_schema_is_not_an_object_schema_is_named() {
         let mut registry = Registry::new();
         registry.register_tool(Anything).unwrap();
-        let err = tools(&registry).unwrap_err();
+        let err = tools(&registry, true).unwrap_err();
         assert_eq!(
             err,
             BuildError::NotAnObjectSchema {
@@ -104,5 +135,38 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("`anything`"));
+    }
+
+    #[test]
+    fn additional_properties_are_taken_out_at_every_depth_and_a_property_of_that_name_kept() {
+        let mut schema = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "additionalProperties": {"type": "string"},
+                "line": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {"sku": {"type": "string"}}
+                },
+                "tags": {"type": "array", "items": {"type": "object", "additionalProperties": false}}
+            },
+            "$defs": {"Money": {"type": "object", "additionalProperties": false}},
+            "anyOf": [{"type": "object", "additionalProperties": {"type": "integer"}}]
+        });
+        without_additional_properties(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "additionalProperties": {"type": "string"},
+                    "line": {"type": "object", "properties": {"sku": {"type": "string"}}},
+                    "tags": {"type": "array", "items": {"type": "object"}}
+                },
+                "$defs": {"Money": {"type": "object"}},
+                "anyOf": [{"type": "object"}]
+            })
+        );
     }
 }

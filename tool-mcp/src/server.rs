@@ -67,6 +67,7 @@ pub struct McpServerBuilder {
     version: String,
     title: Option<String>,
     instructions: Option<String>,
+    additional_properties: bool,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -144,6 +145,7 @@ impl McpServer {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             title: None,
             instructions: None,
+            additional_properties: true,
         }
     }
 
@@ -249,9 +251,41 @@ impl McpServerBuilder {
         }
     }
 
+    /// Serves each tool's `inputSchema` without its `additionalProperties` keywords, for MCP
+    /// clients that cannot read them: google-genai's MCP bridge fails on every schema holding
+    /// `additionalProperties: false` (`'bool' object has no attribute 'items'`), which every
+    /// toolgate schema does. Off by default.
+    ///
+    /// Validation does not change: the dispatcher checks each call against the tool's full
+    /// schema, so an argument the tool does not take is still refused (`invalid_arguments`,
+    /// naming it), though the schema the client shows no longer says so.
+    ///
+    /// ```
+    /// use toolgate::mcp::{McpServer, StdioSession};
+    /// use toolgate::prelude::*;
+    ///
+    /// /// Look up an order by its id.
+    /// #[tool]
+    /// async fn get_order(order_id: String) -> Result<String, ToolError> {
+    ///     Ok(format!("{order_id}: paid"))
+    /// }
+    ///
+    /// let mut registry = Registry::new();
+    /// registry.register::<get_order>().unwrap();
+    /// let dispatcher = Dispatcher::builder(registry).build();
+    /// let server = McpServer::builder(dispatcher, StdioSession::new(AuthContext::new("acme", "agent")))
+    ///     .schemas_without_additional_properties()
+    ///     .build();
+    /// assert!(server.tools()[0].input_schema.get("additionalProperties").is_none());
+    /// ```
+    pub fn schemas_without_additional_properties(mut self) -> Self {
+        self.additional_properties = false;
+        self
+    }
+
     /// The server, or the first tool (in registration order) that MCP cannot declare.
     pub fn try_build(self) -> Result<McpServer, BuildError> {
-        let tools = catalog::tools(self.dispatcher.registry())?;
+        let tools = catalog::tools(self.dispatcher.registry(), self.additional_properties)?;
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
         if let Some(tools) = capabilities.tools.as_mut() {
             // The registry cannot change once the dispatcher is built: no list change to announce.

@@ -169,3 +169,34 @@ async fn two_tenants_calling_the_same_write_get_two_operations() {
     assert_ne!(by_acme["data"]["refund"], by_globex["data"]["refund"]);
     assert_eq!(shop.refunds(), 2);
 }
+
+/// For clients that cannot read `additionalProperties` (google-genai's MCP bridge): the schemas
+/// served hold none, and an argument the tool does not take is refused all the same.
+#[tokio::test]
+async fn schemas_served_without_additional_properties_are_still_enforced() {
+    let shop = Shop::open();
+    let hook = StdioSession::from_session(session("acme", &["orders:read", "refund:create"]));
+    let server = toolgate::mcp::McpServer::builder(common::dispatcher(&shop), hook)
+        .schemas_without_additional_properties()
+        .build();
+    let (client, _serving) = connect(&server, "probe").await;
+    let client = client.unwrap();
+    let listed = client.list_all_tools().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    for tool in &listed {
+        let schema = serde_json::to_string(&tool.input_schema).unwrap();
+        assert!(!schema.contains("additionalProperties"), "{schema}");
+    }
+    let extra = client
+        .call_tool(call(
+            "issue_refund",
+            json!({"order_id": "ORD-1", "amount": 5, "note": "rush"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(extra.is_error, Some(true));
+    let extra = result_object(&extra);
+    assert_eq!(extra["error"]["kind"], "invalid_arguments", "{extra}");
+    assert!(extra.to_string().contains("note"), "{extra}");
+    assert_eq!(shop.refunds(), 0);
+}

@@ -10,12 +10,14 @@ use std::time::Duration;
 use toolgate::AuthContext;
 
 pub(crate) const USAGE: &str = "usage: mcp_server [--db PATH] [--provider-url URL] \
-     [--provider-timeout-ms N] [--tenant T] [--user U] [--permission P]... \
+     [--provider-timeout-ms N] [--no-additional-properties] [--tenant T] [--user U] [--permission P]... \
      | [--http HOST:PORT --token TOKEN=TENANT:USER:PERMISSION,...]...\n\
      Serves the demo shop's tools over MCP: on stdio by default, as the client that started the \
      process (--tenant acme --user desk, with orders:read, refund:create and crm:write unless \
      --permission says otherwise); with --http, over streamable HTTP, each request identified by \
-     its bearer token (one --token per client).";
+     its bearer token (one --token per client). --no-additional-properties serves the tools' \
+     schemas without `additionalProperties`, for clients that cannot read it (google-genai's MCP \
+     bridge); an argument a tool does not take is still refused.";
 
 /// The stdio client's permissions when no `--permission` is given: every tool of the shop.
 const DEFAULT_PERMISSIONS: [&str; 3] = ["orders:read", "refund:create", "crm:write"];
@@ -29,6 +31,9 @@ pub(crate) struct Flags {
     pub(crate) provider_url: Option<String>,
     /// How long the tools wait for the provider.
     pub(crate) provider_timeout: Duration,
+    /// Whether the schemas served keep their `additionalProperties` (not for clients that
+    /// cannot read them).
+    pub(crate) additional_properties: bool,
     /// Where and for whom it serves.
     pub(crate) serve: Serve,
 }
@@ -57,9 +62,14 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Fla
     let mut tenant = None;
     let mut user = None;
     let mut permissions = Vec::new();
+    let mut additional_properties = true;
     while let Some(arg) = args.next() {
         if arg == "--help" || arg == "-h" {
             return Ok(None);
+        }
+        if arg == "--no-additional-properties" {
+            additional_properties = false;
+            continue;
         }
         let (name, value) = match arg.split_once('=') {
             Some((name, value)) => (name.to_owned(), value.to_owned()),
@@ -138,6 +148,7 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Fla
     Ok(Some(Flags {
         db: db.unwrap_or_else(|| std::env::temp_dir().join("toolgate-mcp-shop.db")),
         provider_url,
+        additional_properties,
         provider_timeout,
         serve,
     }))
@@ -192,6 +203,12 @@ mod tests {
         let parsed = flags(&["--db", "shop.db"]).unwrap().unwrap();
         assert_eq!(parsed.db, PathBuf::from("shop.db"));
         assert_eq!(parsed.provider_timeout, Duration::from_millis(2000));
+        assert!(parsed.additional_properties, "the full schemas by default");
+        let without = flags(&["--no-additional-properties", "--db", "shop.db"])
+            .unwrap()
+            .unwrap();
+        assert!(!without.additional_properties);
+        assert_eq!(without.db, PathBuf::from("shop.db"));
         let Serve::Stdio(auth) = parsed.serve else {
             panic!("stdio by default");
         };

@@ -40,7 +40,11 @@
 //! - `--provider-url http://HOST:PORT`: a payment provider already running (`cargo run
 //!   --example fake_payments`); by default the server starts the fake provider in process, its
 //!   ledger in `PATH.ledger.jsonl` beside the database, and says on stderr what it applies;
-//! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider.
+//! - `--provider-timeout-ms N` (default 2000): how long the tools wait for the provider;
+//! - `--no-additional-properties`: serve the tools' schemas without `additionalProperties`, for
+//!   clients that cannot read it (google-genai's MCP bridge fails on `additionalProperties:
+//!   false`); an argument a tool does not take is still refused as `invalid_arguments`.
+//!   `scripts/gemini_mcp_bridge.py` checks the bridge against the server.
 //!
 //! The request hashes the store keeps are keyed with the secret in `TOOLGATE_HASH_SECRET`, or in
 //! the file `TOOLGATE_HASH_SECRET_FILE` names (at least 32 bytes; keep it the same across
@@ -154,7 +158,13 @@ async fn run(flags: Flags) -> Result<(), String> {
             })
             .await
     });
-    let served = serve(dispatcher, flags.serve, &flags.db.display().to_string()).await;
+    let served = serve(
+        dispatcher,
+        flags.serve,
+        flags.additional_properties,
+        &flags.db.display().to_string(),
+    )
+    .await;
     let _ = stop.send(());
     if let Ok(Err(err)) = reconciling.await {
         eprintln!("mcp_server: the reconciler stopped: {err}");
@@ -189,18 +199,31 @@ async fn start_provider(db: &std::path::Path) -> Result<String, String> {
 }
 
 /// The shop's MCP server, its clients identified by `hook`.
-fn server(dispatcher: Dispatcher, hook: impl SessionHook) -> Result<McpServer, String> {
-    McpServer::builder(dispatcher, hook)
+/// `additional_properties` false serves the schemas without that keyword
+/// (`--no-additional-properties`).
+fn server(
+    dispatcher: Dispatcher,
+    hook: impl SessionHook,
+    additional_properties: bool,
+) -> Result<McpServer, String> {
+    let mut builder = McpServer::builder(dispatcher, hook)
         .name("toolgate-shop")
         .title("toolgate demo shop")
         .version(env!("CARGO_PKG_VERSION"))
-        .instructions(INSTRUCTIONS)
-        .try_build()
-        .map_err(|err| err.to_string())
+        .instructions(INSTRUCTIONS);
+    if !additional_properties {
+        builder = builder.schemas_without_additional_properties();
+    }
+    builder.try_build().map_err(|err| err.to_string())
 }
 
 /// Serves on stdio or HTTP, as the flags say.
-async fn serve(dispatcher: Dispatcher, serve: Serve, db: &str) -> Result<(), String> {
+async fn serve(
+    dispatcher: Dispatcher,
+    serve: Serve,
+    additional_properties: bool,
+    db: &str,
+) -> Result<(), String> {
     match serve {
         Serve::Stdio(auth) => {
             let hook = StdioSession::new(auth);
@@ -213,13 +236,13 @@ async fn serve(dispatcher: Dispatcher, serve: Serve, db: &str) -> Result<(), Str
                 permissions.join(", "),
                 session.run_id()
             );
-            server(dispatcher, hook)?
+            server(dispatcher, hook, additional_properties)?
                 .serve_stdio()
                 .await
                 .map_err(|err| err.to_string())
         }
         Serve::Http { addr, tokens } => {
-            let server = server(dispatcher, TokenTable::new(tokens))?;
+            let server = server(dispatcher, TokenTable::new(tokens), additional_properties)?;
             let listener = TcpListener::bind(addr)
                 .await
                 .map_err(|err| format!("cannot listen on {addr}: {err}"))?;
