@@ -447,22 +447,12 @@ async fn each_answer_is_sent_as_soon_as_it_is_known_and_once() {
         ToolCall::new("twice", "lookup", json!({"id": 3})),
         ToolCall::new("twice", "lookup", json!({"id": 4})),
     ];
-    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
-    let started = tokio::time::Instant::now();
-    let session = session("run-answering");
-    let turn = dispatcher.dispatch_turn_answering(&session, calls, answers);
-    let arrivals = async {
-        let mut arrivals = Vec::new();
-        while let Some(report) = answered.recv().await {
-            arrivals.push((report.call_id.clone(), started.elapsed(), report));
-        }
-        arrivals
-    };
-    let (reports, arrivals) = tokio::join!(turn, arrivals);
-    let reports = reports.unwrap();
+    // `timed_turn` also checks that each report sent is the one the turn answers, once.
+    let (reports, arrivals) =
+        toolgate_test::timed_turn(&dispatcher, &session("run-answering"), calls).await;
     let order: Vec<(&str, Duration)> = arrivals
         .iter()
-        .map(|(id, at, _)| (id.as_str(), *at))
+        .map(|(report, at)| (report.call_id.as_str(), *at))
         .collect();
     assert_eq!(
         order[..2],
@@ -476,14 +466,6 @@ async fn each_answer_is_sent_as_soon_as_it_is_known_and_once() {
     assert!(order[2].1 > Duration::from_millis(100), "{order:?}");
     let ids: Vec<&str> = reports.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, ["c1", "c2", "twice"]);
-    for report in &reports {
-        let sent = arrivals
-            .iter()
-            .find(|(id, _, _)| *id == report.call_id)
-            .map(|(_, _, sent)| sent)
-            .unwrap();
-        assert_eq!(sent, report, "the report sent is the one the turn answers");
-    }
 }
 
 /// A read that times out inside a batch is a labelled result; its siblings succeed.

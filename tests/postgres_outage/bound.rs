@@ -17,7 +17,7 @@
 //! Needs PostgreSQL's cluster tools and root (`OwnCluster` says so and fails, never skips).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
@@ -57,20 +57,9 @@ async fn timed_turn(
     session: &Session,
     calls: Vec<ToolCall>,
 ) -> Vec<(CallReport, Duration)> {
-    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
-    let started = Instant::now();
-    let turn = dispatcher.dispatch_turn_answering(session, calls, answers);
-    let timing = async {
-        let mut timed = Vec::new();
-        while let Some(report) = answered.recv().await {
-            timed.push((report, started.elapsed()));
-        }
-        timed
-    };
-    let (reports, timed) = tokio::join!(turn, timing);
-    let reports = reports.expect("the turn runs");
-    assert_eq!(reports.len(), timed.len(), "every report was sent once");
-    timed
+    toolgate_test::timed_turn(dispatcher, session, calls)
+        .await
+        .1
 }
 
 fn refund_call(id: &str, order: &str) -> ToolCall {

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::time::Instant;
 use toolgate::prelude::*;
 use toolgate::store::{AuditQuery, OperationStore};
 use toolgate::{CallReport, DEFAULT_COUNTER_WAIT, DEFAULT_STORE_WAIT, RunLimits};
@@ -67,26 +66,9 @@ fn read_call(id: &str, order: &str) -> ToolCall {
 
 /// One turn: each report with when it arrived, from the turn's start, in arrival order.
 async fn timed_turn(desk: &Desk, calls: Vec<ToolCall>) -> Vec<(CallReport, Duration)> {
-    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
-    let started = Instant::now();
-    let turn = desk
-        .dispatcher
-        .dispatch_turn_answering(&desk.session, calls, answers);
-    let timing = async {
-        let mut timed = Vec::new();
-        while let Some(report) = answered.recv().await {
-            timed.push((report, started.elapsed()));
-        }
-        timed
-    };
-    let (reports, timed) = tokio::join!(turn, timing);
-    let reports = reports.expect("the turn runs");
-    let mut sent: Vec<&str> = timed.iter().map(|(r, _)| r.call_id.as_str()).collect();
-    let mut returned: Vec<&str> = reports.iter().map(|r| r.call_id.as_str()).collect();
-    sent.sort_unstable();
-    returned.sort_unstable();
-    assert_eq!(sent, returned, "every report was sent once");
-    timed
+    toolgate_test::timed_turn(&desk.dispatcher, &desk.session, calls)
+        .await
+        .1
 }
 
 fn answer(timed: &[(CallReport, Duration)], id: &str) -> (Value, Duration) {

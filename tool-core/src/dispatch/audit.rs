@@ -6,9 +6,9 @@
 //! A record the store cannot take because it cannot be reached (or while the store is known to
 //! be out of reach: the call does not wait for it) is kept in this process, in order, up to
 //! [`KEPT_AUDIT_RECORDS`], and written before the next record this dispatcher appends once the
-//! store answers again, and at the start of every reconciler pass. A process that ends (or crashes) while
-//! the store is down loses the records it kept; past the bound, the oldest kept record is
-//! dropped, with a warning, to keep the newest.
+//! store answers again, and at the start of every reconciler pass. A process that ends (or
+//! crashes) while the store is down loses the records it kept; past the bound, the oldest kept
+//! record is dropped, with a warning, to keep the newest.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

@@ -121,11 +121,12 @@ impl Dispatcher {
             .into_iter()
             .map(|(place, call)| self.prepare(session, place, call))
             .collect();
-        if let Some(answering) = &answering {
-            for (_, report) in &answered {
-                // A caller that stopped listening still gets the turn's reports.
-                let _ = answering.send(report.clone());
-            }
+        let mut shared = Shared {
+            answering,
+            ..Shared::default()
+        };
+        for (_, report) in &answered {
+            shared.answered(&report.call_id, &report.tool, &report.result);
         }
         let answered: Vec<Ended> = answered
             .into_iter()
@@ -154,10 +155,6 @@ impl Dispatcher {
             return Err(aborted(reason, ended));
         }
         let counts = plan::tool_counts(&planned);
-        let mut shared = Shared {
-            answering,
-            ..Shared::default()
-        };
         let (grant, waited) = ledger.begin_turn(&counts).await;
         shared.counters_waited = waited;
         match grant {

@@ -3,10 +3,12 @@
 //!
 //! The rules:
 //!
-//! - A write's claim waits for a store that cannot be reached at most the store wait
-//!   ([`DEFAULT_STORE_WAIT`], 5 s; `DispatcherBuilder::store_wait`) from the start of its turn,
-//!   its tries ([`DispatcherBuilder::store_retry`](crate::DispatcherBuilder::store_retry))
-//!   included: a try still waiting at the end of it is cut, and the call answers `unavailable`.
+//! - A write waits for a store that cannot be reached at most the store wait
+//!   ([`DEFAULT_STORE_WAIT`], 5 s; `DispatcherBuilder::store_wait`) in all: what its turn's
+//!   counters waited, its look-up before a business check, its claim's tries
+//!   ([`DispatcherBuilder::store_retry`](crate::DispatcherBuilder::store_retry)) and the
+//!   backoffs between them. A try still waiting at the end of it is cut, and the call answers
+//!   `unavailable`. Only the time of a store that did not answer is spent.
 //!   Recording an outcome after the tool ran, and storing a run's abort, wait at most the store
 //!   wait too, counted from their own start.
 //! - The run's counters ask the store at most the counter wait ([`DEFAULT_COUNTER_WAIT`],
