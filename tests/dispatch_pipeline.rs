@@ -137,6 +137,71 @@ async fn an_unknown_tool_lists_the_known_ones() {
 }
 
 #[tokio::test]
+async fn a_tool_the_session_was_not_shown_is_unknown_to_it_and_the_run_goes_on() {
+    let (d, runs) = dispatcher();
+    let s = session(&["orders:read"])
+        .with_shown_tools(|tool: &str| tool == "get_order" || tool == "unconfigured");
+    let hidden = ToolCall::new(
+        "c1",
+        "issue_refund",
+        json!({"order_id": "ORD-1", "amount": 5}),
+    );
+    let result = call(&d, &s, hidden).await;
+    assert_eq!(result["error"]["kind"], "unknown_tool");
+    assert_eq!(
+        result["error"]["what"],
+        "there is no tool named \"issue_refund\""
+    );
+    // Only the tools shown are named.
+    assert_eq!(
+        result["error"]["next"],
+        "call one of: get_order, unconfigured"
+    );
+    assert_eq!(
+        s.aborted(),
+        None,
+        "a tool never shown does not abort the run"
+    );
+    let read = call(
+        &d,
+        &s,
+        ToolCall::new("c2", "get_order", json!({"order_id": "ORD-1"})),
+    )
+    .await;
+    assert_eq!(read["status"], "succeeded");
+    assert_eq!(runs.count(), 1);
+
+    // Shown, a tool the session may not call aborts the run, as without a catalog.
+    let shown = session(&["orders:read"]).with_shown_tools(|_: &str| true);
+    let refund = ToolCall::new(
+        "c3",
+        "issue_refund",
+        json!({"order_id": "ORD-1", "amount": 5}),
+    );
+    let aborted = d.dispatch(&shown, refund).await.unwrap_err();
+    assert_eq!(aborted.kind, ErrorKind::PermissionDenied);
+}
+
+#[tokio::test]
+async fn a_session_with_another_caller_keeps_its_run_and_abort() {
+    let (d, _runs) = dispatcher();
+    let reader = session(&["orders:read"]);
+    let refund = ToolCall::new(
+        "c1",
+        "issue_refund",
+        json!({"order_id": "ORD-1", "amount": 5}),
+    );
+    let aborted = d.dispatch(&reader, refund).await.unwrap_err();
+    // The caller authenticated again, with more permissions: the same run, still aborted.
+    let again = reader.with_auth(
+        AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
+    );
+    assert_eq!(again.run_id(), reader.run_id());
+    let read = ToolCall::new("c2", "get_order", json!({"order_id": "ORD-1"}));
+    assert_eq!(d.dispatch(&again, read).await.unwrap_err(), aborted);
+}
+
+#[tokio::test]
 async fn a_huge_unknown_tool_name_is_cut_in_the_message() {
     let (d, _) = dispatcher();
     let s = session(&[]);

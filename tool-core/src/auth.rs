@@ -78,7 +78,7 @@ impl AuthContext {
 /// the same tenant and run id) keeps them, and so does its abort. A dispatcher without a store
 /// keeps them in memory, in this `Session` and its clones: a new `Session` value starts a new
 /// count.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Session {
     auth: Arc<AuthContext>,
     run_id: Arc<str>,
@@ -87,18 +87,94 @@ pub struct Session {
     /// The run's counters when the dispatcher has no store; with one, the mirror of the counts
     /// it answered, which stands in while it does not answer. Shared by every clone.
     local: Arc<Mutex<RunRecord>>,
+    /// The tools the run's model was shown, when that is not every tool.
+    shown: Option<Arc<dyn ShownTools>>,
+}
+
+/// The tools a run's model was shown, when it was not shown every tool of the registry (see
+/// [`Session::with_shown_tools`]). A closure `Fn(&str) -> bool` is one.
+pub trait ShownTools: Send + Sync + 'static {
+    /// Whether the model was shown the tool named `tool`.
+    fn shows(&self, tool: &str) -> bool;
+}
+
+impl<F> ShownTools for F
+where
+    F: Fn(&str) -> bool + Send + Sync + 'static,
+{
+    fn shows(&self, tool: &str) -> bool {
+        self(tool)
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("auth", &self.auth)
+            .field("run_id", &self.run_id)
+            .field("aborted", &self.aborted.get())
+            .field("limits", &self.limits)
+            .field("shows_every_tool", &self.shown.is_none())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
     /// A run `run_id` of the caller `auth`.
-    pub fn new(auth: AuthContext, run_id: impl Into<String>) -> Self {
+    pub fn new(auth: impl Into<Arc<AuthContext>>, run_id: impl Into<String>) -> Self {
         Session {
-            auth: Arc::new(auth),
+            auth: auth.into(),
             run_id: Arc::from(run_id.into()),
             aborted: Arc::new(OnceLock::new()),
             limits: None,
             local: Arc::default(),
+            shown: None,
         }
+    }
+
+    /// The same run (its id, limits, counters and abort, shared with this session and its
+    /// clones) for the caller `auth`: the run's caller as authenticated again, with the
+    /// permissions it holds now. A caller of another tenant is another run: give it a
+    /// [`Session::new`] of its own.
+    ///
+    /// ```
+    /// use toolgate::{AuthContext, Session};
+    ///
+    /// let before = Session::new(AuthContext::new("acme", "agent").with_permissions(["refund:create"]), "run-1");
+    /// let after = before.with_auth(AuthContext::new("acme", "agent"));
+    /// assert_eq!(after.run_id(), "run-1");
+    /// assert!(!after.auth().has_permission("refund:create"));
+    /// ```
+    pub fn with_auth(&self, auth: impl Into<Arc<AuthContext>>) -> Session {
+        Session {
+            auth: auth.into(),
+            ..self.clone()
+        }
+    }
+
+    /// This run's model was shown only the tools `shown` shows (a catalog made for this
+    /// session, such as the tools it may call): a call of any other tool is answered as a tool
+    /// that does not exist would be (`unknown_tool`, naming only the tools shown), nothing runs
+    /// and the run goes on. Without it, the model is taken to have been shown every tool of
+    /// the registry, and a call of a tool whose permission the session lacks aborts the run.
+    ///
+    /// ```
+    /// use toolgate::{AuthContext, Session};
+    ///
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1")
+    ///     .with_shown_tools(|tool: &str| tool == "get_order");
+    /// assert!(session.shows("get_order"));
+    /// assert!(!session.shows("issue_refund"));
+    /// ```
+    pub fn with_shown_tools(mut self, shown: impl ShownTools) -> Self {
+        self.shown = Some(Arc::new(shown));
+        self
+    }
+
+    /// Whether this run's model was shown the tool named `tool`: always, unless the session
+    /// was made [`with_shown_tools`](Self::with_shown_tools).
+    pub fn shows(&self, tool: &str) -> bool {
+        self.shown.as_ref().is_none_or(|shown| shown.shows(tool))
     }
 
     /// This run's limits, in place of the dispatcher's

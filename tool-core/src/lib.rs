@@ -47,7 +47,7 @@ mod validate;
 mod wiring;
 
 pub use approval::ApprovalAmount;
-pub use auth::{AuthContext, Session};
+pub use auth::{AuthContext, Session, ShownTools};
 pub use backoff::Backoff;
 pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
 #[cfg(feature = "test-util")]

@@ -21,6 +21,7 @@ impl Dispatcher {
     /// here for checked text.
     pub(super) fn admit(
         &self,
+        session: &Session,
         name: &str,
         mut arguments: Result<Arguments, MalformedCall>,
     ) -> Result<(&RegisteredTool, Arguments), ToolError> {
@@ -31,7 +32,7 @@ impl Dispatcher {
                 return Err(answers::unreadable_call(malformed));
             }
         }
-        let registered = self.lookup(name)?;
+        let registered = self.lookup(session, name)?;
         match arguments {
             Ok(arguments) => Ok((registered, arguments)),
             Err(malformed) => Err(answers::malformed_arguments(
@@ -56,11 +57,17 @@ impl Dispatcher {
         }
     }
 
-    fn lookup(&self, name: &str) -> Result<&RegisteredTool, ToolError> {
+    /// The tool `name`, if it exists and the session's model was shown it
+    /// ([`Session::with_shown_tools`]); else the unknown tool's answer, naming the tools shown.
+    fn lookup(&self, session: &Session, name: &str) -> Result<&RegisteredTool, ToolError> {
         let registry = &self.inner.registry;
-        registry
-            .get(name)
-            .ok_or_else(|| answers::unknown_tool(name, registry.names()))
+        match registry.get(name) {
+            Some(registered) if session.shows(name) => Ok(registered),
+            _ => Err(answers::unknown_tool(
+                name,
+                registry.names().filter(|known| session.shows(known)),
+            )),
+        }
     }
 }
 

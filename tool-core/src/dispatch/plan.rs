@@ -97,7 +97,7 @@ impl Dispatcher {
             name,
             arguments,
         } = call;
-        let step = match self.admit(&name, arguments) {
+        let step = match self.admit(session, &name, arguments) {
             Err(err) => Step::Refused {
                 tool: None,
                 err,
