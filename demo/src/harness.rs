@@ -90,7 +90,7 @@ pub struct McpHttpServer {
     /// `http://127.0.0.1:PORT`, where it serves MCP.
     pub url: String,
     /// What it says on stderr after the address, read so that it never blocks on a full pipe.
-    _lines: Receiver<String>,
+    lines: Receiver<String>,
 }
 
 impl McpHttpServer {
@@ -114,10 +114,18 @@ impl McpHttpServer {
                 break rest.split(';').next().unwrap_or(rest).to_owned();
             }
         };
-        McpHttpServer {
-            child,
-            url,
-            _lines: lines,
+        McpHttpServer { child, url, lines }
+    }
+
+    /// The next line it says on stderr that holds `needle`, waiting up to [`PATIENCE`] for it.
+    pub fn said(&self, needle: &str) -> String {
+        loop {
+            let line = self.lines.recv_timeout(PATIENCE).unwrap_or_else(|err| {
+                panic!("mcp_server never said anything holding {needle:?}: {err}")
+            });
+            if line.contains(needle) {
+                return line;
+            }
         }
     }
 }

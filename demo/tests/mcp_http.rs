@@ -1,7 +1,9 @@
 //! The `mcp_server` example over streamable HTTP, a process of its own, driven by the MCP SDK's
 //! client: each request is identified by its bearer token, so a client without a token the
-//! server knows cannot initialize, list or call, and two tenants never share an operation. The
-//! payment provider is the fake one, as a process too, so that a test can read its ledger.
+//! server knows cannot initialize, list or call; each session is listed what its token may
+//! call; two tenants never share an operation; a refund a manager approves with the operator's
+//! command line runs while the client waits. The payment provider is the fake one, as a process
+//! too, so that a test can read its ledger.
 
 mod mcp_client;
 
@@ -11,14 +13,14 @@ use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use serde_json::json;
 use tokio::time::timeout;
-use toolgate::mcp::{RUN_ABORTED, SESSION_REFUSED};
-use toolgate_demo::harness::{FakePayments, McpHttpServer, PATIENCE};
+use toolgate::mcp::SESSION_REFUSED;
+use toolgate_demo::harness::{FakePayments, McpHttpServer, PATIENCE, operator_cli};
 use toolgate_test::{BearerToken, McpHttpClient};
 
 /// Who the server knows: a clerk and a reader of acme, and a clerk of globex.
 const TOKENS: [&str; 6] = [
     "--token",
-    "acme-clerk=acme:clerk:orders:read,refund:create",
+    "acme-clerk=acme:clerk:orders:read,refund:create,crm:write",
     "--token",
     "acme-reader=acme:reader:orders:read",
     "--token",
@@ -88,29 +90,21 @@ async fn initialize_list_and_call_over_http() {
 }
 
 #[tokio::test]
-async fn a_call_without_its_permission_aborts_the_run_of_its_token() {
+async fn a_session_is_listed_what_its_token_may_call_and_nothing_else_runs() {
     let provider = FakePayments::start();
     let dir = tempfile::tempdir().unwrap();
     let server = start(&dir, &provider.url);
     let reader = connect(&server.url, &BearerToken::new(Some("acme-reader")))
         .await
         .unwrap();
+    let listed = reader.list_all_tools().await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(names, ["get_order"]);
 
-    let refused = protocol_error(reader.call_tool(refund()).await);
-    assert_eq!(refused.code, RUN_ABORTED);
-    assert_eq!(refused.data.as_ref().unwrap()["kind"], "permission_denied");
-    let after = protocol_error(
-        reader
-            .call_tool(call("get_order", json!({"order_id": "ORD-1001"})))
-            .await,
-    );
-    assert_eq!(after.code, RUN_ABORTED);
-
-    // Another token is another run: the clerk's calls still run.
-    let clerk = connect(&server.url, &BearerToken::new(Some("acme-clerk")))
-        .await
-        .unwrap();
-    let read = clerk
+    let hidden = protocol_error(reader.call_tool(refund()).await);
+    assert_eq!(hidden.code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(hidden.message, "Unknown tool: issue_refund");
+    let read = reader
         .call_tool(call("get_order", json!({"order_id": "ORD-1001"})))
         .await
         .unwrap();
@@ -119,7 +113,6 @@ async fn a_call_without_its_permission_aborts_the_run_of_its_token() {
     let ledger = ledger(&provider.url).await;
     assert_eq!(ledger["provider_requests"]["refund"], 0, "{ledger}");
     reader.cancel().await.unwrap();
-    clerk.cancel().await.unwrap();
 }
 
 #[tokio::test]
@@ -128,6 +121,7 @@ async fn a_client_without_a_known_token_cannot_initialize_list_or_call() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(&dir, &provider.url);
 
+    // The server answers 401 with the refusal as a JSON-RPC error, which the client reads.
     for token in [None, Some("not-a-token")] {
         let refused = connect(&server.url, &BearerToken::new(token)).await;
         let Err(ClientInitializeError::JsonRpcError(error)) = refused else {
@@ -206,7 +200,8 @@ async fn stateless_requests_of_protocol_2026_07_28_are_each_identified() {
         .expect("answered in time")
         .unwrap();
     assert_shop_listed(&client.list_all_tools().await.unwrap());
-    // No session between the two requests: the token's run makes the second a replay.
+    // No session between the two requests, so each is a run of its own: keys are per tenant,
+    // so the second is a replay all the same.
     let first = result_object(&client.call_tool(refund()).await.unwrap());
     let second = result_object(&client.call_tool(refund()).await.unwrap());
     assert_eq!(
@@ -215,5 +210,61 @@ async fn stateless_requests_of_protocol_2026_07_28_are_each_identified() {
     );
     let ledger = ledger(&provider.url).await;
     assert_eq!(ledger["provider_requests"]["refund"], 1, "{ledger}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refund_approved_with_the_command_line_runs_while_the_client_waits() {
+    let provider = FakePayments::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let store = format!("sqlite:{}", db.display());
+    let mut args = vec![
+        "--db",
+        db.to_str().unwrap(),
+        "--provider-url",
+        &provider.url,
+    ];
+    args.extend(["--approvals-every-ms", "50"]);
+    args.extend(TOKENS);
+    let server = McpHttpServer::start(&args);
+    let client = connect(&server.url, &BearerToken::new(Some("acme-clerk")))
+        .await
+        .unwrap();
+    let large = || {
+        call(
+            "issue_refund",
+            json!({"order_id": "ORD-1002", "amount": 8000}),
+        )
+    };
+    let waiting = result_object(&client.call_tool(large()).await.unwrap());
+    assert_eq!(waiting["status"], "awaiting_approval", "{waiting}");
+    let id = waiting["error"]["approval_id"].as_str().unwrap().to_owned();
+
+    // The client waits; a manager approves on the same database.
+    let approved = operator_cli()
+        .args(["--store", &store, "approvals", "approve", &id])
+        .args(["--reason", "the customer returned the whole order"])
+        .args(["--as", "manager", "--tenant", "acme"])
+        .args(["--permission", "refund:approve"])
+        .output()
+        .unwrap();
+    assert!(approved.status.success(), "{approved:?}");
+    let ran = server.said(&format!("of approval {id}"));
+    assert!(ran.ends_with("succeeded"), "{ran}");
+    let ledger_now = ledger(&provider.url).await;
+    assert_eq!(
+        ledger_now["ledger"]["ORD-1002"]["refunds"], 1,
+        "{ledger_now}"
+    );
+
+    // The client's next call with the same arguments reads the outcome: run once, by the runner.
+    let outcome = result_object(&client.call_tool(large()).await.unwrap());
+    assert_eq!(outcome["status"], "succeeded", "{outcome}");
+    assert_eq!(outcome["replayed"], true, "{outcome}");
+    assert_eq!(
+        ledger(&provider.url).await["provider_requests"]["refund"],
+        1
+    );
     client.cancel().await.unwrap();
 }

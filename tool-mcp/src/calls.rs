@@ -8,9 +8,18 @@ use toolgate_core::provider::Mcp;
 use toolgate_core::{CallReport, ToolCall};
 
 /// The call a `tools/call` request makes: its id is the JSON text of the request's id (`2` →
-/// `"2"`, `"a"` → `"\"a\""`), as [`Mcp`] parses calls; absent arguments are `{}`.
-pub(crate) fn tool_call(id: &RequestId, params: CallToolRequestParams) -> ToolCall {
+/// `"2"`, `"a"` → `"\"a\""`), as [`Mcp`] parses calls; its arguments are `raw`, their text as
+/// the client sent it, when the transport kept it (so a key given twice is refused, as in
+/// every format), else the SDK's tree of them; absent arguments are `{}`.
+pub(crate) fn tool_call(
+    id: &RequestId,
+    params: CallToolRequestParams,
+    raw: Option<&str>,
+) -> ToolCall {
     let id = serde_json::to_string(id).expect("a request id serializes");
+    if let Some(raw) = raw {
+        return ToolCall::from_json_text(id, params.name, raw);
+    }
     let arguments = params
         .arguments
         .map_or_else(|| Value::Object(serde_json::Map::new()), Value::Object);
@@ -58,15 +67,41 @@ mod tests {
 
     #[test]
     fn the_call_id_is_the_request_id_as_json_text_and_no_arguments_are_empty() {
-        let call = tool_call(&NumberOrString::Number(2), params("get_order", None));
+        let call = tool_call(&NumberOrString::Number(2), params("get_order", None), None);
         assert_eq!(call, ToolCall::new("2", "get_order", json!({})));
         let call = tool_call(
             &NumberOrString::String("a".into()),
             params("get_order", Some(json!({"order_id": "ORD-1"}))),
+            None,
         );
         assert_eq!(
             call,
             ToolCall::new("\"a\"", "get_order", json!({"order_id": "ORD-1"}))
+        );
+    }
+
+    #[test]
+    fn arguments_kept_as_text_are_read_as_text_so_a_key_given_twice_is_refused() {
+        let tree = params("issue_refund", Some(json!({"amount": 5000})));
+        let call = tool_call(
+            &NumberOrString::Number(3),
+            tree,
+            Some(r#"{"amount": 5, "amount": 5000}"#),
+        );
+        assert_eq!(call.name, "issue_refund");
+        let malformed = call.arguments.unwrap_err();
+        assert_eq!(
+            malformed.what,
+            r#"the arguments give the key "amount" more than once"#
+        );
+        let call = tool_call(
+            &NumberOrString::Number(4),
+            params("get_order", None),
+            Some(r#"{"order_id": "ORD-1"}"#),
+        );
+        assert_eq!(
+            call,
+            ToolCall::new("4", "get_order", json!({"order_id": "ORD-1"}))
         );
     }
 

@@ -1,12 +1,65 @@
 //! `tools/list`: the registry's tools as MCP declares them, built once from toolgate's MCP
-//! catalog so that one function decides their shape.
+//! catalog so that one function decides their shape, each with the permission it needs, so that
+//! a session is listed the tools it may call.
 
 use rmcp::model::Tool;
 use serde_json::Value;
-use toolgate_core::Registry;
 use toolgate_core::provider::{Mcp, WireFormat};
+use toolgate_core::{AuthContext, Registry};
 
 use crate::server::BuildError;
+
+/// The server's tools as `tools/list` declares them, in registration order, and the
+/// permission each needs.
+#[derive(Debug)]
+pub(crate) struct Catalog {
+    tools: Vec<Tool>,
+    permissions: Vec<Option<&'static str>>,
+}
+
+impl Catalog {
+    /// The catalog of `registry` (see [`tools`]).
+    pub(crate) fn of(registry: &Registry, additional_properties: bool) -> Result<Self, BuildError> {
+        let tools = tools(registry, additional_properties)?;
+        let permissions = tools
+            .iter()
+            .map(|tool| {
+                registry
+                    .get(&tool.name)
+                    .and_then(|registered| registered.descriptor().permission)
+            })
+            .collect();
+        Ok(Catalog { tools, permissions })
+    }
+
+    /// Every tool.
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// How many tools there are.
+    pub(crate) fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// The place of the tool named `name`, if there is one.
+    pub(crate) fn place(&self, name: &str) -> Option<usize> {
+        self.tools.iter().position(|tool| tool.name == name)
+    }
+
+    /// Whether `auth` may call the tool at `place`: it needs no permission, or one `auth` holds.
+    pub(crate) fn permits(&self, place: usize, auth: &AuthContext) -> bool {
+        self.permissions[place].is_none_or(|permission| auth.has_permission(permission))
+    }
+
+    /// The tools `auth` may call, and their places.
+    pub(crate) fn listed_for(&self, auth: &AuthContext) -> (Vec<Tool>, Vec<usize>) {
+        (0..self.tools.len())
+            .filter(|&place| self.permits(place, auth))
+            .map(|place| (self.tools[place].clone(), place))
+            .unzip()
+    }
+}
 
 /// Every tool of `registry`, in registration order, as [`Mcp`]'s catalog declares it (name,
 /// description, `inputSchema`, annotations from the side-effect class), or the first tool MCP

@@ -9,25 +9,29 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use toolgate_core::Session;
 
 use std::fmt;
 use std::sync::Arc;
 
+use crate::admitted::Admitted;
 use crate::calls;
+use crate::mcp_session::McpSession;
 use crate::peer::{Peer, TransportKind};
 use crate::protocol_errors;
+use crate::raw_arguments::RawArguments;
 use crate::server::Inner;
 
-/// An [`McpServer`](crate::McpServer) as the SDK's [`ServerHandler`]: what
-/// [`McpServer::handler`](crate::McpServer::handler) and
-/// [`McpServer::http_service`](crate::McpServer::http_service) hand to the SDK. A clone is the
-/// same server.
+/// An [`McpServer`](crate::McpServer) as the SDK's [`ServerHandler`], for one MCP session: what
+/// [`McpServer::handler`](crate::McpServer::handler) hands out, and what the server gives the
+/// SDK for each connection and each streamable HTTP session. The session is a run of its own
+/// (see [`Admitted`]) and has a catalog of its own (the tools it was listed); a clone is the
+/// same session.
 #[derive(Clone)]
 pub struct McpHandler {
     inner: Arc<Inner>,
     /// How the requests reach it, unless they carry an HTTP head.
     transport: TransportKind,
+    session: Arc<McpSession>,
 }
 
 impl fmt::Debug for McpHandler {
@@ -40,18 +44,29 @@ impl fmt::Debug for McpHandler {
 }
 
 impl McpHandler {
+    /// A handler for a new MCP session.
     pub(crate) fn new(inner: Arc<Inner>, transport: TransportKind) -> Self {
-        McpHandler { inner, transport }
+        let session = Arc::new(McpSession::new(inner.catalog.clone()));
+        McpHandler {
+            inner,
+            transport,
+            session,
+        }
     }
 
-    /// The session the hook gives the client of this request, or the error refusing it.
-    async fn session_of(
+    /// Whom the hook admits as the client of this request, or the error refusing it. Over
+    /// streamable HTTP the server's HTTP service asked the hook before the request reached the
+    /// SDK, and left its answer in the request's head.
+    async fn admitted(
         &self,
         context: &RequestContext<RoleServer>,
         method: &'static str,
         client: Option<Implementation>,
-    ) -> Result<Session, ErrorData> {
+    ) -> Result<Admitted, ErrorData> {
         let http = context.extensions.get::<http::request::Parts>();
+        if let Some(admitted) = http.and_then(|parts| parts.extensions.get::<Admitted>()) {
+            return Ok(admitted.clone());
+        }
         let transport = match http {
             Some(_) => TransportKind::Http,
             None => self.transport,
@@ -82,7 +97,7 @@ impl ServerHandler for McpHandler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.session_of(&context, "initialize", Some(request.client_info.clone()))
+        self.admitted(&context, "initialize", Some(request.client_info.clone()))
             .await?;
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -92,21 +107,21 @@ impl ServerHandler for McpHandler {
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        self.session_of(&context, "server/discover", None).await?;
+        self.admitted(&context, "server/discover", None).await?;
         Ok(DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
         ))
     }
 
-    /// Every tool of the registry, in one page, whatever the session's permissions: a call
-    /// the session may not make is refused when it is made, as for every other format.
+    /// The tools the session may call, in one page; the session is taken to have been shown
+    /// them from then on.
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.session_of(&context, "tools/list", None).await?;
+        let admitted = self.admitted(&context, "tools/list", None).await?;
         if let Some(cursor) = request.and_then(|request| request.cursor) {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -116,17 +131,17 @@ impl ServerHandler for McpHandler {
                 None,
             ));
         }
-        // Only clients the hook accepts may see the list: no cache shared between them.
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone())
-            .with_cache_scope(CacheScope::Private))
+        let (tools, places) = self.inner.catalog.listed_for(admitted.auth());
+        self.session.show(places.into_iter());
+        // Each client is listed what it may call: no cache shared between them.
+        Ok(ListToolsResult::with_all_items(tools).with_cache_scope(CacheScope::Private))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner
-            .tools
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
+        let catalog = &self.inner.catalog;
+        catalog
+            .place(name)
+            .map(|place| catalog.tools()[place].clone())
     }
 
     async fn call_tool(
@@ -134,8 +149,10 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session_of(&context, "tools/call", None).await?;
-        let call = calls::tool_call(&context.id, request);
+        let admitted = self.admitted(&context, "tools/call", None).await?;
+        let session = self.session.session(admitted);
+        let raw = RawArguments::of_request(&context.extensions);
+        let call = calls::tool_call(&context.id, request, raw);
         // On the request's own task, which the SDK never aborts: a cancelled request has its
         // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
         let dispatched = self

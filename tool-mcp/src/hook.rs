@@ -2,43 +2,50 @@
 //! that could reach a tool.
 
 use async_trait::async_trait;
-use toolgate_core::Session;
 
+use crate::admitted::Admitted;
 use crate::peer::Peer;
 
-/// Maps an MCP client to the toolgate [`Session`] its requests run in, or refuses it.
+/// Says who an MCP client is ([`Admitted`]: its caller, and the run its calls run in), or
+/// refuses it.
 ///
-/// The server asks on `initialize` (and `server/discover`, its stateless counterpart) and on
-/// every `tools/list` and `tools/call`: over streamable HTTP each request carries its own
-/// authorization, and from protocol version 2026-07-28 on, requests stand alone, with no
-/// session to remember a decision in. A refused request is answered with the JSON-RPC error
-/// [`SESSION_REFUSED`](crate::SESSION_REFUSED), whose message is the [`Refused`] reason: the
-/// client fails to initialize, sees no tool list and can call nothing.
+/// On stdio and other byte streams the server asks on `initialize` (and `server/discover`, its
+/// stateless counterpart) and on every `tools/list` and `tools/call`. Over streamable HTTP it
+/// asks once for every HTTP request, whatever it carries (a `GET` of the session's stream and
+/// the `DELETE` that ends a session too), before the request reaches the protocol: each request
+/// carries its own authorization, and from protocol version 2026-07-28 on requests stand alone,
+/// with no session to remember a decision in.
 ///
-/// **The run id.** The session's run id scopes the run's counters and limits
-/// ([`RunLimits`](toolgate_core::RunLimits)) and the idempotency keys of tools that opt into
-/// `key_scope = "run"`; a call that lacks a permission aborts the run, after which every call of
-/// it is refused. A write with the default `key_scope = "tenant"` is the same operation in every
-/// run: repeated from another run, process or MCP session, it is a replay. The hook decides what
-/// a run is:
+/// A refused request gets nothing but the refusal. Over HTTP that is `401 Unauthorized` with
+/// `WWW-Authenticate: Bearer` for [`Refused::new`] (no credential, or one the hook does not
+/// know: no session is made), or `403 Forbidden` for [`Refused::forbidden`]; on other
+/// transports it is the JSON-RPC error [`SESSION_REFUSED`](crate::SESSION_REFUSED). The
+/// [`Refused`] reason is the message either way: the client fails to initialize, sees no tool
+/// list and can call nothing.
 ///
-/// - one per process, for a client that started the server ([`StdioSession`](crate::StdioSession));
-/// - one per credential (a [`Session`] made once per bearer token and handed out again);
-/// - one per legacy MCP session ([`Peer::session_id`]), for clients on protocol versions before
-///   2026-07-28;
-/// - one per request: then every request is a run of its own with limits of its own, and a
-///   `key_scope = "run"` write repeated in another request runs again (its key differs). A hook
-///   that does this must say so to its users.
+/// **The run.** Answer the caller ([`AuthContext`](toolgate_core::AuthContext)) and each MCP
+/// session is a run of its own: its own counters and limits
+/// ([`RunLimits`](toolgate_core::RunLimits)), and its own abort (a call that lacks a
+/// permission aborts the session's run, never the next session's). Answer a
+/// [`Session`](toolgate_core::Session) to name the run yourself; [`Admitted`] says when an
+/// application would. Idempotency keys are scoped by tenant in any case: a write repeated in a
+/// new session is a replay, and two tenants never share an operation.
 ///
-/// Idempotency keys are scoped by tenant in any case: two tenants never share an operation.
+/// **The catalog.** `tools/list` lists the tools the caller may call (those whose permission
+/// it holds, and those that need none); a call of a tool the session was never shown and may
+/// not call is answered as an unknown tool would be, and nothing runs. A tool that was listed
+/// and whose permission the caller has since lost (the hook answered other permissions) aborts
+/// the session's run when called, as a missing permission does in every format.
 ///
-/// A closure `Fn(&Peer) -> Result<Session, Refused>` is a hook:
+/// A closure `Fn(&Peer) -> Result<A, Refused>`, where `A` is an
+/// [`AuthContext`](toolgate_core::AuthContext), a [`Session`](toolgate_core::Session) or an
+/// [`Admitted`], is a hook:
 ///
 /// ```
+/// use toolgate::AuthContext;
 /// use toolgate::mcp::{Peer, Refused, SessionHook};
-/// use toolgate::{AuthContext, Session};
 ///
-/// let agent = Session::new(AuthContext::new("acme", "agent").with_permissions(["orders:read"]), "run-1");
+/// let agent = AuthContext::new("acme", "agent").with_permissions(["orders:read"]);
 /// let hook = move |peer: &Peer<'_>| match peer.bearer_token() {
 ///     Some("s3cret") => Ok(agent.clone()),
 ///     Some(_) => Err(Refused::new("the bearer token is not known: ask your administrator for one")),
@@ -49,17 +56,18 @@ use crate::peer::Peer;
 /// ```
 #[async_trait]
 pub trait SessionHook: Send + Sync + 'static {
-    /// The toolgate session of a request, or why it is refused.
-    async fn session(&self, peer: &Peer<'_>) -> Result<Session, Refused>;
+    /// Who the client of a request is, or why it is refused.
+    async fn session(&self, peer: &Peer<'_>) -> Result<Admitted, Refused>;
 }
 
 #[async_trait]
-impl<F> SessionHook for F
+impl<F, A> SessionHook for F
 where
-    F: Fn(&Peer<'_>) -> Result<Session, Refused> + Send + Sync + 'static,
+    F: Fn(&Peer<'_>) -> Result<A, Refused> + Send + Sync + 'static,
+    A: Into<Admitted>,
 {
-    async fn session(&self, peer: &Peer<'_>) -> Result<Session, Refused> {
-        self(peer)
+    async fn session(&self, peer: &Peer<'_>) -> Result<Admitted, Refused> {
+        self(peer).map(Into::into)
     }
 }
 
@@ -71,23 +79,42 @@ where
 ///
 /// let refused = Refused::new("send Authorization: Bearer TOKEN");
 /// assert_eq!(refused.reason(), "send Authorization: Bearer TOKEN");
+/// assert!(!refused.is_forbidden());
+/// assert!(Refused::forbidden("this token may not use this server").is_forbidden());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct Refused {
     reason: String,
+    forbidden: bool,
 }
 
 impl Refused {
-    /// A refusal saying `reason`.
+    /// The client is not authenticated: it sent no credential, or one the hook does not
+    /// know. Over HTTP: `401 Unauthorized` with `WWW-Authenticate: Bearer`.
     pub fn new(reason: impl Into<String>) -> Self {
         Refused {
             reason: reason.into(),
+            forbidden: false,
+        }
+    }
+
+    /// The client is authenticated, but may not use this server (or this transport). Over
+    /// HTTP: `403 Forbidden`.
+    pub fn forbidden(reason: impl Into<String>) -> Self {
+        Refused {
+            reason: reason.into(),
+            forbidden: true,
         }
     }
 
     /// The reason, as the client reads it.
     pub fn reason(&self) -> &str {
         &self.reason
+    }
+
+    /// Whether the client was authenticated and refused all the same ([`Refused::forbidden`]).
+    pub fn is_forbidden(&self) -> bool {
+        self.forbidden
     }
 }

@@ -3,27 +3,35 @@
 //! every call run through the dispatcher. Use it through the facade, `toolgate::mcp` (feature
 //! `mcp`).
 //!
-//! - **`tools/list`** lists the registry, each tool as toolgate's MCP catalog declares it
+//! - **A run per MCP session.** Each MCP session (a stdio connection, a streamable HTTP
+//!   session, or a stateless request of protocol 2026-07-28) is a run of its own: its own
+//!   counters, limits and abort. A new session is a new run, never born aborted; a write
+//!   repeated in it is answered from its record (keys are scoped by tenant). The
+//!   [`SessionHook`] can name the run instead ([`Admitted`]).
+//! - **`tools/list`** lists the tools the session's caller may call (those whose permission it
+//!   holds, and those that need none), each as toolgate's MCP catalog declares it
 //!   ([`Mcp`](toolgate_core::provider::Mcp)): the canonical schema as `inputSchema`, and
 //!   annotations from the side-effect class (a read `readOnlyHint: true`; a write or destructive
-//!   tool `idempotentHint: true`, since a repeated call runs once). Every tool is listed,
-//!   whatever the session may call: permissions are checked per call, as for every other
-//!   format. The registry cannot change once the dispatcher is built, so the server says
-//!   `listChanged: false` and never announces a change.
+//!   tool `idempotentHint: true`, since a repeated call runs once). The server sends no list
+//!   change notification (`listChanged: false`): a client whose permissions change lists again.
 //! - **`tools/call`** runs [`Dispatcher::dispatch`](toolgate_core::Dispatcher::dispatch) in the
-//!   session the [`SessionHook`] gives the client: validation, permissions, idempotency,
-//!   approvals, deadlines and the result object all apply. The answer is the `CallToolResult` of
+//!   session's run: validation, permissions, idempotency, approvals, deadlines and the result
+//!   object all apply. The arguments are read from the text the client sent, so a key given
+//!   twice is `invalid_arguments`, as in every format. The answer is the `CallToolResult` of
 //!   [`Mcp::call_result`](toolgate_core::provider::Mcp::call_result): one text item holding the
 //!   result object's JSON, that object as `structuredContent`, and `isError` when its status is
-//!   flagged; invalid arguments are such a result, which the model reads. An unknown tool is
-//!   the protocol error `-32602 Unknown tool: NAME`; a call in an aborted run (a missing
-//!   permission aborts it) is the protocol error [`RUN_ABORTED`].
-//! - **Identity**: the [`SessionHook`] maps each request to a toolgate
-//!   [`Session`](toolgate_core::Session), or refuses it with [`SESSION_REFUSED`]: a refused
+//!   flagged; invalid arguments are such a result, which the model reads. An unknown tool, and a
+//!   tool the session was never listed and may not call, is the protocol error `-32602 Unknown
+//!   tool: NAME`, and nothing runs; a call in an aborted run (a listed tool whose permission the
+//!   caller has since lost aborts it) is the protocol error [`RUN_ABORTED`].
+//! - **Identity**: the [`SessionHook`] admits each request as a caller, or refuses it: a refused
 //!   client cannot initialize, list or call anything. [`StdioSession`] is the hook of a server
-//!   on stdio (one session for the process, from its configuration); over HTTP the hook reads
-//!   each request's authorization ([`Peer::bearer_token`]). The hook decides the run id; see
-//!   [`SessionHook`].
+//!   on stdio (one caller for the process, from its configuration); over HTTP the hook reads
+//!   each request's authorization ([`Peer::bearer_token`]).
+//! - **HTTP as the transport spec asks** ([`McpHttpService`]): a refused credential is `401`
+//!   with `WWW-Authenticate: Bearer` and makes no session; a foreign `Origin` is `403`; a
+//!   session answers only the caller who opened it; malformed messages are `-32700` and
+//!   `-32600`.
 //! - **Cancellation** (`notifications/cancelled`) drops the call's answer (the SDK sends none),
 //!   never the call: a write in flight runs to its end and is recorded, and the same call again
 //!   answers its outcome. **Ping** is the SDK's.
@@ -65,23 +73,32 @@
 //! ```
 //!
 //! Over HTTP, [`McpServer::serve_http`] runs the server on a listener until told to stop, and
-//! [`McpServer::http_service`] hands the SDK's tower service to an HTTP server of your own.
+//! [`McpServer::http_service`] hands its endpoint, a tower service, to an HTTP server of your
+//! own.
 //!
 //! The SDK is re-exported as [`rmcp`], for its transports and types.
 
+mod admitted;
 mod calls;
 mod catalog;
 mod handler;
 mod hook;
+mod http_service;
 mod in_flight;
+mod line_transport;
+mod mcp_session;
+mod origin;
 mod peer;
 mod protocol_errors;
+mod raw_arguments;
 mod server;
 mod stdio_session;
 mod streamable_http;
 
+pub use admitted::Admitted;
 pub use handler::McpHandler;
 pub use hook::{Refused, SessionHook};
+pub use http_service::{HttpResponse, McpHttpService};
 pub use peer::{Peer, TransportKind};
 pub use protocol_errors::{RUN_ABORTED, SESSION_REFUSED};
 pub use server::{BuildError, McpServer, McpServerBuilder, ServeError};

@@ -52,7 +52,7 @@ const SESSION_ID: &str = "mcp-session-id";
 #[derive(Clone)]
 pub struct Peer<'a> {
     transport: TransportKind,
-    method: &'static str,
+    method: &'a str,
     http: Option<&'a Parts>,
     /// The request, whose client info is read only when a hook asks for it: reading it costs
     /// more than the rest of a call's way through the server.
@@ -72,9 +72,9 @@ impl fmt::Debug for Peer<'_> {
 }
 
 impl<'a> Peer<'a> {
-    /// A request of `method` (`"initialize"`, `"server/discover"`, `"tools/list"`,
-    /// `"tools/call"`) over `transport`, with no HTTP head and no client info.
-    pub fn new(transport: TransportKind, method: &'static str) -> Self {
+    /// A request of `method` (see [`Peer::method`]) over `transport`, with no HTTP head and no
+    /// client info.
+    pub fn new(transport: TransportKind, method: &'a str) -> Self {
         Peer {
             transport,
             method,
@@ -107,9 +107,14 @@ impl<'a> Peer<'a> {
         self.transport
     }
 
-    /// The request's JSON-RPC method: `"initialize"`, `"server/discover"`, `"tools/list"` or
-    /// `"tools/call"`.
-    pub fn method(&self) -> &'static str {
+    /// What the request asks. On stdio and other byte streams, its JSON-RPC method:
+    /// `"initialize"`, `"server/discover"`, `"tools/list"` or `"tools/call"`. Over streamable
+    /// HTTP, where the hook is asked for every HTTP request: the JSON-RPC method of a `POST`'s
+    /// message (any method, a notification's too, such as `"notifications/cancelled"`; `""`
+    /// for a client's answer to a request of the server), or the HTTP method of a request
+    /// without one: `"GET"` (the session's stream of messages from the server) or `"DELETE"`
+    /// (the end of the session).
+    pub fn method(&self) -> &'a str {
         self.method
     }
 

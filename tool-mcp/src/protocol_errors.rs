@@ -9,7 +9,8 @@ use toolgate_core::RunAborted;
 use crate::hook::Refused;
 
 /// The JSON-RPC error code of a request the [`SessionHook`](crate::SessionHook) refused
-/// (`-32010`): the message is `Refused: ` and the hook's reason, which says what to do.
+/// (`-32010`): the message is `Refused: ` and the hook's reason, which says what to do. Over
+/// streamable HTTP it is the body of the `401` or `403` answer.
 pub const SESSION_REFUSED: ErrorCode = ErrorCode(-32010);
 
 /// The JSON-RPC error code of a `tools/call` in a run that is aborted (`-32011`): a missing

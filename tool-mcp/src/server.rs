@@ -7,12 +7,14 @@ use rmcp::RoleServer;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig, Tool};
 use rmcp::service::{QuitReason, ServerInitializeError};
 use rmcp::transport::IntoTransport;
+use tokio::io::{AsyncRead, AsyncWrite};
 use toolgate_core::Dispatcher;
 
-use crate::catalog;
+use crate::catalog::Catalog;
 use crate::handler::McpHandler;
 use crate::hook::SessionHook;
 use crate::in_flight::InFlight;
+use crate::line_transport::LineTransport;
 use crate::peer::TransportKind;
 
 /// An MCP server on a [`Dispatcher`]: `tools/list` lists its registry, `tools/call` runs each
@@ -43,8 +45,9 @@ pub struct McpServer {
 pub(crate) struct Inner {
     pub(crate) dispatcher: Dispatcher,
     pub(crate) hook: Box<dyn SessionHook>,
-    /// The `tools/list` answer, made once: the registry cannot change after it is built.
-    pub(crate) tools: Vec<Tool>,
+    /// The tools as `tools/list` declares them, made once: the registry cannot change after it
+    /// is built. Each session is listed those it may call.
+    pub(crate) catalog: Arc<Catalog>,
     pub(crate) info: ServerConfig,
     pub(crate) in_flight: InFlight,
 }
@@ -53,7 +56,7 @@ impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
             .field("server", &self.inner.info.server_info.name)
-            .field("tools", &self.inner.tools.len())
+            .field("tools", &self.inner.catalog.len())
             .field("calls_in_flight", &self.inner.in_flight.running())
             .finish_non_exhaustive()
     }
@@ -92,6 +95,13 @@ pub enum BuildError {
         /// The tool's wire name.
         tool: String,
         /// What is wrong with its schema.
+        reason: String,
+    },
+    /// An entry of the HTTP service's allowed origins cannot be read
+    /// ([`McpServer::http_service_with`]).
+    #[error("{reason}")]
+    AllowedOrigin {
+        /// Which entry, and what to write instead.
         reason: String,
     },
 }
@@ -154,9 +164,9 @@ impl McpServer {
         &self.inner.dispatcher
     }
 
-    /// The tools, as `tools/list` declares them.
+    /// Every tool, as `tools/list` declares them; a session is listed those it may call.
     pub fn tools(&self) -> &[Tool] {
-        &self.inner.tools
+        self.inner.catalog.tools()
     }
 
     /// What `initialize` answers: the server's name and version, its capabilities (tools, whose
@@ -169,18 +179,36 @@ impl McpServer {
     /// them, then waits until no call of the server is running. Stdout is the protocol's
     /// channel: log to stderr.
     ///
+    /// The connection is one MCP session, so one run (see [`Admitted`](crate::Admitted)).
+    /// Messages are read one a line, as MCP's stdio transport frames them; a line that is not
+    /// JSON is ignored, JSON that is not a message the server reads is answered `-32600`, and
+    /// a line over 16 MiB is dropped.
+    ///
     /// `Err(ServeError::Initialize)` when the client did not initialize (the hook refused it,
     /// or stdin closed first).
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
-        self.serve_on(TransportKind::Stdio, rmcp::transport::stdio())
+        let (stdin, stdout) = rmcp::transport::stdio();
+        self.serve_on(TransportKind::Stdio, LineTransport::new(stdin, stdout))
             .await
     }
 
-    /// Serves one client on `transport`, any transport of the SDK: a pair of `AsyncRead` and
-    /// `AsyncWrite` halves (a socket, a pipe, `tokio::io::duplex` in tests), a sink and stream
-    /// of messages, or a transport value. Returns once the client closes it and no call of the
-    /// server is running.
-    pub async fn serve<T, E, A>(&self, transport: T) -> Result<(), ServeError>
+    /// Serves one client on a byte stream (a socket, a pipe's two ends, `tokio::io::duplex` in
+    /// tests), framed as on stdio: one MCP session. Returns once the client closes it and no
+    /// call of the server is running.
+    pub async fn serve<S>(&self, stream: S) -> Result<(), ServeError>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        self.serve_on(TransportKind::Stream, LineTransport::new(read, write))
+            .await
+    }
+
+    /// Serves one client on any transport of the SDK (a sink and stream of messages, a
+    /// transport value): one MCP session. The messages reach the server as the transport made
+    /// them, arguments as a tree: an argument key given twice reaches it as its last value, so
+    /// prefer [`serve`](Self::serve) for a byte stream.
+    pub async fn serve_transport<T, E, A>(&self, transport: T) -> Result<(), ServeError>
     where
         T: IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
@@ -191,6 +219,10 @@ impl McpServer {
     /// The server as the SDK's [`ServerHandler`](rmcp::ServerHandler), for a program that
     /// serves it with the SDK itself (`rmcp::ServiceExt::serve`); its requests reach the hook as
     /// [`TransportKind::Stream`], or [`TransportKind::Http`] when they carry an HTTP head.
+    ///
+    /// Each handler is one MCP session: a run of its own and a catalog of its own (see
+    /// [`Admitted`](crate::Admitted)). Take one for each connection; a handler given to the
+    /// SDK's streamable HTTP service would make every session of it one.
     pub fn handler(&self) -> McpHandler {
         McpHandler::new(self.inner.clone(), TransportKind::Stream)
     }
@@ -285,7 +317,7 @@ impl McpServerBuilder {
 
     /// The server, or the first tool (in registration order) that MCP cannot declare.
     pub fn try_build(self) -> Result<McpServer, BuildError> {
-        let tools = catalog::tools(self.dispatcher.registry(), self.additional_properties)?;
+        let catalog = Catalog::of(self.dispatcher.registry(), self.additional_properties)?;
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
         if let Some(tools) = capabilities.tools.as_mut() {
             // The registry cannot change once the dispatcher is built: no list change to announce.
@@ -299,7 +331,7 @@ impl McpServerBuilder {
             inner: Arc::new(Inner {
                 dispatcher: self.dispatcher,
                 hook: self.hook,
-                tools,
+                catalog: Arc::new(catalog),
                 info,
                 in_flight: InFlight::default(),
             }),

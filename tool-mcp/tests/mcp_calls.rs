@@ -1,19 +1,23 @@
 //! An MCP client of the SDK drives the server in process: the server's info, `tools/list` with
 //! the annotations of each side-effect class, and `tools/call` through the dispatcher (a read,
-//! a write replayed, invalid arguments, an unknown tool, a missing permission, two tenants).
+//! a write replayed, invalid arguments (a key given twice among them), an unknown tool, two
+//! tenants).
 
 mod common;
 
-use common::{Shop, call, connect, protocol_error, result_object, server, session};
+use common::{PATIENCE, Shop, call, connect, protocol_error, result_object, server, session};
 use rmcp::model::ErrorCode;
 use serde_json::json;
-use toolgate::mcp::{Peer, RUN_ABORTED, Refused, StdioSession};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::time::timeout;
+use toolgate::mcp::{Peer, Refused, StdioSession};
 use toolgate::{AuthContext, Session};
 
 #[tokio::test]
-async fn initialize_answers_the_server_and_a_tool_list_that_never_changes() {
+async fn initialize_answers_the_server_and_the_tools_a_caller_of_every_permission_may_call() {
     let shop = Shop::open();
-    let hook = StdioSession::new(AuthContext::new("acme", "agent"));
+    let auth = AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
+    let hook = StdioSession::new(auth);
     let (client, _serving) = connect(&server(&shop, hook), "probe").await;
     let client = client.unwrap();
     let info = client.peer_info().expect("the server answered initialize");
@@ -105,38 +109,48 @@ async fn a_write_called_twice_runs_once_and_the_second_answer_is_a_replay() {
 }
 
 #[tokio::test]
-async fn a_missing_permission_aborts_the_run_and_every_call_after_it() {
+async fn a_key_given_twice_in_the_arguments_text_is_invalid_arguments_and_nothing_runs() {
     let shop = Shop::open();
-    let hook = StdioSession::from_session(session("acme", &["orders:read"]));
-    let (client, _serving) = connect(&server(&shop, hook), "probe").await;
-    let client = client.unwrap();
-
-    let refused = protocol_error(
-        client
-            .call_tool(call(
-                "issue_refund",
-                json!({"order_id": "ORD-1", "amount": 5.0}),
-            ))
-            .await,
-    );
-    assert_eq!(refused.code, RUN_ABORTED);
-    let data = refused.data.expect("the abort says why");
-    assert_eq!(data["kind"], "permission_denied");
+    let hook =
+        StdioSession::new(AuthContext::new("acme", "agent").with_permissions(["refund:create"]));
+    let server = server(&shop, hook);
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move { server.serve(server_io).await });
+    let (read, mut write) = tokio::io::split(client_io);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    for message in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"order_id":"ORD-1","amount":5,"amount":5000}}}"#,
+    ] {
+        write
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut answer = None;
+    while let Some(line) = timeout(PATIENCE, lines.next_line()).await.unwrap().unwrap() {
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            answer = Some(message);
+            break;
+        }
+    }
+    let answer = answer.expect("the call is answered");
+    let result = &answer["result"]["structuredContent"];
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(result["error"]["kind"], "invalid_arguments", "{answer}");
     assert!(
-        refused.message.contains("issue_refund"),
-        "{}",
-        refused.message
+        result["error"]["what"]
+            .as_str()
+            .unwrap()
+            .contains("\"amount\" more than once"),
+        "{answer}"
     );
-
-    // The run is over: a read the session may make is refused too.
-    let after = protocol_error(
-        client
-            .call_tool(call("get_order", json!({"order_id": "ORD-1"})))
-            .await,
-    );
-    assert_eq!(after.code, RUN_ABORTED);
-    assert_eq!(after.data.unwrap()["kind"], "permission_denied");
     assert_eq!(shop.refunds(), 0);
+    drop(write);
+    drop(lines);
+    timeout(PATIENCE, serving).await.unwrap().unwrap().unwrap();
 }
 
 #[tokio::test]

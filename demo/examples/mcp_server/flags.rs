@@ -10,14 +10,20 @@ use std::time::Duration;
 use toolgate::AuthContext;
 
 pub(crate) const USAGE: &str = "usage: mcp_server [--db PATH] [--provider-url URL] \
-     [--provider-timeout-ms N] [--no-additional-properties] [--tenant T] [--user U] [--permission P]... \
+     [--provider-timeout-ms N] [--approvals-every-ms N] [--no-additional-properties] \
+     [--tenant T] [--user U] [--permission P]... \
      | [--http HOST:PORT --token TOKEN=TENANT:USER:PERMISSION,...]...\n\
      Serves the demo shop's tools over MCP: on stdio by default, as the client that started the \
      process (--tenant acme --user desk, with orders:read, refund:create and crm:write unless \
      --permission says otherwise); with --http, over streamable HTTP, each request identified by \
      its bearer token (one --token per client). --no-additional-properties serves the tools' \
      schemas without `additionalProperties`, for clients that cannot read it (google-genai's MCP \
-     bridge); an argument a tool does not take is still refused.";
+     bridge); an argument a tool does not take is still refused. --approvals-every-ms (default \
+     1000) is how often the runner of approved operations looks for refunds a manager approved.";
+
+/// How often the runner of approved operations looks for approved refunds, unless
+/// `--approvals-every-ms` says otherwise.
+pub(crate) const DEFAULT_APPROVALS_EVERY: Duration = Duration::from_secs(1);
 
 /// The stdio client's permissions when no `--permission` is given: every tool of the shop.
 const DEFAULT_PERMISSIONS: [&str; 3] = ["orders:read", "refund:create", "crm:write"];
@@ -31,6 +37,8 @@ pub(crate) struct Flags {
     pub(crate) provider_url: Option<String>,
     /// How long the tools wait for the provider.
     pub(crate) provider_timeout: Duration,
+    /// How often the runner of approved operations looks for approved refunds.
+    pub(crate) approvals_every: Duration,
     /// Whether the schemas served keep their `additionalProperties` (not for clients that
     /// cannot read them).
     pub(crate) additional_properties: bool,
@@ -57,6 +65,7 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Fla
     let mut db = None;
     let mut provider_url = None;
     let mut provider_timeout = Duration::from_millis(2000);
+    let mut approvals_every = DEFAULT_APPROVALS_EVERY;
     let mut http = None;
     let mut tokens = Vec::new();
     let mut tenant = None;
@@ -87,6 +96,15 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Fla
                 Err(_) => {
                     return Err(format!(
                         "--provider-timeout-ms takes a whole number, not `{value}`"
+                    ));
+                }
+            },
+            "--approvals-every-ms" => match value.parse::<u64>() {
+                Ok(0) => return Err("--approvals-every-ms must be above 0".to_owned()),
+                Ok(ms) => approvals_every = Duration::from_millis(ms),
+                Err(_) => {
+                    return Err(format!(
+                        "--approvals-every-ms takes a whole number, not `{value}`"
                     ));
                 }
             },
@@ -150,6 +168,7 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Fla
         provider_url,
         additional_properties,
         provider_timeout,
+        approvals_every,
         serve,
     }))
 }
@@ -203,7 +222,10 @@ mod tests {
         let parsed = flags(&["--db", "shop.db"]).unwrap().unwrap();
         assert_eq!(parsed.db, PathBuf::from("shop.db"));
         assert_eq!(parsed.provider_timeout, Duration::from_millis(2000));
+        assert_eq!(parsed.approvals_every, DEFAULT_APPROVALS_EVERY);
         assert!(parsed.additional_properties, "the full schemas by default");
+        let often = flags(&["--approvals-every-ms", "50"]).unwrap().unwrap();
+        assert_eq!(often.approvals_every, Duration::from_millis(50));
         let without = flags(&["--no-additional-properties", "--db", "shop.db"])
             .unwrap()
             .unwrap();
@@ -304,6 +326,8 @@ mod tests {
             ),
             (&["--provider-timeout-ms", "0"][..], "above 0"),
             (&["--provider-timeout-ms", "soon"][..], "whole number"),
+            (&["--approvals-every-ms", "0"][..], "above 0"),
+            (&["--approvals-every-ms", "1s"][..], "whole number"),
             (&["--db", ""][..], "not empty"),
             (&["--db"][..], "needs a value"),
             (&["--verbose", "1"][..], "unknown flag"),

@@ -11,10 +11,10 @@
 //! **On stdio** (the default) the server serves the client that started it, as the identity its
 //! flags give: `--tenant` (default `acme`), `--user` (default `desk`) and `--permission`, once
 //! per permission (default `orders:read`, `refund:create` and `crm:write`: the whole shop). The
-//! process is one run: a refund asked twice is refunded once, the second answer a replay; a call
-//! without its permission aborts the run, and every later call is refused until the client
-//! starts the server again. Stdout is the protocol's channel; what the server says goes to
-//! stderr. A desktop client's configuration starts it like this (build it first with
+//! client is listed the tools its permissions allow; a tool it was not listed is an unknown
+//! tool to it. The connection is one MCP session, so one run: a refund asked twice is refunded
+//! once, the second answer a replay (in the next process too: keys are per tenant, kept in the
+//! database). Stdout is the protocol's channel; what the server says goes to stderr. A desktop client's configuration starts it like this (build it first with
 //! `cargo build --release --example mcp_server`):
 //!
 //! ```json
@@ -29,9 +29,11 @@
 //! `mcp_server: listening on http://ADDRESS` on stderr once it accepts connections. Each request
 //! is identified by its `Authorization: Bearer TOKEN` against the table of `--token
 //! TOKEN=TENANT:USER:PERMISSION,...` flags (one per client); a request without a token, or with
-//! one not in the table, is refused: it cannot initialize, list the tools or call one. Each
-//! token is one run for the life of the process, whatever MCP session or request it comes in.
-//! Ctrl-C (or SIGTERM) stops the server once the calls in flight have ended.
+//! one not in the table, is answered `401 Unauthorized` with `WWW-Authenticate: Bearer`, and no
+//! session is made. A browser page may call only from a loopback origin (any other `Origin` is
+//! `403`), and a session answers only the token's caller who opened it. Each MCP session is a
+//! run of its own, listed the tools its token's permissions allow. Ctrl-C (or SIGTERM) stops
+//! the server once the calls in flight have ended.
 //!
 //! Flags for both:
 //! - `--db PATH`: the SQLite file of the operations (default `toolgate-mcp-shop.db` in the
@@ -51,12 +53,15 @@
 //! restarts, or a replay of an earlier call answers `conflict`). Without either, the server says
 //! on stderr that it uses toolgate's public local default, which protects no argument.
 //!
-//! A run here lasts as long as the process, so the dispatcher puts no limit on a run's turns,
-//! calls or attempts (the default limits, 50 turns, would end a desktop session after 50
-//! calls); each tool's own retry policy and rate limit still apply. A reconciler runs in the
-//! background (a pass every 5 seconds): a refund whose outcome was unknown is settled by asking
-//! the provider under the operation's key. A refund over 5000 waits for a manager's approval,
-//! decided with the operator's command line on the same database, while the server runs:
+//! A run here is an MCP session, which a desktop client keeps open for as long as it runs, so
+//! the dispatcher puts no limit on a run's turns, calls or attempts (the default limits, 50
+//! turns, would end a desktop session after 50 calls); each tool's own retry policy and rate
+//! limit still apply. A reconciler runs in the background (a pass every 5 seconds): a refund
+//! whose outcome was unknown is settled by asking the provider under the operation's key.
+//!
+//! A refund over 5000 waits for a manager's approval: the model reads `awaiting_approval` with
+//! the approval's id. A manager decides with the operator's command line on the same database,
+//! while the server runs:
 //!
 //! ```sh
 //! cargo run -p toolgate-cli -- --store sqlite:PATH approvals list
@@ -64,7 +69,10 @@
 //!     --as manager --tenant acme --permission refund:approve
 //! ```
 //!
-//! The model's next call with the same arguments then runs the approved refund.
+//! The server's runner of approved operations (a pass every second; `--approvals-every-ms N`)
+//! then runs the approved refund once, under its original key, as the client that asked for it,
+//! and says so on stderr; the model's next call with the same arguments reads its outcome as a
+//! replay. Whichever comes first runs it, never both.
 
 mod flags;
 mod tokens;
@@ -73,6 +81,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use toolgate::mcp::{McpServer, SessionHook, StdioSession};
 use toolgate::store::SqliteStore;
 use toolgate::{Dispatcher, HashSecret, Reconciler, RunLimits};
@@ -145,19 +154,25 @@ async fn run(flags: Flags) -> Result<(), String> {
         .store(store.clone())
         .hash_secret(hash_secret)
         .state(Provider::new(payments))
-        // A run is the process's (stdio) or a token's (HTTP): no limit of turns or calls.
+        // A run is an MCP session, as long as the client keeps it: no limit of turns or calls.
         .run_limits(RunLimits::UNLIMITED)
         .try_build()
         .map_err(|err| err.to_string())?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (stop, stopped) = watch::channel(false);
     let reconciler = Reconciler::new(&dispatcher);
+    let mut reconciler_stop = stopped.clone();
     let reconciling = tokio::spawn(async move {
         reconciler
             .run(RECONCILE_EVERY, async move {
-                let _ = stopped.await;
+                let _ = reconciler_stop.wait_for(|stop| *stop).await;
             })
             .await
     });
+    let running_approved = tokio::spawn(run_approved(
+        dispatcher.clone(),
+        flags.approvals_every,
+        stopped,
+    ));
     let served = serve(
         dispatcher,
         flags.serve,
@@ -165,12 +180,45 @@ async fn run(flags: Flags) -> Result<(), String> {
         &flags.db.display().to_string(),
     )
     .await;
-    let _ = stop.send(());
+    let _ = stop.send(true);
     if let Ok(Err(err)) = reconciling.await {
         eprintln!("mcp_server: the reconciler stopped: {err}");
     }
+    let _ = running_approved.await;
     store.close().await;
     served
+}
+
+/// The runner of approved operations: a pass every `every` until `stop` turns true, each
+/// running the operations a manager approved that no call has run yet.
+async fn run_approved(dispatcher: Dispatcher, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut passes = tokio::time::interval(every);
+    passes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => return,
+            _ = passes.tick() => {}
+        }
+        match dispatcher.run_approved(100).await {
+            Ok(pass) => {
+                for expired in pass.expired {
+                    eprintln!(
+                        "mcp_server: the approval {} of {} expired undecided",
+                        expired.id, expired.tool
+                    );
+                }
+                for executed in pass.executed {
+                    eprintln!(
+                        "mcp_server: ran the approved {} of approval {}: {}",
+                        executed.approval.tool,
+                        executed.approval.id,
+                        executed.result.status.as_str()
+                    );
+                }
+            }
+            Err(err) => eprintln!("mcp_server: the runner of approved operations failed: {err}"),
+        }
+    }
 }
 
 /// Starts the fake payment provider in process, its ledger beside the database; answers its URL.
@@ -227,14 +275,12 @@ async fn serve(
     match serve {
         Serve::Stdio(auth) => {
             let hook = StdioSession::new(auth);
-            let session = hook.session();
-            let permissions: Vec<&str> = session.auth().permissions().collect();
+            let permissions: Vec<&str> = hook.auth().permissions().collect();
             eprintln!(
-                "mcp_server: serving the demo shop on stdio to {}/{} [{}] in run {}; operations in {db}",
-                session.auth().tenant(),
-                session.auth().user(),
+                "mcp_server: serving the demo shop on stdio to {}/{} [{}]; operations in {db}",
+                hook.auth().tenant(),
+                hook.auth().user(),
                 permissions.join(", "),
-                session.run_id()
             );
             server(dispatcher, hook, additional_properties)?
                 .serve_stdio()
