@@ -19,11 +19,24 @@
 //! are the ratios: `toolgate_mcp ÷ hand_written_rmcp` (what the pipeline costs over a bare rmcp
 //! server) and `toolgate_mcp ÷ in_process` (what the protocol costs). Run with
 //! `cargo bench --bench mcp`.
+//!
+//! Instructions per call, which no other load on the machine changes: with
+//! `TOOLGATE_MCP_CALLS=N` (and `TOOLGATE_MCP_SERVER=toolgate` or `hand_written`), the bench makes
+//! N calls of that server's client and exits. Run it under callgrind twice, with N and 2N
+//! calls; the difference of the two totals, over N, is one call, client and server, without
+//! the set-up:
+//!
+//! ```sh
+//! for server in toolgate hand_written; do for n in 2000 4000; do
+//!   TOOLGATE_MCP_SERVER=$server TOOLGATE_MCP_CALLS=$n valgrind --tool=callgrind \
+//!     --callgrind-out-file=/dev/null target/release/deps/mcp-HASH 2>&1 | grep Collected
+//! done; done
+//! ```
 
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -176,21 +189,15 @@ async fn call(client: &Client) -> Value {
     result.structured_content.unwrap()
 }
 
-fn bench(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    let rt: &Runtime = &runtime;
+        .unwrap()
+}
 
-    let in_process = dispatcher();
-    let session = Session::new(auth(), "bench-run");
-    let dispatch_once = || async {
-        let call = ToolCall::new("call_1", "get_order", Value::Object(arguments()));
-        let report = in_process.dispatch(&session, call).await.unwrap();
-        serde_json::to_string(&Mcp::call_result(&report).unwrap().to_json()).unwrap()
-    };
-
+/// Clients of the toolgate server and of the hand-written one.
+fn clients(rt: &Runtime) -> (Client, Client) {
     let server = McpServer::builder(dispatcher(), StdioSession::new(auth()))
         .name("bench")
         .build();
@@ -205,6 +212,38 @@ fn bench(c: &mut Criterion) {
             Err(error) => eprintln!("the hand-written server stopped: {error}"),
         }
     }));
+    (toolgate_client, hand_written_client)
+}
+
+/// `calls` calls of `server`'s client, for callgrind.
+fn counted(calls: usize, server: &str) {
+    let rt = runtime();
+    let (toolgate_client, hand_written_client) = clients(&rt);
+    let client = match server {
+        "toolgate" => &toolgate_client,
+        "hand_written" => &hand_written_client,
+        other => panic!("TOOLGATE_MCP_SERVER is toolgate or hand_written, not {other}"),
+    };
+    rt.block_on(async {
+        for _ in 0..calls {
+            black_box(call(client).await);
+        }
+    });
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = runtime();
+    let rt: &Runtime = &runtime;
+
+    let in_process = dispatcher();
+    let session = Session::new(auth(), "bench-run");
+    let dispatch_once = || async {
+        let call = ToolCall::new("call_1", "get_order", Value::Object(arguments()));
+        let report = in_process.dispatch(&session, call).await.unwrap();
+        serde_json::to_string(&Mcp::call_result(&report).unwrap().to_json()).unwrap()
+    };
+
+    let (toolgate_client, hand_written_client) = clients(rt);
 
     // The three answer the same result object.
     let expected = json!({"status": "succeeded", "replayed": false,
@@ -228,4 +267,16 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(calls) = std::env::var("TOOLGATE_MCP_CALLS") {
+        let calls = calls
+            .parse()
+            .expect("TOOLGATE_MCP_CALLS is a number of calls");
+        let server = std::env::var("TOOLGATE_MCP_SERVER").unwrap_or_else(|_| "toolgate".into());
+        counted(calls, &server);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
