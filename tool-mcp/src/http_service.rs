@@ -214,7 +214,7 @@ impl McpHttpService {
         let owner = (method == "initialize").then(|| Owner::of(&admitted));
         parts.extensions.insert(admitted);
         if method == "tools/call"
-            && let Some(raw) = RawArguments::of_message(&text)
+            && let Some(raw) = RawArguments::of_call(&text)
         {
             parts.extensions.insert(raw);
         }

@@ -152,7 +152,7 @@ where
             let read = serde_json::from_slice::<ClientJsonRpcMessage>(text).map(|mut message| {
                 if let ClientJsonRpcMessage::Request(request) = &mut message
                     && let ClientRequest::CallToolRequest(_) = &request.request
-                    && let Some(raw) = RawArguments::of_message(text)
+                    && let Some(raw) = RawArguments::of_call(text)
                 {
                     request.request.extensions_mut().insert(raw);
                 }

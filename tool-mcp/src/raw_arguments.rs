@@ -41,6 +41,21 @@ impl RawArguments {
         (arguments != "null").then(|| RawArguments(arguments.to_owned()))
     }
 
+    /// [`of_message`](Self::of_message) for the text of a message the SDK read as a
+    /// `tools/call` request, so valid JSON: found in one pass over its bytes, without building
+    /// anything, unless a key on the way is escaped or given twice (then read as
+    /// [`of_message`](Self::of_message) reads it).
+    pub(crate) fn of_call(message: &[u8]) -> Option<RawArguments> {
+        match scan::arguments(message) {
+            scan::Found::Arguments(arguments) => {
+                let arguments = std::str::from_utf8(arguments).ok()?;
+                (arguments != "null").then(|| RawArguments(arguments.to_owned()))
+            }
+            scan::Found::None => None,
+            scan::Found::Unsure => Self::of_message(message),
+        }
+    }
+
     /// The arguments' text a transport left with a request: in its extensions, or in those of
     /// its HTTP head.
     pub(crate) fn of_request(extensions: &Extensions) -> Option<&str> {
@@ -53,12 +68,168 @@ impl RawArguments {
     }
 }
 
+/// A scan of valid JSON for `params.arguments`, byte by byte.
+mod scan {
+    /// What a scan found.
+    pub(super) enum Found<'a> {
+        /// The text of the value of `params.arguments`.
+        Arguments(&'a [u8]),
+        /// The message has no `params.arguments`.
+        None,
+        /// A key on the way is escaped, or `params` or `arguments` is given twice: read it with
+        /// a parser.
+        Unsure,
+    }
+
+    /// `params.arguments` of `text`, valid JSON holding one object.
+    pub(super) fn arguments(text: &[u8]) -> Found<'_> {
+        let mut at = 0;
+        let Some(params) = member(text, &mut at, b"params") else {
+            return Found::Unsure;
+        };
+        let Some((start, end)) = params else {
+            return Found::None;
+        };
+        let params = &text[start..end];
+        let mut at = 0;
+        match member(params, &mut at, b"arguments") {
+            Some(Some((start, end))) => Found::Arguments(&params[start..end]),
+            Some(None) => Found::None,
+            None => Found::Unsure,
+        }
+    }
+
+    /// The span of the value of the member `name` of the object starting at `*at` in `text`:
+    /// `Some(None)` when it has none, `None` when a key is escaped or `name` given twice.
+    fn member(text: &[u8], at: &mut usize, name: &[u8]) -> Option<Option<(usize, usize)>> {
+        whitespace(text, at);
+        if text.get(*at) != Some(&b'{') {
+            return Some(None);
+        }
+        *at += 1;
+        let mut found = None;
+        loop {
+            whitespace(text, at);
+            match text.get(*at)? {
+                b'}' => return Some(found),
+                b',' => {
+                    *at += 1;
+                    continue;
+                }
+                b'"' => {}
+                _ => return None,
+            }
+            let key_start = *at + 1;
+            string(text, at)?;
+            let key = &text[key_start..*at - 1];
+            if key.contains(&b'\\') {
+                return None;
+            }
+            whitespace(text, at);
+            if text.get(*at) != Some(&b':') {
+                return None;
+            }
+            *at += 1;
+            whitespace(text, at);
+            let value_start = *at;
+            value(text, at)?;
+            if key == name {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some((value_start, *at));
+            }
+        }
+    }
+
+    fn whitespace(text: &[u8], at: &mut usize) {
+        while matches!(text.get(*at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            *at += 1;
+        }
+    }
+
+    /// Past the string starting at `*at` (its opening quote).
+    fn string(text: &[u8], at: &mut usize) -> Option<()> {
+        *at += 1;
+        loop {
+            match text.get(*at)? {
+                b'"' => {
+                    *at += 1;
+                    return Some(());
+                }
+                b'\\' => *at += 2,
+                _ => *at += 1,
+            }
+        }
+    }
+
+    /// Past the value starting at `*at`.
+    fn value(text: &[u8], at: &mut usize) -> Option<()> {
+        match text.get(*at)? {
+            b'"' => string(text, at),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match text.get(*at)? {
+                        b'"' => {
+                            string(text, at)?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                *at += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    *at += 1;
+                }
+            }
+            _ => {
+                while !matches!(
+                    text.get(*at),
+                    None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                ) {
+                    *at += 1;
+                }
+                Some(())
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn of(text: &str) -> Option<String> {
-        RawArguments::of_message(text.as_bytes()).map(|raw| raw.0)
+        let read = RawArguments::of_message(text.as_bytes()).map(|raw| raw.0);
+        if read.is_some() {
+            // The scan finds what the parser finds.
+            let scanned = RawArguments::of_call(text.as_bytes()).map(|raw| raw.0);
+            assert_eq!(scanned, read, "{text}");
+        }
+        read
+    }
+
+    #[test]
+    fn the_scan_finds_what_the_parser_finds_and_defers_to_it_when_unsure() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"}","arguments":{"s":"}]\\","n":[1,{"x":null}]}}}"#,
+            r#" { "params" : { "_meta" : {"k": [1, "x"]} , "arguments" : { } , "name" : "t" } , "id" : "7", "method" : "tools/call" } "#,
+            r#"{"method":"tools/call","id":2,"params":{"name":"t","arguments":{"a":1},"task":{"ttl":5}}}"#,
+            r#"{"method":"tools/call","id":2,"params":{"\u0061rguments":{"a":1},"name":"t"}}"#,
+            r#"{"method":"tools/call","id":2,"params":{"name":"t","arguments":{"a":1, "a":2}}}"#,
+        ] {
+            assert!(of(text).is_some(), "{text}");
+        }
+        let none = r#"{"method":"tools/call","id":2,"params":{"name":"t","arguments":null}}"#;
+        assert_eq!(RawArguments::of_call(none.as_bytes()), None);
+        let absent = r#"{"method":"tools/call","id":2,"params":{"name":"t"}}"#;
+        assert_eq!(RawArguments::of_call(absent.as_bytes()), None);
     }
 
     #[test]
