@@ -81,122 +81,100 @@ mod scan {
         Unsure,
     }
 
-    /// `params.arguments` of `text`, valid JSON holding one object.
+    /// `params.arguments` of `text`, valid JSON holding one object: one pass, which follows the
+    /// nesting, skips strings whole, and notes the keys of the top object and of `params`.
     pub(super) fn arguments(text: &[u8]) -> Found<'_> {
+        let mut depth = 0usize;
+        // The next string is a key: just after `{`, or after `,` in an object.
+        let mut key_next = false;
+        // Whether the containers at depths 1 and 2 are objects.
+        let mut objects = [false; 3];
+        // The last key of the top object, and whether the object at depth 2 is `params`.
+        let mut top_key: &[u8] = b"";
+        let mut in_params = false;
+        // Where the value of `params.arguments` starts (once its `:` is passed), and its span.
+        let mut arguments_key = false;
+        let mut start = None;
+        let mut span = None;
+        let (mut params_given, mut arguments_given) = (0, 0);
         let mut at = 0;
-        let Some(params) = member(text, &mut at, b"params") else {
-            return Found::Unsure;
-        };
-        let Some((start, end)) = params else {
-            return Found::None;
-        };
-        let params = &text[start..end];
-        let mut at = 0;
-        match member(params, &mut at, b"arguments") {
-            Some(Some((start, end))) => Found::Arguments(&params[start..end]),
-            Some(None) => Found::None,
-            None => Found::Unsure,
-        }
-    }
-
-    /// The span of the value of the member `name` of the object starting at `*at` in `text`:
-    /// `Some(None)` when it has none, `None` when a key is escaped or `name` given twice.
-    fn member(text: &[u8], at: &mut usize, name: &[u8]) -> Option<Option<(usize, usize)>> {
-        whitespace(text, at);
-        if text.get(*at) != Some(&b'{') {
-            return Some(None);
-        }
-        *at += 1;
-        let mut found = None;
-        loop {
-            whitespace(text, at);
-            match text.get(*at)? {
-                b'}' => return Some(found),
-                b',' => {
-                    *at += 1;
-                    continue;
-                }
-                b'"' => {}
-                _ => return None,
-            }
-            let key_start = *at + 1;
-            string(text, at)?;
-            let key = &text[key_start..*at - 1];
-            if key.contains(&b'\\') {
-                return None;
-            }
-            whitespace(text, at);
-            if text.get(*at) != Some(&b':') {
-                return None;
-            }
-            *at += 1;
-            whitespace(text, at);
-            let value_start = *at;
-            value(text, at)?;
-            if key == name {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some((value_start, *at));
-            }
-        }
-    }
-
-    fn whitespace(text: &[u8], at: &mut usize) {
-        while matches!(text.get(*at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            *at += 1;
-        }
-    }
-
-    /// Past the string starting at `*at` (its opening quote).
-    fn string(text: &[u8], at: &mut usize) -> Option<()> {
-        *at += 1;
-        loop {
-            match text.get(*at)? {
+        while at < text.len() {
+            let byte = text[at];
+            match byte {
                 b'"' => {
-                    *at += 1;
-                    return Some(());
-                }
-                b'\\' => *at += 2,
-                _ => *at += 1,
-            }
-        }
-    }
-
-    /// Past the value starting at `*at`.
-    fn value(text: &[u8], at: &mut usize) -> Option<()> {
-        match text.get(*at)? {
-            b'"' => string(text, at),
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match text.get(*at)? {
-                        b'"' => {
-                            string(text, at)?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                *at += 1;
-                                return Some(());
+                    let opened = at + 1;
+                    at = opened;
+                    let mut escaped = false;
+                    loop {
+                        match text.get(at) {
+                            Some(b'"') => break,
+                            Some(b'\\') => {
+                                escaped = true;
+                                at += 2;
                             }
+                            Some(_) => at += 1,
+                            None => return Found::Unsure,
                         }
-                        _ => {}
                     }
-                    *at += 1;
+                    if key_next && (depth == 1 || (depth == 2 && in_params)) {
+                        if escaped {
+                            return Found::Unsure;
+                        }
+                        let key = &text[opened..at];
+                        if depth == 1 {
+                            top_key = key;
+                            params_given += usize::from(key == b"params");
+                        } else {
+                            arguments_key = key == b"arguments";
+                            arguments_given += usize::from(arguments_key);
+                        }
+                    }
+                    key_next = false;
                 }
-            }
-            _ => {
-                while !matches!(
-                    text.get(*at),
-                    None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
-                ) {
-                    *at += 1;
+                b':' if depth == 2 && in_params && arguments_key && start.is_none() => {
+                    start = Some(at + 1);
                 }
-                Some(())
+                b'{' | b'[' => {
+                    depth += 1;
+                    key_next = byte == b'{';
+                    if depth <= 2 {
+                        objects[depth] = byte == b'{';
+                    }
+                    if depth == 2 {
+                        in_params = byte == b'{' && top_key == b"params";
+                    }
+                }
+                b',' | b'}' | b']' => {
+                    if depth == 2
+                        && in_params
+                        && let Some(from) = start.take()
+                    {
+                        span = Some((from, at));
+                        arguments_key = false;
+                    }
+                    if byte == b',' {
+                        key_next = depth <= 2 && objects[depth];
+                    } else {
+                        let Some(outer) = depth.checked_sub(1) else {
+                            return Found::Unsure;
+                        };
+                        depth = outer;
+                        key_next = false;
+                        if depth < 2 {
+                            in_params = false;
+                        }
+                    }
+                }
+                _ => {}
             }
+            at += 1;
+        }
+        if params_given > 1 || arguments_given > 1 {
+            return Found::Unsure;
+        }
+        match span {
+            Some((from, to)) => Found::Arguments(text[from..to].trim_ascii()),
+            None => Found::None,
         }
     }
 }
@@ -221,6 +199,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"}","arguments":{"s":"}]\\","n":[1,{"x":null}]}}}"#,
             r#" { "params" : { "_meta" : {"k": [1, "x"]} , "arguments" : { } , "name" : "t" } , "id" : "7", "method" : "tools/call" } "#,
             r#"{"method":"tools/call","id":2,"params":{"name":"t","arguments":{"a":1},"task":{"ttl":5}}}"#,
+            r#"{"method":"tools/call","id":2,"params":{"_meta":[{"x":"["},[]],"arguments":{"a":[[1,"]"],{"b":"{\\\""}]},"name":"t"}}"#,
             r#"{"method":"tools/call","id":2,"params":{"\u0061rguments":{"a":1},"name":"t"}}"#,
             r#"{"method":"tools/call","id":2,"params":{"name":"t","arguments":{"a":1, "a":2}}}"#,
         ] {
