@@ -35,7 +35,9 @@ use crate::peer::Peer;
 /// it holds, and those that need none); a call of a tool the session was never shown and may
 /// not call is answered as an unknown tool would be, and nothing runs. A tool that was listed
 /// and whose permission the caller has since lost (the hook answered other permissions) aborts
-/// the session's run when called, as a missing permission does in every format.
+/// the session's run when called, as a missing permission does in every format. A request of
+/// protocol 2026-07-28 and later has no session: it is its own run, and its catalog is the
+/// tools its caller may call when it comes.
 ///
 /// A closure `Fn(&Peer) -> Result<A, Refused>`, where `A` is an
 /// [`AuthContext`](toolgate_core::AuthContext), a [`Session`](toolgate_core::Session) or an
