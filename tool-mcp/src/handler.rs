@@ -18,6 +18,7 @@ use crate::calls;
 use crate::peer::{Peer, TransportKind};
 use crate::protocol_errors;
 use crate::server::Inner;
+use crate::trace;
 
 /// An [`McpServer`](crate::McpServer) as the SDK's [`ServerHandler`]: what
 /// [`McpServer::handler`](crate::McpServer::handler) and
@@ -106,19 +107,23 @@ impl ServerHandler for McpHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.session_of(&context, "tools/list", None).await?;
-        if let Some(cursor) = request.and_then(|request| request.cursor) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown cursor {cursor:?}: this server lists every tool in one page and \
-                     hands out no cursor; list again without one"
-                ),
-                None,
-            ));
-        }
-        // Only clients the hook accepts may see the list: no cache shared between them.
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone())
-            .with_cache_scope(CacheScope::Private))
+        let span = trace::span_of("tools/list", &context, self.transport, None);
+        trace::answered(span, async move {
+            self.session_of(&context, "tools/list", None).await?;
+            if let Some(cursor) = request.and_then(|request| request.cursor) {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown cursor {cursor:?}: this server lists every tool in one page and \
+                         hands out no cursor; list again without one"
+                    ),
+                    None,
+                ));
+            }
+            // Only clients the hook accepts may see the list: no cache shared between them.
+            Ok(ListToolsResult::with_all_items(self.inner.tools.clone())
+                .with_cache_scope(CacheScope::Private))
+        })
+        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -134,19 +139,24 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session_of(&context, "tools/call", None).await?;
-        let call = calls::tool_call(&context.id, request);
-        // On the request's own task, which the SDK never aborts: a cancelled request has its
-        // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
-        let dispatched = self
-            .inner
-            .in_flight
-            .run(self.inner.dispatcher.dispatch(&session, call))
-            .await
-            .map_err(|_panic| protocol_errors::lost())?;
-        match dispatched {
-            Ok(report) => calls::answer(&report).map(CallToolResponse::from),
-            Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),
-        }
+        // The dispatcher's `execute_tool` span is a child of this one.
+        let span = trace::span_of("tools/call", &context, self.transport, Some(&request.name));
+        trace::answered(span, async move {
+            let session = self.session_of(&context, "tools/call", None).await?;
+            let call = calls::tool_call(&context.id, request);
+            // On the request's own task, which the SDK never aborts: a cancelled request has its
+            // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
+            let dispatched = self
+                .inner
+                .in_flight
+                .run(self.inner.dispatcher.dispatch(&session, call))
+                .await
+                .map_err(|_panic| protocol_errors::lost())?;
+            match dispatched {
+                Ok(report) => calls::answer(&report).map(CallToolResponse::from),
+                Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),
+            }
+        })
+        .await
     }
 }
