@@ -35,8 +35,12 @@
 //!   dispatcher's `execute_tool` span of the call is its child. An answer that is a JSON-RPC
 //!   error records its code as `error.type` and `rpc.response.status_code`, and an `ERROR` status
 //!   with its message; a result flagged `isError` records `error.type = "tool_error"` and the
-//!   result's `error.what`. The span records the `traceparent` and `tracestate` of the request's
-//!   `_meta` as fields of those names; its parent is the current span.
+//!   result's `error.what`. With the feature **`otel`** (the facade's `mcp-otel`), when the
+//!   subscriber has `tracing-opentelemetry`'s layer, a valid W3C `traceparent` in the request's
+//!   `_meta` becomes the span's remote parent (with the `tracestate` there), and the span current
+//!   when the request arrived is linked. Without the feature, without that layer, or when
+//!   `traceparent` is not valid W3C trace context, the span records the `traceparent` and
+//!   `tracestate` values as fields of those names, and its parent is the current span.
 //!
 //! ```no_run
 //! use toolgate::mcp::{McpServer, StdioSession};
@@ -90,6 +94,8 @@ mod server;
 mod stdio_session;
 mod streamable_http;
 mod trace;
+#[cfg(feature = "otel")]
+mod trace_context;
 
 pub use handler::McpHandler;
 pub use hook::{Refused, SessionHook};

@@ -11,9 +11,14 @@
 //! error's message. A call whose result is flagged `isError` records `error.type = "tool_error"`
 //! and an `ERROR` status whose description is the result's `error.what`.
 //!
-//! The client's trace context travels in the request's `_meta` (`traceparent`, `tracestate`):
-//! the span records the `traceparent` and `tracestate` values as fields of those names, and its
-//! parent is the current span.
+//! The client's trace context travels in the request's `_meta` (`traceparent`, `tracestate`).
+//! With the feature `otel`, and `tracing-opentelemetry`'s layer in the subscriber, a valid
+//! `traceparent` makes the client's span the parent of the server span (its trace id, and its
+//! span id as the parent span id; `tracestate` is kept with it), and the span current when the
+//! request arrived is linked to it. A `traceparent` that is not valid W3C trace context is
+//! ignored as a parent. Without the feature, without that layer, or when it is not valid, the
+//! `traceparent` and `tracestate` values are recorded as fields of the span (named so) and the
+//! span's parent is the current span.
 
 use rmcp::model::{CallToolResponse, ListToolsResult, RequestId, RequestMetaObject};
 use rmcp::service::RequestContext;
@@ -112,6 +117,10 @@ fn continue_trace(span: &Span, meta: &RequestMetaObject) {
         return;
     };
     let tracestate = meta.get_tracestate();
+    #[cfg(feature = "otel")]
+    if crate::trace_context::set_remote_parent(span, traceparent, tracestate) {
+        return;
+    }
     span.record("traceparent", traceparent);
     if let Some(tracestate) = tracestate {
         span.record("tracestate", tracestate);
