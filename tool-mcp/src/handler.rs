@@ -7,7 +7,7 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
     ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use toolgate_core::Session;
 
@@ -102,11 +102,11 @@ impl ServerHandler for McpHandler {
 
     /// Every tool of the registry, in one page, whatever the session's permissions: a call
     /// the session may not make is refused when it is made, as for every other format.
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + MaybeSendFuture + '_ {
         let span = trace::span_of("tools/list", &context, self.transport, None);
         trace::answered(span, async move {
             self.session_of(&context, "tools/list", None).await?;
@@ -123,7 +123,6 @@ impl ServerHandler for McpHandler {
             Ok(ListToolsResult::with_all_items(self.inner.tools.clone())
                 .with_cache_scope(CacheScope::Private))
         })
-        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -134,11 +133,11 @@ impl ServerHandler for McpHandler {
             .cloned()
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_ {
         // The dispatcher's `execute_tool` span is a child of this one.
         let span = trace::span_of("tools/call", &context, self.transport, Some(&request.name));
         trace::answered(span, async move {
@@ -157,6 +156,5 @@ impl ServerHandler for McpHandler {
                 Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),
             }
         })
-        .await
     }
 }

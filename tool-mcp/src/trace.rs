@@ -20,6 +20,7 @@
 //! `traceparent` and `tracestate` values are recorded as fields of the span (named so) and the
 //! span's parent is the current span.
 
+use futures_util::FutureExt;
 use rmcp::model::{CallToolResponse, ListToolsResult, RequestId, RequestMetaObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -166,26 +167,39 @@ impl Answer for CallToolResponse {
     }
 }
 
-/// `answer`, awaited inside `span`, and how it went recorded on it: a JSON-RPC error
+/// `answer`, run inside `span`, and how it went recorded on it when it ends: a JSON-RPC error
 /// ([`record_error`]), or a result that says a call failed (`error.type = "tool_error"`).
-pub(crate) async fn answered<T: Answer>(
+///
+/// A combinator rather than an `async fn`, and returned by the handler's methods from plain
+/// `fn`s: an `async fn` keeps its arguments in its future beside what it awaits, so `answer`
+/// (and the request the handler's block took) would be held twice, and the SDK copies a
+/// request's whole future onto its task. `tools/call`'s future is 2.9 kB this way, against
+/// 3.1 kB before the span and 3.8 kB with an `async fn` handler.
+pub(crate) fn answered<T: Answer>(
     span: Span,
     answer: impl Future<Output = Result<T, ErrorData>>,
-) -> Result<T, ErrorData> {
-    let answer = answer.instrument(span.clone()).await;
-    if !span.is_disabled() {
-        match &answer {
-            Err(error) => record_error(&span, error),
-            Ok(result) => {
-                if let Some(what) = result.failure() {
-                    span.record("error.type", "tool_error");
-                    span.record("otel.status_code", "ERROR");
-                    span.record("otel.status_description", what);
-                }
+) -> impl Future<Output = Result<T, ErrorData>> {
+    let recorded = span.clone();
+    answer
+        .instrument(span)
+        .inspect(move |answer| record_answer(&recorded, answer))
+}
+
+/// Records on `span` how its request was answered (see [`answered`]).
+fn record_answer<T: Answer>(span: &Span, answer: &Result<T, ErrorData>) {
+    if span.is_disabled() {
+        return;
+    }
+    match answer {
+        Err(error) => record_error(span, error),
+        Ok(result) => {
+            if let Some(what) = result.failure() {
+                span.record("error.type", "tool_error");
+                span.record("otel.status_code", "ERROR");
+                span.record("otel.status_description", what);
             }
         }
     }
-    answer
 }
 
 #[cfg(test)]
