@@ -1,6 +1,7 @@
 //! The trace span of a call: `execute_tool`, with the call's fields, entered while the tool runs
-//! (so what the tool records lands in it) and closed with the call's status; a panic's message
-//! is an error event inside it, and never part of the result.
+//! (so what the tool records lands in it) and closed with the call's status and, when it failed,
+//! what failed; a panic's message is an error event inside it, and never part of the result.
+//! Every call id the dispatcher answers has one, the calls answered without running included.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -104,14 +105,20 @@ impl Subscriber for Recorder {
     }
 }
 
-#[tokio::test]
-async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
+/// A [`Recorder`] installed for the current thread until the guard is dropped, and what it saw.
+fn recording() -> (Seen, tracing::subscriber::DefaultGuard) {
     let seen = Seen::default();
-    let _default = tracing::subscriber::set_default(Recorder {
+    let guard = tracing::subscriber::set_default(Recorder {
         seen: seen.clone(),
         next_id: AtomicU64::new(0),
         entered: Mutex::new(Vec::new()),
     });
+    (seen, guard)
+}
+
+#[tokio::test]
+async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
+    let (seen, _default) = recording();
     let mut registry = Registry::new();
     registry.register::<get_order>().unwrap();
     let dispatcher = Dispatcher::builder(registry).build();
@@ -136,7 +143,7 @@ async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
         [
             "new execute_tool #1 otel.name=execute_tool get_order \
              gen_ai.operation.name=execute_tool gen_ai.tool.name=get_order \
-             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function \
+             gen_ai.tool.description=Look up an order. gen_ai.tool.call.id=call_1 gen_ai.tool.type=function \
              gen_ai.conversation.id=run-1 toolgate.run.id=run-1",
             "event in [1] message=looking up the order order_id=ORD-1",
             "record #1 toolgate.status=succeeded",
@@ -147,12 +154,7 @@ async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
 
 #[tokio::test]
 async fn a_panic_is_an_error_event_in_the_span_of_its_call_only() {
-    let seen = Seen::default();
-    let _default = tracing::subscriber::set_default(Recorder {
-        seen: seen.clone(),
-        next_id: AtomicU64::new(0),
-        entered: Mutex::new(Vec::new()),
-    });
+    let (seen, _default) = recording();
     let mut registry = Registry::new();
     registry.register::<get_customer>().unwrap();
     let dispatcher = Dispatcher::builder(registry).build();
@@ -173,7 +175,7 @@ async fn a_panic_is_an_error_event_in_the_span_of_its_call_only() {
         [
             "new execute_tool #1 otel.name=execute_tool get_customer \
              gen_ai.operation.name=execute_tool gen_ai.tool.name=get_customer \
-             gen_ai.tool.call.id=call_1 gen_ai.tool.type=function \
+             gen_ai.tool.description=Look up a customer; it panics. gen_ai.tool.call.id=call_1 gen_ai.tool.type=function \
              gen_ai.conversation.id=run-1 toolgate.run.id=run-1",
             "event in [1] message=the tool panicked tool=get_customer \
              panic=no customer C-1: internal detail 3c9d",
@@ -181,6 +183,102 @@ async fn a_panic_is_an_error_event_in_the_span_of_its_call_only() {
             "record #1 toolgate.attempts=1",
             "record #1 error.type=internal",
             "record #1 otel.status_code=ERROR",
+            "record #1 otel.status_description=get_customer failed unexpectedly",
+        ]
+    );
+}
+
+/// A call of `get_order` for ORD-1, or of `tool` with no arguments.
+fn call(id: &str, tool: &str) -> ToolCall {
+    let arguments = match tool {
+        "get_order" => serde_json::json!({"order_id": "ORD-1"}),
+        _ => serde_json::json!({}),
+    };
+    ToolCall::new(id, tool, arguments)
+}
+
+#[tokio::test]
+async fn every_call_answered_has_a_span_saying_what_failed() {
+    let (seen, _default) = recording();
+    let mut registry = Registry::new();
+    registry.register::<get_order>().unwrap();
+    let dispatcher = Dispatcher::builder(registry).build();
+
+    // A turn: an unknown tool, refused in the pipeline; an id given to two calls, answered
+    // without running.
+    let reader = Session::new(
+        AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
+        "run-1",
+    );
+    let turn = vec![
+        call("c1", "get_order"),
+        call("c2", "nope"),
+        call("c1", "get_order"),
+    ];
+    let reports = dispatcher.dispatch_turn(&reader, turn).await.unwrap();
+    assert_eq!(reports.len(), 2);
+    // A call without its permission aborts the run; a later one does not start.
+    let stranger = Session::new(AuthContext::new("acme", "agent"), "run-2");
+    let aborted = dispatcher
+        .dispatch(&stranger, call("c3", "get_order"))
+        .await
+        .unwrap_err();
+    assert_eq!(aborted.kind, ErrorKind::PermissionDenied);
+    dispatcher
+        .dispatch(&stranger, call("c4", "nope"))
+        .await
+        .unwrap_err();
+
+    let lines = seen.lines();
+    let spans: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|line| !line.starts_with("event"))
+        .collect();
+    let aborted = "(permission_denied): the session may not call get_order: user `agent` of \
+                   tenant `acme` lacks the permission `orders:read`";
+    assert_eq!(
+        spans,
+        [
+            // In the pipeline: refused there.
+            "new execute_tool #1 otel.name=execute_tool nope gen_ai.operation.name=execute_tool \
+             gen_ai.tool.name=nope gen_ai.tool.call.id=c2 gen_ai.tool.type=function \
+             gen_ai.conversation.id=run-1 toolgate.run.id=run-1",
+            "record #1 toolgate.status=error",
+            "record #1 toolgate.attempts=0",
+            "record #1 error.type=unknown_tool",
+            "record #1 otel.status_code=ERROR",
+            r#"record #1 otel.status_description=there is no tool named "nope""#,
+            // Answered when the turn ends, without running.
+            "new execute_tool #2 otel.name=execute_tool get_order \
+             gen_ai.operation.name=execute_tool gen_ai.tool.name=get_order \
+             gen_ai.tool.description=Look up an order. gen_ai.tool.call.id=c1 \
+             gen_ai.tool.type=function gen_ai.conversation.id=run-1 toolgate.run.id=run-1",
+            "record #2 toolgate.status=error",
+            "record #2 toolgate.attempts=0",
+            "record #2 error.type=invalid_arguments",
+            "record #2 otel.status_code=ERROR",
+            r#"record #2 otel.status_description=the call id "c1" was given to 2 calls in this turn"#,
+            "new execute_tool #3 otel.name=execute_tool get_order \
+             gen_ai.operation.name=execute_tool gen_ai.tool.name=get_order \
+             gen_ai.tool.description=Look up an order. gen_ai.tool.call.id=c3 \
+             gen_ai.tool.type=function gen_ai.conversation.id=run-2 toolgate.run.id=run-2",
+            "record #3 toolgate.status=run_aborted",
+            "record #3 toolgate.attempts=0",
+            "record #3 error.type=run_aborted",
+            "record #3 otel.status_code=ERROR",
+            &format!("record #3 otel.status_description=the call aborted the run {aborted}"),
+            "new execute_tool #4 otel.name=execute_tool nope gen_ai.operation.name=execute_tool \
+             gen_ai.tool.name=nope gen_ai.tool.call.id=c4 gen_ai.tool.type=function \
+             gen_ai.conversation.id=run-2 toolgate.run.id=run-2",
+            "record #4 toolgate.status=not_started",
+            "record #4 toolgate.attempts=0",
+            "record #4 error.type=run_aborted",
+            "record #4 otel.status_code=ERROR",
+            &format!(
+                "record #4 otel.status_description=the call did not start: the run is aborted \
+                 {aborted}"
+            ),
         ]
     );
 }

@@ -7,7 +7,7 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
     ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use std::fmt;
@@ -16,10 +16,11 @@ use std::sync::Arc;
 use crate::admitted::Admitted;
 use crate::calls;
 use crate::mcp_session::McpSession;
-use crate::peer::{Peer, TransportKind};
+use crate::peer::{Peer, TransportKind, transport_of};
 use crate::protocol_errors;
 use crate::raw_arguments::RawArguments;
 use crate::server::Inner;
+use crate::trace;
 
 /// An [`McpServer`](crate::McpServer) as the SDK's [`ServerHandler`], for one MCP session: what
 /// [`McpServer::handler`](crate::McpServer::handler) hands out, and what the server gives the
@@ -67,11 +68,7 @@ impl McpHandler {
         if let Some(admitted) = http.and_then(|parts| parts.extensions.get::<Admitted>()) {
             return Ok(admitted.clone());
         }
-        let transport = match http {
-            Some(_) => TransportKind::Http,
-            None => self.transport,
-        };
-        let mut peer = Peer::new(transport, method);
+        let mut peer = Peer::new(transport_of(http, self.transport), method);
         if let Some(parts) = http {
             peer = peer.with_http(parts);
         }
@@ -116,25 +113,28 @@ impl ServerHandler for McpHandler {
 
     /// The tools the session may call, in one page; the session is taken to have been shown
     /// them from then on.
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let admitted = self.admitted(&context, "tools/list", None).await?;
-        if let Some(cursor) = request.and_then(|request| request.cursor) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown cursor {cursor:?}: this server lists every tool in one page and \
-                     hands out no cursor; list again without one"
-                ),
-                None,
-            ));
-        }
-        let (tools, places) = self.inner.catalog.listed_for(admitted.auth());
-        self.session.show(places.into_iter());
-        // Each client is listed what it may call: no cache shared between them.
-        Ok(ListToolsResult::with_all_items(tools).with_cache_scope(CacheScope::Private))
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + MaybeSendFuture + '_ {
+        let span = trace::span_of("tools/list", &context, self.transport, None);
+        trace::answered(span, async move {
+            let admitted = self.admitted(&context, "tools/list", None).await?;
+            if let Some(cursor) = request.and_then(|request| request.cursor) {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown cursor {cursor:?}: this server lists every tool in one page and \
+                         hands out no cursor; list again without one"
+                    ),
+                    None,
+                ));
+            }
+            let (tools, places) = self.inner.catalog.listed_for(admitted.auth());
+            self.session.show(places.into_iter());
+            // Each client is listed what it may call: no cache shared between them.
+            Ok(ListToolsResult::with_all_items(tools).with_cache_scope(CacheScope::Private))
+        })
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -144,26 +144,30 @@ impl ServerHandler for McpHandler {
             .map(|place| catalog.tools()[place].clone())
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let admitted = self.admitted(&context, "tools/call", None).await?;
-        let session = self.session.session(admitted);
-        let raw = RawArguments::of_request(&context.extensions);
-        let call = calls::tool_call(&context.id, request, raw);
-        // On the request's own task, which the SDK never aborts: a cancelled request has its
-        // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
-        let dispatched = self
-            .inner
-            .in_flight
-            .run(self.inner.dispatcher.dispatch(&session, call))
-            .await
-            .map_err(|_panic| protocol_errors::lost())?;
-        match dispatched {
-            Ok(report) => calls::answer(&report).map(CallToolResponse::from),
-            Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),
-        }
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_ {
+        // The dispatcher's `execute_tool` span is a child of this one.
+        let span = trace::span_of("tools/call", &context, self.transport, Some(&request.name));
+        trace::answered(span, async move {
+            let admitted = self.admitted(&context, "tools/call", None).await?;
+            let session = self.session.session(admitted);
+            let raw = RawArguments::of_request(&context.extensions);
+            let call = calls::tool_call(&context.id, request, raw);
+            // On the request's own task, which the SDK never aborts: a cancelled request has its
+            // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
+            let dispatched = self
+                .inner
+                .in_flight
+                .run(self.inner.dispatcher.dispatch(&session, call))
+                .await
+                .map_err(|_panic| protocol_errors::lost())?;
+            match dispatched {
+                Ok(report) => calls::answer(&report).map(CallToolResponse::from),
+                Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),
+            }
+        })
     }
 }

@@ -35,6 +35,20 @@
 //! - **Cancellation** (`notifications/cancelled`) drops the call's answer (the SDK sends none),
 //!   never the call: a write in flight runs to its end and is recorded, and the same call again
 //!   answers its outcome. **Ping** is the SDK's.
+//! - **Traces**: each `tools/call` and `tools/list` is answered inside a `tracing` span of the
+//!   OpenTelemetry semantic conventions for MCP: kind server, named `tools/call get_order` (the
+//!   `otel.name` field), with `mcp.method.name`, `jsonrpc.request.id`, `mcp.session.id` (a legacy
+//!   HTTP session's), `mcp.protocol.version`, `network.transport` (`pipe` on stdio, `tcp` over
+//!   HTTP), and for a call `gen_ai.tool.name` and `gen_ai.operation.name = "execute_tool"`; the
+//!   dispatcher's `execute_tool` span of the call is its child. An answer that is a JSON-RPC
+//!   error records its code as `error.type` and `rpc.response.status_code`, and an `ERROR` status
+//!   with its message; a result flagged `isError` records `error.type = "tool_error"` and the
+//!   result's `error.what`. With the feature **`otel`** (the facade's `mcp-otel`), when the
+//!   subscriber has `tracing-opentelemetry`'s layer, a valid W3C `traceparent` in the request's
+//!   `_meta` becomes the span's remote parent (with the `tracestate` there), and the span current
+//!   when the request arrived is linked. Without the feature, without that layer, or when
+//!   `traceparent` is not valid W3C trace context, the span records the `traceparent` and
+//!   `tracestate` values as fields of those names, and its parent is the current span.
 //!
 //! ```no_run
 //! use toolgate::mcp::{McpServer, StdioSession};
@@ -94,6 +108,9 @@ mod raw_arguments;
 mod server;
 mod stdio_session;
 mod streamable_http;
+mod trace;
+#[cfg(feature = "otel")]
+mod trace_context;
 
 pub use admitted::Admitted;
 pub use handler::McpHandler;

@@ -26,6 +26,15 @@ pub enum TransportKind {
     Stream,
 }
 
+/// How a request reached a server served over `served`: over HTTP when it came with an HTTP
+/// head (`http`), else over `served`.
+pub(crate) fn transport_of(http: Option<&Parts>, served: TransportKind) -> TransportKind {
+    match http {
+        Some(_) => TransportKind::Http,
+        None => served,
+    }
+}
+
 /// The name of the header that carries a legacy MCP session's id.
 const SESSION_ID: &str = "mcp-session-id";
 

@@ -282,9 +282,9 @@ impl KeptAudit {
     }
 }
 
-/// The audit record an ended call still owes, when it did not run through the pipeline (not
-/// started, refused with its whole turn, a copy of an earlier call of the turn, a call id given
-/// to several calls): what it was about.
+/// The audit record (and span) an ended call still owes, when it did not run through the
+/// pipeline (not started, refused with its whole turn, a copy of an earlier call of the turn, a
+/// call id given to several calls): what it was about.
 pub(super) struct Owed(pub(super) Option<Subject>);
 
 impl Dispatcher {

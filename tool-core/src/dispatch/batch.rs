@@ -20,7 +20,7 @@ use super::ledger::{Ledger, aborted_from};
 use super::plan::{self, Planned, Step};
 use super::turn_end::{Ended, aborted, reports};
 use super::turn_shared::{Answering, Shared};
-use super::{Dispatcher, answers, approval, attempt, audit, repeat};
+use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.
@@ -102,14 +102,22 @@ impl Dispatcher {
         answering: Option<Answering>,
     ) -> Result<Vec<CallReport>, TurnAborted> {
         if let Some(aborted) = session.aborted() {
-            // A turn of an aborted run: none of its calls runs, each has its record.
-            let owed = calls
-                .iter()
-                .map(|call| (&*call.id, &*call.name, audit::Owed(None), &Fate::NotStarted))
+            // A turn of an aborted run: none of its calls runs, each has its span and record.
+            let reason = aborted.clone();
+            let ended = calls
+                .into_iter()
+                .enumerate()
+                .map(|(place, call)| Ended {
+                    place,
+                    id: call.id,
+                    name: call.name,
+                    fate: Fate::NotStarted,
+                    owed: Some(audit::Owed(None)),
+                })
                 .collect();
-            Box::pin(self.audit_owed(session, owed)).await;
+            self.settle_owed(session, ended).await;
             return Err(TurnAborted {
-                reason: aborted.clone(),
+                reason,
                 calls: Vec::new(),
             });
         }
@@ -150,7 +158,7 @@ impl Dispatcher {
                 self.ended(call, fate)
             });
             let ended = self
-                .settle_audits(session, ended.chain(answered).collect())
+                .settle_owed(session, ended.chain(answered).collect())
                 .await;
             return Err(aborted(reason, ended));
         }
@@ -163,7 +171,7 @@ impl Dispatcher {
                 let ended = planned
                     .into_iter()
                     .map(|call| self.ended(call, Fate::NotStarted));
-                self.settle_audits(session, ended.chain(answered).collect())
+                self.settle_owed(session, ended.chain(answered).collect())
                     .await;
                 return Err(aborted(reason, Vec::new()));
             }
@@ -177,7 +185,7 @@ impl Dispatcher {
                     .into_iter()
                     .map(|call| self.ended(call, Fate::NotStarted));
                 let ended = self
-                    .settle_audits(session, ended.chain(answered).collect())
+                    .settle_owed(session, ended.chain(answered).collect())
                     .await;
                 return Err(aborted(reason, ended));
             }
@@ -193,7 +201,7 @@ impl Dispatcher {
                     self.ended(call, Fate::Answered(result))
                 });
                 let ended = self
-                    .settle_audits(session, ended.chain(answered).collect())
+                    .settle_owed(session, ended.chain(answered).collect())
                     .await;
                 return Ok(reports(ended));
             }
@@ -231,7 +239,7 @@ impl Dispatcher {
             (ended, shared.signal.is_fired())
         };
         ended.extend(answered);
-        let mut ended = self.settle_audits(session, ended).await;
+        let mut ended = self.settle_owed(session, ended).await;
         if fired {
             let reason = session
                 .aborted()
@@ -379,20 +387,7 @@ impl Dispatcher {
         call: Go<'_>,
         shared: &Shared,
     ) -> Fate {
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = %format_args!("execute_tool {}", call.name),
-            otel.status_code = tracing::field::Empty,
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %call.name,
-            gen_ai.tool.call.id = %call.id,
-            gen_ai.tool.type = "function",
-            gen_ai.conversation.id = %session.run_id(),
-            toolgate.run.id = %session.run_id(),
-            toolgate.status = tracing::field::Empty,
-            toolgate.attempts = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-        );
+        let span = self.call_span(session, call.id, call.name);
         let (id, name) = (call.id, call.name);
         let subject = self.audit_subject(&call.step);
         let audited = subject.is_some();
@@ -405,26 +400,7 @@ impl Dispatcher {
         } else {
             (run.await, audit::CallNotes::default())
         };
-        if !span.is_disabled() {
-            let (status, error_type) = match &fate {
-                Fate::Answered(result) => (
-                    result.status.as_str(),
-                    result
-                        .error
-                        .as_ref()
-                        .filter(|_| result.status.is_flagged())
-                        .map(|e| e.kind.as_str()),
-                ),
-                Fate::AbortedRun => ("run_aborted", Some("run_aborted")),
-                other => (other.status(), None),
-            };
-            span.record("toolgate.status", status);
-            span.record("toolgate.attempts", notes.attempts());
-            if let Some(error_type) = error_type {
-                span.record("error.type", error_type);
-                span.record("otel.status_code", "ERROR");
-            }
-        }
+        call_span::record_end(&span, session, &fate, notes.attempts());
         if audited {
             let audit = audit::CallAudit {
                 id,

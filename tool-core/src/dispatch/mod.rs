@@ -6,7 +6,9 @@
 //! - `batch`: [`Dispatcher::dispatch_turn`] and [`Dispatcher::dispatch`]: a turn counted, its
 //!   calls run concurrently, and an abort that loses nothing;
 //! - `answering`: [`Dispatcher::dispatch_turn_answering`], a turn whose answers come one by one;
-//! - `turn_end`: how a turn's calls end: the audit records owed, the reports or the abort;
+//! - `turn_end`: how a turn's calls end: the spans and audit records owed, the reports or the
+//!   abort;
+//! - `call_span`: the `execute_tool` span every call id answered has, and what failed in it;
 //! - `plan`: a turn's calls before any runs (looked up, permitted, a write's key derived) and
 //!   the order they run in;
 //! - `ledger`: the run's counters, in the store or in the session;
@@ -37,6 +39,7 @@ mod attempt;
 mod audit;
 mod batch;
 mod builder;
+mod call_span;
 mod check;
 mod delivery_notes;
 mod failure;

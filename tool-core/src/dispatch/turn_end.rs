@@ -1,5 +1,5 @@
-//! How the calls of a turn end: the audit records still owed by those that did not run through
-//! the pipeline, and the reports (or the abort) the turn answers.
+//! How the calls of a turn end: the spans and audit records still owed by those that did not run
+//! through the pipeline, and the reports (or the abort) the turn answers.
 
 use crate::auth::Session;
 use crate::call::CallReport;
@@ -9,7 +9,7 @@ use crate::fate::{CallFate, Fate, TurnAborted};
 use super::plan::{Planned, Step};
 use super::{Dispatcher, audit};
 
-/// How one call ended, and the audit record it still owes, if any.
+/// How one call ended, and the span and audit record it still owes, if any.
 pub(super) struct Ended {
     pub(super) place: usize,
     pub(super) id: String,
@@ -35,15 +35,18 @@ impl Dispatcher {
         audit::Owed(self.audit_subject(step))
     }
 
-    /// Appends the audit records the turn's `ended` calls still owe. A turn whose calls all ran
-    /// through the pipeline (each appended its own), or a dispatcher without a store, owes none:
-    /// nothing is awaited.
-    pub(super) async fn settle_audits(
-        &self,
-        session: &Session,
-        mut ended: Vec<Ended>,
-    ) -> Vec<Ended> {
-        if self.inner.store.is_none() || ended.iter().all(|call| call.owed.is_none()) {
+    /// Makes the spans and appends the audit records that the turn's `ended` calls still owe:
+    /// those that did not run through the pipeline (each of the others made its own). A turn
+    /// whose calls all ran through it owes nothing; a dispatcher without a store owes no
+    /// record: nothing is awaited.
+    pub(super) async fn settle_owed(&self, session: &Session, mut ended: Vec<Ended>) -> Vec<Ended> {
+        if ended.iter().all(|call| call.owed.is_none()) {
+            return ended;
+        }
+        for call in ended.iter().filter(|call| call.owed.is_some()) {
+            self.trace_unrun(session, &call.id, &call.name, &call.fate);
+        }
+        if self.inner.store.is_none() {
             return ended;
         }
         let mut owed = Vec::new();
