@@ -23,6 +23,9 @@ use crate::raw_arguments::RawArguments;
 /// dropped, and the connection stays open.
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
+/// The room a message to send is written into at first: an answer to a call fits.
+const SEND_CAPACITY: usize = 1024;
+
 /// A byte stream's two halves as an SDK transport of the server.
 pub(crate) struct LineTransport<R, W> {
     read: BufReader<R>,
@@ -117,7 +120,10 @@ where
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
         let write = self.write.clone();
-        let text = serde_json::to_vec(&item).map(|mut text| {
+        // Sized for the answer to a call, so that writing it does not grow the buffer step by
+        // step.
+        let mut text = Vec::with_capacity(SEND_CAPACITY);
+        let text = serde_json::to_writer(&mut text, &item).map(|()| {
             text.push(b'\n');
             text
         });
