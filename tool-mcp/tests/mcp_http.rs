@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::raw_http::{Answer, request};
+use common::raw_http::{Answer, post_reading_until, request};
 use common::{PATIENCE, Shop, call, protocol_error, result_object, server};
 use rmcp::ServiceExt;
 use rmcp::model::ErrorCode;
@@ -344,13 +344,14 @@ async fn a_key_given_twice_in_a_calls_arguments_is_invalid_arguments() {
         .await;
     assert_eq!(accepted.status, 202, "{accepted:?}");
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"order_id":"ORD-1","amount":5,"amount":5000}}}"#;
-    let mut headers = vec![
+    let headers = [
         auth,
         ("mcp-session-id", session.as_str()),
-        ("connection", "close"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
     ];
-    headers.push(("accept", "application/json, text/event-stream"));
-    let answer = request_to_end(running.addr, &headers, call).await;
+    let answered = post_reading_until(running.addr, &headers, call, "more than once");
+    let answer = timeout(PATIENCE, answered).await.unwrap();
     assert!(
         answer.contains(r#"\"kind\":\"invalid_arguments\""#),
         "{answer}"
@@ -358,35 +359,6 @@ async fn a_key_given_twice_in_a_calls_arguments_is_invalid_arguments() {
     assert!(answer.contains("more than once"), "{answer}");
     assert_eq!(shop.refunds(), 0);
     running.stop().await;
-}
-
-/// A `POST` whose answer is read to its end (the server closes the connection after it).
-async fn request_to_end(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut text = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    text.push_str("\r\n");
-    text.push_str(body);
-    stream.write_all(text.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    let mut buffer = [0u8; 4096];
-    while !answer.contains("\"id\":2") || !answer.contains("}}") {
-        let n = timeout(PATIENCE, stream.read(&mut buffer))
-            .await
-            .unwrap()
-            .unwrap();
-        if n == 0 {
-            break;
-        }
-        answer.push_str(&String::from_utf8_lossy(&buffer[..n]));
-    }
-    answer
 }
 
 #[tokio::test]

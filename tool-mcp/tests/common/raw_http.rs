@@ -94,3 +94,40 @@ pub async fn request(
         body: String::from_utf8_lossy(&body).into_owned(),
     }
 }
+
+/// Sends a `POST` to `/mcp` at `addr` and reads its answer, head and all, as text, until the
+/// server closes the connection or the text holds `until`.
+pub async fn post_reading_until(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &str,
+    until: &str,
+) -> String {
+    let mut stream = send(addr, "POST", headers, body).await;
+    let mut answer = String::new();
+    let mut buffer = [0u8; 4096];
+    while !answer.contains(until) {
+        let read = stream.read(&mut buffer).await.unwrap();
+        if read == 0 {
+            break;
+        }
+        answer.push_str(&String::from_utf8_lossy(&buffer[..read]));
+    }
+    answer
+}
+
+/// A connection to `addr` on which the request has been written.
+async fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let mut text = format!(
+        "{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).await.unwrap();
+    stream
+}
