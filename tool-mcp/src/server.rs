@@ -17,16 +17,17 @@ use crate::in_flight::InFlight;
 use crate::line_transport::LineTransport;
 use crate::peer::TransportKind;
 
-/// An MCP server on a [`Dispatcher`]: `tools/list` lists its registry, `tools/call` runs each
-/// call through it, and a [`SessionHook`] says who each client is.
+/// An MCP server on a [`Dispatcher`]: `tools/list` lists the tools of its registry the session's
+/// caller may call, `tools/call` runs each call through it, and a [`SessionHook`] says who each
+/// client is. Each MCP session is a run of its own (see [`Admitted`](crate::Admitted)).
 ///
 /// Built with [`McpServer::builder`], then served on the process's stdio
-/// ([`serve_stdio`](Self::serve_stdio)), on any transport of the SDK
-/// ([`serve`](Self::serve)), or over streamable HTTP ([`serve_http`](Self::serve_http), or
+/// ([`serve_stdio`](Self::serve_stdio)), on a byte stream ([`serve`](Self::serve)), on any
+/// transport of the SDK ([`serve_transport`](Self::serve_transport)), or over streamable HTTP ([`serve_http`](Self::serve_http), or
 /// [`http_service`](Self::http_service) to mount in an HTTP server of your own). A clone is the
 /// same server: its tools, hook and calls in flight.
 ///
-/// Each `tools/call` runs through [`Dispatcher::dispatch`] in the hook's session, so
+/// Each `tools/call` runs through [`Dispatcher::dispatch`] in the session's run, so
 /// validation, permissions, idempotency, approvals, deadlines and the result object all apply
 /// as for any other format; the call runs on its request's task, which the SDK never aborts, so a
 /// client that cancels the request (`notifications/cancelled`) or goes away gets no answer (the
@@ -169,8 +170,9 @@ impl McpServer {
         self.inner.catalog.tools()
     }
 
-    /// What `initialize` answers: the server's name and version, its capabilities (tools, whose
-    /// list never changes: `listChanged` is `false`) and its instructions.
+    /// What `initialize` answers: the server's name and version, its capabilities (tools; the
+    /// server sends no list change notification, so `listChanged` is `false`: a client whose
+    /// permissions change lists again) and its instructions.
     pub fn info(&self) -> &ServerConfig {
         &self.inner.info
     }
@@ -320,7 +322,8 @@ impl McpServerBuilder {
         let catalog = Catalog::of(self.dispatcher.registry(), self.additional_properties)?;
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
         if let Some(tools) = capabilities.tools.as_mut() {
-            // The registry cannot change once the dispatcher is built: no list change to announce.
+            // No list change is announced: the registry cannot change once the dispatcher is
+            // built, and a session whose caller's permissions change lists again.
             tools.list_changed = Some(false);
         }
         let mut implementation = Implementation::new(self.name, self.version);
