@@ -37,17 +37,7 @@ pub async fn request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Answer {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let mut text = format!(
-        "{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    text.push_str("\r\n");
-    text.push_str(body);
-    stream.write_all(text.as_bytes()).await.unwrap();
+    let mut stream = send(addr, method, headers, body).await;
     let mut read = Vec::new();
     let head_end = loop {
         let mut chunk = [0u8; 4096];
