@@ -31,6 +31,8 @@ struct World {
     pay_applied: Notify,
     /// Lets `revoked` answer.
     abort_gate: Notify,
+    /// The slow read has started.
+    slow_started: Notify,
     /// The slow read was dropped before it answered.
     slow_dropped: Notify,
     /// Runs of `adjust`.
@@ -83,6 +85,7 @@ impl Drop for DropFlag {
 #[tool(timeout = "60s")]
 async fn slow_report(world: State<Arc<World>>) -> Result<String, ToolError> {
     let _flag = DropFlag(Arc::clone(&world));
+    world.slow_started.notify_one();
     std::future::pending::<()>().await;
     Ok("never".into())
 }
@@ -207,6 +210,15 @@ fn statuses(aborted: &TurnAborted) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// Awaits `step`, failing the test with `what` when it has not happened within a minute: a step
+/// that never comes is a failure to read, not a run that hangs until CI's limit.
+async fn within<F: std::future::IntoFuture>(what: &str, step: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(60), step.into_future()).await {
+        Ok(output) => output,
+        Err(_) => panic!("waited a minute for this step, which never came: {what}"),
+    }
+}
+
 /// Which of the write and the abort finishes first.
 #[derive(Debug, Clone, Copy)]
 enum First {
@@ -233,22 +245,28 @@ async fn an_abort_loses_no_applied_write(store: Arc<dyn OperationStore>, first: 
         let s = s.clone();
         async move { dispatcher.dispatch_turn(&s, calls).await }
     });
-    world.pay_started.notified().await;
+    // Both the write and the slow read are running before either gate opens: a read cancelled
+    // before its body ran would never say it was dropped.
+    within("the write starts", world.pay_started.notified()).await;
+    within("the slow read starts", world.slow_started.notified()).await;
     match first {
         First::Abort => {
             world.abort_gate.notify_one();
             // The slow read is dropped once the abort is raised: the write is still waiting.
-            world.slow_dropped.notified().await;
+            within("the slow read is dropped", world.slow_dropped.notified()).await;
             assert!(world.applied().is_empty(), "the write has not applied yet");
             world.pay_gate.notify_one();
         }
         First::Write => {
             world.pay_gate.notify_one();
-            world.pay_applied.notified().await;
+            within("the write applies", world.pay_applied.notified()).await;
             world.abort_gate.notify_one();
         }
     }
-    let aborted = turn.await.unwrap().expect_err("the run aborts");
+    let aborted = within("the turn ends", turn)
+        .await
+        .unwrap()
+        .expect_err("the run aborts");
     assert_eq!(
         aborted.reason.kind,
         ErrorKind::CredentialsRevoked,
