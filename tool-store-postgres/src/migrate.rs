@@ -59,6 +59,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             include_str!("../migrations/0006_outbox_deliveries.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            7,
+            Cow::Borrowed("run functions"),
+            MigrationType::Simple,
+            include_str!("../migrations/0007_run_functions.sql").into_sql_str(),
+            false,
+        ),
     ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);

@@ -1,52 +1,96 @@
 //! The run ledger: each run's counters, attempts by tool, failed calls and abort, in the tables
 //! `toolgate_runs`, `toolgate_run_attempts` and `toolgate_run_failures`.
 //!
-//! Every change is one transaction that first locks the run's row, creating it if it has none,
-//! in one statement (`INSERT … ON CONFLICT DO UPDATE … RETURNING`, which PostgreSQL makes atomic
-//! against a concurrent insert or delete of the row). It then reads what the rule needs into a
-//! [`RunRecord`], applies the rule of [`RunRecord`] (the rules every store follows), and writes
-//! back what changed; an answer that counts nothing rolls back and writes nothing. Every change
-//! to a run holds that row lock, so processes sharing the database change one run one at a time
-//! and its counters never pass a limit.
+//! Every change first locks the run's row, creating it if it has none, in one statement
+//! (`INSERT … ON CONFLICT DO UPDATE … RETURNING`, which PostgreSQL makes atomic against a
+//! concurrent insert or delete of the row). Every change to a run holds that row lock, so
+//! processes sharing the database change one run one at a time and its counters never pass a
+//! limit.
+//!
+//! What every call pays for is one statement, one round trip: a turn begins in the function
+//! `toolgate_begin_turn` and a retry is charged in `toolgate_charge_attempt` (migration 0007),
+//! which apply the rules of [`RunRecord`] in SQL; a failed call is noted in one statement. An
+//! abort, rare, is a transaction that reads the row into a [`RunRecord`], applies its rule, and
+//! writes back what changed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::postgres::{PgConnection, PgPool, PgRow};
 use toolgate_core::store::{
-    AbortedRun, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
+    TurnRequest,
 };
 
 use crate::approval;
 use crate::error::store_error;
 use crate::row::{count, get};
 
-/// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn).
+/// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn): one
+/// statement, the function `toolgate_begin_turn` (migration 0007).
 pub(crate) async fn begin_turn(
     pool: &PgPool,
     request: &TurnRequest<'_>,
 ) -> Result<TurnGrant, StoreError> {
     let run = request.run;
-    let tools: Vec<&str> = request.tools.iter().map(|(tool, _)| *tool).collect();
-    let mut tx = pool.begin().await.map_err(fault("begin a turn"))?;
-    let mut record = lock(&mut tx, run, request.now_ms).await?;
-    record.failed = failures(&mut tx, run, Some(&tools)).await?;
-    let grant = record.begin_turn(request);
-    match grant {
-        TurnGrant::Aborted(_) | TurnGrant::StepLimit { .. } => {
-            tx.rollback().await.map_err(fault("end a refused turn"))?;
-            return Ok(grant);
+    let (tools, calls): (Vec<&str>, Vec<i64>) = request
+        .tools
+        .iter()
+        .map(|(tool, calls)| (*tool, i64::from(*calls)))
+        .unzip();
+    let limits = request.limits;
+    let row = sqlx::query(
+        "SELECT outcome, step, used, aborted_kind, aborted_reason, granted, failed_tools, \
+         failed_hashes FROM toolgate_begin_turn($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(run.tenant)
+    .bind(run.run_id)
+    .bind(&tools)
+    .bind(&calls)
+    .bind(limits.max_steps.map(i64::from))
+    .bind(limits.max_tool_calls.map(i64::from))
+    .bind(limits.retry_budget.map(i64::from))
+    .bind(request.now_ms)
+    .fetch_one(pool)
+    .await
+    .map_err(fault("begin a turn"))?;
+    let outcome: String = get(&row, "outcome")?;
+    match outcome.as_str() {
+        "aborted" => Ok(TurnGrant::Aborted(RunAbort {
+            kind: get(&row, "aborted_kind")?,
+            reason: abort_reason(get(&row, "aborted_reason")?)?,
+        })),
+        "step_limit" => Ok(TurnGrant::StepLimit {
+            max_steps: limits.max_steps.unwrap_or_default(),
+        }),
+        "call_limit" => Ok(TurnGrant::CallLimit {
+            used: count(get(&row, "used")?, "tool_calls")?,
+            max_tool_calls: limits.max_tool_calls.unwrap_or_default(),
+        }),
+        "admitted" => {
+            let granted: Vec<i64> = get(&row, "granted")?;
+            let failed_tools: Vec<String> = get(&row, "failed_tools")?;
+            let failed_hashes: Vec<String> = get(&row, "failed_hashes")?;
+            Ok(TurnGrant::Admitted(Admission {
+                step: count(get(&row, "step")?, "steps")?,
+                granted: granted
+                    .into_iter()
+                    .map(|granted| count(granted, "attempts"))
+                    .collect::<Result<_, _>>()?,
+                failed: failed_tools
+                    .into_iter()
+                    .zip(failed_hashes)
+                    .map(|(tool, request_hash)| FailedCall { tool, request_hash })
+                    .collect(),
+            }))
         }
-        TurnGrant::CallLimit { .. } => save_run(&mut tx, run, &record).await?,
-        TurnGrant::Admitted(_) => {
-            save_run(&mut tx, run, &record).await?;
-            save_attempts(&mut tx, run, &record, &tools).await?;
-        }
+        other => Err(StoreError::Corrupt(format!(
+            "toolgate_begin_turn answered {other:?}"
+        ))),
     }
-    tx.commit().await.map_err(fault("commit a turn"))?;
-    Ok(grant)
 }
 
-/// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt).
+/// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt): one
+/// statement, the function `toolgate_charge_attempt` (migration 0007).
 pub(crate) async fn charge_attempt(
     pool: &PgPool,
     run: RunKey<'_>,
@@ -54,25 +98,20 @@ pub(crate) async fn charge_attempt(
     retry_budget: Option<u32>,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool
-        .begin()
+    sqlx::query_scalar("SELECT toolgate_charge_attempt($1, $2, $3, $4, $5)")
+        .bind(run.tenant)
+        .bind(run.run_id)
+        .bind(tool)
+        .bind(retry_budget.map(i64::from))
+        .bind(now_ms)
+        .fetch_one(pool)
         .await
-        .map_err(fault("begin charging an attempt"))?;
-    let mut record = lock(&mut tx, run, now_ms).await?;
-    if !record.charge_attempt(tool, retry_budget, now_ms) {
-        tx.rollback()
-            .await
-            .map_err(fault("end a refused attempt"))?;
-        return Ok(false);
-    }
-    save_run(&mut tx, run, &record).await?;
-    save_attempts(&mut tx, run, &record, &[tool]).await?;
-    tx.commit().await.map_err(fault("commit an attempt"))?;
-    Ok(true)
+        .map_err(fault("charge an attempt"))
 }
 
-/// [`OperationStore::note_failure`](toolgate_core::store::OperationStore::note_failure): the
-/// run's row is created or touched, then the failure inserted unless it is there.
+/// [`OperationStore::note_failure`](toolgate_core::store::OperationStore::note_failure): in one
+/// statement, the run's row created or touched, then the failure inserted unless it is there
+/// (the row's foreign key is checked at the end of the statement, when the row is in).
 pub(crate) async fn note_failure(
     pool: &PgPool,
     run: RunKey<'_>,
@@ -80,32 +119,22 @@ pub(crate) async fn note_failure(
     request_hash: &str,
     now_ms: i64,
 ) -> Result<(), StoreError> {
-    let mut tx = pool
-        .begin()
-        .await
-        .map_err(fault("begin noting a failed call"))?;
     sqlx::query(
-        "INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) VALUES ($1, $2, $3) \
-         ON CONFLICT (tenant_id, run_id) DO UPDATE SET updated_ms = excluded.updated_ms",
+        "WITH run AS (INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) \
+         VALUES ($1, $2, $3) ON CONFLICT (tenant_id, run_id) \
+         DO UPDATE SET updated_ms = excluded.updated_ms RETURNING tenant_id, run_id) \
+         INSERT INTO toolgate_run_failures (tenant_id, run_id, tool, request_hash) \
+         SELECT tenant_id, run_id, $4, $5 FROM run ON CONFLICT DO NOTHING",
     )
     .bind(run.tenant)
     .bind(run.run_id)
     .bind(now_ms)
-    .execute(&mut *tx)
-    .await
-    .map_err(fault("touch a run"))?;
-    sqlx::query(
-        "INSERT INTO toolgate_run_failures (tenant_id, run_id, tool, request_hash) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-    )
-    .bind(run.tenant)
-    .bind(run.run_id)
     .bind(tool)
     .bind(request_hash)
-    .execute(&mut *tx)
+    .execute(pool)
     .await
     .map_err(fault("note a failed call"))?;
-    tx.commit().await.map_err(fault("commit a failed call"))
+    Ok(())
 }
 
 /// [`OperationStore::abort_run`](toolgate_core::store::OperationStore::abort_run): under the
@@ -157,13 +186,13 @@ pub(crate) async fn run(pool: &PgPool, run: RunKey<'_>) -> Result<Option<RunReco
     };
     let mut record = counters(&row)?;
     record.attempts = attempts(&mut tx, run).await?;
-    record.failed = failures(&mut tx, run, None).await?;
+    record.failed = failures(&mut tx, run).await?;
     tx.commit().await.map_err(fault("end reading a run"))?;
     Ok(Some(record))
 }
 
-/// Locks the run's row, inserting it (at `now_ms`) if it has none, and answers its counters and
-/// attempts, without its failures.
+/// Locks the run's row, inserting it (at `now_ms`) if it has none, and answers its counters,
+/// without its attempts and failures.
 async fn lock(
     conn: &mut PgConnection,
     run: RunKey<'_>,
@@ -182,21 +211,14 @@ async fn lock(
     .fetch_one(&mut *conn)
     .await
     .map_err(fault("lock a run"))?;
-    let mut record = counters(&row)?;
-    record.attempts = attempts(conn, run).await?;
-    Ok(record)
+    counters(&row)
 }
 
 /// The counters, abort and time of a run's row.
 fn counters(row: &PgRow) -> Result<RunRecord, StoreError> {
     let kind: Option<String> = get(row, "aborted_kind")?;
     let reason: Option<String> = get(row, "aborted_reason")?;
-    let reason = reason
-        .map(|reason| {
-            serde_json::from_str::<String>(&reason)
-                .map_err(|err| StoreError::Corrupt(format!("aborted_reason {reason:?}: {err}")))
-        })
-        .transpose()?;
+    let reason = reason.map(abort_reason).transpose()?;
     Ok(RunRecord {
         steps: count(get(row, "steps")?, "steps")?,
         tool_calls: count(get(row, "tool_calls")?, "tool_calls")?,
@@ -226,19 +248,17 @@ async fn attempts(
         .collect()
 }
 
-/// The run's failed calls: of the tools `of`, or all of them.
+/// The run's failed calls.
 async fn failures(
     conn: &mut PgConnection,
     run: RunKey<'_>,
-    of: Option<&[&str]>,
 ) -> Result<BTreeSet<FailedCall>, StoreError> {
     let rows = sqlx::query(
         "SELECT tool, request_hash FROM toolgate_run_failures \
-         WHERE tenant_id = $1 AND run_id = $2 AND ($3::text[] IS NULL OR tool = ANY($3))",
+         WHERE tenant_id = $1 AND run_id = $2",
     )
     .bind(run.tenant)
     .bind(run.run_id)
-    .bind(of)
     .fetch_all(&mut *conn)
     .await
     .map_err(fault("read a run's failed calls"))?;
@@ -250,6 +270,12 @@ async fn failures(
             })
         })
         .collect()
+}
+
+/// A stored abort's reason, kept as a JSON string.
+fn abort_reason(reason: String) -> Result<String, StoreError> {
+    serde_json::from_str::<String>(&reason)
+        .map_err(|err| StoreError::Corrupt(format!("aborted_reason {reason:?}: {err}")))
 }
 
 /// Writes the run's row, which [`lock`] made sure exists: its counters, abort and time.
@@ -282,37 +308,6 @@ async fn save_run(
     .execute(&mut *conn)
     .await
     .map_err(fault("write a run"))?;
-    Ok(())
-}
-
-/// Writes the attempts of `tools` as `record` has them, in one statement.
-async fn save_attempts(
-    conn: &mut PgConnection,
-    run: RunKey<'_>,
-    record: &RunRecord,
-    tools: &[&str],
-) -> Result<(), StoreError> {
-    // Once each: one statement may not update a row twice.
-    let attempts: BTreeMap<&str, i64> = tools
-        .iter()
-        .map(|tool| {
-            let attempts = record.attempts.get(*tool).copied().unwrap_or_default();
-            (*tool, i64::from(attempts))
-        })
-        .collect();
-    let (names, counts): (Vec<&str>, Vec<i64>) = attempts.into_iter().unzip();
-    sqlx::query(
-        "INSERT INTO toolgate_run_attempts (tenant_id, run_id, tool, attempts) \
-         SELECT $1, $2, tool, attempts FROM unnest($3::text[], $4::bigint[]) AS t(tool, attempts) \
-         ON CONFLICT (tenant_id, run_id, tool) DO UPDATE SET attempts = excluded.attempts",
-    )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(names)
-    .bind(counts)
-    .execute(&mut *conn)
-    .await
-    .map_err(fault("write a run's attempts"))?;
     Ok(())
 }
 
