@@ -24,15 +24,20 @@
 //! `pg_ctlcluster`, dropped with `pg_dropcluster --stop` when the value is dropped. It needs
 //! Debian's PostgreSQL cluster tools and root, whatever `DATABASE_URL` says.
 //!
+//! A test that counts the round trips and commits a call costs puts a [`CountingProxy`] between
+//! the store and the server.
+//!
 //! A test that races several OS processes on one database starts them with [`ChildTest`]: the
 //! test binary runs one of its own tests again, in a child process it talks to in lines.
 
 mod child;
 mod cluster;
+mod counting;
 mod local_server;
 
 pub use child::ChildTest;
 pub use cluster::OwnCluster;
+pub use counting::{CountingProxy, Tally};
 
 use std::path::Path;
 use std::sync::LazyLock;

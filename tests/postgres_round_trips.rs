@@ -1,0 +1,137 @@
+//! What a call costs the PostgreSQL store, counted on the wire: round trips, statements and
+//! commits of a write call, a read call and a turn of five writes, with the default run limits
+//! and the audit trail on. A count, not a time: the test fails when a call sends more than the
+//! store's budget, and prints what it sent.
+//!
+//! A [`CountingProxy`] sits between the store's pool and the server. Each figure is counted over
+//! calls that reuse the pool's warm connection and prepared statements, from an idle pool to an
+//! idle pool (the pool's check of a connection it takes back counts with the call).
+
+use std::time::Duration;
+
+use serde_json::json;
+use toolgate::prelude::*;
+use toolgate::store::PostgresStore;
+use toolgate_test_postgres::{CountingProxy, Tally, test_database};
+
+/// Refund an order.
+#[tool(side_effect = "write", key = [order_id])]
+async fn refund(order_id: String, amount: u64) -> Result<u64, ToolError> {
+    let _ = order_id;
+    Ok(amount)
+}
+
+/// Look an order up.
+#[tool]
+async fn lookup(order_id: String) -> Result<String, ToolError> {
+    Ok(order_id)
+}
+
+/// The most a write call may cost: the turn's counters, the claim, the outcome with its audit
+/// record.
+const WRITE_ROUND_TRIPS: u64 = 3;
+/// The most commits a write call may cost.
+const WRITE_COMMITS: u64 = 2;
+
+struct Rig {
+    proxy: CountingProxy,
+    store: PostgresStore,
+    dispatcher: Dispatcher,
+}
+
+impl Rig {
+    async fn new() -> Rig {
+        let proxy = CountingProxy::start(&test_database().await).await;
+        // One connection: every call reuses it, as a quiet pool's calls do.
+        let store = PostgresStore::options(proxy.url())
+            .max_connections(1)
+            .connect()
+            .await
+            .expect("the store connects through the proxy");
+        let mut registry = Registry::new();
+        registry.register::<refund>().unwrap();
+        registry.register::<lookup>().unwrap();
+        let dispatcher = Dispatcher::builder(registry).store(store.clone()).build();
+        Rig {
+            proxy,
+            store,
+            dispatcher,
+        }
+    }
+
+    /// The tally once the pool has taken its connection back.
+    async fn idle_tally(&self) -> Tally {
+        let pool = self.store.pool();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while pool.num_idle() < pool.size() as usize {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the pool takes its connection back");
+        self.proxy.tally()
+    }
+
+    /// What `turn` cost, with the statements it sent.
+    async fn cost(&self, session: &Session, turn: Vec<ToolCall>) -> (Tally, Vec<String>) {
+        let before = self.idle_tally().await;
+        let logged = self.proxy.log().len();
+        let reports = self
+            .dispatcher
+            .dispatch_turn(session, turn)
+            .await
+            .expect("the turn runs");
+        for report in &reports {
+            assert!(report.result.is_succeeded(), "{:?}", report.result.to_json());
+        }
+        let cost = self.idle_tally().await - before;
+        (cost, self.proxy.log()[logged..].to_vec())
+    }
+}
+
+fn refund_call(id: &str, order: &str) -> ToolCall {
+    ToolCall::new(id, "refund", json!({"order_id": order, "amount": 500}))
+}
+
+fn lookup_call(id: &str, order: &str) -> ToolCall {
+    ToolCall::new(id, "lookup", json!({"order_id": order}))
+}
+
+/// Every call of `session` once, so that the connection and its prepared statements are warm.
+async fn warm(rig: &Rig, session: &Session) {
+    for round in 0..2 {
+        rig.cost(session, vec![refund_call("w", &format!("WARM-{round}"))])
+            .await;
+        rig.cost(session, vec![lookup_call("r", "WARM")]).await;
+        let turn = (0..5)
+            .map(|i| refund_call(&format!("t{i}"), &format!("WARM-{round}-{i}")))
+            .collect();
+        rig.cost(session, turn).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
+    let rig = Rig::new().await;
+    let session = Session::new(AuthContext::new("acme", "agent"), "run-costs");
+    warm(&rig, &session).await;
+
+    let (write, sent) = rig
+        .cost(&session, vec![refund_call("w1", "ORD-1")])
+        .await;
+    println!("a write call: {write:?}\n  {}", sent.join("\n  "));
+    let (read, sent_read) = rig.cost(&session, vec![lookup_call("r1", "ORD-1")]).await;
+    println!("a read call: {read:?}\n  {}", sent_read.join("\n  "));
+    let turn = (0..5)
+        .map(|i| refund_call(&format!("t{i}"), &format!("ORD-T{i}")))
+        .collect();
+    let (five, sent_five) = rig.cost(&session, turn).await;
+    println!("a turn of five writes: {five:?}\n  {}", sent_five.join("\n  "));
+
+    assert!(
+        write.round_trips <= WRITE_ROUND_TRIPS && write.commits <= WRITE_COMMITS,
+        "a write call cost {write:?}, more than {WRITE_ROUND_TRIPS} round trips and \
+         {WRITE_COMMITS} commits; it sent:\n  {}",
+        sent.join("\n  ")
+    );
+}
