@@ -82,7 +82,11 @@ impl Rig {
             .await
             .expect("the turn runs");
         for report in &reports {
-            assert!(report.result.is_succeeded(), "{:?}", report.result.to_json());
+            assert!(
+                report.result.is_succeeded(),
+                "{:?}",
+                report.result.to_json()
+            );
         }
         let cost = self.idle_tally().await - before;
         (cost, self.proxy.log()[logged..].to_vec())
@@ -116,9 +120,7 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
     let session = Session::new(AuthContext::new("acme", "agent"), "run-costs");
     warm(&rig, &session).await;
 
-    let (write, sent) = rig
-        .cost(&session, vec![refund_call("w1", "ORD-1")])
-        .await;
+    let (write, sent) = rig.cost(&session, vec![refund_call("w1", "ORD-1")]).await;
     println!("a write call: {write:?}\n  {}", sent.join("\n  "));
     let (read, sent_read) = rig.cost(&session, vec![lookup_call("r1", "ORD-1")]).await;
     println!("a read call: {read:?}\n  {}", sent_read.join("\n  "));
@@ -126,7 +128,10 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
         .map(|i| refund_call(&format!("t{i}"), &format!("ORD-T{i}")))
         .collect();
     let (five, sent_five) = rig.cost(&session, turn).await;
-    println!("a turn of five writes: {five:?}\n  {}", sent_five.join("\n  "));
+    println!(
+        "a turn of five writes: {five:?}\n  {}",
+        sent_five.join("\n  ")
+    );
 
     assert!(
         write.round_trips <= WRITE_ROUND_TRIPS && write.commits <= WRITE_COMMITS,

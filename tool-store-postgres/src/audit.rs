@@ -1,9 +1,11 @@
 //! The audit trail, in the table `toolgate_audit`: appended one row at a time, numbered by an
 //! identity column, never changed; and the listing of operations by the runs that touched them.
 
-use sqlx::postgres::{PgPool, PgRow};
+use sqlx::Postgres;
+use sqlx::postgres::{PgArguments, PgPool, PgRow};
+use sqlx::query::QueryScalar;
 use toolgate_core::store::{
-    AuditEntry, AuditKind, AuditQuery, AuditRecord, OperationQuery, OperationRecord,
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, ClaimToken, OperationQuery, OperationRecord,
     OperationState, StoreError,
 };
 
@@ -19,36 +21,97 @@ macro_rules! audit_columns {
     };
 }
 
-/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
-pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, StoreError> {
-    let reason = entry.reason.as_deref().map(json_text).transpose()?;
-    sqlx::query_scalar(
+/// The 17 columns of an audit record, as written, and their parameters from `$1`.
+macro_rules! audit_insert {
+    () => {
         "INSERT INTO toolgate_audit (kind, tenant_id, run_id, call_id, tool, actor, arguments, \
          attempts, duration_ms, outcome, error_kind, replayed, bytes, idempotency_key, \
-         approval_id, reason, at_ms) \
-         VALUES ($1, $2, $3, $4::json, $5::json, $6::json, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16::json, $17) RETURNING seq",
-    )
-    .bind(entry.kind.as_str())
-    .bind(&entry.tenant)
-    .bind(&entry.run_id)
-    .bind(json_text(&entry.call_id)?)
-    .bind(json_text(&entry.tool)?)
-    .bind(json_text(&entry.actor)?)
-    .bind(&entry.arguments)
-    .bind(i64::from(entry.attempts))
-    .bind(row::wide(entry.duration_ms, "duration_ms")?)
-    .bind(&entry.outcome)
-    .bind(&entry.error_kind)
-    .bind(entry.replayed)
-    .bind(row::wide(entry.bytes, "bytes")?)
-    .bind(&entry.key)
-    .bind(&entry.approval_id)
-    .bind(reason)
-    .bind(entry.at_ms)
-    .fetch_one(pool)
-    .await
-    .map_err(fault("append an audit record"))
+         approval_id, reason, at_ms) "
+    };
+}
+
+/// The values of `audit_insert!`, from `$1` to `$17`.
+macro_rules! audit_values {
+    () => {
+        "$1, $2, $3, $4::json, $5::json, $6::json, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+         $16::json, $17"
+    };
+}
+
+type SeqQuery<'q> = QueryScalar<'q, Postgres, i64, PgArguments>;
+
+/// `query` with the values of `entry` bound as `$1` to `$17`.
+fn bind_entry<'q>(query: SeqQuery<'q>, entry: &'q AuditEntry) -> Result<SeqQuery<'q>, StoreError> {
+    let reason = entry.reason.as_deref().map(json_text).transpose()?;
+    Ok(query
+        .bind(entry.kind.as_str())
+        .bind(&entry.tenant)
+        .bind(&entry.run_id)
+        .bind(json_text(&entry.call_id)?)
+        .bind(json_text(&entry.tool)?)
+        .bind(json_text(&entry.actor)?)
+        .bind(&entry.arguments)
+        .bind(i64::from(entry.attempts))
+        .bind(row::wide(entry.duration_ms, "duration_ms")?)
+        .bind(&entry.outcome)
+        .bind(&entry.error_kind)
+        .bind(entry.replayed)
+        .bind(row::wide(entry.bytes, "bytes")?)
+        .bind(&entry.key)
+        .bind(&entry.approval_id)
+        .bind(reason)
+        .bind(entry.at_ms))
+}
+
+/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
+pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, StoreError> {
+    let query = sqlx::query_scalar(concat!(
+        audit_insert!(),
+        "VALUES (",
+        audit_values!(),
+        ") RETURNING seq"
+    ));
+    bind_entry(query, entry)?
+        .fetch_one(pool)
+        .await
+        .map_err(fault("append an audit record"))
+}
+
+/// [`OperationStore::succeed_audited`](toolgate_core::store::OperationStore::succeed_audited):
+/// one statement, so one round trip and one commit. The record is inserted only from the row
+/// the success changed: a lost claim writes neither.
+pub(crate) async fn succeed(
+    pool: &PgPool,
+    owner: &ClaimToken,
+    result: &str,
+    now_ms: i64,
+    entry: &AuditEntry,
+) -> Result<Option<i64>, StoreError> {
+    let query = sqlx::query_scalar(concat!(
+        "WITH done AS (UPDATE toolgate_operations SET state = 'succeeded', result = $18, \
+         updated_ms = $19 WHERE tenant_id = $20 AND idempotency_key = $21 \
+         AND state = 'processing' AND attempt = $22 RETURNING 1) ",
+        audit_insert!(),
+        "SELECT ",
+        audit_values!(),
+        " FROM done RETURNING seq"
+    ));
+    let seq = bind_entry(query, entry)?
+        .bind(result)
+        .bind(now_ms)
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .fetch_optional(pool)
+        .await
+        .map_err(fault("record a success with its audit record"))?;
+    match seq {
+        Some(seq) => Ok(Some(seq)),
+        None => Err(StoreError::LostClaim {
+            key: owner.key.clone(),
+            attempt: owner.attempt,
+        }),
+    }
 }
 
 /// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).

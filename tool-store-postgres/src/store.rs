@@ -190,6 +190,16 @@ impl OperationStore for PostgresStore {
         Self::owned(owner, done)
     }
 
+    async fn succeed_audited(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        entry: &AuditEntry,
+    ) -> Result<Option<i64>, StoreError> {
+        audit::succeed(&self.pool, owner, result, now_ms, entry).await
+    }
+
     async fn fail(
         &self,
         owner: &ClaimToken,

@@ -10,8 +10,12 @@ use crate::approval::limit;
 use crate::error::backend;
 use crate::row::column;
 
-/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
-pub(crate) async fn append(writer: &SqlitePool, entry: &AuditEntry) -> Result<i64, StoreError> {
+/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit), on the
+/// writer or in a transaction of it.
+pub(crate) async fn append<'c>(
+    writer: impl sqlx::SqliteExecutor<'c>,
+    entry: &AuditEntry,
+) -> Result<i64, StoreError> {
     let too_large = |name: &str, value: u64| {
         StoreError::backend(format!(
             "an audit record's {name} ({value}) is too large for the SQLite operation store"

@@ -149,6 +149,45 @@ impl OperationStore for SqliteStore {
         self.owned(owner, query, "record a success").await
     }
 
+    /// One immediate transaction: the success, then the audit record, one commit (one fsync
+    /// where the two would take two).
+    async fn succeed_audited(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        entry: &AuditEntry,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin recording a success"))?;
+        let done = sqlx::query(
+            "UPDATE operations SET state = 'succeeded', result = ?1, updated_ms = ?2 \
+             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+               AND state = 'processing' AND attempt = ?5",
+        )
+        .bind(result)
+        .bind(now_ms)
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(i64::from(owner.attempt))
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("record a success"))?;
+        if done.rows_affected() != 1 {
+            // Nothing was written: the transaction rolls back as it is dropped.
+            return Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            });
+        }
+        let seq = audit::append(&mut *tx, entry).await?;
+        tx.commit().await.map_err(backend("commit a success"))?;
+        Ok(Some(seq))
+    }
+
     async fn fail(
         &self,
         owner: &ClaimToken,

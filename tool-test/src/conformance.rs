@@ -91,6 +91,7 @@ pub use approvals::{
     an_expired_approval_is_rejected_as_expired,
 };
 pub use audit::{
+    a_success_and_its_audit_record_are_written_together,
     retention_keeps_waiting_approvals_and_the_audit_of_living_operations,
     the_audit_seq_keeps_increasing_after_a_purge,
     the_audit_trail_is_read_in_append_order_by_run_key_and_tenant,
@@ -311,6 +312,7 @@ macro_rules! __conformance_cases {
             approvals_and_operations_are_listed_by_filter_in_order
             aborting_a_run_rejects_its_approvals_that_have_not_run
             the_audit_trail_is_read_in_append_order_by_run_key_and_tenant
+            a_success_and_its_audit_record_are_written_together
             the_audit_seq_keeps_increasing_after_a_purge
             retention_keeps_waiting_approvals_and_the_audit_of_living_operations
             every_text_round_trips_whatever_its_characters

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::auth::Session;
 use crate::error::ErrorKind;
 use crate::fate::Fate;
-use crate::result::Status;
+use crate::result::{CallResult, Status};
 use crate::store::{AuditEntry, AuditKind, OperationStore, StoreError};
 
 use super::Dispatcher;
@@ -37,6 +37,11 @@ pub(super) struct CallNotes {
     attempts: Cell<u32>,
     /// The approval the call asked for, found, or ran under.
     approval: RefCell<Option<String>>,
+    /// The call's audit record until its fate is known; taken when a write's success is
+    /// recorded with it.
+    draft: RefCell<Option<AuditEntry>>,
+    /// When the call started, once its draft was completed (its `at_ms` is then its end).
+    started_ms: Cell<Option<i64>>,
 }
 
 impl CallNotes {
@@ -56,14 +61,21 @@ pub(super) fn note_approval(id: &str) {
     let _ = NOTES.try_with(|notes| *notes.approval.borrow_mut() = Some(id.to_owned()));
 }
 
-/// `call`, with what its path notes.
-pub(super) async fn noted<F: Future>(call: F) -> (F::Output, CallNotes) {
+/// `call`, with what its path notes, starting from the call's audit record `draft` (see
+/// [`take_success`]).
+pub(super) async fn noted<F: Future>(draft: Option<AuditEntry>, call: F) -> (F::Output, CallNotes) {
+    let notes = CallNotes {
+        draft: RefCell::new(draft),
+        ..CallNotes::default()
+    };
     NOTES
-        .scope(CallNotes::default(), async {
+        .scope(notes, async {
             let output = call.await;
             let notes = NOTES.with(|notes| CallNotes {
                 attempts: Cell::new(notes.attempts.get()),
-                approval: RefCell::new(notes.approval.borrow().clone()),
+                approval: RefCell::new(notes.approval.take()),
+                draft: RefCell::new(notes.draft.take()),
+                started_ms: Cell::new(notes.started_ms.get()),
             });
             (output, notes)
         })
@@ -113,63 +125,27 @@ impl Dispatcher {
             notes,
             started_ms,
         } = call;
-        let now_ms = self.now_ms();
-        let (outcome, error_kind, replayed, bytes, approval) = match fate {
-            Fate::Answered(result) => {
-                let error_kind = result
-                    .error
-                    .as_ref()
-                    .filter(|_| result.status == Status::Error)
-                    .map(|e| e.kind.as_str().to_owned());
-                let approval = result
-                    .error
-                    .as_ref()
-                    .and_then(|e| e.approval_id.clone())
-                    .or_else(|| notes.approval.take());
-                let bytes = result.to_json_string().len() as u64;
-                (
-                    result.status.as_str().to_owned(),
-                    error_kind,
-                    result.replayed,
-                    bytes,
-                    approval,
-                )
-            }
-            Fate::AbortedRun => (
-                "run_aborted".to_owned(),
-                session
-                    .aborted()
-                    .map(|abort| abort.kind.as_str().to_owned())
-                    .or_else(|| Some(ErrorKind::PermissionDenied.as_str().to_owned())),
-                false,
-                0,
-                notes.approval.take(),
-            ),
-            other => (other.status().to_owned(), None, false, 0, None),
+        let mut entry = draft(session, id, name, subject, started_ms);
+        complete(&mut entry, session, fate, &notes, self.now_ms());
+        self.append_audit(store, entry).await;
+    }
+
+    /// Whether a write's success may carry its call's audit record: not while records kept
+    /// during an outage wait to be written before it (the trail stays in order), nor while the
+    /// store is known to be out of reach.
+    pub(super) fn audit_goes_with_outcome(&self) -> bool {
+        !self.inner.reach.is_down() && !self.inner.kept_audit.any()
+    }
+
+    /// Appends the audit record of a call that ended in `fate`, from the draft its path left
+    /// in `notes`, unless the path wrote it already (with a write's success).
+    pub(super) async fn audit_ended(&self, session: &Session, fate: &Fate, notes: CallNotes) {
+        let (Some(store), Some(mut entry)) = (self.inner.store.as_deref(), notes.draft.take())
+        else {
+            return;
         };
-        let subject = subject.unwrap_or(Subject {
-            arguments: "null".to_owned(),
-            key: None,
-        });
-        let entry = AuditEntry {
-            kind: AuditKind::Call,
-            tenant: session.auth().tenant().to_owned(),
-            run_id: session.run_id().to_owned(),
-            call_id: id.to_owned(),
-            tool: name.to_owned(),
-            actor: session.auth().user().to_owned(),
-            arguments: subject.arguments,
-            attempts: notes.attempts.get(),
-            duration_ms: u64::try_from(now_ms.saturating_sub(started_ms)).unwrap_or(0),
-            outcome,
-            error_kind,
-            replayed,
-            bytes,
-            key: subject.key,
-            approval_id: approval,
-            reason: None,
-            at_ms: now_ms,
-        };
+        complete(&mut entry, session, fate, &notes, self.now_ms());
+        drop(notes);
         self.append_audit(store, entry).await;
     }
 
@@ -220,6 +196,139 @@ impl Dispatcher {
             self.inner.reach.note(&written);
         }
     }
+}
+
+/// The audit record of the call `id` of the tool `name` before its fate is known: what it was
+/// about, and when it started (in `at_ms` until it is completed).
+pub(super) fn draft(
+    session: &Session,
+    id: &str,
+    name: &str,
+    subject: Option<Subject>,
+    started_ms: i64,
+) -> AuditEntry {
+    let subject = subject.unwrap_or(Subject {
+        arguments: "null".to_owned(),
+        key: None,
+    });
+    AuditEntry {
+        kind: AuditKind::Call,
+        tenant: session.auth().tenant().to_owned(),
+        run_id: session.run_id().to_owned(),
+        call_id: id.to_owned(),
+        tool: name.to_owned(),
+        actor: session.auth().user().to_owned(),
+        arguments: subject.arguments,
+        attempts: 0,
+        duration_ms: 0,
+        outcome: String::new(),
+        error_kind: None,
+        replayed: false,
+        bytes: 0,
+        key: subject.key,
+        approval_id: None,
+        reason: None,
+        at_ms: started_ms,
+    }
+}
+
+/// Completes the draft `entry` with the call's `fate` at `now_ms`. A draft completed once
+/// already (its write's success was not recorded with it) is completed again from its start.
+fn complete(
+    entry: &mut AuditEntry,
+    session: &Session,
+    fate: &Fate,
+    notes: &CallNotes,
+    now_ms: i64,
+) {
+    match fate {
+        Fate::Answered(result) => complete_answered(entry, result, notes, now_ms),
+        Fate::AbortedRun => {
+            let kind = session
+                .aborted()
+                .map_or(ErrorKind::PermissionDenied, |abort| abort.kind);
+            let approval = notes.approval.borrow().clone();
+            ended(
+                entry,
+                notes,
+                now_ms,
+                "run_aborted",
+                Some(kind),
+                false,
+                0,
+                approval,
+            );
+        }
+        other => ended(entry, notes, now_ms, other.status(), None, false, 0, None),
+    }
+}
+
+/// Completes the draft `entry` with the answer `result` at `now_ms`.
+fn complete_answered(entry: &mut AuditEntry, result: &CallResult, notes: &CallNotes, now_ms: i64) {
+    let error = result.error.as_ref();
+    let error_kind = error
+        .filter(|_| result.status == Status::Error)
+        .map(|e| e.kind);
+    let approval = error
+        .and_then(|e| e.approval_id.clone())
+        .or_else(|| notes.approval.borrow().clone());
+    let bytes = result.to_json_string().len() as u64;
+    let status = result.status.as_str();
+    ended(
+        entry,
+        notes,
+        now_ms,
+        status,
+        error_kind,
+        result.replayed,
+        bytes,
+        approval,
+    );
+}
+
+/// Writes what the end of a call says into its draft `entry`.
+#[allow(clippy::too_many_arguments)]
+fn ended(
+    entry: &mut AuditEntry,
+    notes: &CallNotes,
+    now_ms: i64,
+    outcome: &str,
+    error_kind: Option<ErrorKind>,
+    replayed: bool,
+    bytes: u64,
+    approval: Option<String>,
+) {
+    let started_ms = notes.started_ms.get().unwrap_or(entry.at_ms);
+    notes.started_ms.set(Some(started_ms));
+    entry.attempts = notes.attempts.get();
+    entry.duration_ms = u64::try_from(now_ms.saturating_sub(started_ms)).unwrap_or(0);
+    outcome.clone_into(&mut entry.outcome);
+    entry.error_kind = error_kind.map(|kind| kind.as_str().to_owned());
+    entry.replayed = replayed;
+    entry.bytes = bytes;
+    entry.approval_id = approval;
+    entry.at_ms = now_ms;
+}
+
+/// The call's audit record, completed as a success answered `answer` at `now_ms`, when the
+/// call's path holds its draft (the dispatcher keeps an audit trail and the call runs through
+/// the turn's pipeline): to be written with the success. Give it back with [`give_back`] when
+/// it was not written.
+pub(super) fn take_success(answer: &CallResult, now_ms: i64) -> Option<AuditEntry> {
+    NOTES
+        .try_with(|notes| {
+            let mut entry = notes.draft.borrow_mut().take()?;
+            complete_answered(&mut entry, answer, notes, now_ms);
+            Some(entry)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Gives back a record [`take_success`] took and the store did not write: the call's end
+/// appends it, completed with the call's fate.
+pub(super) fn give_back(entry: AuditEntry) {
+    let _ = NOTES.try_with(|notes| *notes.draft.borrow_mut() = Some(entry));
 }
 
 /// How many audit records a dispatcher keeps, at the most, while the store cannot be reached.

@@ -389,28 +389,23 @@ impl Dispatcher {
     ) -> Fate {
         let span = self.call_span(session, call.id, call.name);
         let (id, name) = (call.id, call.name);
-        let subject = self.audit_subject(&call.step);
-        let audited = subject.is_some();
-        let started_ms = if audited { self.now_ms() } else { 0 };
+        // The call's audit record, drafted before it runs: a write's success is recorded with
+        // it, any other end appends it after.
+        let draft = self
+            .audit_subject(&call.step)
+            .map(|subject| audit::draft(session, id, name, Some(subject), self.now_ms()));
+        let audited = draft.is_some();
         let run = self.run_step(session, ledger, call, shared);
         // What the call's path notes is read by its audit record and its span: without either,
         // the call runs without the notes.
         let (fate, notes) = if audited || !span.is_disabled() {
-            audit::noted(attempt::in_span(&span, run)).await
+            audit::noted(draft, attempt::in_span(&span, run)).await
         } else {
             (run.await, audit::CallNotes::default())
         };
         call_span::record_end(&span, session, &fate, notes.attempts());
         if audited {
-            let audit = audit::CallAudit {
-                id,
-                name,
-                subject,
-                fate: &fate,
-                notes,
-                started_ms,
-            };
-            self.audit_call(session, audit).await;
+            self.audit_ended(session, &fate, notes).await;
         }
         fate
     }

@@ -33,8 +33,8 @@ use crate::backoff::Backoff;
 use crate::error::ToolError;
 use crate::retry::RetryPolicy;
 use crate::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore, Resolution,
-    StoreError,
+    AttemptError, AuditEntry, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+    Resolution, StoreError,
 };
 
 use super::reach::StoreWait;
@@ -185,24 +185,27 @@ impl Dispatcher {
         })
     }
 
-    /// Records `outcome` under the write's claim, tried again while the store cannot be reached.
-    /// When it does not land, the outcome is kept to be written later (see the module docs).
+    /// Records `outcome` under the write's claim, tried again while the store cannot be reached,
+    /// with the call's audit record `audit` when one is given (a success, in one transaction:
+    /// answers whether the record was written). When it does not land, the outcome is kept to be
+    /// written later (see the module docs), and the audit record is the caller's to append.
     pub(super) async fn record_outcome(
         &self,
         claim: &HeldClaim<'_>,
         outcome: Outcome,
+        audit: Option<&AuditEntry>,
         seed: u64,
         budget: Duration,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let HeldClaim { store, owner, .. } = *claim;
         let mut wait = self.store_wait(budget);
         let written = self
             .reaching(seed, &mut wait, "record an outcome", || {
-                write(store, owner, &outcome, self.now_ms())
+                write(store, owner, &outcome, audit, self.now_ms())
             })
             .await;
         match &written {
-            Ok(()) | Err(StoreError::LostClaim { .. }) => {}
+            Ok(_) | Err(StoreError::LostClaim { .. }) => {}
             Err(err) => {
                 tracing::warn!(error = %err, key = %owner.key, "the outcome of a write could not be recorded; it is kept to be written when the store answers");
                 self.inner.unrecorded.keep(owner, outcome);
@@ -222,8 +225,8 @@ impl Dispatcher {
             return Ok(());
         };
         let now = self.now_ms();
-        match write(store, &kept.owner, &kept.outcome, now).await {
-            Ok(()) => Ok(()),
+        match write(store, &kept.owner, &kept.outcome, None, now).await {
+            Ok(_) => Ok(()),
             Err(StoreError::LostClaim { .. }) => settle_expired(store, &kept, now).await,
             Err(err) => {
                 self.inner.unrecorded.keep(&kept.owner, kept.outcome);
@@ -257,17 +260,28 @@ impl Dispatcher {
     }
 }
 
-/// The one store write that records `outcome`.
+/// The one store write that records `outcome`, with the call's audit record `audit` for a
+/// success: answers whether that record was written.
 async fn write(
     store: &dyn OperationStore,
     owner: &ClaimToken,
     outcome: &Outcome,
+    audit: Option<&AuditEntry>,
     now_ms: i64,
-) -> Result<(), StoreError> {
-    match outcome {
-        Outcome::Succeeded(result) => store.succeed(owner, result, now_ms).await,
-        Outcome::Failed(error) => store.fail(owner, error, now_ms).await,
-        Outcome::Unknown(error) => store.mark_unknown(owner, error, now_ms).await,
+) -> Result<bool, StoreError> {
+    match (outcome, audit) {
+        (Outcome::Succeeded(result), Some(audit)) => store
+            .succeed_audited(owner, result, now_ms, audit)
+            .await
+            .map(|seq| seq.is_some()),
+        (Outcome::Succeeded(result), None) => {
+            store.succeed(owner, result, now_ms).await.map(|()| false)
+        }
+        (Outcome::Failed(error), _) => store.fail(owner, error, now_ms).await.map(|()| false),
+        (Outcome::Unknown(error), _) => store
+            .mark_unknown(owner, error, now_ms)
+            .await
+            .map(|()| false),
     }
 }
 

@@ -116,7 +116,7 @@ impl Dispatcher {
         let ledger = self.ledger(&session);
         let started_ms = self.now_ms();
         let path = self.write_on_heap(&session, &approval.call_id, registered, write, &ledger);
-        let (outcome, notes) = audit::noted(path).await;
+        let (outcome, notes) = audit::noted(None, path).await;
         let result = outcome.unwrap_or_else(|err| CallResult::from_error(&err));
         let fate = Fate::Answered(result.clone());
         let call = CallAudit {

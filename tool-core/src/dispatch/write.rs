@@ -238,8 +238,22 @@ impl Dispatcher {
         match outcome {
             Ok(data) => {
                 let recorded = Outcome::Succeeded(data.as_str().to_owned());
-                match self.record_outcome(claim, recorded, seed, budget).await {
-                    Ok(()) => Ok(CallResult::succeeded(data)),
+                let answer = CallResult::succeeded(data);
+                // The call's audit record goes with its success, in one transaction.
+                let audit = self
+                    .audit_goes_with_outcome()
+                    .then(|| audit::take_success(&answer, self.now_ms()))
+                    .flatten();
+                let written = self
+                    .record_outcome(claim, recorded, audit.as_ref(), seed, budget)
+                    .await;
+                if let Some(audit) = audit
+                    && !matches!(written, Ok(true))
+                {
+                    audit::give_back(audit);
+                }
+                match written {
+                    Ok(_) => Ok(answer),
                     // Applied, but the store does not hold it: never claim a success it does
                     // not hold.
                     Err(err) => {
@@ -259,7 +273,10 @@ impl Dispatcher {
                 };
                 // The answer stays true whether or not it was recorded: the store's error goes
                 // to the trace, and an unrecorded outcome is kept to be written later.
-                if let Err(store_err) = self.record_outcome(claim, recorded, seed, budget).await {
+                if let Err(store_err) = self
+                    .record_outcome(claim, recorded, None, seed, budget)
+                    .await
+                {
                     tracing::warn!(error = %store_err, tool, "the outcome of a write could not be recorded");
                 }
                 if unknown && !steps.is_empty() {

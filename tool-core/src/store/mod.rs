@@ -88,6 +88,24 @@ pub trait OperationStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<(), StoreError>;
 
+    /// [`succeed`](OperationStore::succeed), and the call's audit record `audit` appended in the
+    /// same transaction: both or neither, one commit. Answers the record's `seq`, or `None` when
+    /// the success was recorded and the audit record was not (the dispatcher then appends it
+    /// itself).
+    ///
+    /// The default records the success, then appends the record, in two transactions; the
+    /// stores of this workspace do both in one.
+    async fn succeed_audited(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<Option<i64>, StoreError> {
+        self.succeed(owner, result, now_ms).await?;
+        Ok(self.append_audit(audit).await.ok())
+    }
+
     /// `processing` → `failed` (definitely not applied), appending `error` to the record's
     /// attempt errors. Same ownership rule as [`OperationStore::succeed`].
     async fn fail(

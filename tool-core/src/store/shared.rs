@@ -28,6 +28,16 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
         (**self).succeed(owner, result, now_ms).await
     }
 
+    async fn succeed_audited(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<Option<i64>, StoreError> {
+        (**self).succeed_audited(owner, result, now_ms, audit).await
+    }
+
     async fn fail(
         &self,
         owner: &ClaimToken,

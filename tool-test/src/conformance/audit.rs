@@ -3,7 +3,8 @@
 //! its operation.
 
 use toolgate_core::store::{
-    ApprovalStatus, AuditEntry, AuditKind, AuditQuery, AuditRecord, OperationStore, Verdict,
+    ApprovalStatus, AuditEntry, AuditKind, AuditQuery, AuditRecord, OperationState, OperationStore,
+    StoreError, Verdict,
 };
 
 use super::fixture::{
@@ -202,4 +203,58 @@ pub async fn retention_keeps_waiting_approvals_and_the_audit_of_living_operation
         acquire(store, request("acme", "k1", "h1", T0 + 60_001)).await,
         1
     );
+}
+
+/// A success recorded with its call's audit record: both are written, the record read back
+/// whole; under a claim no longer held, neither is, and the store answers `LostClaim`.
+pub async fn a_success_and_its_audit_record_are_written_together(store: &dyn OperationStore) {
+    let attempt = acquire(store, request("acme", "k-audited", "h1", T0)).await;
+    let ran = AuditEntry {
+        outcome: "succeeded".into(),
+        bytes: 42,
+        ..entry("acme", "run-audited", "call_1", Some("k-audited"), T0 + 5)
+    };
+    let seq = store
+        .succeed_audited(
+            &owner("acme", "k-audited", attempt),
+            "{\"ok\":1}",
+            T0 + 5,
+            &ran,
+        )
+        .await
+        .expect("record the success with its audit record");
+    let record = store
+        .get("acme", "k-audited")
+        .await
+        .expect("read the record")
+        .expect("the record is there");
+    assert_eq!(record.state, OperationState::Succeeded);
+    assert_eq!(record.result.as_deref(), Some("{\"ok\":1}"));
+    let query = AuditQuery {
+        run_id: Some("run-audited"),
+        ..AuditQuery::default()
+    };
+    let written = read(store, query).await;
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].entry, ran);
+    if let Some(seq) = seq {
+        assert_eq!(written[0].seq, seq);
+    }
+
+    // The claim is settled: a second success under it writes nothing, audit record included.
+    let again = AuditEntry {
+        call_id: "call_2".into(),
+        ..ran.clone()
+    };
+    let lost = store
+        .succeed_audited(
+            &owner("acme", "k-audited", attempt),
+            "{\"ok\":2}",
+            T0 + 6,
+            &again,
+        )
+        .await
+        .expect_err("the claim is no longer held");
+    assert!(matches!(lost, StoreError::LostClaim { .. }), "{lost:?}");
+    assert_eq!(read(store, query).await.len(), 1, "no second record");
 }
