@@ -3,6 +3,11 @@
 //! appended in the store once its fate is known; and what the record needs that only the call's
 //! path learns (how many attempts ran, which approval it met), noted on the way in a task-local.
 //!
+//! The record is drafted before the call runs and kept in that task-local. A write that
+//! succeeds takes it and records its success with it in one transaction
+//! ([`OperationStore::succeed_audited`]): one commit where two were. Any other end, or a
+//! success the store did not take with its record, appends the record after.
+//!
 //! A record the store cannot take because it cannot be reached (or while the store is known to
 //! be out of reach: the call does not wait for it) is kept in this process, in order, up to
 //! [`KEPT_AUDIT_RECORDS`], and written before the next record this dispatcher appends once the
