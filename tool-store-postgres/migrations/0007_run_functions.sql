@@ -7,6 +7,14 @@
 -- `INSERT … ON CONFLICT DO UPDATE … RETURNING`, atomic against a concurrent insert or delete of
 -- the row), so processes sharing the database change one run one at a time and its counters
 -- never pass a limit. Counters saturate at the u32 maximum, as in Rust.
+--
+-- Both commit without waiting for the WAL flush (`synchronous_commit` off for their
+-- transaction only): they are as atomic and isolated as any transaction, and a crash of the
+-- client loses nothing. The write-ahead log is flushed in order, so the next commit that waits
+-- for the flush (a write's claim, which comes before its tool runs; a retry's record, before
+-- the retry is sent) makes them durable too: no write runs on counters the disk does not hold.
+-- What a crash of the server or its machine can lose is the counting of a turn that ran only
+-- reads, written in the last moments before it (at most three times `wal_writer_delay`).
 
 -- A turn begins: `tools` each once, with `calls[i]` calls of `tools[i]`; a NULL limit is none.
 -- `outcome` is 'aborted' (nothing written but the lock), 'step_limit' (likewise),
@@ -27,6 +35,7 @@ DECLARE
     grant_now BIGINT;
     i INT;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
     INSERT INTO toolgate_runs AS r (tenant_id, run_id, updated_ms)
     VALUES (p_tenant, p_run, p_now_ms)
     ON CONFLICT (tenant_id, run_id) DO UPDATE SET steps = r.steps
@@ -87,6 +96,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     spent BIGINT;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
     INSERT INTO toolgate_runs AS r (tenant_id, run_id, updated_ms)
     VALUES (p_tenant, p_run, p_now_ms)
     ON CONFLICT (tenant_id, run_id) DO UPDATE SET steps = r.steps;

@@ -108,7 +108,11 @@
 //! outcome. `synchronous = NORMAL` (the usual WAL pairing) would survive a crash of the process
 //! but could lose the last commits on power loss, and a lost `processing` or `succeeded` record
 //! lets a write run twice: exactly what this store exists to prevent. The price is one fsync per
-//! transition, a small part of a call that goes to a provider over the network.
+//! transition, a small part of a call that goes to a provider over the network: two for a write
+//! call, its claim and its success with the call's audit record. The run ledger's counting of a
+//! turn or a retry commits at `NORMAL` instead: the claim or the retry's record that follows
+//! it, fsynced, carries it to the disk with it, since the log is one file written in order. A
+//! power loss can lose only the counting of a turn that ran reads alone.
 //!
 //! # Schema
 //!
@@ -131,6 +135,7 @@ mod row;
 mod run;
 mod steps;
 mod store;
+mod unflushed;
 
 pub use begin::connection;
 pub use connect::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};

@@ -5,26 +5,40 @@
 //! [`RunRecord`], applies the rule of [`RunRecord`] to it (the rules every store follows), and
 //! writes back what changed; an answer that counts nothing writes nothing. `BEGIN IMMEDIATE`
 //! takes the write lock before the first read, so no other writer changes the run in between.
+//! A turn's counting and a retry's commit without an fsync of their own: the claim or the
+//! retry's record that follows carries them to the disk (see `unflushed`).
 
 use std::collections::BTreeSet;
 
 use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection, SqlitePool};
+use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
     AbortedRun, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::approval;
 use crate::error::backend;
+use crate::unflushed::Unflushed;
 
-/// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn).
+/// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn), committed
+/// without an fsync of its own (see [`Unflushed`]).
 pub(crate) async fn begin_turn(
     writer: &SqlitePool,
     request: &TurnRequest<'_>,
 ) -> Result<TurnGrant, StoreError> {
+    let mut conn = Unflushed::acquire(writer).await?;
+    let grant = begin_turn_on(&mut conn, request).await?;
+    conn.restore().await?;
+    Ok(grant)
+}
+
+async fn begin_turn_on(
+    conn: &mut SqliteConnection,
+    request: &TurnRequest<'_>,
+) -> Result<TurnGrant, StoreError> {
     let run = request.run;
     let tools: Vec<&str> = request.tools.iter().map(|(tool, _)| *tool).collect();
-    let mut tx = writer
+    let mut tx = conn
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin a turn"))?;
@@ -46,7 +60,9 @@ pub(crate) async fn begin_turn(
     Ok(grant)
 }
 
-/// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt).
+/// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt),
+/// committed without an fsync of its own (see [`Unflushed`]): the retry's record, fsynced,
+/// follows it before the retry is sent.
 pub(crate) async fn charge_attempt(
     writer: &SqlitePool,
     run: RunKey<'_>,
@@ -54,7 +70,20 @@ pub(crate) async fn charge_attempt(
     retry_budget: Option<u32>,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    let mut tx = writer
+    let mut conn = Unflushed::acquire(writer).await?;
+    let charged = charge_attempt_on(&mut conn, run, tool, retry_budget, now_ms).await?;
+    conn.restore().await?;
+    Ok(charged)
+}
+
+async fn charge_attempt_on(
+    conn: &mut SqliteConnection,
+    run: RunKey<'_>,
+    tool: &str,
+    retry_budget: Option<u32>,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let mut tx = conn
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin charging an attempt"))?;
