@@ -24,8 +24,21 @@
 //!
 //! All four send the same bytes (checked before measuring). The figures that matter are the
 //! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
+//!
+//! Instructions, which this machine's timings are too noisy to compare finely: with
+//! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
+//! or `answer_turn`), the bench answers N turns that way and exits. Run it
+//! under callgrind with N and 2N turns; the difference of the two totals, over N, is one turn
+//! without the set-up:
+//!
+//! ```sh
+//! for path in hand_written toolgate answer_turn; do for n in 2000 4000; do
+//!   TOOLGATE_DISPATCH_PATH=$path TOOLGATE_DISPATCH_TURNS=$n valgrind --tool=callgrind \
+//!     --callgrind-out-file=/dev/null target/release/deps/dispatch-HASH 2>&1 | grep Collected
+//! done; done
+//! ```
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::hint::black_box;
@@ -127,6 +140,18 @@ async fn hand_written(turn: &str) -> String {
     serde_json::to_string(&out).unwrap()
 }
 
+/// The turn answered by `Dispatcher::answer_turn`, the entry point that takes the assistant's
+/// message and gives the text to send.
+async fn answered(dispatcher: &Dispatcher, session: &Session, turn: &str) -> String {
+    let format = OpenAiChat { strict: true };
+    let answer = dispatcher
+        .answer_turn(&format, session, turn)
+        .await
+        .expect("the turn runs");
+    let message = answer.message.expect("a turn with calls is answered");
+    serde_json::to_string(&message).expect("the answer serialises")
+}
+
 async fn with_toolgate(dispatcher: &Dispatcher, session: &Session, turn: &str) -> String {
     let format = OpenAiChat { strict: true };
     let calls = format.parse_calls_text(turn).unwrap();
@@ -219,4 +244,44 @@ fn dispatch(c: &mut Criterion) {
 }
 
 criterion_group!(benches, dispatch);
-criterion_main!(benches);
+
+/// `turns` turns answered along `path`, for callgrind.
+fn counted(turns: usize, path: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut registry = Registry::new();
+    registry.register::<get_order>().unwrap();
+    let dispatcher = Dispatcher::builder(registry)
+        .run_limits(RunLimits::UNLIMITED)
+        .build();
+    let auth = AuthContext::new("acme", "agent").with_permissions(["orders:read"]);
+    let session = Session::new(auth, "run-1");
+    runtime.block_on(async {
+        for _ in 0..turns {
+            let sent = match path {
+                "hand_written" => hand_written(black_box(TURN)).await,
+                "toolgate" => with_toolgate(&dispatcher, &session, black_box(TURN)).await,
+                "answer_turn" => answered(&dispatcher, &session, black_box(TURN)).await,
+                other => panic!(
+                    "TOOLGATE_DISPATCH_PATH is hand_written, toolgate or answer_turn, not {other}"
+                ),
+            };
+            black_box(sent);
+        }
+    });
+}
+
+fn main() {
+    if let Ok(turns) = std::env::var("TOOLGATE_DISPATCH_TURNS") {
+        let turns = turns
+            .parse()
+            .expect("TOOLGATE_DISPATCH_TURNS is a number of turns");
+        let path = std::env::var("TOOLGATE_DISPATCH_PATH").unwrap_or_else(|_| "toolgate".into());
+        counted(turns, &path);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
