@@ -395,13 +395,15 @@ impl Dispatcher {
             .audit_subject(&call.step)
             .map(|subject| audit::draft(session, id, name, Some(subject), self.now_ms()));
         let audited = draft.is_some();
-        let run = self.run_step(session, ledger, call, shared);
         // What the call's path notes is read by its audit record and its span: without either,
-        // the call runs without the notes.
+        // the call runs without the notes. The step's future is built where it is awaited, so
+        // that this one holds it once.
         let (fate, notes) = if audited || !span.is_disabled() {
+            let run = self.run_step(session, ledger, call, shared);
             audit::noted(draft, attempt::in_span(&span, run)).await
         } else {
-            (run.await, audit::CallNotes::default())
+            let fate = self.run_step(session, ledger, call, shared).await;
+            (fate, audit::CallNotes::default())
         };
         call_span::record_end(&span, session, &fate, notes.attempts());
         if audited {
