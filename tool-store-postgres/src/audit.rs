@@ -1,14 +1,16 @@
 //! The audit trail, in the table `toolgate_audit`: appended one row at a time, numbered by an
 //! identity column, never changed; and the listing of operations by the runs that touched them.
 
-use sqlx::postgres::{PgPool, PgRow};
+use sqlx::postgres::PgRow;
 use toolgate_core::store::{
     AuditEntry, AuditKind, AuditQuery, AuditRecord, OperationQuery, OperationRecord,
     OperationState, StoreError,
 };
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns, decode, decode_optional, get, json_text};
+use crate::statement::FetchOn;
 
 /// The columns of an audit record, in the order [`record`] reads them.
 macro_rules! audit_columns {
@@ -20,7 +22,7 @@ macro_rules! audit_columns {
 }
 
 /// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
-pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, StoreError> {
+pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i64, StoreError> {
     let reason = entry.reason.as_deref().map(json_text).transpose()?;
     sqlx::query_scalar(
         "INSERT INTO toolgate_audit (kind, tenant_id, run_id, call_id, tool, actor, arguments, \
@@ -46,14 +48,14 @@ pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, Sto
     .bind(&entry.approval_id)
     .bind(reason)
     .bind(entry.at_ms)
-    .fetch_one(pool)
+    .fetch_one_on(conns)
     .await
     .map_err(fault("append an audit record"))
 }
 
 /// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).
 pub(crate) async fn read(
-    pool: &PgPool,
+    conns: &Connections,
     query: &AuditQuery<'_>,
 ) -> Result<Vec<AuditRecord>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -67,7 +69,7 @@ pub(crate) async fn read(
     .bind(query.run_id)
     .bind(query.key)
     .bind(row::limit(query.limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(fault("read the audit trail"))?;
     rows.iter().map(record).collect()
@@ -76,7 +78,7 @@ pub(crate) async fn read(
 /// [`OperationStore::list_operations`](toolgate_core::store::OperationStore::list_operations):
 /// by run, the operations whose keys the run's audit records name.
 pub(crate) async fn operations(
-    pool: &PgPool,
+    conns: &Connections,
     query: &OperationQuery<'_>,
 ) -> Result<Vec<OperationRecord>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -93,7 +95,7 @@ pub(crate) async fn operations(
     .bind(query.state.map(OperationState::as_str))
     .bind(query.run_id)
     .bind(row::limit(query.limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(fault("list operations"))?;
     rows.iter().map(row::record).collect()
