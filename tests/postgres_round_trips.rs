@@ -3,9 +3,10 @@
 //! and the audit trail on. A count, not a time: the test fails when a call sends more than the
 //! store's budget, and prints what it sent.
 //!
-//! A [`CountingProxy`] sits between the store's pool and the server. Each figure is counted over
-//! calls that reuse the pool's warm connection and prepared statements, from an idle pool to an
-//! idle pool (the pool's check of a connection it takes back counts with the call).
+//! A [`CountingProxy`] sits between the store and the server. Each figure is counted over calls
+//! that reuse the store's warm connection and prepared statements. The store takes a connection
+//! back before a call returns, checking none (sqlx's pool pinged each one it handed out and took
+//! back, three round trips a statement): what a turn cost is on the wire when the turn returns.
 
 use std::time::Duration;
 
@@ -59,7 +60,8 @@ impl Rig {
         }
     }
 
-    /// The tally once the pool has taken its connection back.
+    /// The tally once the pool has taken back any connection of its own (the store runs none
+    /// of its statements on the pool, and takes its own connections back before a call returns).
     async fn idle_tally(&self) -> Tally {
         let pool = self.store.pool();
         tokio::time::timeout(Duration::from_secs(10), async {
@@ -82,7 +84,11 @@ impl Rig {
             .await
             .expect("the turn runs");
         for report in &reports {
-            assert!(report.result.is_succeeded(), "{:?}", report.result.to_json());
+            assert!(
+                report.result.is_succeeded(),
+                "{:?}",
+                report.result.to_json()
+            );
         }
         let cost = self.idle_tally().await - before;
         (cost, self.proxy.log()[logged..].to_vec())
@@ -116,9 +122,7 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
     let session = Session::new(AuthContext::new("acme", "agent"), "run-costs");
     warm(&rig, &session).await;
 
-    let (write, sent) = rig
-        .cost(&session, vec![refund_call("w1", "ORD-1")])
-        .await;
+    let (write, sent) = rig.cost(&session, vec![refund_call("w1", "ORD-1")]).await;
     println!("a write call: {write:?}\n  {}", sent.join("\n  "));
     let (read, sent_read) = rig.cost(&session, vec![lookup_call("r1", "ORD-1")]).await;
     println!("a read call: {read:?}\n  {}", sent_read.join("\n  "));
@@ -126,7 +130,10 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
         .map(|i| refund_call(&format!("t{i}"), &format!("ORD-T{i}")))
         .collect();
     let (five, sent_five) = rig.cost(&session, turn).await;
-    println!("a turn of five writes: {five:?}\n  {}", sent_five.join("\n  "));
+    println!(
+        "a turn of five writes: {five:?}\n  {}",
+        sent_five.join("\n  ")
+    );
 
     assert!(
         write.round_trips <= WRITE_ROUND_TRIPS && write.commits <= WRITE_COMMITS,
