@@ -198,16 +198,28 @@ impl Shared {
         found
     }
 
-    /// Puts `open` on the idle list, or closes it when the connections are closed.
-    async fn put_back(&self, open: Open) {
+    /// Puts `open` on the idle list; drops it when the connections are closed ([`Connections::close`]
+    /// waits for every lease, then closes the idle ones).
+    fn put_back(&self, open: Open) {
         if self.is_closed() {
-            let _ = open.conn.close().await;
             return;
         }
         self.idle().push(Idle {
             open,
             since: Instant::now(),
         });
+    }
+
+    /// Does with `open` what `fate` says.
+    fn settle(&self, open: Open, fate: Fate) {
+        match fate {
+            Fate::Keep => self.put_back(open),
+            Fate::Drop => drop(open),
+            Fate::DropAllIdle => {
+                drop(open);
+                drop(self.drain_idle());
+            }
+        }
     }
 
     /// Takes every idle connection off the list.
@@ -297,39 +309,24 @@ impl Lease {
         let Some(mut open) = self.open.take() else {
             return;
         };
-        match fate(ending) {
-            Fate::Keep => {
-                // A transaction dropped on the way queued its ROLLBACK: send it now, so that
-                // no idle connection holds a transaction and its locks.
-                if open.conn.should_flush()
-                    && let Err(error) = open.conn.ping().await
-                {
-                    if connection_lost(&error) {
-                        drop(self.shared.drain_idle());
-                    }
-                    return;
-                }
-                self.shared.put_back(open).await;
-            }
-            Fate::Drop => drop(open),
-            Fate::DropAllIdle => {
-                drop(open);
-                drop(self.shared.drain_idle());
+        let verdict = fate(ending);
+        if verdict == Fate::Keep && open.conn.should_flush() {
+            // A transaction dropped on the way queued its ROLLBACK: send it now, so that no
+            // idle connection holds a transaction and its locks.
+            if let Err(error) = open.conn.ping().await {
+                let failed = fate(Ending::Failed(&error)).max(Fate::Drop);
+                self.shared.settle(open, failed);
+                return;
             }
         }
+        self.shared.settle(open, verdict);
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(open) = self.open.take() {
-            match fate(Ending::Dropped) {
-                Fate::Drop | Fate::Keep => drop(open),
-                Fate::DropAllIdle => {
-                    drop(open);
-                    drop(self.shared.drain_idle());
-                }
-            }
+            self.shared.settle(open, fate(Ending::Dropped));
         }
     }
 }
@@ -345,8 +342,8 @@ pub(crate) enum Ending<'a> {
     Dropped,
 }
 
-/// What becomes of a lease's connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What becomes of a lease's connection, from the mildest to the harshest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fate {
     /// Back on the idle list.
     Keep,
