@@ -3,9 +3,10 @@
 //! and the audit trail on. A count, not a time: the test fails when a call sends more statements
 //! than the store's budget, and prints what it sent (run it with `--nocapture` for the figures).
 //!
-//! A [`CountingProxy`] sits between the store's pool and the server. Each figure is counted over
-//! calls that reuse the pool's warm connection and prepared statements, from an idle pool to an
-//! idle pool (the pool's check of a connection it takes back counts with the call).
+//! A [`CountingProxy`] sits between the store and the server. Each figure is counted over calls
+//! that reuse the store's warm connection and prepared statements. The store takes a connection
+//! back before a call returns, checking none (sqlx's pool pinged each one it handed out and took
+//! back, three round trips a statement): what a turn cost is on the wire when the turn returns.
 
 use std::time::Duration;
 
@@ -59,7 +60,8 @@ impl Rig {
         }
     }
 
-    /// The tally once the pool has taken its connection back.
+    /// The tally once the pool has taken back any connection of its own (the store runs none
+    /// of its statements on the pool, and takes its own connections back before a call returns).
     async fn idle_tally(&self) -> Tally {
         let pool = self.store.pool();
         tokio::time::timeout(Duration::from_secs(10), async {

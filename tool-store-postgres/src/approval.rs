@@ -10,15 +10,18 @@
 //! of a run (`reject_run`) takes the run's row lock before those; no claim or decision takes a
 //! run's lock, so the order stays one.
 
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, ClaimStep, ClaimToken,
     DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey, StoreError,
     Verdict,
 };
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, decode, encode, get, json_text};
+use crate::statement::FetchOn;
 
 /// The columns of an approval, in the order [`record`] reads them.
 macro_rules! approval_columns {
@@ -208,10 +211,20 @@ pub(crate) async fn reject_run(
 
 /// [`OperationStore::decide`](toolgate_core::store::OperationStore::decide).
 pub(crate) async fn decide(
-    pool: &PgPool,
+    conns: &Connections,
     request: &DecideRequest<'_>,
 ) -> Result<Decided, StoreError> {
-    let mut tx = pool.begin().await.map_err(fault("begin a decision"))?;
+    let mut lease = conns.lease().await.map_err(fault("begin a decision"))?;
+    let decided = decide_on(lease.conn(), request).await;
+    lease.finish(decided).await
+}
+
+/// [`decide`] on `conn`, in a transaction.
+async fn decide_on(
+    conn: &mut PgConnection,
+    request: &DecideRequest<'_>,
+) -> Result<Decided, StoreError> {
+    let mut tx = conn.begin().await.map_err(fault("begin a decision"))?;
     let Some(approval) = lock(&mut tx, request.id).await? else {
         return Ok(Decided::Refused {
             refusal: Refusal::NotFound,
@@ -254,7 +267,7 @@ pub(crate) async fn decide(
 
 /// [`OperationStore::list_approvals`](toolgate_core::store::OperationStore::list_approvals).
 pub(crate) async fn list(
-    pool: &PgPool,
+    conns: &Connections,
     query: &ApprovalQuery<'_>,
 ) -> Result<Vec<ApprovalRecord>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -266,7 +279,7 @@ pub(crate) async fn list(
     .bind(query.tenant)
     .bind(query.status.map(ApprovalStatus::as_str))
     .bind(row::limit(query.limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(fault("list approvals"))?;
     rows.iter().map(record).collect()
@@ -274,7 +287,7 @@ pub(crate) async fn list(
 
 /// [`OperationStore::list_approved`](toolgate_core::store::OperationStore::list_approved).
 pub(crate) async fn list_approved(
-    pool: &PgPool,
+    conns: &Connections,
     limit: u32,
 ) -> Result<Vec<ApprovalRecord>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -286,7 +299,7 @@ pub(crate) async fn list_approved(
          AND o.approval_id = a.id) ORDER BY created_ms, id LIMIT NULLIF($1, 0)"
     ))
     .bind(row::limit(limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(fault("list approved operations"))?;
     rows.iter().map(record).collect()
@@ -296,7 +309,21 @@ pub(crate) async fn list_approved(
 /// each approval in a transaction of its own, checked again under its locks, so one decided
 /// meanwhile is left as it was decided (and not answered).
 pub(crate) async fn expire(
-    pool: &PgPool,
+    conns: &Connections,
+    now_ms: i64,
+    limit: u32,
+) -> Result<Vec<ApprovalRecord>, StoreError> {
+    let mut lease = conns
+        .lease()
+        .await
+        .map_err(fault("find expired approvals"))?;
+    let expired = expire_on(lease.conn(), now_ms, limit).await;
+    lease.finish(expired).await
+}
+
+/// [`expire`] on `conn`.
+async fn expire_on(
+    conn: &mut PgConnection,
     now_ms: i64,
     limit: u32,
 ) -> Result<Vec<ApprovalRecord>, StoreError> {
@@ -306,12 +333,12 @@ pub(crate) async fn expire(
     )
     .bind(now_ms)
     .bind(row::limit(limit))
-    .fetch_all(pool)
+    .fetch_all(&mut *conn)
     .await
     .map_err(fault("find expired approvals"))?;
     let mut expired = Vec::with_capacity(due.len());
     for id in due {
-        let mut tx = pool.begin().await.map_err(fault("begin an expiry"))?;
+        let mut tx = conn.begin().await.map_err(fault("begin an expiry"))?;
         match lock(&mut tx, &id).await? {
             Some(approval) if approval.is_expired(now_ms) => {
                 let expiry = ApprovalRecord::expiry(now_ms);
@@ -326,7 +353,19 @@ pub(crate) async fn expire(
 
 /// [`OperationStore::reject_claimed`](toolgate_core::store::OperationStore::reject_claimed).
 pub(crate) async fn reject_claimed(
-    pool: &PgPool,
+    conns: &Connections,
+    owner: &ClaimToken,
+    decision: &Decision,
+    now_ms: i64,
+) -> Result<ApprovalRecord, StoreError> {
+    let mut lease = conns.lease().await.map_err(fault("begin a rejection"))?;
+    let rejected = reject_claimed_on(lease.conn(), owner, decision, now_ms).await;
+    lease.finish(rejected).await
+}
+
+/// [`reject_claimed`] on `conn`, in a transaction.
+async fn reject_claimed_on(
+    conn: &mut PgConnection,
     owner: &ClaimToken,
     decision: &Decision,
     now_ms: i64,
@@ -335,7 +374,7 @@ pub(crate) async fn reject_claimed(
         key: owner.key.clone(),
         attempt: owner.attempt,
     };
-    let mut tx = pool.begin().await.map_err(fault("begin a rejection"))?;
+    let mut tx = conn.begin().await.map_err(fault("begin a rejection"))?;
     let approval_id: Option<Option<String>> = sqlx::query_scalar(
         "SELECT approval_id FROM toolgate_operations WHERE tenant_id = $1 \
          AND idempotency_key = $2 AND state = 'processing' AND attempt = $3 FOR UPDATE",

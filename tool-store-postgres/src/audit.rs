@@ -2,15 +2,17 @@
 //! identity column, never changed; and the listing of operations by the runs that touched them.
 
 use sqlx::Postgres;
-use sqlx::postgres::{PgArguments, PgPool, PgRow};
+use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::QueryScalar;
 use toolgate_core::store::{
     AuditEntry, AuditKind, AuditQuery, AuditRecord, ClaimToken, OperationQuery, OperationRecord,
     OperationState, StoreError,
 };
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns, decode, decode_optional, get, json_text};
+use crate::statement::FetchOn;
 
 /// The columns of an audit record, in the order [`record`] reads them.
 macro_rules! audit_columns {
@@ -64,7 +66,7 @@ fn bind_entry<'q>(query: SeqQuery<'q>, entry: &'q AuditEntry) -> Result<SeqQuery
 }
 
 /// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
-pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, StoreError> {
+pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i64, StoreError> {
     let query = sqlx::query_scalar(concat!(
         audit_insert!(),
         "VALUES (",
@@ -72,7 +74,7 @@ pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, Sto
         ") RETURNING seq"
     ));
     bind_entry(query, entry)?
-        .fetch_one(pool)
+        .fetch_one_on(conns)
         .await
         .map_err(fault("append an audit record"))
 }
@@ -81,7 +83,7 @@ pub(crate) async fn append(pool: &PgPool, entry: &AuditEntry) -> Result<i64, Sto
 /// one statement, so one round trip and one commit. The record is inserted only from the row
 /// the success changed: a lost claim writes neither.
 pub(crate) async fn succeed(
-    pool: &PgPool,
+    conns: &Connections,
     owner: &ClaimToken,
     result: &str,
     now_ms: i64,
@@ -102,7 +104,7 @@ pub(crate) async fn succeed(
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))
-        .fetch_optional(pool)
+        .fetch_optional_on(conns)
         .await
         .map_err(fault("record a success with its audit record"))?;
     match seq {
@@ -116,7 +118,7 @@ pub(crate) async fn succeed(
 
 /// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).
 pub(crate) async fn read(
-    pool: &PgPool,
+    conns: &Connections,
     query: &AuditQuery<'_>,
 ) -> Result<Vec<AuditRecord>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -130,7 +132,7 @@ pub(crate) async fn read(
     .bind(query.run_id)
     .bind(query.key)
     .bind(row::limit(query.limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(fault("read the audit trail"))?;
     rows.iter().map(record).collect()
@@ -139,7 +141,7 @@ pub(crate) async fn read(
 /// [`OperationStore::list_operations`](toolgate_core::store::OperationStore::list_operations):
 /// by run, the operations whose keys the run's audit records name.
 pub(crate) async fn operations(
-    pool: &PgPool,
+    conns: &Connections,
     query: &OperationQuery<'_>,
 ) -> Result<Vec<OperationRecord>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -156,7 +158,7 @@ pub(crate) async fn operations(
     .bind(query.state.map(OperationState::as_str))
     .bind(query.run_id)
     .bind(row::limit(query.limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(fault("list operations"))?;
     rows.iter().map(row::record).collect()

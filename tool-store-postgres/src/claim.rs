@@ -2,12 +2,13 @@
 //! one statement for a new key or a record answered as it stands, a transaction under the
 //! record's row lock (and its approval's) for a record the claim changes.
 
-use sqlx::postgres::{PgConnection, PgPool};
+use sqlx::postgres::PgConnection;
 use toolgate_core::store::{
     ApprovalRecord, Claim, ClaimRequest, ClaimStep, Journal, OperationRecord, OperationState,
     StoreError,
 };
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns};
 use crate::{approval, steps};
@@ -19,12 +20,16 @@ const CLAIM_ROUNDS: usize = 3;
 
 /// Claims `request.key` following [`ClaimRequest::step`], as
 /// [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
-pub(crate) async fn claim(pool: &PgPool, request: &ClaimRequest<'_>) -> Result<Claim, StoreError> {
-    let mut conn = pool.acquire().await.map_err(backend)?;
-    claim_on(&mut conn, request).await
+pub(crate) async fn claim(
+    conns: &Connections,
+    request: &ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
+    let mut lease = conns.lease().await.map_err(backend)?;
+    let claim = claim_on(lease.conn(), request).await;
+    lease.finish(claim).await
 }
 
-/// Claims `request.key` on `conn`: a connection of the pool, where each statement commits on
+/// Claims `request.key` on `conn`: a connection of the store's own, where each statement commits on
 /// its own and a change to an existing record runs in a transaction; or a connection inside
 /// an open transaction ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)),
 /// where that change runs in a savepoint and everything commits or rolls back with the

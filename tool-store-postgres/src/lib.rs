@@ -66,6 +66,27 @@
 //! keeping its records. Connections are plain TCP or a Unix socket: this crate is built
 //! without TLS.
 //!
+//! # Connections
+//!
+//! The store keeps connections of its own, opened with the settings of the sqlx pool it was made
+//! with ([`PostgresOptions`], or [`PostgresStore::from_pool`]), and runs every statement on one
+//! of them. It checks none when it lends it to a statement or takes it back, where sqlx's pool
+//! pings it both times: a statement costs one round trip, not three. A check would tell nothing
+//! a failed statement does not: the statement fails as [`StoreError::Unreachable`](toolgate_core::store::StoreError::Unreachable), which the
+//! dispatcher tries again. So a connection is lent again only when its last lease ended with the
+//! server's answer; one whose statement was cut short (a store call cancelled at its deadline)
+//! or that failed itself (reset, lost, the session ended) is closed, and after a connection
+//! that failed every idle one is closed too, so that after a server restart the next statement
+//! opens a fresh connection rather than fail once for each dead one. A connection idle longer
+//! than the pool's `idle_timeout` (5 minutes when it has none) or older than its `max_lifetime`
+//! is closed rather than lent blind.
+//!
+//! `max_connections` ([`PostgresOptions::max_connections`]) bounds the connections the store
+//! holds open, and so the statements and outbox transactions that run at once;
+//! `acquire_timeout` ([`PostgresOptions::acquire_timeout`]) bounds how long a statement waits
+//! for one, whether it waits for another to end or for a new one to open. The pool's own
+//! connections, if the application uses it, are apart from these.
+//!
 //! # When the database is down
 //!
 //! A statement waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] (3 s; [`PostgresOptions::acquire_timeout`]
@@ -74,19 +95,21 @@
 //! answered with [`StoreError::Unreachable`](toolgate_core::store::StoreError::Unreachable), which
 //! keeps sqlx's error as its source: the dispatcher treats it as a transient fault (it retries,
 //! then tells the model the store could not be reached). Any other failure is
-//! [`StoreError::Backend`](toolgate_core::store::StoreError::Backend). The pool reconnects by itself
-//! once the server is back.
+//! [`StoreError::Backend`](toolgate_core::store::StoreError::Backend). The store opens new
+//! connections by itself once the server is back.
 
 mod approval;
 mod audit;
 mod claim;
 mod connect;
+mod connections;
 mod error;
 mod migrate;
 mod outbox;
 mod resolve;
 mod row;
 mod run;
+mod statement;
 mod steps;
 mod store;
 mod transaction;

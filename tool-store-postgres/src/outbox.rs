@@ -1,14 +1,16 @@
 //! The outbox's events: one row an operation in `toolgate_outbox`, leased by workers with
 //! `FOR UPDATE SKIP LOCKED`, settled together with their operation.
 
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
     DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState, OutboxEvent,
     StoreError,
 };
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get, json_text};
+use crate::statement::FetchOn;
 
 /// The columns of an event, in the order [`event`] reads them.
 macro_rules! event_columns {
@@ -23,7 +25,7 @@ macro_rules! event_columns {
 /// skipped when another worker holds them, become `leased` by this worker; each answers
 /// whether it was leased before (its lease ended: taken over).
 pub(crate) async fn lease(
-    pool: &PgPool,
+    conns: &Connections,
     lease: &EventLease<'_>,
 ) -> Result<Vec<LeasedEvent>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -45,7 +47,7 @@ pub(crate) async fn lease(
     .bind(i64::from(lease.limit))
     .bind(lease.lease_until_ms())
     .bind(json_text(lease.worker)?)
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(backend)?;
     let mut leased = rows
@@ -72,7 +74,7 @@ pub(crate) async fn lease(
 /// one statement (one round trip, atomic); [`StoreError::LostClaim`] when the event is not
 /// leased under `attempt`.
 pub(crate) async fn settle(
-    pool: &PgPool,
+    conns: &Connections,
     tenant: &str,
     key: &str,
     attempt: u32,
@@ -133,7 +135,7 @@ pub(crate) async fn settle(
     .bind(state.map(OperationState::as_str))
     .bind(appended)
     .bind(outcome.marks_maybe_applied())
-    .fetch_optional(pool)
+    .fetch_optional_on(conns)
     .await
     .map_err(backend)?;
     match row {
@@ -148,7 +150,7 @@ pub(crate) async fn settle(
 /// An operator's resume: a `dead` event is `pending` again, due now, its budget counted from
 /// its current attempt; any other is answered as it is.
 pub(crate) async fn resume(
-    pool: &PgPool,
+    conns: &Connections,
     tenant: &str,
     key: &str,
     now_ms: i64,
@@ -162,14 +164,15 @@ pub(crate) async fn resume(
     .bind(tenant)
     .bind(key)
     .bind(now_ms)
-    .fetch_optional(pool)
+    .fetch_optional_on(conns)
     .await
     .map_err(backend)?;
     match row {
         Some(row) => event(&row).map(Some),
         None => {
-            let mut conn = pool.acquire().await.map_err(backend)?;
-            read(&mut conn, tenant, key, false).await
+            let mut lease = conns.lease().await.map_err(backend)?;
+            let read = read(lease.conn(), tenant, key, false).await;
+            lease.finish(read).await
         }
     }
 }
@@ -205,7 +208,7 @@ pub(crate) async fn read(
 
 /// The events `query` admits, oldest first.
 pub(crate) async fn list(
-    pool: &PgPool,
+    conns: &Connections,
     query: &EventQuery<'_>,
 ) -> Result<Vec<OutboxEvent>, StoreError> {
     let rows = sqlx::query(concat!(
@@ -218,7 +221,7 @@ pub(crate) async fn list(
     .bind(query.tenant)
     .bind(query.status.map(EventStatus::as_str))
     .bind(row::limit(query.limit))
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(backend)?;
     rows.iter().map(event).collect()

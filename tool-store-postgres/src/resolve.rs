@@ -2,9 +2,11 @@
 //! ([`OperationStore::resolve`](toolgate_core::store::OperationStore::resolve)), with its
 //! outbox event and its step journal, in one transaction under the operation's row lock.
 
-use sqlx::postgres::PgPool;
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
 use toolgate_core::store::{OperationRecord, OperationState, Resolution, StoreError};
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::outbox;
 use crate::row::{self, columns};
@@ -12,13 +14,26 @@ use crate::row::{self, columns};
 /// Settles the `outcome_unknown` record of `(tenant, key)`; `None` when it is not
 /// `outcome_unknown` (any more).
 pub(crate) async fn resolve(
-    pool: &PgPool,
+    conns: &Connections,
     tenant: &str,
     key: &str,
     resolution: Resolution<'_>,
     now_ms: i64,
 ) -> Result<Option<OperationRecord>, StoreError> {
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut lease = conns.lease().await.map_err(backend)?;
+    let resolved = resolve_on(lease.conn(), tenant, key, resolution, now_ms).await;
+    lease.finish(resolved).await
+}
+
+/// [`resolve`] on `conn`, in a transaction.
+async fn resolve_on(
+    conn: &mut PgConnection,
+    tenant: &str,
+    key: &str,
+    resolution: Resolution<'_>,
+    now_ms: i64,
+) -> Result<Option<OperationRecord>, StoreError> {
+    let mut tx = conn.begin().await.map_err(backend)?;
     let unknown: Option<String> = sqlx::query_scalar(
         "SELECT tool FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 \
          AND state = 'outcome_unknown' FOR UPDATE",

@@ -15,20 +15,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
     AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
     TurnRequest,
 };
 
 use crate::approval;
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{count, get};
+use crate::statement::{ExecuteOn, FetchOn};
 
 /// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn): one
 /// statement, the function `toolgate_begin_turn` (migration 0007).
 pub(crate) async fn begin_turn(
-    pool: &PgPool,
+    conns: &Connections,
     request: &TurnRequest<'_>,
 ) -> Result<TurnGrant, StoreError> {
     let run = request.run;
@@ -50,7 +53,7 @@ pub(crate) async fn begin_turn(
     .bind(limits.max_tool_calls.map(i64::from))
     .bind(limits.retry_budget.map(i64::from))
     .bind(request.now_ms)
-    .fetch_one(pool)
+    .fetch_one_on(conns)
     .await
     .map_err(fault("begin a turn"))?;
     let outcome: String = get(&row, "outcome")?;
@@ -92,7 +95,7 @@ pub(crate) async fn begin_turn(
 /// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt): one
 /// statement, the function `toolgate_charge_attempt` (migration 0007).
 pub(crate) async fn charge_attempt(
-    pool: &PgPool,
+    conns: &Connections,
     run: RunKey<'_>,
     tool: &str,
     retry_budget: Option<u32>,
@@ -104,7 +107,7 @@ pub(crate) async fn charge_attempt(
         .bind(tool)
         .bind(retry_budget.map(i64::from))
         .bind(now_ms)
-        .fetch_one(pool)
+        .fetch_one_on(conns)
         .await
         .map_err(fault("charge an attempt"))
 }
@@ -113,7 +116,7 @@ pub(crate) async fn charge_attempt(
 /// statement, the run's row created or touched, then the failure inserted unless it is there
 /// (the row's foreign key is checked at the end of the statement, when the row is in).
 pub(crate) async fn note_failure(
-    pool: &PgPool,
+    conns: &Connections,
     run: RunKey<'_>,
     tool: &str,
     request_hash: &str,
@@ -131,7 +134,7 @@ pub(crate) async fn note_failure(
     .bind(now_ms)
     .bind(tool)
     .bind(request_hash)
-    .execute(pool)
+    .execute_on(conns)
     .await
     .map_err(fault("note a failed call"))?;
     Ok(())
@@ -141,12 +144,24 @@ pub(crate) async fn note_failure(
 /// run's row lock, the abort stored (the first only), then the run's approvals that fall with
 /// it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes nothing.
 pub(crate) async fn abort_run(
-    pool: &PgPool,
+    conns: &Connections,
     run: RunKey<'_>,
     abort: &RunAbort,
     now_ms: i64,
 ) -> Result<AbortedRun, StoreError> {
-    let mut tx = pool.begin().await.map_err(fault("begin aborting a run"))?;
+    let mut lease = conns.lease().await.map_err(fault("begin aborting a run"))?;
+    let aborted = abort_run_on(lease.conn(), run, abort, now_ms).await;
+    lease.finish(aborted).await
+}
+
+/// [`abort_run`] on `conn`, in a transaction.
+async fn abort_run_on(
+    conn: &mut PgConnection,
+    run: RunKey<'_>,
+    abort: &RunAbort,
+    now_ms: i64,
+) -> Result<AbortedRun, StoreError> {
+    let mut tx = conn.begin().await.map_err(fault("begin aborting a run"))?;
     let mut record = lock(&mut tx, run, now_ms).await?;
     let first = record.aborted.is_none();
     let stands = record.abort(abort, now_ms);
@@ -167,8 +182,18 @@ pub(crate) async fn abort_run(
 
 /// [`OperationStore::run`](toolgate_core::store::OperationStore::run): the run's row, its
 /// attempts and its failures, read from one snapshot so they agree.
-pub(crate) async fn run(pool: &PgPool, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
-    let mut tx = pool
+pub(crate) async fn run(
+    conns: &Connections,
+    run: RunKey<'_>,
+) -> Result<Option<RunRecord>, StoreError> {
+    let mut lease = conns.lease().await.map_err(fault("begin reading a run"))?;
+    let read = run_on(lease.conn(), run).await;
+    lease.finish(read).await
+}
+
+/// [`run`] on `conn`, in a read-only transaction.
+async fn run_on(conn: &mut PgConnection, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+    let mut tx = conn
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         .await
         .map_err(fault("begin reading a run"))?;

@@ -2,13 +2,16 @@
 //! the claim's holder while it holds the operation's row lock, so that a worker that lost its
 //! claim changes nothing.
 
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
     AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
 };
 
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get};
+use crate::statement::{ExecuteOn, FetchOn};
 
 /// The columns of a step, in the order [`step`] reads them.
 macro_rules! step_columns {
@@ -57,12 +60,24 @@ pub(crate) async fn clear(
 /// lock of the owned operation's row, a new or failed step becomes `started`; any other is
 /// answered as it is.
 pub(crate) async fn begin_step(
-    pool: &PgPool,
+    conns: &Connections,
     owner: &ClaimToken,
     name: &str,
     now_ms: i64,
 ) -> Result<StepStart, StoreError> {
-    let mut tx = pool.begin().await.map_err(backend)?;
+    let mut lease = conns.lease().await.map_err(backend)?;
+    let started = begin_step_on(lease.conn(), owner, name, now_ms).await;
+    lease.finish(started).await
+}
+
+/// [`begin_step`] on `conn`, in a transaction.
+async fn begin_step_on(
+    conn: &mut PgConnection,
+    owner: &ClaimToken,
+    name: &str,
+    now_ms: i64,
+) -> Result<StepStart, StoreError> {
+    let mut tx = conn.begin().await.map_err(backend)?;
     lock_owned(&mut tx, owner).await?;
     let started = sqlx::query(
         "INSERT INTO toolgate_steps AS s (tenant_id, idempotency_key, name, seq, status, \
@@ -108,7 +123,7 @@ pub(crate) async fn begin_step(
 /// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
 /// the claim is not held or the step is not `started`.
 pub(crate) async fn finish_step(
-    pool: &PgPool,
+    conns: &Connections,
     owner: &ClaimToken,
     name: &str,
     outcome: StepOutcome<'_>,
@@ -135,7 +150,7 @@ pub(crate) async fn finish_step(
     .bind(output)
     .bind(error)
     .bind(now_ms)
-    .execute(pool)
+    .execute_on(conns)
     .await
     .map_err(backend)?;
     if done.rows_affected() == 0 {
@@ -148,7 +163,7 @@ pub(crate) async fn finish_step(
 
 /// The journal of `(tenant, key)`, by `seq`.
 pub(crate) async fn steps(
-    pool: &PgPool,
+    conns: &Connections,
     tenant: &str,
     key: &str,
 ) -> Result<Vec<StepRecord>, StoreError> {
@@ -159,7 +174,7 @@ pub(crate) async fn steps(
     ))
     .bind(tenant)
     .bind(key)
-    .fetch_all(pool)
+    .fetch_all_on(conns)
     .await
     .map_err(backend)?;
     rows.iter().map(step).collect()
@@ -168,7 +183,7 @@ pub(crate) async fn steps(
 /// [`OperationStore::partial`](toolgate_core::store::OperationStore::partial): the owned
 /// `processing` record becomes `partial` with the report as its result, the error appended.
 pub(crate) async fn partial(
-    pool: &PgPool,
+    conns: &Connections,
     owner: &ClaimToken,
     report: &str,
     error: &AttemptError,
@@ -187,7 +202,7 @@ pub(crate) async fn partial(
     .bind(report)
     .bind(row::error_list(error)?)
     .bind(now_ms)
-    .execute(pool)
+    .execute_on(conns)
     .await
     .map_err(backend)?;
     if done.rows_affected() == 0 {

@@ -1,6 +1,7 @@
 //! [`PostgresStore`]: the [`OperationStore`] for many processes and machines on one database.
 
 use async_trait::async_trait;
+use sqlx::Connection;
 use sqlx::postgres::{PgPool, PgQueryResult};
 use toolgate_core::store::{
     AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
@@ -11,10 +12,12 @@ use toolgate_core::store::{
 };
 
 use crate::connect::PostgresOptions;
+use crate::connections::Connections;
 use crate::error::store_error;
 use crate::migrate::migrator;
 use crate::row::{self, append_error, columns};
 use crate::run;
+use crate::statement::{ExecuteOn, FetchOn};
 use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
 
 /// An [`OperationStore`] in a PostgreSQL database, shared safely by any number of processes
@@ -42,13 +45,14 @@ use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
 /// writes its rows (see [`connection`](crate::connection)): its uncommitted record, or the row
 /// lock of a record taken again, holds every other claim of the key until the transaction ends.
 /// Its event, in `toolgate_outbox` under the operation's key, is inserted by the commit. The
-/// transaction holds one of the pool's connections while the body runs: size the pool for the
-/// outbox calls that run at once, besides the other statements. Workers
+/// transaction holds one of the store's connections while the body runs: count the outbox calls
+/// that run at once in `max_connections`, besides the other statements. Workers
 /// lease events with one `UPDATE … FOR UPDATE SKIP LOCKED`, so two never hold the same one, and
 /// settle an event and its operation in one transaction fenced by the event's attempt. Steps are
 /// rows of `toolgate_steps`, begun and finished under the lock of their operation's row.
 ///
-/// Cloning is cheap: clones share one connection pool.
+/// Cloning is cheap: clones share the store's connections. Every statement runs on one of
+/// them (see [the crate's docs](crate#connections)), not on the pool the store was made with.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -62,7 +66,7 @@ use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
 /// ```
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
-    pool: PgPool,
+    conns: Connections,
 }
 
 impl PostgresStore {
@@ -83,8 +87,19 @@ impl PostgresStore {
 
     /// A store on a pool the application configured itself. Applies no migration: call
     /// [`PostgresStore::migrate`] once at start-up (or use [`PostgresStore::connect`]).
+    ///
+    /// The store takes the pool's settings and opens its own connections with them (see
+    /// [the crate's docs](crate#connections)): at most `max_connections` at once, each statement
+    /// waiting at most `acquire_timeout` for one, an idle one closed after `idle_timeout`
+    /// (5 minutes when the pool has none) or `max_lifetime`. It runs none of its statements on
+    /// the pool's connections, and the pool's hooks (`after_connect`, `before_acquire`,
+    /// `after_release`) and `min_connections` do not apply to its own. A pool made with
+    /// `connect_lazy` opens nothing, and the store opens its first connection for its first
+    /// statement.
     pub fn from_pool(pool: PgPool) -> PostgresStore {
-        PostgresStore { pool }
+        PostgresStore {
+            conns: Connections::new(pool),
+        }
     }
 
     /// Applies the migrations this version of the store needs and that the database lacks.
@@ -93,13 +108,13 @@ impl PostgresStore {
     /// lock on the database, and applies each migration once. Its bookkeeping is the table
     /// `_toolgate_store_migrations`, apart from any migrations of the application's.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(backend)?;
-        let applied = migrator().run(&mut *conn).await;
-        if applied.is_err() {
-            // A failed run can leave the advisory lock held by this session: end the session
-            // rather than return it to the pool, so the lock dies with it.
-            conn.close_on_drop();
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let applied = migrator().run(lease.conn()).await;
+        if applied.is_ok() {
+            lease.done().await;
         }
+        // Otherwise the lease is dropped with its session: a failed run can leave the advisory
+        // lock held by the session, and the lock dies with it.
         applied.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(e)
             | sqlx::migrate::MigrateError::ExecuteMigration(e, _) => {
@@ -111,16 +126,24 @@ impl PostgresStore {
         })
     }
 
-    /// The pool the store runs on.
+    /// The pool the store was made with: the settings of the store's connections, and a pool
+    /// for the application's own statements, apart from the store's connections.
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        self.conns.pool()
+    }
+
+    /// Opens a connection now (or finds one idle), kept for the statements to come.
+    pub(crate) async fn connected(&self) -> Result<(), sqlx::Error> {
+        self.conns.lease().await?.done().await;
+        Ok(())
     }
 
     /// Closes every connection of this store and its clones, waiting for the statements in
-    /// flight. Dropping the last clone closes them too, in the background; every committed
-    /// write is in the database either way.
+    /// flight, and the pool it was made with. Dropping the last clone closes them too; every
+    /// committed write is in the database either way.
     pub async fn close(&self) {
-        self.pool.close().await;
+        self.conns.close().await;
+        self.conns.pool().close().await;
     }
 
     /// Turns the result of an owner-checked `UPDATE` into `LostClaim` when no row matched.
@@ -155,7 +178,7 @@ impl PostgresStore {
         .bind(state.as_str())
         .bind(row::error_list(error)?)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute_on(&self.conns)
         .await
         .map_err(backend)?;
         Self::owned(owner, done)
@@ -165,7 +188,7 @@ impl PostgresStore {
 #[async_trait]
 impl OperationStore for PostgresStore {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        claim::claim(&self.pool, &request).await
+        claim::claim(&self.conns, &request).await
     }
 
     async fn succeed(
@@ -184,7 +207,7 @@ impl OperationStore for PostgresStore {
         .bind(row::attempt(owner.attempt))
         .bind(result)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute_on(&self.conns)
         .await
         .map_err(backend)?;
         Self::owned(owner, done)
@@ -197,7 +220,7 @@ impl OperationStore for PostgresStore {
         now_ms: i64,
         entry: &AuditEntry,
     ) -> Result<Option<i64>, StoreError> {
-        audit::succeed(&self.pool, owner, result, now_ms, entry).await
+        audit::succeed(&self.conns, owner, result, now_ms, entry).await
     }
 
     async fn fail(
@@ -238,7 +261,7 @@ impl OperationStore for PostgresStore {
         .bind(row::attempt(owner.attempt))
         .bind(row::error_list(error)?)
         .bind(lease_until_ms)
-        .execute(&self.pool)
+        .execute_on(&self.conns)
         .await
         .map_err(backend)?;
         Self::owned(owner, done)
@@ -252,7 +275,7 @@ impl OperationStore for PostgresStore {
         ))
         .bind(tenant)
         .bind(key)
-        .fetch_optional(&self.pool)
+        .fetch_optional_on(&self.conns)
         .await
         .map_err(backend)?;
         row.as_ref().map(row::record).transpose()
@@ -264,7 +287,7 @@ impl OperationStore for PostgresStore {
              WHERE state = 'processing' AND lease_until_ms <= $1",
         )
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute_on(&self.conns)
         .await
         .map_err(backend)?;
         Ok(done.rows_affected())
@@ -278,7 +301,7 @@ impl OperationStore for PostgresStore {
              ORDER BY updated_ms, tenant_id, idempotency_key LIMIT $1"
         ))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all_on(&self.conns)
         .await
         .map_err(backend)?;
         rows.iter().map(row::record).collect()
@@ -291,11 +314,12 @@ impl OperationStore for PostgresStore {
         resolution: Resolution<'_>,
         now_ms: i64,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        resolve::resolve(&self.pool, tenant, key, resolution, now_ms).await
+        resolve::resolve(&self.conns, tenant, key, resolution, now_ms).await
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let mut tx = lease.conn().begin().await.map_err(backend)?;
         // Their outbox events and step journals go with them (ON DELETE CASCADE).
         let done = sqlx::query(
             "DELETE FROM toolgate_operations \
@@ -331,11 +355,12 @@ impl OperationStore for PostgresStore {
             .await
             .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
+        lease.done().await;
         Ok(done.rows_affected())
     }
 
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
-        run::begin_turn(&self.pool, &request).await
+        run::begin_turn(&self.conns, &request).await
     }
 
     async fn charge_attempt(
@@ -345,7 +370,7 @@ impl OperationStore for PostgresStore {
         retry_budget: Option<u32>,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        run::charge_attempt(&self.pool, run, tool, retry_budget, now_ms).await
+        run::charge_attempt(&self.conns, run, tool, retry_budget, now_ms).await
     }
 
     async fn note_failure(
@@ -355,7 +380,7 @@ impl OperationStore for PostgresStore {
         request_hash: &str,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        run::note_failure(&self.pool, run, tool, request_hash, now_ms).await
+        run::note_failure(&self.conns, run, tool, request_hash, now_ms).await
     }
 
     async fn abort_run(
@@ -364,31 +389,32 @@ impl OperationStore for PostgresStore {
         abort: &RunAbort,
         now_ms: i64,
     ) -> Result<AbortedRun, StoreError> {
-        run::abort_run(&self.pool, run, abort, now_ms).await
+        run::abort_run(&self.conns, run, abort, now_ms).await
     }
 
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
-        run::run(&self.pool, run).await
+        run::run(&self.conns, run).await
     }
 
     async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        approval::decide(&self.pool, &request).await
+        approval::decide(&self.conns, &request).await
     }
 
     async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(backend)?;
-        approval::read(&mut conn, id, false).await
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let read = approval::read(lease.conn(), id, false).await;
+        lease.finish(read).await
     }
 
     async fn list_approvals(
         &self,
         query: ApprovalQuery<'_>,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        approval::list(&self.pool, &query).await
+        approval::list(&self.conns, &query).await
     }
 
     async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        approval::list_approved(&self.pool, limit).await
+        approval::list_approved(&self.conns, limit).await
     }
 
     async fn expire_approvals(
@@ -396,7 +422,7 @@ impl OperationStore for PostgresStore {
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        approval::expire(&self.pool, now_ms, limit).await
+        approval::expire(&self.conns, now_ms, limit).await
     }
 
     async fn reject_claimed(
@@ -405,22 +431,22 @@ impl OperationStore for PostgresStore {
         decision: &Decision,
         now_ms: i64,
     ) -> Result<ApprovalRecord, StoreError> {
-        approval::reject_claimed(&self.pool, owner, decision, now_ms).await
+        approval::reject_claimed(&self.conns, owner, decision, now_ms).await
     }
 
     async fn list_operations(
         &self,
         query: OperationQuery<'_>,
     ) -> Result<Vec<OperationRecord>, StoreError> {
-        audit::operations(&self.pool, &query).await
+        audit::operations(&self.conns, &query).await
     }
 
     async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
-        transaction::begin(&self.pool, &request).await
+        transaction::begin(&self.conns, &request).await
     }
 
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        outbox::lease(&self.pool, &lease).await
+        outbox::lease(&self.conns, &lease).await
     }
 
     async fn settle_event(
@@ -431,7 +457,7 @@ impl OperationStore for PostgresStore {
         outcome: DeliveryOutcome<'_>,
         now_ms: i64,
     ) -> Result<OutboxEvent, StoreError> {
-        outbox::settle(&self.pool, tenant, key, attempt, outcome, now_ms).await
+        outbox::settle(&self.conns, tenant, key, attempt, outcome, now_ms).await
     }
 
     async fn resume_event(
@@ -440,16 +466,17 @@ impl OperationStore for PostgresStore {
         key: &str,
         now_ms: i64,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        outbox::resume(&self.pool, tenant, key, now_ms).await
+        outbox::resume(&self.conns, tenant, key, now_ms).await
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(backend)?;
-        outbox::read(&mut conn, tenant, key, false).await
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let read = outbox::read(lease.conn(), tenant, key, false).await;
+        lease.finish(read).await
     }
 
     async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
-        outbox::list(&self.pool, &query).await
+        outbox::list(&self.conns, &query).await
     }
 
     async fn begin_step(
@@ -458,7 +485,7 @@ impl OperationStore for PostgresStore {
         name: &str,
         now_ms: i64,
     ) -> Result<StepStart, StoreError> {
-        steps::begin_step(&self.pool, owner, name, now_ms).await
+        steps::begin_step(&self.conns, owner, name, now_ms).await
     }
 
     async fn finish_step(
@@ -468,11 +495,11 @@ impl OperationStore for PostgresStore {
         outcome: StepOutcome<'_>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        steps::finish_step(&self.pool, owner, name, outcome, now_ms).await
+        steps::finish_step(&self.conns, owner, name, outcome, now_ms).await
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        steps::steps(&self.pool, tenant, key).await
+        steps::steps(&self.conns, tenant, key).await
     }
 
     async fn partial(
@@ -482,15 +509,15 @@ impl OperationStore for PostgresStore {
         error: &AttemptError,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        steps::partial(&self.pool, owner, report, error, now_ms).await
+        steps::partial(&self.conns, owner, report, error, now_ms).await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        audit::append(&self.pool, entry).await
+        audit::append(&self.conns, entry).await
     }
 
     async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
-        audit::read(&self.pool, &query).await
+        audit::read(&self.conns, &query).await
     }
 }
 
