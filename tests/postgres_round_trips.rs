@@ -8,8 +8,6 @@
 //! back before a call returns, checking none (sqlx's pool pinged each one it handed out and took
 //! back, three round trips a statement): what a turn cost is on the wire when the turn returns.
 
-use std::time::Duration;
-
 use serde_json::json;
 use toolgate::prelude::*;
 use toolgate::store::PostgresStore;
@@ -36,7 +34,6 @@ const READ_STATEMENTS: u64 = 2;
 
 struct Rig {
     proxy: CountingProxy,
-    store: PostgresStore,
     dispatcher: Dispatcher,
 }
 
@@ -52,31 +49,13 @@ impl Rig {
         let mut registry = Registry::new();
         registry.register::<refund>().unwrap();
         registry.register::<lookup>().unwrap();
-        let dispatcher = Dispatcher::builder(registry).store(store.clone()).build();
-        Rig {
-            proxy,
-            store,
-            dispatcher,
-        }
-    }
-
-    /// The tally once the pool has taken back any connection of its own (the store runs none
-    /// of its statements on the pool, and takes its own connections back before a call returns).
-    async fn idle_tally(&self) -> Tally {
-        let pool = self.store.pool();
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while pool.num_idle() < pool.size() as usize {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("the pool takes its connection back");
-        self.proxy.tally()
+        let dispatcher = Dispatcher::builder(registry).store(store).build();
+        Rig { proxy, dispatcher }
     }
 
     /// What `turn` cost, with the statements it sent.
     async fn cost(&self, session: &Session, turn: Vec<ToolCall>) -> (Tally, Vec<String>) {
-        let before = self.idle_tally().await;
+        let before = self.proxy.tally();
         let logged = self.proxy.log().len();
         let reports = self
             .dispatcher
@@ -90,7 +69,7 @@ impl Rig {
                 report.result.to_json()
             );
         }
-        let cost = self.idle_tally().await - before;
+        let cost = self.proxy.tally() - before;
         (cost, self.proxy.log()[logged..].to_vec())
     }
 }
@@ -145,6 +124,17 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
         "a read call sent {read:?}, more than {READ_STATEMENTS} statements:\n  {}",
         sent_read.join("\n  ")
     );
+    // No round trip carries no statement: nothing checks a connection lent or taken back.
+    for (what, cost) in [
+        ("a write call", write),
+        ("a read call", read),
+        ("five writes", five),
+    ] {
+        assert_eq!(
+            cost.round_trips, cost.statements,
+            "{what} cost {cost:?}: a round trip without a statement"
+        );
+    }
     // A turn's counters once, then each write's claim and success.
     assert!(
         five.statements <= 1 + 5 * (WRITE_STATEMENTS - 1),
