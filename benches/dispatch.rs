@@ -26,16 +26,18 @@
 //! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
 //!
 //! Instructions, which this machine's timings are too noisy to compare finely: with
-//! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
-//! or `answer_turn`), the bench answers N turns that way and exits. Run it
-//! under callgrind with N and 2N turns; the difference of the two totals, over N, is one turn
-//! without the set-up:
+//! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written` or
+//! `answer_turn`), the bench answers N turns that way and exits. Run it under callgrind with
+//! collection on inside the path's own future only (its set-up, and the runtime's, left out)
+//! and divide by N. Counting this way gives the same figure run after run; the difference of two
+//! whole runs of N and 2N turns varies by a tenth from run to run, with the allocator's state.
 //!
 //! ```sh
-//! for path in hand_written toolgate answer_turn; do for n in 2000 4000; do
-//!   TOOLGATE_DISPATCH_PATH=$path TOOLGATE_DISPATCH_TURNS=$n valgrind --tool=callgrind \
-//!     --callgrind-out-file=/dev/null target/release/deps/dispatch-HASH 2>&1 | grep Collected
-//! done; done
+//! for path in hand_written:hand_written toolgate:with_toolgate answer_turn:answered; do
+//!   TOOLGATE_DISPATCH_PATH=${path%%:*} TOOLGATE_DISPATCH_TURNS=3000 valgrind --tool=callgrind \
+//!     --toggle-collect="dispatch::${path##*:}::*" --callgrind-out-file=/dev/null \
+//!     target/release/deps/dispatch-HASH 2>&1 | grep Collected
+//! done
 //! ```
 
 use criterion::{Criterion, criterion_group};

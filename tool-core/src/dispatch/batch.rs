@@ -218,8 +218,9 @@ impl Dispatcher {
         }
         let several = planned.len() > 1;
         let (mut ended, fired) = if planned.len() == 1 {
-            // The common turn: one call, run here.
-            let ended = Box::pin(self.run_unit(session, planned, &shared)).await;
+            // The common turn: one call, run here, in place (a box of its future on every turn
+            // cost more than moving the turn's larger future does).
+            let ended = self.run_unit(session, planned, &shared).await;
             (ended, shared.signal.is_fired())
         } else {
             let units = plan::units(&mut planned);
@@ -450,8 +451,9 @@ impl Dispatcher {
                     (Err(answers::repeated_call(tool)), None)
                 } else {
                     let ctx = self.ctx(session, id, registered);
-                    // On the heap: the read's future is large, and this one would hold it.
-                    let read = Box::pin(self.read(registered, &ctx, &arguments, read, ledger));
+                    // Pinned in place: a box on every read cost more than this future's size.
+                    let read =
+                        std::pin::pin!(self.read(registered, &ctx, &arguments, read, ledger));
                     let raised = std::pin::pin!(shared.signal.raised());
                     match select(read, raised).await {
                         Either::Left((Ok(result), _)) => (Ok(result), None),

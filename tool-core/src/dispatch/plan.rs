@@ -294,6 +294,14 @@ pub(super) fn apply_grants(
     counts: &[(&'static str, u32)],
     granted: &[u32],
 ) {
+    let all_granted = counts
+        .iter()
+        .enumerate()
+        .all(|(i, (_, calls))| granted.get(i).is_some_and(|granted| granted >= calls));
+    if all_granted {
+        // The common turn: every call is within its budget, nothing to mark.
+        return;
+    }
     let mut left: Vec<u32> = (0..counts.len())
         .map(|i| granted.get(i).copied().unwrap_or(0))
         .collect();
