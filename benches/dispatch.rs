@@ -27,16 +27,17 @@
 //!
 //! Instructions, which this machine's timings are too noisy to compare finely: with
 //! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written` or
-//! `answer_turn`), the bench answers N turns that way and exits. Run it under callgrind with
-//! collection on inside the path's own future only (its set-up, and the runtime's, left out)
-//! and divide by N. Counting this way gives the same figure run after run; the difference of two
-//! whole runs of N and 2N turns varies by a tenth from run to run, with the allocator's state.
+//! `answer_turn`), the bench answers N turns that way, each in a `Runtime::block_on` as
+//! criterion's iterations are, and exits. Run it under callgrind with collection on inside
+//! `block_on` only (the set-up left out) and divide by N. Counting this way gives the same
+//! figure run after run; the difference of two whole runs of N and 2N turns varies by a tenth
+//! from run to run, with the allocator's state.
 //!
 //! ```sh
-//! for path in hand_written:hand_written toolgate:with_toolgate answer_turn:answered; do
-//!   TOOLGATE_DISPATCH_PATH=${path%%:*} TOOLGATE_DISPATCH_TURNS=3000 valgrind --tool=callgrind \
-//!     --toggle-collect="dispatch::${path##*:}::*" --callgrind-out-file=/dev/null \
-//!     target/release/deps/dispatch-HASH 2>&1 | grep Collected
+//! for path in hand_written toolgate answer_turn; do
+//!   TOOLGATE_DISPATCH_PATH=$path TOOLGATE_DISPATCH_TURNS=3000 valgrind --tool=callgrind \
+//!     --toggle-collect='tokio::runtime::runtime::Runtime::block_on*' \
+//!     --callgrind-out-file=/dev/null target/release/deps/dispatch-HASH 2>&1 | grep Collected
 //! done
 //! ```
 
@@ -260,19 +261,18 @@ fn counted(turns: usize, path: &str) {
         .build();
     let auth = AuthContext::new("acme", "agent").with_permissions(["orders:read"]);
     let session = Session::new(auth, "run-1");
-    runtime.block_on(async {
-        for _ in 0..turns {
-            let sent = match path {
-                "hand_written" => hand_written(black_box(TURN)).await,
-                "toolgate" => with_toolgate(&dispatcher, &session, black_box(TURN)).await,
-                "answer_turn" => answered(&dispatcher, &session, black_box(TURN)).await,
-                other => panic!(
-                    "TOOLGATE_DISPATCH_PATH is hand_written, toolgate or answer_turn, not {other}"
-                ),
-            };
-            black_box(sent);
-        }
-    });
+    // A `block_on` a turn, as criterion's iterations have it: callgrind counts inside it.
+    for _ in 0..turns {
+        let sent = match path {
+            "hand_written" => runtime.block_on(hand_written(black_box(TURN))),
+            "toolgate" => runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))),
+            "answer_turn" => runtime.block_on(answered(&dispatcher, &session, black_box(TURN))),
+            other => panic!(
+                "TOOLGATE_DISPATCH_PATH is hand_written, toolgate or answer_turn, not {other}"
+            ),
+        };
+        black_box(sent);
+    }
 }
 
 fn main() {
