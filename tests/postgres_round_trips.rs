@@ -1,6 +1,7 @@
 //! What a call costs the PostgreSQL store, counted on the wire: round trips, statements and
-//! commits of a write call, a read call and a turn of five writes, with the default run limits
-//! and the audit trail on. A count, not a time: the test fails when a call sends more statements
+//! commits of a write call, a read call, a turn of five reads and a turn of five writes, with the
+//! default run limits and the audit trail on. The audit records of a turn's reads are written
+//! after the turn answers, in one statement: counted apart, after the turn's path. A count, not a time: the test fails when a call sends more statements
 //! than the store's budget, and prints what it sent (run it with `--nocapture` for the figures).
 //!
 //! A [`CountingProxy`] sits between the store and the server. Each figure is counted over calls
@@ -29,8 +30,9 @@ async fn lookup(order_id: String) -> Result<String, ToolError> {
 /// The most statements a write call may send: the turn's counters, the claim, the success with
 /// its audit record.
 const WRITE_STATEMENTS: u64 = 3;
-/// The most statements a read call may send: the turn's counters, the audit record.
-const READ_STATEMENTS: u64 = 2;
+/// The most statements a read call may send on its path: the turn's counters. Its audit record
+/// is written after the turn answers, with those of the turn's other reads, in one statement.
+const READ_STATEMENTS: u64 = 1;
 
 struct Rig {
     proxy: CountingProxy,
@@ -53,8 +55,17 @@ impl Rig {
         Rig { proxy, dispatcher }
     }
 
-    /// What `turn` cost, with the statements it sent.
+    /// What `turn` cost on its path, with the statements it sent; then what writing the audit
+    /// records of its reads cost after it.
     async fn cost(&self, session: &Session, turn: Vec<ToolCall>) -> (Tally, Vec<String>) {
+        let (cost, sent, _) = self.costs(session, turn).await;
+        (cost, sent)
+    }
+
+    /// What `turn` cost on its path, the statements it sent, and what writing the audit records
+    /// of its reads cost after it. The test runs on one thread: the task that writes those
+    /// records runs only once the turn has been counted.
+    async fn costs(&self, session: &Session, turn: Vec<ToolCall>) -> (Tally, Vec<String>, Tally) {
         let before = self.proxy.tally();
         let logged = self.proxy.log().len();
         let reports = self
@@ -70,7 +81,10 @@ impl Rig {
             );
         }
         let cost = self.proxy.tally() - before;
-        (cost, self.proxy.log()[logged..].to_vec())
+        let sent = self.proxy.log()[logged..].to_vec();
+        let before = self.proxy.tally();
+        self.dispatcher.flush_audit().await;
+        (cost, sent, self.proxy.tally() - before)
     }
 }
 
@@ -88,6 +102,10 @@ async fn warm(rig: &Rig, session: &Session) {
         rig.cost(session, vec![refund_call("w", &format!("WARM-{round}"))])
             .await;
         rig.cost(session, vec![lookup_call("r", "WARM")]).await;
+        let reads = (0..5)
+            .map(|i| lookup_call(&format!("r{i}"), "WARM"))
+            .collect();
+        rig.cost(session, reads).await;
         let turn = (0..5)
             .map(|i| refund_call(&format!("t{i}"), &format!("WARM-{round}-{i}")))
             .collect();
@@ -95,7 +113,7 @@ async fn warm(rig: &Rig, session: &Session) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
     let rig = Rig::new().await;
     let session = Session::new(AuthContext::new("acme", "agent"), "run-costs");
@@ -103,8 +121,19 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
 
     let (write, sent) = rig.cost(&session, vec![refund_call("w1", "ORD-1")]).await;
     println!("a write call: {write:?}\n  {}", sent.join("\n  "));
-    let (read, sent_read) = rig.cost(&session, vec![lookup_call("r1", "ORD-1")]).await;
-    println!("a read call: {read:?}\n  {}", sent_read.join("\n  "));
+    let (read, sent_read, read_after) = rig.costs(&session, vec![lookup_call("r1", "ORD-1")]).await;
+    println!(
+        "a read call: {read:?}, its audit record after: {read_after:?}\n  {}",
+        sent_read.join("\n  ")
+    );
+    let reads = (0..5)
+        .map(|i| lookup_call(&format!("r{i}"), &format!("ORD-{i}")))
+        .collect();
+    let (five_reads, sent_five_reads, five_reads_after) = rig.costs(&session, reads).await;
+    println!(
+        "a turn of five reads: {five_reads:?}, their audit records after: {five_reads_after:?}\n  {}",
+        sent_five_reads.join("\n  ")
+    );
     let turn = (0..5)
         .map(|i| refund_call(&format!("t{i}"), &format!("ORD-T{i}")))
         .collect();
@@ -124,10 +153,24 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
         "a read call sent {read:?}, more than {READ_STATEMENTS} statements:\n  {}",
         sent_read.join("\n  ")
     );
+    // A turn's reads cost what one read costs on their path, and one statement after it.
+    assert!(
+        five_reads.statements <= READ_STATEMENTS,
+        "a turn of five reads sent {five_reads:?}:\n  {}",
+        sent_five_reads.join("\n  ")
+    );
+    for (what, after) in [("a read", read_after), ("five reads", five_reads_after)] {
+        assert_eq!(
+            (after.statements, after.commits),
+            (1, 1),
+            "the audit records of {what} cost {after:?} after the turn"
+        );
+    }
     // No round trip carries no statement: nothing checks a connection lent or taken back.
     for (what, cost) in [
         ("a write call", write),
         ("a read call", read),
+        ("five reads", five_reads),
         ("five writes", five),
     ] {
         assert_eq!(

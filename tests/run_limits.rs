@@ -356,6 +356,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
     d.dispatch_turn(&s, calls).await.unwrap_err();
     // A later turn of the aborted run: answered, nothing ran.
     d.dispatch_turn(&s, turn(&["a3", "a4"])).await.unwrap_err();
+    d.flush_audit().await;
     let records = audited(&store, "run-abort").await;
     assert_eq!(ids_of(&records), ["a1", "a2", "a3", "a4"], "{records:?}");
     assert!(
@@ -375,6 +376,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
         .dispatch_turn(&s, turn(&["s2", "s3"]))
         .await
         .unwrap_err();
+    steps.flush_audit().await;
     let records = audited(&store, "run-steps-audit").await;
     assert_eq!(ids_of(&records), ["s1", "s2", "s3"], "{records:?}");
 
@@ -382,6 +384,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
     let budget = dispatcher(&store, &counts, RunLimits::UNLIMITED.max_tool_calls(1));
     let s = session("run-budget-audit");
     budget.dispatch_turn(&s, turn(&["b1", "b2"])).await.unwrap();
+    budget.flush_audit().await;
     let records = audited(&store, "run-budget-audit").await;
     assert_eq!(ids_of(&records), ["b1", "b2"], "{records:?}");
 
@@ -390,6 +393,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
     d.dispatch_turn(&s, turn(&["r1", "r2", "r1"]))
         .await
         .unwrap();
+    d.flush_audit().await;
     let records = audited(&store, "run-reused-audit").await;
     assert_eq!(ids_of(&records), ["r1", "r2"], "{records:?}");
 }

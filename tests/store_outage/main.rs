@@ -5,8 +5,10 @@
 //! `toolgate_test::ControlledStore`, which makes requests fail with `StoreError::Unreachable` on
 //! command; time is tokio's paused clock and the project's `ManualClock`.
 //!
-//! The bounds of a wait for a store that does not answer are in `wait`.
+//! The bounds of a wait for a store that does not answer are in `wait`; the audit records of
+//! reads, written after their turn, in `read_audit`.
 
+mod read_audit;
 mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -32,13 +32,13 @@ async fn get_order(order_id: String) -> Result<String, ToolError> {
 /// How long a client waits for a connection to a stopped server here (PostgreSQL's default).
 const CONNECT_WAIT: Duration = Duration::from_secs(3);
 
-struct Desk {
-    dispatcher: Dispatcher,
-    store: Arc<ControlledStore<MemoryStore>>,
-    session: Session,
+pub(super) struct Desk {
+    pub(super) dispatcher: Dispatcher,
+    pub(super) store: Arc<ControlledStore<MemoryStore>>,
+    pub(super) session: Session,
 }
 
-fn desk(limits: RunLimits) -> Desk {
+pub(super) fn desk(limits: RunLimits) -> Desk {
     let store = Arc::new(ControlledStore::new(Arc::new(MemoryStore::new())));
     let mut registry = Registry::new();
     registry.register::<refund>().unwrap();
@@ -56,11 +56,11 @@ fn desk(limits: RunLimits) -> Desk {
     }
 }
 
-fn refund_call(id: &str, order: &str) -> ToolCall {
+pub(super) fn refund_call(id: &str, order: &str) -> ToolCall {
     ToolCall::new(id, "refund", json!({"order_id": order, "amount": 10}))
 }
 
-fn read_call(id: &str, order: &str) -> ToolCall {
+pub(super) fn read_call(id: &str, order: &str) -> ToolCall {
     ToolCall::new(id, "get_order", json!({"order_id": order}))
 }
 
@@ -147,6 +147,7 @@ async fn once_the_store_is_known_down_a_read_waits_for_it_once_a_second_at_most(
         asked + 2,
         "the counters ask it again"
     );
+    desk.dispatcher.flush_audit().await;
     let audit = desk
         .store
         .inner()

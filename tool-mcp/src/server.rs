@@ -240,6 +240,8 @@ impl McpServer {
             .map_err(|err| ServeError::Initialize(Box::new(err)))?;
         let quit = running.waiting().await;
         self.inner.in_flight.idle().await;
+        // The audit records of the last reads, before the process may end.
+        self.inner.dispatcher.flush_audit().await;
         match quit {
             Ok(QuitReason::JoinError(err)) | Err(err) => Err(ServeError::Task(err)),
             Ok(_) => Ok(()),

@@ -148,6 +148,8 @@ impl McpServer {
         service.end_sessions();
         graceful.shutdown().await;
         self.inner.in_flight.idle().await;
+        // The audit records of the last reads, before the process may end.
+        self.inner.dispatcher.flush_audit().await;
     }
 }
 

@@ -12,7 +12,7 @@ use toolgate_core::store::{
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns, decode, decode_optional, get, json_text};
-use crate::statement::FetchOn;
+use crate::statement::{ExecuteOn, FetchOn};
 
 /// The columns of an audit record, in the order [`record`] reads them.
 macro_rules! audit_columns {
@@ -77,6 +77,124 @@ pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i6
         .fetch_one_on(conns)
         .await
         .map_err(fault("append an audit record"))
+}
+
+/// [`OperationStore::append_audits`](toolgate_core::store::OperationStore::append_audits): one
+/// statement, whatever their number (one round trip, one commit; all of them or none). Each
+/// column goes as an array; the rows are inserted in the order given, so their numbers follow it.
+pub(crate) async fn append_all(
+    conns: &Connections,
+    entries: &[AuditEntry],
+) -> Result<(), StoreError> {
+    match entries {
+        [] => return Ok(()),
+        [entry] => return append(conns, entry).await.map(drop),
+        _ => {}
+    }
+    let mut columns = Columns::default();
+    for entry in entries {
+        columns.push(entry)?;
+    }
+    let Columns {
+        kind,
+        tenant,
+        run_id,
+        call_id,
+        tool,
+        actor,
+        arguments,
+        attempts,
+        duration_ms,
+        outcome,
+        error_kind,
+        replayed,
+        bytes,
+        key,
+        approval_id,
+        reason,
+        at_ms,
+    } = columns;
+    sqlx::query(concat!(
+        audit_insert!(),
+        "SELECT kind, tenant_id, run_id, call_id::json, tool::json, actor::json, arguments, \
+         attempts, duration_ms, outcome, error_kind, replayed, bytes, idempotency_key, \
+         approval_id, reason::json, at_ms \
+         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+         $7::text[], $8::int8[], $9::int8[], $10::text[], $11::text[], $12::bool[], $13::int8[], \
+         $14::text[], $15::text[], $16::text[], $17::int8[]) WITH ORDINALITY \
+         AS r(kind, tenant_id, run_id, call_id, tool, actor, arguments, attempts, duration_ms, \
+         outcome, error_kind, replayed, bytes, idempotency_key, approval_id, reason, at_ms, n) \
+         ORDER BY n"
+    ))
+    .bind(kind)
+    .bind(tenant)
+    .bind(run_id)
+    .bind(call_id)
+    .bind(tool)
+    .bind(actor)
+    .bind(arguments)
+    .bind(attempts)
+    .bind(duration_ms)
+    .bind(outcome)
+    .bind(error_kind)
+    .bind(replayed)
+    .bind(bytes)
+    .bind(key)
+    .bind(approval_id)
+    .bind(reason)
+    .bind(at_ms)
+    .execute_on(conns)
+    .await
+    .map(drop)
+    .map_err(fault("append audit records"))
+}
+
+/// Audit records as columns, for [`append_all`].
+#[derive(Default)]
+struct Columns<'a> {
+    kind: Vec<&'static str>,
+    tenant: Vec<&'a str>,
+    run_id: Vec<&'a str>,
+    call_id: Vec<String>,
+    tool: Vec<String>,
+    actor: Vec<String>,
+    arguments: Vec<&'a str>,
+    attempts: Vec<i64>,
+    duration_ms: Vec<i64>,
+    outcome: Vec<&'a str>,
+    error_kind: Vec<Option<&'a str>>,
+    replayed: Vec<bool>,
+    bytes: Vec<i64>,
+    key: Vec<Option<&'a str>>,
+    approval_id: Vec<Option<&'a str>>,
+    reason: Vec<Option<String>>,
+    at_ms: Vec<i64>,
+}
+
+impl<'a> Columns<'a> {
+    /// Adds `entry` as the last row, encoded as [`bind_entry`] encodes one.
+    fn push(&mut self, entry: &'a AuditEntry) -> Result<(), StoreError> {
+        self.kind.push(entry.kind.as_str());
+        self.tenant.push(&entry.tenant);
+        self.run_id.push(&entry.run_id);
+        self.call_id.push(json_text(&entry.call_id)?);
+        self.tool.push(json_text(&entry.tool)?);
+        self.actor.push(json_text(&entry.actor)?);
+        self.arguments.push(&entry.arguments);
+        self.attempts.push(i64::from(entry.attempts));
+        self.duration_ms
+            .push(row::wide(entry.duration_ms, "duration_ms")?);
+        self.outcome.push(&entry.outcome);
+        self.error_kind.push(entry.error_kind.as_deref());
+        self.replayed.push(entry.replayed);
+        self.bytes.push(row::wide(entry.bytes, "bytes")?);
+        self.key.push(entry.key.as_deref());
+        self.approval_id.push(entry.approval_id.as_deref());
+        self.reason
+            .push(entry.reason.as_deref().map(json_text).transpose()?);
+        self.at_ms.push(entry.at_ms);
+        Ok(())
+    }
 }
 
 /// [`OperationStore::succeed_audited`](toolgate_core::store::OperationStore::succeed_audited):

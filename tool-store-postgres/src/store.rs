@@ -516,6 +516,10 @@ impl OperationStore for PostgresStore {
         audit::append(&self.conns, entry).await
     }
 
+    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        audit::append_all(&self.conns, entries).await
+    }
+
     async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
         audit::read(&self.conns, &query).await
     }

@@ -53,6 +53,27 @@ pub(crate) async fn append<'c>(
     .map_err(backend("append an audit record"))
 }
 
+/// [`OperationStore::append_audits`](toolgate_core::store::OperationStore::append_audits): one
+/// immediate transaction, so all of them or none, and one commit (one fsync) for all.
+pub(crate) async fn append_all(
+    writer: &SqlitePool,
+    entries: &[AuditEntry],
+) -> Result<(), StoreError> {
+    match entries {
+        [] => return Ok(()),
+        [entry] => return append(writer, entry).await.map(drop),
+        _ => {}
+    }
+    let mut tx = writer
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(backend("begin appending audit records"))?;
+    for entry in entries {
+        append(&mut *tx, entry).await?;
+    }
+    tx.commit().await.map_err(backend("commit audit records"))
+}
+
 /// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).
 pub(crate) async fn read(
     reader: &SqlitePool,

@@ -514,6 +514,10 @@ impl OperationStore for SqliteStore {
         audit::append(&self.writer, entry).await
     }
 
+    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        audit::append_all(&self.writer, entries).await
+    }
+
     async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
         audit::read(&self.reader, &query).await
     }

@@ -92,6 +92,7 @@ pub use approvals::{
 };
 pub use audit::{
     a_success_and_its_audit_record_are_written_together,
+    audit_records_appended_together_are_read_back_in_order,
     retention_keeps_waiting_approvals_and_the_audit_of_living_operations,
     the_audit_seq_keeps_increasing_after_a_purge,
     the_audit_trail_is_read_in_append_order_by_run_key_and_tenant,
@@ -313,6 +314,7 @@ macro_rules! __conformance_cases {
             aborting_a_run_rejects_its_approvals_that_have_not_run
             the_audit_trail_is_read_in_append_order_by_run_key_and_tenant
             a_success_and_its_audit_record_are_written_together
+            audit_records_appended_together_are_read_back_in_order
             the_audit_seq_keeps_increasing_after_a_purge
             retention_keeps_waiting_approvals_and_the_audit_of_living_operations
             every_text_round_trips_whatever_its_characters

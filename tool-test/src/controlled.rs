@@ -450,6 +450,11 @@ impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
             .await
     }
 
+    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        self.run(Request::AppendAudits, self.inner.append_audits(entries))
+            .await
+    }
+
     async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
         self.run(Request::Audit, self.inner.audit(query)).await
     }

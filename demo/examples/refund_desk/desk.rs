@@ -166,6 +166,14 @@ impl Desk {
     }
 
     /// The payment provider's client.
+    /// Writes the audit records of the last reads (a read answers before its record is
+    /// written), before the process ends.
+    pub(crate) async fn close(&self) {
+        if let Some((_, dispatcher)) = &self.open {
+            dispatcher.flush_audit().await;
+        }
+    }
+
     pub(crate) fn payments(&self) -> &HttpPayments {
         &self.payments
     }

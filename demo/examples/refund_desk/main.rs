@@ -232,6 +232,7 @@ async fn run(flags: Flags) -> Result<(), String> {
             &format!("{errors} line(s) of the script were answered with an error"),
         );
     }
+    desk.close().await;
     let ledger = desk.payments().ledger().await?;
     if story {
         tell_ledger(&narrator, &ledger);

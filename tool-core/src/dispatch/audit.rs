@@ -143,15 +143,26 @@ impl Dispatcher {
     }
 
     /// Appends the audit record of a call that ended in `fate`, from the draft its path left
-    /// in `notes`, unless the path wrote it already (with a write's success).
-    pub(super) async fn audit_ended(&self, session: &Session, fate: &Fate, notes: CallNotes) {
+    /// in `notes`, unless the path wrote it already (with a write's success). A read's record
+    /// waits to be written after its turn (see `read_audit`).
+    pub(super) async fn audit_ended(
+        &self,
+        session: &Session,
+        fate: &Fate,
+        notes: CallNotes,
+        read: bool,
+    ) {
         let (Some(store), Some(mut entry)) = (self.inner.store.as_deref(), notes.draft.take())
         else {
             return;
         };
         complete(&mut entry, session, fate, &notes, self.now_ms());
         drop(notes);
-        self.append_audit(store, entry).await;
+        if read {
+            self.inner.read_audit.wait(entry);
+        } else {
+            self.append_audit(store, entry).await;
+        }
     }
 
     /// Appends `entry` after the records kept while the store could not be reached; keeps it
@@ -159,6 +170,12 @@ impl Dispatcher {
     /// reach (see `reach`). Another failure loses the record, not the call's result: it is
     /// logged.
     pub(super) async fn append_audit(&self, store: &dyn OperationStore, entry: AuditEntry) {
+        self.reads_first().await;
+        self.append_one(store, entry).await;
+    }
+
+    /// [`append_audit`](Self::append_audit), ahead of the records of reads that wait.
+    async fn append_one(&self, store: &dyn OperationStore, entry: AuditEntry) {
         let kept = &self.inner.kept_audit;
         let reach = &self.inner.reach;
         if reach.is_down() {
@@ -185,6 +202,45 @@ impl Dispatcher {
             }
             Err(err) => {
                 tracing::warn!(error = %err, tool = entry.tool.as_str(), call_id = entry.call_id.as_str(), "the audit record of a call could not be appended");
+            }
+        }
+    }
+
+    /// Appends `entries` in one statement ([`OperationStore::append_audits`]), as
+    /// [`append_audit`](Self::append_audit) appends one: after the records kept while the store
+    /// could not be reached, or kept with them while it still cannot be. Not after the records
+    /// of reads that wait: the caller writes those first, or is writing them.
+    pub(super) async fn append_audits(&self, store: &dyn OperationStore, entries: Vec<AuditEntry>) {
+        let [_, _, ..] = entries.as_slice() else {
+            if let Some(entry) = entries.into_iter().next() {
+                self.append_one(store, entry).await;
+            }
+            return;
+        };
+        let kept = &self.inner.kept_audit;
+        let reach = &self.inner.reach;
+        if reach.is_down() {
+            entries.into_iter().for_each(|entry| kept.keep(entry));
+            return;
+        }
+        if kept.any() {
+            let written = Box::pin(kept.write(store)).await;
+            reach.note(&written);
+            if written.is_err() {
+                entries.into_iter().for_each(|entry| kept.keep(entry));
+                return;
+            }
+        }
+        let appended = store.append_audits(&entries).await;
+        reach.note(&appended);
+        match appended {
+            Ok(()) => {}
+            Err(err) if err.is_unreachable() => {
+                tracing::warn!(error = %err, records = entries.len(), "the operation store could not be reached; the audit records are kept to be written when it answers");
+                entries.into_iter().for_each(|entry| kept.keep(entry));
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, records = entries.len(), "audit records of calls could not be appended");
             }
         }
     }
@@ -402,24 +458,27 @@ impl KeptAudit {
 pub(super) struct Owed(pub(super) Option<Subject>);
 
 impl Dispatcher {
-    /// Appends the record each of `owed` owes: a call `id` of the tool named `name`, which
-    /// ended in its fate without running.
+    /// Appends the record each of `owed` owes, all in one statement: a call `id` of the tool
+    /// named `name`, which ended in its fate without running.
     pub(super) async fn audit_owed(&self, session: &Session, owed: Vec<(&str, &str, Owed, &Fate)>) {
         if self.inner.store.is_none() || owed.is_empty() {
             return;
         }
-        let started_ms = self.now_ms();
-        for (id, name, Owed(subject), fate) in owed {
-            let audit = CallAudit {
-                id,
-                name,
-                subject,
-                fate,
-                notes: CallNotes::default(),
-                started_ms,
-            };
-            self.audit_call(session, audit).await;
-        }
+        let Some(store) = self.inner.store.as_deref() else {
+            return;
+        };
+        let now_ms = self.now_ms();
+        let entries = owed
+            .into_iter()
+            .map(|(id, name, Owed(subject), fate)| {
+                let mut entry = draft(session, id, name, subject, now_ms);
+                complete(&mut entry, session, fate, &CallNotes::default(), now_ms);
+                entry
+            })
+            .collect();
+        // One statement for all of them, after the records of reads that wait.
+        self.reads_first().await;
+        self.append_audits(store, entries).await;
     }
 }
 

@@ -18,6 +18,7 @@ use crate::store::TurnGrant;
 
 use super::ledger::{Ledger, aborted_from};
 use super::plan::{self, Planned, Step};
+use super::read_audit::WriteReadsAfter;
 use super::turn_end::{Ended, aborted, reports};
 use super::turn_shared::{Answering, Shared};
 use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
@@ -52,6 +53,11 @@ impl Dispatcher {
     /// the place of its first call, an `invalid_arguments` error saying so; the other calls of
     /// the turn run as usual. (The provider formats give a call that came without an id one
     /// that no other call of its turn has, so a shared id is always the model's.)
+    ///
+    /// Each call has its audit record, when the dispatcher has a store. A write's is written
+    /// before the turn answers (a success carries it); the records of the turn's reads are
+    /// written after it, in one statement, and before any later record of this dispatcher
+    /// (see [`flush_audit`](Self::flush_audit) for what a crash in between loses).
     ///
     /// When a call aborts the run (a missing permission, checked for every call before any
     /// runs; an abort its tool returns; the step limit), the turn answers `Err`: calls that had
@@ -101,6 +107,8 @@ impl Dispatcher {
         calls: Vec<ToolCall>,
         answering: Option<Answering>,
     ) -> Result<Vec<CallReport>, TurnAborted> {
+        // The records of the turn's reads are written after it, however it ends.
+        let _reads = WriteReadsAfter(self);
         if let Some(aborted) = session.aborted() {
             // A turn of an aborted run: none of its calls runs, each has its span and record.
             let reason = aborted.clone();
@@ -396,6 +404,7 @@ impl Dispatcher {
             .audit_subject(&call.step)
             .map(|subject| audit::draft(session, id, name, Some(subject), self.now_ms()));
         let audited = draft.is_some();
+        let read = matches!(call.step, Step::Read { .. });
         // What the call's path notes is read by its audit record and its span: without either,
         // the call runs without the notes. The step's future is built where it is awaited, so
         // that this one holds it once.
@@ -408,7 +417,7 @@ impl Dispatcher {
         };
         call_span::record_end(&span, session, &fate, notes.attempts());
         if audited {
-            self.audit_ended(session, &fate, notes).await;
+            self.audit_ended(session, &fate, notes, read).await;
         }
         fate
     }

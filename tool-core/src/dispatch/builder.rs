@@ -284,6 +284,7 @@ impl DispatcherBuilder {
                 failpoints: self.failpoints,
                 unrecorded: UnrecordedOutcomes::default(),
                 kept_audit: Default::default(),
+                read_audit: Default::default(),
                 reach: Default::default(),
                 rate_limits,
             }),

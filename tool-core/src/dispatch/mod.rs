@@ -50,6 +50,7 @@ mod partial;
 mod plan;
 mod reach;
 mod read;
+mod read_audit;
 mod recorded;
 mod repeat;
 mod retries;
@@ -194,6 +195,8 @@ struct Inner {
     unrecorded: UnrecordedOutcomes,
     /// Audit records the store could not be reached to take yet (see `audit`).
     kept_audit: audit::KeptAudit,
+    /// Audit records of reads that wait to be written after their turn (see `read_audit`).
+    read_audit: read_audit::ReadAudit,
     /// What this dispatcher knows of the store's reach (see `reach`).
     reach: reach::Reach,
     /// The buckets of the tools' `rate_limit`s, per tenant.

@@ -237,7 +237,8 @@ impl Dispatcher {
 
     /// Writes every outcome this dispatcher ran and could not record (see the module docs),
     /// then the audit records it kept while the store could not be reached
-    /// ([`KEPT_AUDIT_RECORDS`](crate::KEPT_AUDIT_RECORDS)); answers how many outcomes are still
+    /// ([`KEPT_AUDIT_RECORDS`](crate::KEPT_AUDIT_RECORDS)) and those of reads that wait
+    /// ([`flush_audit`](Self::flush_audit)); answers how many outcomes are still
     /// kept because the store failed again. The [`Reconciler`](crate::Reconciler) calls it at
     /// the start of each pass.
     pub async fn record_unrecorded(&self) -> usize {
@@ -251,6 +252,7 @@ impl Dispatcher {
             }
         }
         self.write_kept_audit().await;
+        self.flush_audit().await;
         still
     }
 

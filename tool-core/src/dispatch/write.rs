@@ -244,6 +244,10 @@ impl Dispatcher {
                     .audit_goes_with_outcome()
                     .then(|| audit::take_success(&answer, self.now_ms()))
                     .flatten();
+                if audit.is_some() {
+                    // After the records of reads that ended before it.
+                    self.reads_first().await;
+                }
                 let written = self
                     .record_outcome(claim, recorded, audit.as_ref(), seed, budget)
                     .await;

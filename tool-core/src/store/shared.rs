@@ -248,6 +248,10 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
         (**self).append_audit(entry).await
     }
 
+    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        (**self).append_audits(entries).await
+    }
+
     async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
         (**self).audit(query).await
     }

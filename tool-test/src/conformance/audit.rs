@@ -258,3 +258,60 @@ pub async fn a_success_and_its_audit_record_are_written_together(store: &dyn Ope
     assert!(matches!(lost, StoreError::LostClaim { .. }), "{lost:?}");
     assert_eq!(read(store, query).await.len(), 1, "no second record");
 }
+
+/// Audit records appended together are read back whole, in the order given, each numbered after
+/// the one before and after every earlier record; none when the store refuses one of them.
+pub async fn audit_records_appended_together_are_read_back_in_order(store: &dyn OperationStore) {
+    let before = store
+        .append_audit(&entry("acme", "run-together", "call_0", None, T0))
+        .await
+        .expect("append");
+    let together: Vec<AuditEntry> = (1..=5)
+        .map(|i| AuditEntry {
+            tool: format!("lookup_«{i}»"),
+            arguments: format!(r#"{{"order_id":"ORD-{i}"}}"#),
+            error_kind: (i % 2 == 0).then(|| "not_found".to_owned()),
+            outcome: if i % 2 == 0 { "error" } else { "succeeded" }.into(),
+            reason: (i == 3).then(|| "a \"quoted\"\nreason".to_owned()),
+            replayed: i == 4,
+            ..entry("acme", "run-together", &format!("call_{i}"), None, T0 + i)
+        })
+        .collect();
+    store.append_audits(&[]).await.expect("append nothing");
+    store
+        .append_audits(&together)
+        .await
+        .expect("append the records together");
+    let query = AuditQuery {
+        run_id: Some("run-together"),
+        ..AuditQuery::default()
+    };
+    let written = read(store, query).await;
+    let entries: Vec<&AuditEntry> = written.iter().map(|r| &r.entry).collect();
+    assert_eq!(entries[1..], together.iter().collect::<Vec<_>>()[..]);
+    let numbers = seqs(&written);
+    assert_eq!(numbers[0], before);
+    assert!(
+        numbers.windows(2).all(|pair| pair[0] < pair[1]),
+        "numbered in order: {numbers:?}"
+    );
+
+    // A record the store cannot hold: either it takes all of them, or none.
+    let refused = [
+        entry("acme", "run-refused", "call_1", None, T0),
+        AuditEntry {
+            bytes: u64::MAX,
+            ..entry("acme", "run-refused", "call_2", None, T0)
+        },
+    ];
+    let held = store.append_audits(&refused).await;
+    let query = AuditQuery {
+        run_id: Some("run-refused"),
+        ..AuditQuery::default()
+    };
+    let written = read(store, query).await.len();
+    match held {
+        Ok(()) => assert_eq!(written, 2),
+        Err(_) => assert_eq!(written, 0, "a refused batch wrote {written} of its records"),
+    }
+}

@@ -55,12 +55,14 @@ pub enum Request {
     ListOperations,
     /// [`OperationStore::append_audit`].
     AppendAudit,
+    /// [`OperationStore::append_audits`].
+    AppendAudits,
     /// [`OperationStore::audit`].
     Audit,
 }
 
 /// How many kinds of request there are.
-pub(super) const KINDS: usize = 24;
+pub(super) const KINDS: usize = 25;
 
 impl Request {
     /// Every request.
@@ -88,6 +90,7 @@ impl Request {
         Request::RejectClaimed,
         Request::ListOperations,
         Request::AppendAudit,
+        Request::AppendAudits,
         Request::Audit,
     ];
 
@@ -121,6 +124,7 @@ impl Request {
             Request::RejectClaimed => "reject_claimed",
             Request::ListOperations => "list_operations",
             Request::AppendAudit => "append_audit",
+            Request::AppendAudits => "append_audits",
             Request::Audit => "audit",
         }
     }
