@@ -398,7 +398,48 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
     assert_eq!(ids_of(&records), ["r1", "r2"], "{records:?}");
 }
 
+/// An unshared run is counted in its session, with a store too: its limits and repeat detection
+/// hold, the store holds none of its counts but keeps its abort, and a new unshared session of
+/// the same run id counts afresh.
+async fn an_unshared_run_is_counted_in_its_session(store: Arc<dyn OperationStore>) {
+    let counts = Arc::new(Counts::default());
+    let d = dispatcher(&store, &counts, RunLimits::DEFAULT.max_steps(3));
+    let s = session("run-unshared").unshared();
+    let key = RunKey {
+        tenant: "acme",
+        run_id: "run-unshared",
+    };
+    let failed = d.dispatch(&s, find_call("c1", "C-9")).await.unwrap();
+    assert_eq!(kind(&failed), "not_found");
+    let again = d.dispatch(&s, find_call("c2", "C-9")).await.unwrap();
+    assert_eq!(kind(&again), "repeated_call");
+    assert_eq!(counts.find.load(Ordering::SeqCst), 1);
+    assert!(
+        d.dispatch(&s, find_call("c3", "C-1"))
+            .await
+            .unwrap()
+            .result
+            .is_succeeded()
+    );
+    assert_eq!(store.run(key).await.unwrap(), None, "the store counted it");
+    let aborted = d.dispatch(&s, find_call("c4", "C-1")).await.unwrap_err();
+    assert_eq!(aborted.kind, ErrorKind::RunBudgetExhausted);
+    assert_eq!(counts.find.load(Ordering::SeqCst), 2);
+    // The abort is stored, for the run's approvals in every process; no count is.
+    let run = store.run(key).await.unwrap().expect("the abort is stored");
+    assert_eq!(run.aborted.unwrap().kind, "run_budget_exhausted");
+    assert_eq!((run.steps, run.tool_calls), (0, 0));
+    // A new unshared session of the run id is another run: it counts afresh, and the stored
+    // abort of the first does not stop it.
+    let fresh = session("run-unshared").unshared();
+    for id in ["d1", "d2", "d3"] {
+        assert!(d.dispatch(&fresh, find_call(id, "C-1")).await.is_ok());
+    }
+    assert!(d.dispatch(&fresh, find_call("d4", "C-1")).await.is_err());
+}
+
 on_both_stores!(
+    an_unshared_run_is_counted_in_its_session,
     every_answered_call_id_is_audited,
     the_step_limit_aborts_the_run,
     a_turn_over_the_call_limit_runs_none,

@@ -125,7 +125,7 @@ pub(crate) async fn show(
 fn run_state(run: Option<&RunRecord>) -> String {
     match run {
         None => {
-            "no record in this store (never counted here, or purged after its retention)".to_owned()
+            "no record in this store (an unshared run, counted in its session only; or purged after its retention)".to_owned()
         }
         Some(RunRecord {
             aborted: Some(abort),

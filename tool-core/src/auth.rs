@@ -89,6 +89,8 @@ pub struct Session {
     local: Arc<Mutex<RunRecord>>,
     /// The tools the run's model was shown, when that is not every tool.
     shown: Option<Arc<dyn ShownTools>>,
+    /// The run is this session's alone (see [`Session::unshared`]).
+    unshared: bool,
 }
 
 /// The tools a run's model was shown, when it was not shown every tool of the registry (see
@@ -115,6 +117,7 @@ impl std::fmt::Debug for Session {
             .field("aborted", &self.aborted.get())
             .field("limits", &self.limits)
             .field("shows_every_tool", &self.shown.is_none())
+            .field("unshared", &self.unshared)
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +132,7 @@ impl Session {
             limits: None,
             local: Arc::default(),
             shown: None,
+            unshared: false,
         }
     }
 
@@ -190,6 +194,43 @@ impl Session {
     pub fn with_limits(mut self, limits: RunLimits) -> Self {
         self.limits = Some(limits);
         self
+    }
+
+    /// The run is this session's alone: this value and its clones are the only ones that drive
+    /// it, and it ends with them (no other process, and no later `Session` value, goes on with
+    /// its run id). Its counters (turns, tool calls, attempts of each tool, failed calls for
+    /// repeat detection) then live in this session only, even when the dispatcher has an
+    /// operation store: a turn asks the store nothing for them. A read call then costs no store
+    /// round trip on its path (its audit record is written after the turn), and a write two:
+    /// its claim, and its outcome with its audit record.
+    ///
+    /// What the store still holds for such a run: its operations, approvals, audit trail and
+    /// abort (stored, so that an approval of the run is rejected in every process). What it does
+    /// not: the run's counts, which `toolgate approvals show` therefore cannot report, and which a
+    /// crash loses, with the session that was their only user. Two unshared sessions given the
+    /// same run id are two runs to the limits: each counts apart, and neither is stopped by an
+    /// abort the other stored.
+    ///
+    /// The MCP server's runs are unshared: one per MCP session, under an id the server makes.
+    /// Keep the default, a run counted in the store, for a run that a restarted process or
+    /// several processes go on with.
+    ///
+    /// ```
+    /// use toolgate::{AuthContext, Session};
+    ///
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1").unshared();
+    /// assert!(session.is_unshared());
+    /// assert!(session.with_auth(AuthContext::new("acme", "desk")).is_unshared());
+    /// assert!(!Session::new(AuthContext::new("acme", "agent"), "run-2").is_unshared());
+    /// ```
+    pub fn unshared(mut self) -> Self {
+        self.unshared = true;
+        self
+    }
+
+    /// Whether the run is this session's alone ([`unshared`](Self::unshared)).
+    pub fn is_unshared(&self) -> bool {
+        self.unshared
     }
 
     /// This run's own limits, if it has some.

@@ -13,8 +13,9 @@ use toolgate_core::{AuthContext, Session};
 ///   its own: a stdio connection, a streamable HTTP session (`Mcp-Session-Id`), or, for requests
 ///   of protocol 2026-07-28 and later, which have no session, each request. A new session is a
 ///   new run, with limits and counters of its own and never aborted by another session's call.
-///   This is the default, and what a hook should answer unless the application has runs of its
-///   own.
+///   The run is [unshared](Session::unshared): its counters live in the MCP session, so a read
+///   asks the store nothing on its path. This is the default, and what a hook should answer
+///   unless the application has runs of its own.
 /// - **A session** ([`Session`]): the calls run in the run the application names, with that
 ///   session's limits, counters and abort, across every MCP session the hook hands it to. An
 ///   application does this when a run is its own notion, longer or shorter than an MCP session:

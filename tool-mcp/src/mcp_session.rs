@@ -73,7 +73,10 @@ impl McpSession {
             }
             _ => {
                 let shows = self.shows(auth.clone());
-                let next = Session::new(auth, self.run_id()).with_shown_tools(shows);
+                // The run is this MCP session's alone: counted in it, not in the store.
+                let next = Session::new(auth, self.run_id())
+                    .unshared()
+                    .with_shown_tools(shows);
                 *run = Some(next.clone());
                 next
             }

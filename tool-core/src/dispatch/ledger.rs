@@ -1,5 +1,5 @@
-//! The run's counters, in the operation store when the dispatcher has one (so a restarted
-//! process keeps them), else in the session: turns begun, attempts charged, failed calls noted,
+//! The run's counters, in the operation store when the dispatcher has one and the run is not
+//! the session's alone (so a restarted process keeps them), else in the session: turns begun, attempts charged, failed calls noted,
 //! the abort recorded.
 //!
 //! The store is asked for at most the counter wait, and not at all while it is known to be out
@@ -75,10 +75,11 @@ impl Ledger<'_> {
         self.store_waited
     }
 
-    /// The store, when the counters ask it now (see `reach`).
+    /// The store, when the counters ask it now: never for an unshared run, whose session is
+    /// where it is counted; else unless the store is known to be out of reach (see `reach`).
     fn asked(&self) -> Option<&dyn OperationStore> {
         self.store
-            .filter(|_| self.dispatcher.inner.reach.counters_ask())
+            .filter(|_| !self.session.is_unshared() && self.dispatcher.inner.reach.counters_ask())
     }
 
     /// `op` on the store, cut at the counter wait; what the store met is noted in its reach.
