@@ -1,9 +1,7 @@
 //! The audit trail, in the table `toolgate_audit`: appended one row at a time, numbered by an
 //! identity column, never changed; and the listing of operations by the runs that touched them.
 
-use sqlx::Postgres;
-use sqlx::postgres::{PgArguments, PgRow};
-use sqlx::query::QueryScalar;
+use sqlx::postgres::PgRow;
 use toolgate_core::store::{
     AuditEntry, AuditKind, AuditQuery, AuditRecord, ClaimToken, OperationQuery, OperationRecord,
     OperationState, StoreError,
@@ -40,30 +38,39 @@ macro_rules! audit_values {
     };
 }
 
-type SeqQuery<'q> = QueryScalar<'q, Postgres, i64, PgArguments>;
-
-/// `query` with the values of `entry` bound as `$1` to `$17`.
-fn bind_entry<'q>(query: SeqQuery<'q>, entry: &'q AuditEntry) -> Result<SeqQuery<'q>, StoreError> {
-    let reason = entry.reason.as_deref().map(json_text).transpose()?;
-    Ok(query
-        .bind(entry.kind.as_str())
-        .bind(&entry.tenant)
-        .bind(&entry.run_id)
-        .bind(json_text(&entry.call_id)?)
-        .bind(json_text(&entry.tool)?)
-        .bind(json_text(&entry.actor)?)
-        .bind(&entry.arguments)
-        .bind(i64::from(entry.attempts))
-        .bind(row::wide(entry.duration_ms, "duration_ms")?)
-        .bind(&entry.outcome)
-        .bind(&entry.error_kind)
-        .bind(entry.replayed)
-        .bind(row::wide(entry.bytes, "bytes")?)
-        .bind(&entry.key)
-        .bind(&entry.approval_id)
-        .bind(reason)
-        .bind(entry.at_ms))
+/// `$query` with the values of the audit entry `$entry` bound as its next 17 parameters (`$1`
+/// to `$17` of [`audit_values!`] when they are the first), in a function answering
+/// `Result<_, StoreError>`.
+macro_rules! bind_entry {
+    ($query:expr, $entry:expr) => {{
+        let entry: &toolgate_core::store::AuditEntry = $entry;
+        let reason = entry
+            .reason
+            .as_deref()
+            .map(crate::row::json_text)
+            .transpose()?;
+        $query
+            .bind(entry.kind.as_str())
+            .bind(&entry.tenant)
+            .bind(&entry.run_id)
+            .bind(crate::row::json_text(&entry.call_id)?)
+            .bind(crate::row::json_text(&entry.tool)?)
+            .bind(crate::row::json_text(&entry.actor)?)
+            .bind(&entry.arguments)
+            .bind(i64::from(entry.attempts))
+            .bind(crate::row::wide(entry.duration_ms, "duration_ms")?)
+            .bind(&entry.outcome)
+            .bind(&entry.error_kind)
+            .bind(entry.replayed)
+            .bind(crate::row::wide(entry.bytes, "bytes")?)
+            .bind(&entry.key)
+            .bind(&entry.approval_id)
+            .bind(reason)
+            .bind(entry.at_ms)
+    }};
 }
+
+pub(crate) use {audit_insert, bind_entry};
 
 /// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
 pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i64, StoreError> {
@@ -73,7 +80,7 @@ pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i6
         audit_values!(),
         ") RETURNING seq"
     ));
-    bind_entry(query, entry)?
+    bind_entry!(query, entry)
         .fetch_one_on(conns)
         .await
         .map_err(fault("append an audit record"))
@@ -172,7 +179,7 @@ struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    /// Adds `entry` as the last row, encoded as [`bind_entry`] encodes one.
+    /// Adds `entry` as the last row, encoded as [`bind_entry!`] encodes one.
     fn push(&mut self, entry: &'a AuditEntry) -> Result<(), StoreError> {
         self.kind.push(entry.kind.as_str());
         self.tenant.push(&entry.tenant);
@@ -216,7 +223,7 @@ pub(crate) async fn succeed(
         audit_values!(),
         " FROM done RETURNING seq"
     ));
-    let seq = bind_entry(query, entry)?
+    let seq = bind_entry!(query, entry)
         .bind(result)
         .bind(now_ms)
         .bind(&owner.tenant)

@@ -3,10 +3,11 @@
 
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState, OutboxEvent,
-    StoreError,
+    AuditEntry, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState,
+    OutboxEvent, StoreError,
 };
 
+use crate::audit::{audit_insert, bind_entry};
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get, json_text};
@@ -18,6 +19,27 @@ macro_rules! event_columns {
         "tenant_id, idempotency_key, tool, payload, status, attempt, resumed_at, lease_until_ms, \
          due_ms, worker::text AS worker, last_error::text AS last_error, result, maybe_applied, \
          created_ms, updated_ms"
+    };
+}
+
+/// The event settled (`settled`, $1 to $11, see [`settle`]) and its operation changed with it.
+macro_rules! settle_ctes {
+    () => {
+        concat!(
+            "WITH settled AS (UPDATE toolgate_outbox SET status = $4, \
+             result = COALESCE($5, result), last_error = COALESCE($6::json, last_error), \
+             due_ms = COALESCE($7, due_ms), updated_ms = $8, \
+             maybe_applied = (maybe_applied OR $11) \
+             WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'leased' \
+             AND attempt = $3 RETURNING ",
+            event_columns!(),
+            "), operation AS (UPDATE toolgate_operations AS o SET state = $9, \
+             errors = CASE WHEN $10::text IS NULL THEN errors ELSE ",
+            append_error!("$10"),
+            " END, updated_ms = $8 FROM settled \
+             WHERE $9::text IS NOT NULL AND o.tenant_id = settled.tenant_id \
+             AND o.idempotency_key = settled.idempotency_key AND o.state = 'queued')"
+        )
     };
 }
 
@@ -70,9 +92,10 @@ pub(crate) async fn lease(
     Ok(leased)
 }
 
-/// Records a delivery's outcome on the event leased under `attempt` and on its operation, in
-/// one statement (one round trip, atomic); [`StoreError::LostClaim`] when the event is not
-/// leased under `attempt`.
+/// Records a delivery's outcome on the event leased under `attempt` and on its operation, with
+/// its audit record when given, in one statement (one round trip, atomic; the record is
+/// inserted from the settled row only); [`StoreError::LostClaim`] when the event is not leased
+/// under `attempt`, and nothing is written.
 pub(crate) async fn settle(
     conns: &Connections,
     tenant: &str,
@@ -80,6 +103,7 @@ pub(crate) async fn settle(
     attempt: u32,
     outcome: DeliveryOutcome<'_>,
     now_ms: i64,
+    audit: Option<&AuditEntry>,
 ) -> Result<OutboxEvent, StoreError> {
     // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
     // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
@@ -109,34 +133,33 @@ pub(crate) async fn settle(
         DeliveryOutcome::Unknown(error) => Some(row::error_list(error)?),
         _ => None,
     };
-    let row = sqlx::query(concat!(
-        "WITH settled AS (UPDATE toolgate_outbox SET status = $4, result = COALESCE($5, result), \
-         last_error = COALESCE($6::json, last_error), due_ms = COALESCE($7, due_ms), \
-         updated_ms = $8, maybe_applied = (maybe_applied OR $11) \
-         WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'leased' AND attempt = $3 \
-         RETURNING ",
-        event_columns!(),
-        "), operation AS (UPDATE toolgate_operations AS o SET state = $9, \
-         errors = CASE WHEN $10::text IS NULL THEN errors ELSE ",
-        append_error!("$10"),
-        " END, updated_ms = $8 FROM settled \
-         WHERE $9::text IS NOT NULL AND o.tenant_id = settled.tenant_id \
-         AND o.idempotency_key = settled.idempotency_key AND o.state = 'queued') \
-         SELECT * FROM settled"
-    ))
-    .bind(tenant)
-    .bind(key)
-    .bind(row::attempt(attempt))
-    .bind(status.as_str())
-    .bind(result)
-    .bind(error.map(encode).transpose()?)
-    .bind(due)
-    .bind(now_ms)
-    .bind(state.map(OperationState::as_str))
-    .bind(appended)
-    .bind(outcome.marks_maybe_applied())
-    .fetch_optional_on(conns)
-    .await
+    // With an audit record, its 17 values are $12 to $28, inserted from the settled row only.
+    let query = match audit {
+        None => sqlx::query(concat!(settle_ctes!(), " SELECT * FROM settled")),
+        Some(_) => sqlx::query(concat!(
+            settle_ctes!(),
+            ", audit AS (",
+            audit_insert!(),
+            "SELECT $12, $13, $14, $15::json, $16::json, $17::json, $18, $19, $20, $21, $22, \
+             $23, $24, $25, $26, $27::json, $28 FROM settled) SELECT * FROM settled"
+        )),
+    };
+    let query = query
+        .bind(tenant)
+        .bind(key)
+        .bind(row::attempt(attempt))
+        .bind(status.as_str())
+        .bind(result)
+        .bind(error.map(encode).transpose()?)
+        .bind(due)
+        .bind(now_ms)
+        .bind(state.map(OperationState::as_str))
+        .bind(appended)
+        .bind(outcome.marks_maybe_applied());
+    let row = match audit {
+        None => query.fetch_optional_on(conns).await,
+        Some(entry) => bind_entry!(query, entry).fetch_optional_on(conns).await,
+    }
     .map_err(backend)?;
     match row {
         Some(row) => event(&row),

@@ -457,7 +457,28 @@ impl OperationStore for PostgresStore {
         outcome: DeliveryOutcome<'_>,
         now_ms: i64,
     ) -> Result<OutboxEvent, StoreError> {
-        outbox::settle(&self.conns, tenant, key, attempt, outcome, now_ms).await
+        outbox::settle(&self.conns, tenant, key, attempt, outcome, now_ms, None).await
+    }
+
+    async fn settle_event_audited(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<OutboxEvent, StoreError> {
+        outbox::settle(
+            &self.conns,
+            tenant,
+            key,
+            attempt,
+            outcome,
+            now_ms,
+            Some(audit),
+        )
+        .await
     }
 
     async fn resume_event(

@@ -5,7 +5,8 @@
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OutboxEvent, StoreError,
+    AuditEntry, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OutboxEvent,
+    StoreError,
 };
 
 use crate::error::backend;
@@ -92,8 +93,9 @@ pub(crate) async fn lease(
     Ok(leased)
 }
 
-/// Records a delivery's outcome with its operation (see
-/// [`OperationStore::settle_event`](toolgate_core::store::OperationStore::settle_event)).
+/// Records a delivery's outcome with its operation, and its audit record when given, in one
+/// transaction (see
+/// [`OperationStore::settle_event_audited`](toolgate_core::store::OperationStore::settle_event_audited)).
 pub(crate) async fn settle(
     writer: &SqlitePool,
     tenant: &str,
@@ -101,6 +103,7 @@ pub(crate) async fn settle(
     attempt: u32,
     outcome: DeliveryOutcome<'_>,
     now_ms: i64,
+    audit: Option<&AuditEntry>,
 ) -> Result<OutboxEvent, StoreError> {
     let (status, due_ms, error, result) = match outcome {
         DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, None, None, Some(result)),
@@ -166,6 +169,9 @@ pub(crate) async fn settle(
             .map_err(backend("record an unknown delivery on its operation"))?;
         }
         _ => {}
+    }
+    if let Some(entry) = audit {
+        crate::audit::append(&mut *tx, entry).await?;
     }
     tx.commit()
         .await

@@ -62,6 +62,7 @@ mod audit;
 mod claims;
 mod fixture;
 mod outbox;
+mod outbox_audit;
 mod outbox_maybe_applied;
 mod outcomes;
 mod runs;
@@ -113,6 +114,7 @@ pub use outbox::{
     resume_event_makes_a_dead_event_pending_again,
     settle_event_records_the_delivery_with_its_operation,
 };
+pub use outbox_audit::a_delivery_and_its_audit_record_are_settled_together;
 pub use outbox_maybe_applied::an_event_remembers_a_delivery_that_may_have_been_applied;
 pub use outcomes::{
     a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
@@ -324,6 +326,7 @@ macro_rules! __conformance_cases {
             lease_events_takes_due_events_oldest_first
             concurrent_leases_never_lease_an_event_twice
             settle_event_records_the_delivery_with_its_operation
+            a_delivery_and_its_audit_record_are_settled_together
             a_stale_or_unleased_event_is_not_settled
             resume_event_makes_a_dead_event_pending_again
             resolve_settles_an_outbox_operation_with_its_event

@@ -271,20 +271,7 @@ impl OutboxWorker {
             } else {
                 self.attempt(handler.as_ref(), &event).await
             };
-            let settled = self.settle(&event, &verdict).await;
-            let outcome = settled.as_ref().map_or("unrecorded", |settled| settled.as_str());
-            let entry = delivery_entry(
-                &self.name,
-                &event,
-                &verdict,
-                outcome,
-                started_ms,
-                self.clock.now_ms(),
-            );
-            if let Err(err) = self.store.append_audit(&entry).await {
-                tracing::warn!(error = %err, "the audit record of a delivery could not be appended");
-            }
-            settled
+            self.settle(&event, &verdict, started_ms).await
         }
         .instrument(span)
         .await
@@ -343,8 +330,15 @@ impl OutboxWorker {
         after_failure(failure, error)
     }
 
-    /// Records `verdict` for `event`; a lease lost meanwhile is counted, not an error.
-    async fn settle(&self, event: &OutboxEvent, verdict: &Verdict) -> Result<Settled, StoreError> {
+    /// Records `verdict` for `event`, with the delivery's audit record in the same write; a
+    /// lease lost meanwhile is counted, not an error, and its record (`lost`, or `unrecorded`
+    /// when the store failed) is appended apart.
+    async fn settle(
+        &self,
+        event: &OutboxEvent,
+        verdict: &Verdict,
+        started_ms: i64,
+    ) -> Result<Settled, StoreError> {
         let due_ms;
         let (outcome, settled) = match verdict {
             Verdict::Delivered(result) => (DeliveryOutcome::Delivered(result), Settled::Delivered),
@@ -365,18 +359,28 @@ impl OutboxWorker {
             Verdict::Dead(error) => (DeliveryOutcome::Dead(error), Settled::Dead),
             Verdict::Unknown(error) => (DeliveryOutcome::Unknown(error), Settled::Unknown),
         };
-        match self
+        let now_ms = self.clock.now_ms();
+        let mut entry = delivery_entry(
+            &self.name,
+            event,
+            verdict,
+            settled.as_str(),
+            started_ms,
+            now_ms,
+        );
+        let recorded = self
             .store
-            .settle_event(
+            .settle_event_audited(
                 &event.tenant,
                 &event.key,
                 event.attempt,
                 outcome,
-                self.clock.now_ms(),
+                now_ms,
+                &entry,
             )
-            .await
-        {
-            Ok(_) => Ok(settled),
+            .await;
+        let answer = match recorded {
+            Ok(_) => return Ok(settled),
             Err(StoreError::LostClaim { .. }) => {
                 tracing::warn!("the event's lease ended before its outcome was recorded");
                 Ok(Settled::Lost)
@@ -385,7 +389,15 @@ impl OutboxWorker {
                 tracing::warn!(error = %err, "the outcome of a delivery could not be recorded");
                 Err(err)
             }
+        };
+        entry.outcome = answer
+            .as_ref()
+            .map_or("unrecorded", |settled| settled.as_str())
+            .to_owned();
+        if let Err(err) = self.store.append_audit(&entry).await {
+            tracing::warn!(error = %err, "the audit record of a delivery could not be appended");
         }
+        answer
     }
 
     /// How many deliveries an event gets between two resumes.

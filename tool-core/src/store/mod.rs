@@ -302,6 +302,31 @@ pub trait OperationStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<OutboxEvent, StoreError>;
 
+    /// [`settle_event`](Self::settle_event) and the delivery's audit record `audit`, appended
+    /// only when the outcome is recorded: a lost lease ([`StoreError::LostClaim`]) or a fault
+    /// writes neither, and the worker appends the record of what happened apart.
+    ///
+    /// The default settles, then appends the record, in two transactions (a record that fails
+    /// to append is logged, and the settled event stands); the stores of this workspace do both
+    /// in one statement (PostgreSQL) or one transaction (SQLite).
+    async fn settle_event_audited(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<OutboxEvent, StoreError> {
+        let event = self
+            .settle_event(tenant, key, attempt, outcome, now_ms)
+            .await?;
+        if let Err(err) = self.append_audit(audit).await {
+            tracing::warn!(error = %err, "the audit record of a delivery could not be appended");
+        }
+        Ok(event)
+    }
+
     /// An operator's resume of a `dead` event: `pending` again, due at `now_ms`, its budget
     /// counted afresh from its current attempt ([`OutboxEvent::resumed_at`]). Answers the event
     /// after the change, or `None` when `(tenant, key)` has no event; a `dead` event only is

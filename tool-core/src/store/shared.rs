@@ -194,6 +194,20 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
             .await
     }
 
+    async fn settle_event_audited(
+        &self,
+        tenant: &str,
+        key: &str,
+        attempt: u32,
+        outcome: DeliveryOutcome<'_>,
+        now_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<OutboxEvent, StoreError> {
+        (**self)
+            .settle_event_audited(tenant, key, attempt, outcome, now_ms, audit)
+            .await
+    }
+
     async fn resume_event(
         &self,
         tenant: &str,

@@ -18,7 +18,7 @@ use super::fixture::{T0, acquire, error, owner, request};
 const ACCEPTED: &str = r#"{"refund_request":"rr_1","status":"accepted"}"#;
 
 /// The provider's answer to a delivery.
-const PAID: &str = r#"{"refund_id":"re_1"}"#;
+pub(super) const PAID: &str = r#"{"refund_id":"re_1"}"#;
 
 /// The lease every worker asks for.
 const LEASE: Duration = Duration::from_secs(30);
@@ -104,7 +104,7 @@ pub(super) async fn event_of(store: &dyn OperationStore, tenant: &str, key: &str
 }
 
 /// Leases the one due event `key` at `now_ms`: answers its attempt.
-async fn lease_one(store: &dyn OperationStore, key: &str, now_ms: i64) -> u32 {
+pub(super) async fn lease_one(store: &dyn OperationStore, key: &str, now_ms: i64) -> u32 {
     let leased = store
         .lease_events(lease("w1", &["issue_refund"], now_ms, 10))
         .await
