@@ -10,6 +10,10 @@
 //! - `toolgate_schema_validated`: the same, with the tool made to decline that reading, so that
 //!   the arguments are parsed into a tree, validated against the schema by `jsonschema` and
 //!   deserialized: the path of a tool with any other argument type;
+//! - `rmcp_router`: the tool declared with rmcp's `#[tool_router]`, each call's arguments parsed
+//!   into the JSON object an MCP `tools/call` carries and routed by rmcp's `ToolRouter` (look-up,
+//!   deserialization through `Parameters<T>`), the result the text content of its
+//!   `CallToolResult` (see `benches/rmcp_router`);
 //! - `toolgate_policies`: `toolgate` with every run policy doing its work on each call: the tool
 //!   declares `rate_limit = "1000000/s"` (a bucket is checked and never empties), the run limits
 //!   are finite (the step, call and retry counters are checked and counted), and a failed call of
@@ -26,15 +30,15 @@
 //! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
 //!
 //! Instructions, which this machine's timings are too noisy to compare finely: with
-//! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written` or
-//! `answer_turn`), the bench answers N turns that way, each in a `Runtime::block_on` as
+//! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
+//! `answer_turn` or `rmcp_router`), the bench answers N turns that way, each in a `Runtime::block_on` as
 //! criterion's iterations are, and exits. Run it under callgrind with collection on inside
 //! `block_on` only (the set-up left out) and divide by N. Counting this way gives the same
 //! figure run after run; the difference of two whole runs of N and 2N turns varies by a tenth
 //! from run to run, with the allocator's state.
 //!
 //! ```sh
-//! for path in hand_written toolgate answer_turn; do
+//! for path in hand_written toolgate answer_turn rmcp_router; do
 //!   TOOLGATE_DISPATCH_PATH=$path TOOLGATE_DISPATCH_TURNS=3000 valgrind --tool=callgrind \
 //!     --toggle-collect='tokio::runtime::runtime::Runtime::block_on*' \
 //!     --callgrind-out-file=/dev/null target/release/deps/dispatch-HASH 2>&1 | grep Collected
@@ -116,6 +120,7 @@ impl Tool for SchemaValidated {
 }
 
 mod by_hand;
+mod rmcp_router;
 
 #[derive(Deserialize)]
 struct GetOrderArgs {
@@ -229,6 +234,9 @@ fn dispatch(c: &mut Criterion) {
     assert_eq!(by_hand, validated, "both paths must send the same bytes");
     let policies = runtime.block_on(with_toolgate(&policed, &policed_session, TURN));
     assert_eq!(by_hand, policies, "both paths must send the same bytes");
+    let router = runtime.block_on(rmcp_router::Router::start());
+    let routed = runtime.block_on(router.answer(TURN));
+    assert_eq!(by_hand, routed, "both paths must send the same bytes");
 
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("hand_written", |b| {
@@ -236,6 +244,9 @@ fn dispatch(c: &mut Criterion) {
     });
     group.bench_function("toolgate", |b| {
         b.iter(|| runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))))
+    });
+    group.bench_function("rmcp_router", |b| {
+        b.iter(|| runtime.block_on(router.answer(black_box(TURN))))
     });
     group.bench_function("toolgate_schema_validated", |b| {
         b.iter(|| runtime.block_on(with_toolgate(&validating, &session, black_box(TURN))))
@@ -261,14 +272,21 @@ fn counted(turns: usize, path: &str) {
         .build();
     let auth = AuthContext::new("acme", "agent").with_permissions(["orders:read"]);
     let session = Session::new(auth, "run-1");
+    // The router's start is a `block_on` too, counted once: for `rmcp_router`, take the
+    // difference of runs of N and 2N turns.
+    let router = (path == "rmcp_router").then(|| runtime.block_on(rmcp_router::Router::start()));
     // A `block_on` a turn, as criterion's iterations have it: callgrind counts inside it.
     for _ in 0..turns {
         let sent = match path {
             "hand_written" => runtime.block_on(hand_written(black_box(TURN))),
             "toolgate" => runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))),
             "answer_turn" => runtime.block_on(answered(&dispatcher, &session, black_box(TURN))),
+            "rmcp_router" => {
+                let router = router.as_ref().expect("started for this path");
+                runtime.block_on(router.answer(black_box(TURN)))
+            }
             other => panic!(
-                "TOOLGATE_DISPATCH_PATH is hand_written, toolgate or answer_turn, not {other}"
+                "TOOLGATE_DISPATCH_PATH is hand_written, toolgate, answer_turn or rmcp_router, not {other}"
             ),
         };
         black_box(sent);

@@ -21,6 +21,8 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use futures_util::FutureExt;
+
 use crate::auth::Session;
 use crate::error::ErrorKind;
 use crate::fate::Fate;
@@ -67,24 +69,27 @@ pub(super) fn note_approval(id: &str) {
 }
 
 /// `call`, with what its path notes, starting from the call's audit record `draft` (see
-/// [`take_success`]).
-pub(super) async fn noted<F: Future>(draft: Option<AuditEntry>, call: F) -> (F::Output, CallNotes) {
+/// [`take_success`]). Not an `async fn`: the future it answers holds `call` once, where an
+/// `async fn` would hold it as its argument and again where it awaits it.
+pub(super) fn noted<F: Future>(
+    draft: Option<AuditEntry>,
+    call: F,
+) -> impl Future<Output = (F::Output, CallNotes)> {
     let notes = CallNotes {
         draft: RefCell::new(draft),
         ..CallNotes::default()
     };
-    NOTES
-        .scope(notes, async {
-            let output = call.await;
-            let notes = NOTES.with(|notes| CallNotes {
-                attempts: Cell::new(notes.attempts.get()),
-                approval: RefCell::new(notes.approval.take()),
-                draft: RefCell::new(notes.draft.take()),
-                started_ms: Cell::new(notes.started_ms.get()),
-            });
-            (output, notes)
-        })
-        .await
+    // The notes are read when the call ends, still inside its scope.
+    let noted = call.map(|output| {
+        let notes = NOTES.with(|notes| CallNotes {
+            attempts: Cell::new(notes.attempts.get()),
+            approval: RefCell::new(notes.approval.take()),
+            draft: RefCell::new(notes.draft.take()),
+            started_ms: Cell::new(notes.started_ms.get()),
+        });
+        (output, notes)
+    });
+    NOTES.scope(notes, noted)
 }
 
 /// What an audit record says of a call before it runs: its arguments (redacted) and key.
@@ -142,27 +147,26 @@ impl Dispatcher {
         !self.inner.reach.is_down() && !self.inner.kept_audit.any()
     }
 
-    /// Appends the audit record of a call that ended in `fate`, from the draft its path left
-    /// in `notes`, unless the path wrote it already (with a write's success). A read's record
-    /// waits to be written after its turn (see `read_audit`).
-    pub(super) async fn audit_ended(
+    /// The audit record of a call that ended in `fate`, from the draft its path left in
+    /// `notes`, unless the path wrote it already (with a write's success): a read's waits to be
+    /// written after its turn (see `read_audit`); any other is answered, for the caller to
+    /// append with [`append_audit`](Self::append_audit). Not an `async fn`, so that a call's
+    /// future holds the appending only when there is a record to append.
+    pub(super) fn audit_ended(
         &self,
         session: &Session,
         fate: &Fate,
         notes: CallNotes,
         read: bool,
-    ) {
-        let (Some(store), Some(mut entry)) = (self.inner.store.as_deref(), notes.draft.take())
-        else {
-            return;
-        };
+    ) -> Option<AuditEntry> {
+        self.inner.store.as_ref()?;
+        let mut entry = notes.draft.take()?;
         complete(&mut entry, session, fate, &notes, self.now_ms());
-        drop(notes);
         if read {
             self.inner.read_audit.wait(entry);
-        } else {
-            self.append_audit(store, entry).await;
+            return None;
         }
+        Some(entry)
     }
 
     /// Appends `entry` after the records kept while the store could not be reached; keeps it

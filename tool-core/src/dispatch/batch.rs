@@ -409,15 +409,24 @@ impl Dispatcher {
         // the call runs without the notes. The step's future is built where it is awaited, so
         // that this one holds it once.
         let (fate, notes) = if audited || !span.is_disabled() {
-            let run = self.run_step(session, ledger, call, shared);
-            audit::noted(draft, attempt::in_span(&span, run)).await
+            audit::noted(
+                draft,
+                attempt::in_span(&span, self.run_step(session, ledger, call, shared)),
+            )
+            .await
         } else {
             let fate = self.run_step(session, ledger, call, shared).await;
             (fate, audit::CallNotes::default())
         };
         call_span::record_end(&span, session, &fate, notes.attempts());
-        if audited {
-            self.audit_ended(session, &fate, notes, read).await;
+        if audited && let Some(entry) = self.audit_ended(session, &fate, notes, read) {
+            // On the heap: only a call whose record is not a read's appends here.
+            let store = self
+                .inner
+                .store
+                .as_deref()
+                .expect("a call is audited with a store");
+            Box::pin(self.append_audit(store, entry)).await;
         }
         fate
     }

@@ -1,0 +1,116 @@
+//! The same turn answered through rmcp's tool router: the tool declared with rmcp's
+//! `#[tool_router]` and `#[tool]`, its arguments handed over as the JSON object an MCP
+//! `tools/call` carries, routed by name and deserialized by the router (`Parameters<T>`), its
+//! result the text content of a `CallToolResult`. What an rmcp server does for a call between
+//! its transport and its tool, measured on the turn the other paths answer.
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+    NumberOrString,
+};
+use rmcp::service::{Peer, RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::by_hand;
+
+/// The arguments of `get_order`, as rmcp's router deserializes them.
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct GetOrderArgs {
+    /// The order id.
+    order_id: String,
+}
+
+/// A server of the one tool, as an rmcp application writes it.
+#[derive(Clone)]
+pub(crate) struct Orders;
+
+#[tool_router]
+impl Orders {
+    /// Look up an order.
+    #[tool(description = "Look up an order.")]
+    async fn get_order(
+        &self,
+        Parameters(args): Parameters<GetOrderArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let order = crate::lookup(args.order_id)
+            .await
+            .map_err(|err| ErrorData::invalid_params(err.what().to_owned(), None))?;
+        let text = serde_json::to_string(&by_hand::Envelope {
+            status: "succeeded",
+            replayed: false,
+            data: &order,
+        })
+        .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Orders {}
+
+#[derive(Clone, Default)]
+struct Client;
+
+impl ClientHandler for Client {}
+
+/// The router, the server and a peer to make each call's request context with: the peer of a
+/// server session served over an in-memory stream, as a call's context has one.
+pub(crate) struct Router {
+    router: ToolRouter<Orders>,
+    server: Orders,
+    peer: Peer<RoleServer>,
+    _running: (
+        RunningService<RoleServer, Orders>,
+        RunningService<RoleClient, Client>,
+    ),
+}
+
+impl Router {
+    pub(crate) async fn start() -> Router {
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        let (server, client) = tokio::join!(Orders.serve(server_io), Client.serve(client_io));
+        let server = server.expect("the server starts");
+        let client = client.expect("the client starts");
+        Router {
+            router: Orders::tool_router(),
+            server: Orders,
+            peer: server.peer().clone(),
+            _running: (server, client),
+        }
+    }
+
+    /// The turn's `role: "tool"` messages, each call routed by rmcp's router.
+    pub(crate) async fn answer(&self, turn: &str) -> String {
+        let mut message: by_hand::Message = serde_json::from_str(turn).unwrap();
+        let mut out = Vec::with_capacity(message.tool_calls.len());
+        for call in &mut message.tool_calls {
+            let arguments: JsonObject = serde_json::from_str(&call.function.arguments).unwrap();
+            let name = std::mem::take(&mut call.function.name);
+            let params = CallToolRequestParams::new(name).with_arguments(arguments);
+            let context = RequestContext::new(NumberOrString::Number(1), self.peer.clone());
+            let response = self
+                .router
+                .call(ToolCallContext::new(&self.server, params, context))
+                .await
+                .unwrap();
+            let CallToolResponse::Complete(result) = response else {
+                panic!("the call completes");
+            };
+            let Some(ContentBlock::Text(content)) = result.content.into_iter().next() else {
+                panic!("a text content");
+            };
+            out.push(by_hand::ToolMessage {
+                role: "tool",
+                tool_call_id: &call.id,
+                content: content.text,
+            });
+        }
+        serde_json::to_string(&out).unwrap()
+    }
+}
