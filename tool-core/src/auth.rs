@@ -74,7 +74,8 @@ impl AuthContext {
 /// returns the same [`RunAborted`] without running anything.
 ///
 /// The run's counters (turns, calls, attempts of each tool, failed calls) live in the
-/// dispatcher's operation store when it has one, so a restarted process (a new `Session` with
+/// dispatcher's operation store when it has one (unless the session is
+/// [unshared](Session::unshared)), so a restarted process (a new `Session` with
 /// the same tenant and run id) keeps them, and so does its abort. A dispatcher without a store
 /// keeps them in memory, in this `Session` and its clones: a new `Session` value starts a new
 /// count.

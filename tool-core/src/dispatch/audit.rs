@@ -149,8 +149,8 @@ impl Dispatcher {
 
     /// The audit record of a call that ended in `fate`, from the draft its path left in
     /// `notes`, unless the path wrote it already (with a write's success): a read's waits to be
-    /// written after its turn (see `read_audit`); any other is answered, for the caller to
-    /// append with [`append_audit`](Self::append_audit). Not an `async fn`, so that a call's
+    /// written after its turn (see `read_audit`); any other is answered with the store, for the caller
+    /// to append with [`append_audit`](Self::append_audit). Not an `async fn`, so that a call's
     /// future holds the appending only when there is a record to append.
     pub(super) fn audit_ended(
         &self,
@@ -158,15 +158,15 @@ impl Dispatcher {
         fate: &Fate,
         notes: CallNotes,
         read: bool,
-    ) -> Option<AuditEntry> {
-        self.inner.store.as_ref()?;
+    ) -> Option<(&dyn OperationStore, AuditEntry)> {
+        let store = self.inner.store.as_deref()?;
         let mut entry = notes.draft.take()?;
         complete(&mut entry, session, fate, &notes, self.now_ms());
         if read {
             self.inner.read_audit.wait(entry);
             return None;
         }
-        Some(entry)
+        Some((store, entry))
     }
 
     /// Appends `entry` after the records kept while the store could not be reached; keeps it

@@ -419,13 +419,8 @@ impl Dispatcher {
             (fate, audit::CallNotes::default())
         };
         call_span::record_end(&span, session, &fate, notes.attempts());
-        if audited && let Some(entry) = self.audit_ended(session, &fate, notes, read) {
+        if audited && let Some((store, entry)) = self.audit_ended(session, &fate, notes, read) {
             // On the heap: only a call whose record is not a read's appends here.
-            let store = self
-                .inner
-                .store
-                .as_deref()
-                .expect("a call is audited with a store");
             Box::pin(self.append_audit(store, entry)).await;
         }
         fate

@@ -1,6 +1,6 @@
 //! The run's counters, in the operation store when the dispatcher has one and the run is not
-//! the session's alone (so a restarted process keeps them), else in the session: turns begun, attempts charged, failed calls noted,
-//! the abort recorded.
+//! the session's alone (so a restarted process keeps them), else in the session: turns begun,
+//! attempts charged, failed calls noted, the abort recorded.
 //!
 //! The store is asked for at most the counter wait, and not at all while it is known to be out
 //! of reach (but once a second, to see whether it answers again; see `reach`). When it does not
