@@ -74,7 +74,7 @@ async fn answer_turn(dispatcher: &Dispatcher, session: &Session, turn: &str) -> 
         .await
         .unwrap();
     let message = answer.message.expect("a turn with calls is answered");
-    serde_json::to_string(&message).unwrap()
+    message.into_string()
 }
 
 async fn parse_then_dispatch(dispatcher: &Dispatcher, session: &Session, turn: &str) -> String {

@@ -157,7 +157,7 @@ async fn answered(dispatcher: &Dispatcher, session: &Session, turn: &str) -> Str
         .await
         .expect("the turn runs");
     let message = answer.message.expect("a turn with calls is answered");
-    serde_json::to_string(&message).expect("the answer serialises")
+    message.into_string()
 }
 
 async fn with_toolgate(dispatcher: &Dispatcher, session: &Session, turn: &str) -> String {

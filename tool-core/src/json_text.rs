@@ -20,7 +20,11 @@ pub struct JsonText(String);
 impl JsonText {
     /// `value` serialized.
     pub fn of<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Self> {
-        serde_json::to_string(value).map(JsonText)
+        // Room for a small value from the start, rather than growing there by doubling.
+        let mut text = Vec::with_capacity(128);
+        serde_json::to_writer(&mut text, value)?;
+        let text = String::from_utf8(text).expect("serde_json writes UTF-8");
+        Ok(JsonText(text))
     }
 
     /// Checks that `text` is one JSON value and keeps it as written.
@@ -30,9 +34,19 @@ impl JsonText {
         Ok(JsonText(text))
     }
 
+    /// Text this crate wrote as one JSON value (a format's rendered answer), taken as it is.
+    pub(crate) fn written(text: String) -> Self {
+        JsonText(text)
+    }
+
     /// The text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The text, owned.
+    pub fn into_string(self) -> String {
+        self.0
     }
 
     /// The text parsed into a JSON value.

@@ -1,12 +1,10 @@
 //! One call for what every application does with a model turn: read its calls in the
 //! provider's format, run them, and render the results as the message that answers it.
 
-use serde_json::Value;
-
 use crate::call::CallReport;
 use crate::fate::TurnAborted;
 use crate::provider::{FormatError, WireFormat};
-use crate::{Dispatcher, Session};
+use crate::{Dispatcher, JsonText, Session};
 
 /// Why a turn got no answer: it could not be read, or the run stopped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -28,9 +26,10 @@ pub enum TurnError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnAnswer {
     /// The message (or messages, as the format has it) that answers the turn, one result per
-    /// call, to send back to the provider; `None` for a turn without calls, which has nothing
-    /// to send back ([`WireFormat::render_results`]).
-    pub message: Option<Value>,
+    /// call, as the JSON text to send back to the provider
+    /// ([`WireFormat::render_results_text`]; [`JsonText::to_value`] for a tree); `None` for a
+    /// turn without calls, which has nothing to send back.
+    pub message: Option<JsonText>,
     /// One report per call id, in the order the model emitted the calls; match on
     /// [`CallResult::outcome`](crate::CallResult::outcome) to learn what happened.
     pub reports: Vec<CallReport>,
@@ -39,8 +38,9 @@ pub struct TurnAnswer {
 impl Dispatcher {
     /// Answers one model turn given as the JSON text the provider sent: reads its calls in
     /// `format` ([`WireFormat::parse_calls_text`]), runs them as
-    /// [`Dispatcher::dispatch_turn`] does, and renders the results in the same format
-    /// ([`WireFormat::render_results`]).
+    /// [`Dispatcher::dispatch_turn`] does, and renders the results in the same format, as text
+    /// ([`WireFormat::render_results_text`]: the text of
+    /// [`WireFormat::render_results`], written directly where the format can).
     ///
     /// Each call's arguments are read in one pass. The formats of this crate leave their text
     /// unread, and a read the session may make hands it to its tool's
@@ -74,7 +74,7 @@ impl Dispatcher {
     /// ]}"#;
     /// let anthropic = Anthropic::default();
     /// let answer = dispatcher.answer_turn(&anthropic, &session, turn).await.unwrap();
-    /// let message = answer.message.expect("a turn with a call is answered");
+    /// let message = answer.message.expect("a turn with a call is answered").to_value();
     /// assert_eq!(message["role"], "user");
     /// assert_eq!(message["content"][0]["tool_use_id"], "toolu_1");
     /// let Outcome::Succeeded(data) = answer.reports[0].result.outcome() else {
@@ -97,7 +97,7 @@ impl Dispatcher {
         let calls = format.parse_calls_unread(turn, crate::provider::sealed::Unread(()))?;
         let reports = self.dispatch_turn(session, calls).await?;
         Ok(TurnAnswer {
-            message: format.render_results(&reports),
+            message: format.render_results_text(&reports).map(JsonText::written),
             reports,
         })
     }
@@ -205,8 +205,9 @@ mod tests {
             .await
             .unwrap();
         assert_two_answers(&answer);
-        assert_eq!(answer.message, format.render_results(&answer.reports));
-        let messages = answer.message.as_ref().and_then(Value::as_array);
+        let message = answer.message.as_ref().map(JsonText::to_value);
+        assert_eq!(message, format.render_results(&answer.reports));
+        let messages = message.as_ref().and_then(Value::as_array);
         let messages = messages.expect("one message per call");
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0]["role"], "tool");
@@ -230,7 +231,7 @@ mod tests {
             .await
             .unwrap();
         assert_two_answers(&answer);
-        let message = answer.message.as_ref().expect("a message");
+        let message = answer.message.as_ref().expect("a message").to_value();
         assert_eq!(message["role"], "user");
         let blocks = message["content"].as_array().expect("result blocks");
         assert_eq!(blocks.len(), 2);

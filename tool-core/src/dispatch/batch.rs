@@ -129,14 +129,23 @@ impl Dispatcher {
                 calls: Vec::new(),
             });
         }
-        let (runs, answered) = match call_ids::split_shared(calls) {
-            Ok(Split { runs, answered }) => (runs, answered),
-            Err(calls) => (calls.into_iter().enumerate().collect(), Vec::new()),
+        let (mut planned, answered): (Vec<Planned>, _) = match call_ids::split_shared(calls) {
+            Ok(Split { runs, answered }) => (
+                runs.into_iter()
+                    .map(|(place, call)| self.prepare(session, place, call))
+                    .collect(),
+                answered,
+            ),
+            // The common turn, no id shared: each call planned in its place.
+            Err(calls) => (
+                calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(place, call)| self.prepare(session, place, call))
+                    .collect(),
+                Vec::new(),
+            ),
         };
-        let mut planned: Vec<Planned> = runs
-            .into_iter()
-            .map(|(place, call)| self.prepare(session, place, call))
-            .collect();
         let mut shared = Shared {
             answering,
             ..Shared::default()
@@ -171,7 +180,7 @@ impl Dispatcher {
             return Err(aborted(reason, ended));
         }
         let counts = plan::tool_counts(&planned);
-        let (grant, waited) = ledger.begin_turn(&counts).await;
+        let (grant, waited) = ledger.begin_turn(counts.as_slice()).await;
         shared.counters_waited = waited;
         match grant {
             TurnGrant::Aborted(record) => {
@@ -214,7 +223,7 @@ impl Dispatcher {
                 return Ok(reports(ended));
             }
             TurnGrant::Admitted(admission) => {
-                plan::apply_grants(&mut planned, &counts, &admission.granted);
+                plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
                 for failed in admission.failed {
                     shared
                         .failed

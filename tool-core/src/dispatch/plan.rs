@@ -276,13 +276,39 @@ impl Dispatcher {
     }
 }
 
-/// The calls of each tool in the turn, each tool once, in the order of its first call.
-pub(super) fn tool_counts(planned: &[Planned]) -> Vec<(&'static str, u32)> {
-    let mut counts: Vec<(&'static str, u32)> = Vec::new();
+/// The calls of each tool in a turn, each tool once, in the order of its first call
+/// ([`ToolCounts::as_slice`]).
+pub(super) enum ToolCounts {
+    /// No tool, or one: the common turn, counted without an allocation.
+    Few(Option<(&'static str, u32)>),
+    /// Two tools or more.
+    Many(Vec<(&'static str, u32)>),
+}
+
+impl ToolCounts {
+    pub(super) fn as_slice(&self) -> &[(&'static str, u32)] {
+        match self {
+            ToolCounts::Few(one) => one.as_slice(),
+            ToolCounts::Many(counts) => counts,
+        }
+    }
+}
+
+/// The calls of each tool in the turn.
+pub(super) fn tool_counts(planned: &[Planned]) -> ToolCounts {
+    let mut counts = ToolCounts::Few(None);
     for tool in planned.iter().filter_map(|call| call.step.tool()) {
-        match counts.iter_mut().find(|(name, _)| *name == tool) {
-            Some((_, count)) => *count += 1,
-            None => counts.push((tool, 1)),
+        match &mut counts {
+            ToolCounts::Few(None) => counts = ToolCounts::Few(Some((tool, 1))),
+            ToolCounts::Few(Some((name, count))) if *name == tool => *count += 1,
+            ToolCounts::Few(Some(first)) => {
+                let first = *first;
+                counts = ToolCounts::Many(vec![first, (tool, 1)]);
+            }
+            ToolCounts::Many(counts) => match counts.iter_mut().find(|(name, _)| *name == tool) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((tool, 1)),
+            },
         }
     }
     counts

@@ -64,21 +64,22 @@ impl Dispatcher {
 /// The reports of a turn that ran, in the order the model emitted its calls.
 pub(super) fn reports(mut ended: Vec<Ended>) -> Vec<CallReport> {
     ended.sort_by_key(|ended| ended.place);
-    ended
-        .into_iter()
-        .map(|ended| {
-            let result = match ended.fate {
-                Fate::Answered(result) => result,
-                // Only a turn that did not abort is reported: every call of it was answered.
-                other => unreachable!("a call of a turn that ran ended {other:?}"),
-            };
-            CallReport {
-                call_id: ended.id,
-                tool: ended.name,
-                result,
-            }
-        })
-        .collect()
+    // Into a vector of its own: reusing `ended`'s would shrink it in place, and the allocator
+    // would not find a block of its size free on the next turn.
+    let mut reports = Vec::with_capacity(ended.len());
+    reports.extend(ended.into_iter().map(|ended| {
+        let result = match ended.fate {
+            Fate::Answered(result) => result,
+            // Only a turn that did not abort is reported: every call of it was answered.
+            other => unreachable!("a call of a turn that ran ended {other:?}"),
+        };
+        CallReport {
+            call_id: ended.id,
+            tool: ended.name,
+            result,
+        }
+    }));
+    reports
 }
 
 /// The abort of a turn, with its calls in the order the model emitted them.

@@ -237,14 +237,10 @@ mod fast {
     }
 
     /// A call the typed reading can take as it is: an id, a name, `type: "function"` (or no
-    /// type) and arguments as text. Any other call fails the typed reading, so that the whole
-    /// turn takes the general one.
-    struct Call {
-        id: String,
-        name: String,
-        /// `function.arguments`, the JSON text as sent.
-        arguments: String,
-    }
+    /// type) and arguments as text, read into the [`ToolCall`] it becomes with its arguments
+    /// unread (so that the calls become [`ToolCall`]s in the vector they were read into). Any
+    /// other call fails the typed reading, so that the whole turn takes the general one.
+    struct Call(ToolCall);
 
     impl<'de> Deserialize<'de> for Call {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -268,11 +264,11 @@ mod fast {
             if call.id.is_empty() || call.function.name.is_empty() || !function {
                 return Err(de::Error::custom("a call for the general reading"));
             }
-            Ok(Call {
+            Ok(Call(ToolCall {
                 id: call.id,
                 name: call.function.name,
-                arguments: call.function.arguments,
-            })
+                arguments: Ok(Arguments::unread(call.function.arguments)),
+            }))
         }
     }
 
@@ -287,13 +283,11 @@ mod fast {
             let calls = self.tool_calls.unwrap_or_default().into_iter();
             Some(
                 calls
-                    .map(|call| ToolCall {
-                        id: call.id,
-                        name: call.name,
-                        arguments: match fields {
-                            ArgumentFields::Unread => Ok(Arguments::unread(call.arguments)),
-                            _ => Arguments::from_text(call.arguments),
-                        },
+                    .map(|Call(mut call)| {
+                        if fields != ArgumentFields::Unread {
+                            call.arguments = call.arguments.and_then(Arguments::settle);
+                        }
+                        call
                     })
                     .collect(),
             )
