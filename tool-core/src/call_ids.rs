@@ -19,6 +19,9 @@ pub(crate) struct Split {
 
 /// `calls` split by [`Split`], or given back whole when no two of them share an id.
 pub(crate) fn split_shared(calls: Vec<ToolCall>) -> Result<Split, Vec<ToolCall>> {
+    if calls.len() < 2 {
+        return Err(calls);
+    }
     let mut shared = shared_ids(&calls);
     if shared.is_empty() {
         return Err(calls);

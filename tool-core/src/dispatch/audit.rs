@@ -45,8 +45,8 @@ pub(super) struct CallNotes {
     /// The approval the call asked for, found, or ran under.
     approval: RefCell<Option<String>>,
     /// The call's audit record until its fate is known; taken when a write's success is
-    /// recorded with it.
-    draft: RefCell<Option<AuditEntry>>,
+    /// recorded with it. Boxed: a call without one (no store) holds a pointer, not a record.
+    draft: RefCell<Option<Box<AuditEntry>>>,
     /// When the call started, once its draft was completed (its `at_ms` is then its end).
     started_ms: Cell<Option<i64>>,
 }
@@ -72,7 +72,7 @@ pub(super) fn note_approval(id: &str) {
 /// [`take_success`]). Not an `async fn`: the future it answers holds `call` once, where an
 /// `async fn` would hold it as its argument and again where it awaits it.
 pub(super) fn noted<F: Future>(
-    draft: Option<AuditEntry>,
+    draft: Option<Box<AuditEntry>>,
     call: F,
 ) -> impl Future<Output = (F::Output, CallNotes)> {
     let notes = CallNotes {
@@ -160,7 +160,7 @@ impl Dispatcher {
         read: bool,
     ) -> Option<(&dyn OperationStore, AuditEntry)> {
         let store = self.inner.store.as_deref()?;
-        let mut entry = notes.draft.take()?;
+        let mut entry = *notes.draft.take()?;
         complete(&mut entry, session, fate, &notes, self.now_ms());
         if read {
             self.inner.read_audit.wait(entry);
@@ -382,7 +382,7 @@ fn ended(
 pub(super) fn take_success(answer: &CallResult, now_ms: i64) -> Option<AuditEntry> {
     NOTES
         .try_with(|notes| {
-            let mut entry = notes.draft.borrow_mut().take()?;
+            let mut entry = *notes.draft.borrow_mut().take()?;
             complete_answered(&mut entry, answer, notes, now_ms);
             Some(entry)
         })
@@ -393,7 +393,7 @@ pub(super) fn take_success(answer: &CallResult, now_ms: i64) -> Option<AuditEntr
 /// Gives back a record [`take_success`] took and the store did not write: the call's end
 /// appends it, completed with the call's fate.
 pub(super) fn give_back(entry: AuditEntry) {
-    let _ = NOTES.try_with(|notes| *notes.draft.borrow_mut() = Some(entry));
+    let _ = NOTES.try_with(|notes| *notes.draft.borrow_mut() = Some(Box::new(entry)));
 }
 
 /// How many audit records a dispatcher keeps, at the most, while the store cannot be reached.

@@ -2,6 +2,7 @@
 //! concurrently (each unit on its own task when the dispatcher spawns them), one result per
 //! call id; and what happens to the others when one call aborts the run.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::{Either, join_all, select};
@@ -348,15 +349,21 @@ impl Dispatcher {
     async fn run_unit(&self, session: &Session, unit: Vec<Planned>, shared: &Shared) -> Vec<Ended> {
         let ledger = self.ledger(session).after_waiting(shared.counters_waited);
         let mut ended: Vec<Ended> = Vec::with_capacity(unit.len());
-        for call in unit {
-            let Planned {
+        let mut unit = unit.into_iter();
+        // Not a `for` loop: its `next()` would live through the body, awaits included, and
+        // this future would hold a whole call beside the parts taken from it.
+        loop {
+            let Some(Planned {
                 place,
                 id,
                 name,
                 step,
                 granted,
                 copy_of,
-            } = call;
+            }) = unit.next()
+            else {
+                break;
+            };
             let (fate, owed) = if shared.signal.is_fired() || session.aborted().is_some() {
                 (Fate::NotStarted, Some(self.owed(&step)))
             } else if let Some(first) = copy_of {
@@ -397,131 +404,159 @@ impl Dispatcher {
         ended
     }
 
-    /// One call of the turn, in its span.
-    async fn run_planned(
-        &self,
-        session: &Session,
-        ledger: &Ledger<'_>,
-        call: Go<'_>,
-        shared: &Shared,
-    ) -> Fate {
-        let span = self.call_span(session, call.id, call.name);
-        let (id, name) = (call.id, call.name);
-        // The call's audit record, drafted before it runs: a write's success is recorded with
-        // it, any other end appends it after.
-        let draft = self
-            .audit_subject(&call.step)
-            .map(|subject| audit::draft(session, id, name, Some(subject), self.now_ms()));
-        let audited = draft.is_some();
-        let read = matches!(call.step, Step::Read { .. });
-        // What the call's path notes is read by its audit record and its span: without either,
-        // the call runs without the notes. The step's future is built where it is awaited, so
-        // that this one holds it once.
-        let (fate, notes) = if audited || !span.is_disabled() {
-            audit::noted(
-                draft,
-                attempt::in_span(&span, self.run_step(session, ledger, call, shared)),
-            )
-            .await
-        } else {
-            let fate = self.run_step(session, ledger, call, shared).await;
-            (fate, audit::CallNotes::default())
-        };
-        call_span::record_end(&span, session, &fate, notes.attempts());
-        if audited && let Some((store, entry)) = self.audit_ended(session, &fate, notes, read) {
-            // On the heap: only a call whose record is not a read's appends here.
-            Box::pin(self.append_audit(store, entry)).await;
+    /// One call of the turn, in its span. Not an `async fn`: the future holds `call` once,
+    /// where an `async fn` holds each argument twice (as given, and where its body takes it).
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice"
+    )]
+    fn run_planned<'a>(
+        &'a self,
+        session: &'a Session,
+        ledger: &'a Ledger<'_>,
+        call: Go<'a>,
+        shared: &'a Shared,
+    ) -> impl Future<Output = Fate> + 'a {
+        async move {
+            let span = self.call_span(session, call.id, call.name);
+            let (id, name) = (call.id, call.name);
+            // The call's audit record, drafted before it runs: a write's success is recorded
+            // with it, any other end appends it after.
+            let draft = self.audit_subject(&call.step).map(|subject| {
+                Box::new(audit::draft(
+                    session,
+                    id,
+                    name,
+                    Some(subject),
+                    self.now_ms(),
+                ))
+            });
+            let audited = draft.is_some();
+            let read = matches!(call.step, Step::Read { .. });
+            // What the call's path notes is read by its audit record and its span: without
+            // either, the call runs without the notes. The step's future is built where it is
+            // awaited, so that this one holds it once.
+            let (fate, notes) = if audited || !span.is_disabled() {
+                audit::noted(
+                    draft,
+                    attempt::in_span(&span, self.run_step(session, ledger, call, shared)),
+                )
+                .await
+            } else {
+                let fate = self.run_step(session, ledger, call, shared).await;
+                (fate, audit::CallNotes::default())
+            };
+            call_span::record_end(&span, session, &fate, notes.attempts());
+            if audited && let Some((store, entry)) = self.audit_ended(session, &fate, notes, read) {
+                // On the heap: only a call whose record is not a read's appends here.
+                Box::pin(self.append_audit(store, entry)).await;
+            }
+            fate
         }
-        fate
     }
 
     /// The call's step: refused, or run (after the budget and repeat checks), its failure noted
-    /// for repeat detection, its abort raised.
-    async fn run_step(
-        &self,
-        session: &Session,
-        ledger: &Ledger<'_>,
-        call: Go<'_>,
-        shared: &Shared,
-    ) -> Fate {
+    /// for repeat detection, its abort raised. Not an `async fn`, for the reason `run_planned`
+    /// is not; the step is matched in place, its arguments borrowed, not moved out.
+    fn run_step<'a>(
+        &'a self,
+        session: &'a Session,
+        ledger: &'a Ledger<'_>,
+        call: Go<'a>,
+        shared: &'a Shared,
+    ) -> impl Future<Output = Fate> + 'a {
         let Go {
-            id, step, granted, ..
+            id,
+            mut step,
+            granted,
+            ..
         } = call;
-        // The outcome, and the call's fingerprint when a failure of it is to be noted.
-        let (outcome, note): (Result<CallResult, ToolError>, Option<(&str, String)>) = match step {
-            Step::Refused {
-                tool,
-                err,
-                fingerprint,
-            } => (Err(err), tool.zip(fingerprint)),
-            Step::Read { tool, .. } | Step::Write(plan::PreparedWrite { tool, .. }) if !granted => {
-                let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
-                (Err(answers::retry_budget_spent(tool, budget)), None)
-            }
-            Step::Read {
-                tool,
-                arguments,
-                read,
-            } => {
-                let registered = self.registered(tool);
-                let failed = shared.failed.get(tool);
-                let fingerprint =
-                    failed.map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, &arguments));
-                if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
-                    && failed.contains(fingerprint)
+        async move {
+            // The outcome, and the call's fingerprint when a failure of it is to be noted.
+            type Noted<'n> = Option<(&'n str, String)>;
+            let (outcome, note): (Result<CallResult, ToolError>, Noted<'_>) = match step {
+                Step::Refused {
+                    tool,
+                    err,
+                    fingerprint,
+                } => (Err(err), tool.zip(fingerprint)),
+                Step::Read { tool, .. } | Step::Write(plan::PreparedWrite { tool, .. })
+                    if !granted =>
                 {
-                    (Err(answers::repeated_call(tool)), None)
-                } else {
-                    let ctx = self.ctx(session, id, registered);
-                    // Pinned in place: a box on every read cost more than this future's size.
-                    let read =
-                        std::pin::pin!(self.read(registered, &ctx, &arguments, read, ledger));
-                    let raised = std::pin::pin!(shared.signal.raised());
-                    match select(read, raised).await {
-                        Either::Left((Ok(result), _)) => (Ok(result), None),
-                        Either::Left((Err(err), _)) => {
-                            let fingerprint = fingerprint.unwrap_or_else(|| {
-                                repeat::fingerprint(&self.inner.hash_secret, tool, &arguments)
-                            });
-                            (Err(err), Some((tool, fingerprint)))
+                    let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
+                    (Err(answers::retry_budget_spent(tool, budget)), None)
+                }
+                Step::Read {
+                    tool,
+                    ref arguments,
+                    ref mut read,
+                } => {
+                    let registered = self.registered(tool);
+                    let failed = shared.failed.get(tool);
+                    let fingerprint = failed
+                        .map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, arguments));
+                    if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
+                        && failed.contains(fingerprint)
+                    {
+                        (Err(answers::repeated_call(tool)), None)
+                    } else {
+                        let ctx = self.ctx(session, id, registered);
+                        // Pinned in place: a box on every read cost more than this future's
+                        // size.
+                        let read = std::pin::pin!(self.read(
+                            registered,
+                            &ctx,
+                            arguments,
+                            read.take(),
+                            ledger
+                        ));
+                        let raised = std::pin::pin!(shared.signal.raised());
+                        match select(read, raised).await {
+                            Either::Left((Ok(result), _)) => (Ok(result), None),
+                            Either::Left((Err(err), _)) => {
+                                let fingerprint = fingerprint.unwrap_or_else(|| {
+                                    repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
+                                });
+                                (Err(err), Some((tool, fingerprint)))
+                            }
+                            // The run aborted while the read ran: it is stopped here.
+                            Either::Right(((), _)) => return Fate::Cancelled,
                         }
-                        // The run aborted while the read ran: it is stopped here.
-                        Either::Right(((), _)) => return Fate::Cancelled,
                     }
                 }
-            }
-            Step::Write(write) => {
-                let tool = write.tool;
-                let repeated = shared
-                    .failed
-                    .get(tool)
-                    .is_some_and(|failed| failed.contains(&write.hash));
-                if repeated {
-                    (Err(answers::repeated_call(tool)), None)
-                } else {
-                    let hash = write.hash.clone();
-                    let registered = self.registered(tool);
-                    let outcome = self
-                        .write_on_heap(session, id, registered, write, ledger)
-                        .await;
-                    (outcome, Some((tool, hash)))
+                Step::Write(write) => {
+                    let tool = write.tool;
+                    let repeated = shared
+                        .failed
+                        .get(tool)
+                        .is_some_and(|failed| failed.contains(&write.hash));
+                    if repeated {
+                        (Err(answers::repeated_call(tool)), None)
+                    } else {
+                        let hash = write.hash.clone();
+                        let registered = self.registered(tool);
+                        let outcome = self
+                            .write_on_heap(session, id, registered, write, ledger)
+                            .await;
+                        (outcome, Some((tool, hash)))
+                    }
                 }
-            }
-        };
-        match outcome {
-            Ok(result) => Fate::Answered(result),
-            Err(err) if err.class() == ErrorClass::Abort => {
-                Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
-                shared.signal.fire();
-                Fate::AbortedRun
-            }
-            Err(err) => {
-                if let Some((tool, fingerprint)) = note
-                    && err.kind().fails_again()
-                {
-                    ledger.note_failure(tool, &fingerprint).await;
+            };
+            match outcome {
+                Ok(result) => Fate::Answered(result),
+                Err(err) if err.class() == ErrorClass::Abort => {
+                    Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
+                    shared.signal.fire();
+                    Fate::AbortedRun
                 }
-                Fate::Answered(CallResult::from_error(&err))
+                Err(err) => {
+                    if let Some((tool, fingerprint)) = note
+                        && err.kind().fails_again()
+                    {
+                        ledger.note_failure(tool, &fingerprint).await;
+                    }
+                    Fate::Answered(CallResult::from_error(&err))
+                }
             }
         }
     }

@@ -43,6 +43,8 @@ mod call_span;
 mod check;
 mod delivery_notes;
 mod failure;
+#[cfg(test)]
+mod future_sizes;
 mod ledger;
 mod outage;
 mod outbox;

@@ -159,15 +159,27 @@ impl RunRecord {
             .tools
             .iter()
             .map(|(tool, wanted)| {
-                let spent = self.attempts.get(*tool).copied().unwrap_or(0);
-                let left = limits
-                    .retry_budget
-                    .map_or(u32::MAX, |budget| budget.saturating_sub(spent));
-                let granted = (*wanted).min(left);
-                if granted > 0 {
-                    self.add_attempts(tool, granted);
+                let grant = |spent: u32| {
+                    let left = limits
+                        .retry_budget
+                        .map_or(u32::MAX, |budget| budget.saturating_sub(spent));
+                    (*wanted).min(left)
+                };
+                // One look-up of the tool's attempts, to read them and to add the grant.
+                match self.attempts.get_mut(*tool) {
+                    Some(spent) => {
+                        let granted = grant(*spent);
+                        *spent = spent.saturating_add(granted);
+                        granted
+                    }
+                    None => {
+                        let granted = grant(0);
+                        if granted > 0 {
+                            self.attempts.insert((*tool).to_owned(), granted);
+                        }
+                        granted
+                    }
                 }
-                granted
             })
             .collect();
         let failed = self
