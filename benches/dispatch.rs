@@ -29,19 +29,21 @@
 //! All four send the same bytes (checked before measuring). The figures that matter are the
 //! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
 //!
-//! Instructions, which this machine's timings are too noisy to compare finely: with
-//! `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
-//! `answer_turn` or `rmcp_router`), the bench answers N turns that way, each in a `Runtime::block_on` as
-//! criterion's iterations are, and exits. Run it under callgrind with collection on inside
-//! `block_on` only (the set-up left out) and divide by N. Counting this way gives the same
-//! figure run after run; the difference of two whole runs of N and 2N turns varies by a tenth
-//! from run to run, with the allocator's state.
+//! Instructions and allocations, which this machine's timings are too noisy to compare finely:
+//! with `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
+//! `answer_turn` or `rmcp_router`), the bench answers N turns that way, each in a
+//! `Runtime::block_on` as criterion's iterations are, and exits. Count a run of N turns and one
+//! of 2N under callgrind (collection on in `dispatch::main`, where `block_on` may be inlined)
+//! and divide the difference by N: one turn, with nothing of the set-up (the router's start
+//! included), the same from run to run within a few instructions. Valgrind's DHAT counts the
+//! allocations (`--tool=dhat`, blocks) the same way.
 //!
 //! ```sh
+//! count() { TOOLGATE_DISPATCH_PATH=$1 TOOLGATE_DISPATCH_TURNS=$2 valgrind --tool=callgrind \
+//!   --toggle-collect='dispatch::main' --callgrind-out-file=/dev/null \
+//!   target/release/deps/dispatch-HASH 2>&1 | sed -n 's/.*Collected : //p' | tr -d ,; }
 //! for path in hand_written toolgate answer_turn rmcp_router; do
-//!   TOOLGATE_DISPATCH_PATH=$path TOOLGATE_DISPATCH_TURNS=3000 valgrind --tool=callgrind \
-//!     --toggle-collect='tokio::runtime::runtime::Runtime::block_on*' \
-//!     --callgrind-out-file=/dev/null target/release/deps/dispatch-HASH 2>&1 | grep Collected
+//!   echo "$path $(( ($(count $path 4000) - $(count $path 2000)) / 2000 ))"
 //! done
 //! ```
 

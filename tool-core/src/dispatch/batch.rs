@@ -480,9 +480,8 @@ impl Dispatcher {
                     err,
                     fingerprint,
                 } => (Err(err), tool.zip(fingerprint)),
-                Step::Read { tool, .. } | Step::Write(plan::PreparedWrite { tool, .. })
-                    if !granted =>
-                {
+                Step::Read { .. } | Step::Write(_) if !granted => {
+                    let tool = step.tool().expect("a read or a write names its tool");
                     let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
                     (Err(answers::retry_budget_spent(tool, budget)), None)
                 }
@@ -536,7 +535,7 @@ impl Dispatcher {
                         let hash = write.hash.clone();
                         let registered = self.registered(tool);
                         let outcome = self
-                            .write_on_heap(session, id, registered, write, ledger)
+                            .write_on_heap(session, id, registered, *write, ledger)
                             .await;
                         (outcome, Some((tool, hash)))
                     }

@@ -20,14 +20,20 @@ impl Dispatcher {
     /// The span of call `id` of the tool named `name`, before the call's end: its status is
     /// recorded by [`record_end`].
     pub(super) fn call_span(&self, session: &Session, id: &str, name: &str) -> Span {
-        let span = tracing::info_span!(
+        // Looked up only when a subscriber may want the span.
+        let description = if tracing::level_enabled!(tracing::Level::INFO) {
+            self.description(name)
+        } else {
+            None
+        };
+        tracing::info_span!(
             "execute_tool",
             otel.name = %format_args!("execute_tool {name}"),
             otel.status_code = Empty,
             otel.status_description = Empty,
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %name,
-            gen_ai.tool.description = Empty,
+            gen_ai.tool.description = description,
             gen_ai.tool.call.id = %id,
             gen_ai.tool.type = "function",
             gen_ai.conversation.id = %session.run_id(),
@@ -35,14 +41,7 @@ impl Dispatcher {
             toolgate.status = Empty,
             toolgate.attempts = Empty,
             error.type = Empty,
-        );
-        // Looked up only for a span someone sees.
-        if !span.is_disabled()
-            && let Some(description) = self.description(name)
-        {
-            span.record("gen_ai.tool.description", description);
-        }
-        span
+        )
     }
 
     /// The span of a call answered without running through the pipeline, closed at once with

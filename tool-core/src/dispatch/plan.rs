@@ -46,8 +46,8 @@ pub(super) enum Step {
         /// read's first attempt runs on these.
         read: Option<ReadArgs>,
     },
-    /// A write with valid arguments.
-    Write(PreparedWrite),
+    /// A write with valid arguments; boxed, so that a read's call is not the size of a write's.
+    Write(Box<PreparedWrite>),
     /// Answered without running: an unknown tool, unreadable or invalid arguments, a missing
     /// permission (which aborts the run).
     Refused {
@@ -244,14 +244,14 @@ impl Dispatcher {
             .resource
             .and_then(|field| args.get(field))
             .map(canonical_json);
-        Step::Write(PreparedWrite {
+        Step::Write(Box::new(PreparedWrite {
             tool,
             args,
             canonical,
             hash,
             key,
             resource,
-        })
+        }))
     }
 
     /// Whether a read's arguments are valid, read as the read path would read them: the text
