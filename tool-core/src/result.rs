@@ -150,8 +150,10 @@ pub struct CallResult {
     pub replayed: bool,
     /// The tool's result on success, as the JSON text it serialized to.
     pub data: Option<JsonText>,
-    /// The explanation, for every status but a plain success.
-    pub error: Option<Explanation>,
+    /// The explanation, for every status but a plain success. Boxed, like `steps` and
+    /// `delivery`: a success is moved through the pipeline several times, and carries a
+    /// pointer, not an explanation's room.
+    pub error: Option<Box<Explanation>>,
     /// The steps of a multi-step write ([`Ctx::step`](crate::Ctx::step)), in the order the tool
     /// reached them. Present on `partial` (a step succeeded and another failed, none unknown),
     /// and on `outcome_unknown` answered by the call that ran the steps, when it reached at
@@ -282,7 +284,7 @@ impl CallResult {
 
     /// The explanation (kind, what, why, next), on every status but a plain success.
     pub fn explanation(&self) -> Option<&Explanation> {
-        self.error.as_ref()
+        self.error.as_deref()
     }
 
     /// The explanation's kind, as the model reads it in `error.kind`.
@@ -320,7 +322,7 @@ impl CallResult {
             status,
             replayed: false,
             data: None,
-            error: Some(Explanation::from(err)),
+            error: Some(Box::new(Explanation::from(err))),
             steps: None,
             delivery: None,
         }

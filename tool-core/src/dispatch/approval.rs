@@ -265,7 +265,7 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
         status,
         replayed,
         data: None,
-        error: Some(explanation),
+        error: Some(Box::new(explanation)),
         steps: None,
         delivery: None,
     }

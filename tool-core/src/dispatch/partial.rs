@@ -164,7 +164,7 @@ pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> Call
         status: Status::Partial,
         replayed,
         data: None,
-        error: Some(explanation),
+        error: Some(Box::new(explanation)),
         steps: Some(Box::new(steps)),
         delivery: None,
     }

@@ -208,7 +208,10 @@ impl Dispatcher {
     pub(super) async fn on_claim(&self, call: &WriteCall<'_>, claim: Claim) -> Claimed {
         let descriptor = call.registered.descriptor();
         match claim {
-            Claim::Acquired { attempt, approved } => Claimed::Run { attempt, approved },
+            Claim::Acquired { attempt, approved } => Claimed::Run {
+                attempt,
+                approved: approved.map(Box::new),
+            },
             Claim::Conflict { .. } => Claimed::Answer(Err(answers::conflict(descriptor))),
             Claim::Approval(found) => {
                 // Asked by this call, or found from an earlier one.
@@ -369,7 +372,7 @@ pub(super) enum Claimed {
     /// Run it under the claim: the attempt claimed, and the approval it runs under.
     Run {
         attempt: u32,
-        approved: Option<ApprovalRecord>,
+        approved: Option<Box<ApprovalRecord>>,
     },
     /// Answer this without running.
     Answer(Result<CallResult, ToolError>),
