@@ -20,12 +20,14 @@ impl Dispatcher {
     /// The span of call `id` of the tool named `name`, before the call's end: its status is
     /// recorded by [`record_end`].
     pub(super) fn call_span(&self, session: &Session, id: &str, name: &str) -> Span {
-        // Looked up only when a subscriber may want the span.
-        let description = if tracing::level_enabled!(tracing::Level::INFO) {
-            self.description(name)
-        } else {
-            None
-        };
+        // No subscriber wants an info span, and `log` (which tracing may forward spans to) is
+        // off: the span no one sees, without formatting its fields for nobody.
+        if !tracing::level_enabled!(tracing::Level::INFO)
+            && log::max_level() < log::LevelFilter::Info
+        {
+            return Span::none();
+        }
+        let description = self.description(name);
         tracing::info_span!(
             "execute_tool",
             otel.name = %format_args!("execute_tool {name}"),
