@@ -98,27 +98,28 @@ fn main() {
         .unshared();
         let (mut calls, mut alone, mut stored) = (Vec::new(), Vec::new(), Vec::new());
         // A few rounds first, untimed: connections opened, statements prepared.
+        let pid = std::process::id();
+        // A refund of a new order, so of a new key.
+        let refund_of = |order: String| {
+            let args = serde_json::json!({"order_id": order, "amount": 500});
+            ToolCall::new(format!("call_{order}"), "refund", args)
+        };
         for round in 0..rounds + 20 {
-            let call = ToolCall::new(
-                format!("call_{round}"),
-                "refund",
-                serde_json::json!({"order_id": format!("ORD-{round}-{}", std::process::id()), "amount": 500}),
-            );
+            let call = refund_of(format!("ORD-{round}-{pid}"));
             let started = Instant::now();
             let report = dispatcher.dispatch(&session, call).await.expect("no abort");
             let call_took = started.elapsed();
             assert!(report.result.is_succeeded(), "{:?}", report.result);
-            let call = ToolCall::new(
-                format!("call_{round}"),
-                "refund",
-                serde_json::json!({"order_id": format!("ORD-{round}-{}-u", std::process::id()), "amount": 500}),
-            );
+            let call = refund_of(format!("ORD-{round}-{pid}-u"));
             let started = Instant::now();
-            let report = dispatcher.dispatch(&unshared, call).await.expect("no abort");
+            let report = dispatcher
+                .dispatch(&unshared, call)
+                .await
+                .expect("no abort");
             let alone_took = started.elapsed();
             assert!(report.result.is_succeeded(), "{:?}", report.result);
             let started = Instant::now();
-            claim_and_succeed(&store, &format!("bench-{round}-{}", std::process::id())).await;
+            claim_and_succeed(&store, &format!("bench-{round}-{pid}")).await;
             let store_took = started.elapsed();
             if round >= 20 {
                 calls.push(call_took);
@@ -129,7 +130,10 @@ fn main() {
         let own = median(&mut stored);
         println!("{rounds} interleaved rounds, medians:");
         println!("  the store's claim + succeed  {own:?}");
-        for (what, times) in [("write call", &mut calls), ("write call, unshared run", &mut alone)] {
+        for (what, times) in [
+            ("write call", &mut calls),
+            ("write call, unshared run", &mut alone),
+        ] {
             let took = median(times);
             println!(
                 "  {what:<27}  {took:?}  ({:.2}x)",

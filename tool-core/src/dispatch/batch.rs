@@ -130,20 +130,12 @@ impl Dispatcher {
                 calls: Vec::new(),
             });
         }
+        let plan = |(place, call)| self.prepare(session, place, call);
         let (mut planned, answered): (Vec<Planned>, _) = match call_ids::split_shared(calls) {
-            Ok(Split { runs, answered }) => (
-                runs.into_iter()
-                    .map(|(place, call)| self.prepare(session, place, call))
-                    .collect(),
-                answered,
-            ),
+            Ok(Split { runs, answered }) => (runs.into_iter().map(plan).collect(), answered),
             // The common turn, no id shared: each call planned in its place.
             Err(calls) => (
-                calls
-                    .into_iter()
-                    .enumerate()
-                    .map(|(place, call)| self.prepare(session, place, call))
-                    .collect(),
+                calls.into_iter().enumerate().map(plan).collect(),
                 Vec::new(),
             ),
         };
