@@ -20,6 +20,11 @@
 //! server) and `toolgate_mcp ÷ in_process` (what the protocol costs). Run with
 //! `cargo bench --bench mcp`.
 //!
+//! Criterion measures one function after the other, so a load on the machine that comes and
+//! goes can fall on one of them only. After criterion, the bench times the two servers again in
+//! interleaved rounds (100 calls of each a round, 200 rounds, the one going first alternating)
+//! and prints their medians and `toolgate_mcp ÷ hand_written_rmcp`: the ratio to quote.
+//!
 //! Instructions per call, which no other load on the machine changes: with
 //! `TOOLGATE_MCP_CALLS=N` (and `TOOLGATE_MCP_SERVER=toolgate` or `hand_written`), the bench makes
 //! N calls of that server's client and exits. Run it under callgrind twice, with N and 2N
@@ -35,6 +40,7 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use rmcp::model::{
@@ -231,6 +237,49 @@ fn counted(calls: usize, server: &str) {
     });
 }
 
+/// The two servers' calls timed in interleaved rounds, each round `calls` calls of each client,
+/// the one going first alternating: a load on the machine that comes and goes falls on both.
+/// Prints each one's median time per call and their ratio.
+fn interleaved(rounds: usize, calls: u32) {
+    let rt = runtime();
+    let (toolgate_client, hand_written_client) = clients(&rt);
+    let time = |client: &Client| {
+        let started = Instant::now();
+        for _ in 0..calls {
+            black_box(rt.block_on(call(client)));
+        }
+        started.elapsed() / calls
+    };
+    // Untimed first rounds: buffers grown, caches warm.
+    for _ in 0..10 {
+        time(&toolgate_client);
+        time(&hand_written_client);
+    }
+    let (mut toolgate, mut hand_written) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            toolgate.push(time(&toolgate_client));
+            hand_written.push(time(&hand_written_client));
+        } else {
+            hand_written.push(time(&hand_written_client));
+            toolgate.push(time(&toolgate_client));
+        }
+    }
+    let (toolgate, hand_written) = (median(&mut toolgate), median(&mut hand_written));
+    println!(
+        "interleaved, {rounds} rounds of {calls} calls, medians per call: \
+         hand_written_rmcp {hand_written:.2?}, toolgate_mcp {toolgate:.2?}, \
+         ratio {:.3}",
+        toolgate.as_secs_f64() / hand_written.as_secs_f64()
+    );
+}
+
+/// The median of `times`, sorted in place.
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
 fn bench(c: &mut Criterion) {
     let runtime = runtime();
     let rt: &Runtime = &runtime;
@@ -279,4 +328,8 @@ fn main() {
     }
     benches();
     Criterion::default().configure_from_args().final_summary();
+    // Not under `cargo test --benches`, which runs each bench once to check it.
+    if !std::env::args().any(|arg| arg == "--test") {
+        interleaved(200, 100);
+    }
 }

@@ -330,7 +330,7 @@ impl CallResult {
 
     /// The result object as a JSON value.
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).expect("a result object always serializes")
+        tree_of(&self.to_json_string())
     }
 
     /// The result object as JSON text, the content a provider message carries.
@@ -398,6 +398,13 @@ impl CallResult {
     }
 }
 
+/// The tree of a result object's JSON text, as [`CallResult::write_json`] writes it: parsed
+/// once. (Serializing the result into a tree would read its data's text twice: once to check
+/// it, once to build it.)
+pub(crate) fn tree_of(text: &str) -> Value {
+    serde_json::from_str(text).expect("a result object's text is JSON")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +449,20 @@ mod tests {
                 result.to_json_string(),
                 serde_json::to_string(&result).unwrap()
             );
+        }
+    }
+
+    #[test]
+    fn the_tree_is_the_one_serde_builds() {
+        let data = JsonText::of(&serde_json::json!({"n": 1.5, "big": u64::MAX, "s": "é\n"}));
+        let mut replayed = CallResult::succeeded(data.unwrap());
+        replayed.replayed = true;
+        for result in [
+            replayed,
+            CallResult::from_error(&ToolError::outcome_unknown("the provider timed out")),
+            CallResult::from_error(&ToolError::not_found("there is no order ORD-9").why("gone")),
+        ] {
+            assert_eq!(result.to_json(), serde_json::to_value(&result).unwrap());
         }
     }
 

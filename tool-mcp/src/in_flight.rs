@@ -10,69 +10,75 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::task::Poll;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::watch;
+use futures_util::FutureExt;
+use tokio::sync::Notify;
 
 /// Counts the calls running.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct InFlight {
-    count: Arc<watch::Sender<usize>>,
+    count: Arc<Count>,
 }
 
-impl Default for InFlight {
-    fn default() -> Self {
-        InFlight {
-            count: Arc::new(watch::Sender::new(0)),
-        }
-    }
+/// The count, and who waits for it to reach zero.
+#[derive(Debug, Default)]
+struct Count {
+    running: AtomicUsize,
+    /// Told each time the count falls to zero.
+    idle: Notify,
 }
 
 /// One call counted until it is dropped, when its future ends (or is dropped unfinished).
 struct Counted {
-    count: Arc<watch::Sender<usize>>,
+    count: Arc<Count>,
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.count.send_modify(|count| *count -= 1);
+        if self.count.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.count.idle.notify_waiters();
+        }
     }
 }
 
 impl InFlight {
     /// Runs `call`, counted from now until it ends; a panic out of it is caught and answered
     /// as its payload, so that the request still gets an answer.
+    ///
+    /// The future returned holds `call` once, in place: it is built from combinators, not an
+    /// async block (which would hold `call` as its capture and again where it pins it).
     pub(crate) fn run<F: Future>(
         &self,
         call: F,
     ) -> impl Future<Output = Result<F::Output, Box<dyn Any + Send>>> + use<F> {
-        self.count.send_modify(|count| *count += 1);
+        self.count.running.fetch_add(1, Ordering::AcqRel);
         let counted = Counted {
             count: self.count.clone(),
         };
-        async move {
-            let _counted = counted;
-            let mut call = std::pin::pin!(call);
-            std::future::poll_fn(|cx| {
-                match std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
-                    Ok(poll) => poll.map(Ok),
-                    Err(payload) => Poll::Ready(Err(payload)),
-                }
-            })
-            .await
-        }
+        AssertUnwindSafe(call).catch_unwind().map(move |ended| {
+            drop(counted);
+            ended
+        })
     }
 
     /// How many calls are running.
     pub(crate) fn running(&self) -> usize {
-        *self.count.borrow()
+        self.count.running.load(Ordering::Acquire)
     }
 
     /// Waits until no call is running.
     pub(crate) async fn idle(&self) {
-        let mut count = self.count.subscribe();
-        // The sender lives as long as `self`: the wait ends only at zero.
-        let _ = count.wait_for(|count| *count == 0).await;
+        loop {
+            // Registered before the count is read, so that a fall to zero in between wakes it.
+            let fell = self.count.idle.notified();
+            let mut fell = std::pin::pin!(fell);
+            fell.as_mut().enable();
+            if self.running() == 0 {
+                return;
+            }
+            fell.await;
+        }
     }
 }
 
@@ -123,6 +129,24 @@ mod tests {
             Some(&"out of the dispatcher")
         );
         assert_eq!(in_flight.running(), 0);
+    }
+
+    #[test]
+    fn the_counted_future_holds_the_call_once() {
+        let in_flight = InFlight::default();
+        let state = [0u8; 2048];
+        let call = async move {
+            std::future::ready(()).await;
+            state.len()
+        };
+        let call_size = std::mem::size_of_val(&call);
+        let counted = in_flight.run(call);
+        // The count's handle and the panic guard's state, not a second copy of the call.
+        assert!(
+            std::mem::size_of_val(&counted) <= call_size + 32,
+            "{} bytes for a call of {call_size}",
+            std::mem::size_of_val(&counted)
+        );
     }
 
     #[tokio::test]

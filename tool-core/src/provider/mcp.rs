@@ -12,6 +12,7 @@ use super::{FormatError, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::error::ErrorKind;
 use crate::registry::Registry;
+use crate::result::tree_of;
 use crate::side_effect::SideEffect;
 
 /// JSON-RPC's code for invalid method parameters, which MCP uses for an unknown tool.
@@ -121,9 +122,10 @@ impl Mcp {
                 message,
             });
         }
+        let text = report.result.to_json_string();
         Ok(CallToolAnswer {
-            text: report.result.to_json_string(),
-            structured_content: report.result.to_json(),
+            structured_content: tree_of(&text),
+            text,
             is_error: report.result.status.is_flagged(),
         })
     }
