@@ -158,16 +158,12 @@ impl ServerHandler for McpHandler {
             let call = calls::tool_call(&context.id, request, raw);
             // On the request's own task, which the SDK never aborts: a cancelled request has its
             // answer dropped by the SDK, and the call runs to its end (see `in_flight`).
-            // Boxed once it starts: the SDK moves the request's future by value several times
-            // before its task polls it (into the task, into the task's cell), and every move
-            // copies the future whole; this way the dispatch's state is not part of it.
-            let dispatched = Box::pin(
-                self.inner
-                    .in_flight
-                    .run(self.inner.dispatcher.dispatch(&session, call)),
-            )
-            .await
-            .map_err(|_panic| protocol_errors::lost())?;
+            let dispatched = self
+                .inner
+                .in_flight
+                .run(self.inner.dispatcher.dispatch(&session, call))
+                .await
+                .map_err(|_panic| protocol_errors::lost())?;
             match dispatched {
                 Ok(report) => calls::answer(&report).map(CallToolResponse::from),
                 Err(aborted) => Err(protocol_errors::run_aborted(&aborted)),
