@@ -1,4 +1,6 @@
 #![doc = include_str!("../README.md")]
+// On docs.rs, each item gated by a feature says which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
 pub use toolgate_core::*;

@@ -8,9 +8,9 @@
 //!
 //! | tool | what its schema holds |
 //! |---|---|
-//! | [`find_orders`] | a read: a string, an optional enum, an optional bounded `u8` |
-//! | [`ship_replacement`] | a write: an enum, `u32`, `u64` and `i64` bounds, a nested struct with an optional field, an optional string |
-//! | [`tag_order`] | a write with a map, which neither strict mode nor Gemini's `parameters` can declare (the formats' fallbacks) |
+//! | [`find_orders()`] | a read: a string, an optional enum, an optional bounded `u8` |
+//! | [`ship_replacement()`] | a write: an enum, `u32`, `u64` and `i64` bounds, a nested struct with an optional field, an optional string |
+//! | [`tag_order()`] | a write with a map, which neither strict mode nor Gemini's `parameters` can declare (the formats' fallbacks) |
 //!
 //! The tools' bodies only echo their arguments: the fixtures need their declarations and their
 //! results, never their effects.
@@ -120,7 +120,7 @@ pub async fn tag_order(
     Ok(json!({"order_id": order_id, "tags": tags}))
 }
 
-/// A registry with [`find_orders`], [`ship_replacement`] and [`tag_order`], in that order.
+/// A registry with [`find_orders()`], [`ship_replacement()`] and [`tag_order()`], in that order.
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     registry
