@@ -15,6 +15,13 @@ pub use toolgate_mcp as mcp;
 #[doc(inline)]
 pub use toolgate_macros::tool;
 
+/// schemars 1.x, which [`Args`] structs derive [`JsonSchema`] from: for a crate without a
+/// dependency of its own on it (see [`Args`]).
+pub use toolgate_core::__private::schemars;
+/// The derive of schemars 1.x's `JsonSchema`, with `#[schemars(crate = "toolgate::schemars")]`
+/// (see [`Args`]).
+pub use toolgate_core::__private::schemars::JsonSchema;
+
 /// The names most programs need: `use toolgate::prelude::*;`.
 pub mod prelude {
     pub use toolgate_core::{

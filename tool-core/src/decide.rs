@@ -20,6 +20,61 @@ use crate::store::{
 /// two, the decision stands and the error is returned. A refused attempt to decide has its
 /// record too (outcome `refused`): who tried, what they asked, and why it was refused; nothing
 /// else is stored for it.
+///
+/// # Examples
+///
+/// A refund over its tool's threshold waits for an approver. The application lists what waits
+/// and decides as the approver its own login identified (never as a name the model gives):
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolgate::prelude::*;
+/// use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, OperationStore, Verdict};
+/// // The in-memory store of the tests; an application passes its SQLite or PostgreSQL store.
+/// use toolgate_test::MemoryStore;
+///
+/// /// Refund an order.
+/// #[tool(side_effect = "write", approval_over = 5000, approver = "refund:approve", key = [order_id])]
+/// async fn refund(order_id: String, amount: f64) -> Result<String, ToolError> {
+///     Ok(format!("refunded {amount} on {order_id}"))
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let store = Arc::new(MemoryStore::new());
+/// let mut registry = Registry::new();
+/// registry.register::<refund>().unwrap();
+/// let dispatcher = Dispatcher::builder(registry).store(store.clone()).build();
+/// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+/// let call = || {
+///     let arguments = serde_json::json!({"order_id": "ORD-1", "amount": 8000.0});
+///     ToolCall::new("call_1", "refund", arguments)
+/// };
+/// let report = dispatcher.dispatch(&session, call()).await.unwrap();
+/// assert_eq!(report.result.status, Status::AwaitingApproval);
+///
+/// let query = ApprovalQuery { tenant: Some("acme"), status: Some(ApprovalStatus::Pending), limit: 0 };
+/// let waiting = store.list_approvals(query).await.unwrap();
+/// let supervisor = AuthContext::new("acme", "supervisor").with_permissions(["refund:approve"]);
+/// let now_ms = std::time::SystemTime::now()
+///     .duration_since(std::time::UNIX_EPOCH)
+///     .unwrap()
+///     .as_millis() as i64;
+/// let request = DecideRequest {
+///     id: &waiting[0].id,
+///     approver: &supervisor,
+///     verdict: Verdict::Approve,
+///     reason: "the customer's return arrived",
+///     now_ms,
+/// };
+/// let decided = toolgate::decide(store.as_ref(), request).await.unwrap();
+/// assert!(matches!(decided, Decided::Applied(_)));
+///
+/// // Approved, the refund runs at its next claim: the model's call again, or the
+/// // application's runner (`Dispatcher::run_approved`).
+/// let report = dispatcher.dispatch(&session, call()).await.unwrap();
+/// assert_eq!(report.result.status, Status::Succeeded);
+/// # });
+/// ```
 pub async fn decide(
     store: &dyn OperationStore,
     request: DecideRequest<'_>,
@@ -94,7 +149,7 @@ pub(crate) fn refused_entry(
 }
 
 /// The audit record of `decision` on `approval`.
-pub fn decision_entry(approval: &ApprovalRecord, decision: &Decision) -> AuditEntry {
+pub(crate) fn decision_entry(approval: &ApprovalRecord, decision: &Decision) -> AuditEntry {
     AuditEntry {
         kind: AuditKind::Decision,
         tenant: approval.tenant.clone(),

@@ -54,7 +54,7 @@ pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use ctx::Ctx;
-pub use decide::{decide, decision_entry};
+pub use decide::decide;
 pub use delivery::Delivery;
 pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
 pub use dispatch::{
@@ -73,8 +73,8 @@ pub use outbox::{Deliver, DeliveryReport, OutboxWorker, OutboxWorkerBuilder, Tra
 pub use permissions::PermissionSource;
 pub use rate_limit::RateLimit;
 pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
-pub use registry::{RegisteredTool, Registry, RegistryError, is_valid_name};
-pub use result::{CallResult, Explanation, Outcome, Status};
+pub use registry::{RegisteredTool, Registry, RegistryError};
+pub use result::{CallResult, DeliveryNote, Explanation, Outcome, Status};
 pub use retry::{RetryPolicy, RetrySpec};
 pub use run_limits::RunLimits;
 pub use side_effect::SideEffect;

@@ -260,7 +260,7 @@ impl Registry {
 }
 
 /// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`, the rule every provider shares.
-pub fn is_valid_name(name: &str) -> bool {
+pub(crate) fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()

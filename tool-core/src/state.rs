@@ -66,6 +66,11 @@ impl StateMap {
         self.values.insert(TypeId::of::<T>(), Arc::new(value));
     }
 
+    /// Stores the value `value` points to, shared with whoever else holds it.
+    pub(crate) fn insert_shared<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        self.values.insert(TypeId::of::<T>(), value);
+    }
+
     /// Whether a value of the type `id` is held.
     pub(crate) fn contains(&self, id: TypeId) -> bool {
         self.values.contains_key(&id)

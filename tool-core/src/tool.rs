@@ -158,7 +158,32 @@ impl std::fmt::Debug for ReadArgs {
 }
 
 /// Takes the arguments as one struct instead of plain parameters:
-/// `Args(request): Args<RefundRequest>`, where the struct derives `Deserialize` and `JsonSchema`.
+/// `Args(request): Args<RefundRequest>`, where the struct derives serde's `Deserialize` and
+/// schemars' `JsonSchema`.
+///
+/// The `JsonSchema` must be schemars **1.x**'s. schemars 0.8's is another trait of the same
+/// name: with it, the compiler asks for a `JsonSchema` derive that the struct seems to have. A
+/// crate that does not depend on schemars itself can use the one toolgate re-exports, naming it
+/// in the derive's `crate` attribute:
+///
+/// ```
+/// use toolgate::prelude::*;
+///
+/// #[derive(serde::Deserialize, toolgate::JsonSchema)]
+/// #[schemars(crate = "toolgate::schemars")]
+/// struct OrderRef {
+///     /// The order.
+///     order_id: String,
+/// }
+///
+/// /// Look up an order.
+/// #[tool]
+/// async fn find_order(Args(order): Args<OrderRef>) -> Result<String, ToolError> {
+///     Ok(order.order_id)
+/// }
+/// ```
+///
+/// With schemars in the crate's own dependencies:
 ///
 /// ```
 /// use toolgate::prelude::*;

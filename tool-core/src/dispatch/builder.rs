@@ -131,6 +131,45 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Gives tools the value behind an `Arc` the application already holds, as
+    /// [`state`](Self::state) gives an owned one: tools reach the very value the application
+    /// keeps (not a copy), as a `T` with [`Ctx::state`](crate::Ctx::state) or a
+    /// [`State<T>`](crate::State) parameter.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use toolgate::prelude::*;
+    ///
+    /// struct Counter {
+    ///     visits: AtomicU32,
+    /// }
+    ///
+    /// /// Count a visit.
+    /// #[tool]
+    /// async fn visit(counter: State<Counter>) -> Result<u32, ToolError> {
+    ///     Ok(counter.visits.fetch_add(1, Ordering::SeqCst) + 1)
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let counter = Arc::new(Counter { visits: AtomicU32::new(0) });
+    /// let mut registry = Registry::new();
+    /// registry.register::<visit>().unwrap();
+    /// let dispatcher = Dispatcher::builder(registry)
+    ///     .state_shared(counter.clone())
+    ///     .build();
+    /// let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    /// let call = ToolCall::new("call_1", "visit", serde_json::json!({}));
+    /// dispatcher.dispatch(&session, call).await.unwrap();
+    /// // The application's own handle sees the tool's visit.
+    /// assert_eq!(counter.visits.load(Ordering::SeqCst), 1);
+    /// # });
+    /// ```
+    pub fn state_shared<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.state.insert_shared(value);
+        self
+    }
+
     /// The deadline for tools that declare no `timeout` (default [`DEFAULT_TIMEOUT`]).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = timeout;
