@@ -7,7 +7,7 @@ Python package index:
 
     python3 scripts/provider-fixtures/record.py
 
-then review `git diff tests/fixtures/providers` and run `cargo test --test provider_fixtures`.
+then review `git diff tests/fixtures/providers` and run `cargo test -p toolgate --test toolgate provider_fixtures`.
 To move to newer libraries, change the pins in requirements.txt first (README.md says how).
 
 What it does:
@@ -22,7 +22,7 @@ What it does:
    - `accepted.json`: toolgate's catalogs and results validated with the library's request types,
      with the library's verdict and its own round-trip dump of each (accepted.py).
 
-The Rust test tests/provider_fixtures.rs reads these files; it needs neither Python nor network.
+The Rust test tests/toolgate/provider_fixtures.rs reads these files; it needs neither Python nor network.
 """
 
 import argparse

@@ -31,7 +31,8 @@ impl std::fmt::Debug for ChildTest {
 }
 
 impl ChildTest {
-    /// Starts the current test binary with `--exact test --nocapture --test-threads=1` and the
+    /// Starts the current test binary with `--exact test --nocapture --test-threads=1` (`test` as
+    /// libtest names it: `module::name` in a binary of modules) and the
     /// environment variables `env`; its stderr goes to the parent's.
     pub fn spawn(test: &str, env: &[(&str, &str)]) -> ChildTest {
         let mut command = Command::new(std::env::current_exe().expect("the test binary's path"));

@@ -3,7 +3,7 @@
 //! store, so a restarted process keeps them (SQLite and PostgreSQL); without a store, in the
 //! session. Every call id a turn answers has its audit record, whatever became of it.
 
-mod stores;
+use crate::stores;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 //! in the provider's ledger; each delivery attempt has its audit record. On a SQLite file, on
 //! the test PostgreSQL server, and in memory.
 
-mod stores;
+use crate::stores;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};

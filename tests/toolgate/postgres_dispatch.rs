@@ -164,7 +164,7 @@ async fn thirty_two_tasks_submitting_one_write_run_it_once() {
 /// Set, to the database's URL, only in the children of the two-process test.
 const CHILD_DATABASE: &str = "TOOLGATE_TEST_CHILD_DATABASE_URL";
 /// The test each child runs.
-const CHILD_TEST: &str = "child_of_two_processes_submitting_the_same_writes";
+const CHILD_TEST: &str = "postgres_dispatch::child_of_two_processes_submitting_the_same_writes";
 /// Printed by a child before each turn, which it starts when the parent says go.
 const READY: &str = "toolgate-child: ready";
 /// Starts a child's summary line: `fresh=… replayed=… in_progress=… pid=…`.

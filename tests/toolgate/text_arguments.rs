@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::{Tool, ToolDescriptor, ToolFuture};
 
-mod json_args;
+use crate::json_args;
 use json_args::any_number;
 
 /// Takes one argument of each type whose serde reading is exact, and echoes them.

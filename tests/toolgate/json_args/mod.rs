@@ -1,6 +1,5 @@
 //! Generators of tool arguments for the property tests: JSON numbers at the edges of every
-//! numeric type, and objects that are mostly right. Each test that uses them declares
-//! `mod json_args;`.
+//! numeric type, and objects that are mostly right.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

@@ -5,7 +5,7 @@
 //! Order is set by gates the test opens (tokio `Notify`), never by sleeps; where a duration
 //! matters the clock is paused.
 
-mod stores;
+use crate::stores;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

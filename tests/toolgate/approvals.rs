@@ -3,8 +3,6 @@
 //! once (the model's call again or the runner, whichever comes first) after the checks are made
 //! again, and every call and decision lands in the audit trail.
 
-mod stores;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 

@@ -354,7 +354,7 @@ fn descriptions_state_the_side_effect_class() {
         refund.contains("returns the original result instead of acting twice"),
         "{refund}"
     );
-    // The threshold is stated; tests/approvals.rs makes the call it speaks of, and it waits.
+    // The threshold is stated; the `approvals` tests make the call it speaks of, and it waits.
     assert!(
         refund.contains("A call whose `amount` is over 5000 waits for a human approval"),
         "{refund}"

@@ -29,7 +29,7 @@ const CREATE_TABLES: [&str; 2] = [
 /// Set, to the database's URL, only in the children; [`ROLE`] says what the child does.
 const CHILD_DATABASE: &str = "TOOLGATE_TEST_OUTBOX_CHILD_URL";
 const ROLE: &str = "TOOLGATE_TEST_OUTBOX_CHILD_ROLE";
-const CHILD_TEST: &str = "child_outbox_worker";
+const CHILD_TEST: &str = "postgres_outbox_workers::child_outbox_worker";
 const DONE: &str = "toolgate-child: done";
 const AT: &str = "toolgate-child: at ";
 /// How long a worker's lease lasts; the test moves its own clock past it after a kill.

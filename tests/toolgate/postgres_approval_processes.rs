@@ -23,7 +23,7 @@ const CREATE_LEDGER: &str = "CREATE TABLE ledger (order_id TEXT NOT NULL, pid BI
 /// Set, to the database's URL, only in the children; the value of [`ROLE`] says which one.
 const CHILD_DATABASE: &str = "TOOLGATE_TEST_APPROVAL_CHILD_URL";
 const ROLE: &str = "TOOLGATE_TEST_APPROVAL_CHILD_ROLE";
-const CHILD_TEST: &str = "child_racing_for_approved_operations";
+const CHILD_TEST: &str = "postgres_approval_processes::child_racing_for_approved_operations";
 const READY: &str = "toolgate-child: ready";
 const DONE: &str = "toolgate-child: done";
 /// Approved operations raced.

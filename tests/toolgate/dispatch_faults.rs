@@ -17,7 +17,7 @@ use toolgate::prelude::*;
 use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};
 use toolgate_test::{ControlledStore, Fault, Request};
 
-mod stores;
+use crate::stores;
 use stores::{postgres, sqlite};
 
 /// Words with a NUL and other control characters, as a provider may send them.

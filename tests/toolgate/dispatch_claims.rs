@@ -22,7 +22,7 @@ use toolgate::store::{
 };
 use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};
 
-mod stores;
+use crate::stores;
 use stores::{postgres, sqlite};
 
 /// What the provider lets be refunded on any order.
