@@ -3,7 +3,7 @@
 //!
 //! A call runs on the task the SDK gives its request. The SDK never aborts that task: a client
 //! that cancels, or goes away, only has the answer dropped, so a write is never cut in half
-//! (`tests/mcp_cancel.rs` holds it to this). The count ends when the call's future does: when it
+//! (`tests/mcp/mcp_cancel.rs` holds it to this). The count ends when the call's future does: when it
 //! completes, or when the runtime drops it at shutdown.
 
 use std::any::Any;

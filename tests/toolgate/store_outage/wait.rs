@@ -6,7 +6,7 @@
 //! The store is the memory store behind `toolgate_test::ControlledStore`, down and slow on
 //! command (`set_latency` makes every request wait as a client waits for a connection to a
 //! stopped server); time is tokio's paused clock, so every wait is exact.
-//! `tests/postgres_outage/bound.rs` measures the same on a stopped PostgreSQL.
+//! `postgres_outage/bound.rs` measures the same on a stopped PostgreSQL.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! answers only the caller who opened it, malformed messages get `-32700` and `-32600`. Each
 //! MCP session is a run of its own, listed the tools it may call.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,7 +3,7 @@
 //! a write replayed, invalid arguments (a key given twice among them), an unknown tool, two
 //! tenants).
 
-mod common;
+use crate::common;
 
 use common::{PATIENCE, Shop, call, connect, protocol_error, result_object, server, session};
 use rmcp::model::ErrorCode;

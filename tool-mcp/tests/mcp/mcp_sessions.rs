@@ -3,7 +3,7 @@
 //! request's transport, method and client. Each MCP session is a run of its own, listed the
 //! tools it may call.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -45,23 +45,23 @@ async fn release(url: &str, last: i64) -> sqlx::PgPool {
         migration(
             1,
             "operations",
-            include_str!("../migrations/0001_operations.sql"),
+            include_str!("../../migrations/0001_operations.sql"),
         ),
         migration(
             2,
             "errors keep every character",
-            include_str!("../migrations/0002_errors_keep_every_character.sql"),
+            include_str!("../../migrations/0002_errors_keep_every_character.sql"),
         ),
-        migration(3, "runs", include_str!("../migrations/0003_runs.sql")),
+        migration(3, "runs", include_str!("../../migrations/0003_runs.sql")),
         migration(
             4,
             "approvals and audit",
-            include_str!("../migrations/0004_approvals_and_audit.sql"),
+            include_str!("../../migrations/0004_approvals_and_audit.sql"),
         ),
         migration(
             5,
             "outbox and steps",
-            include_str!("../migrations/0005_outbox_and_steps.sql"),
+            include_str!("../../migrations/0005_outbox_and_steps.sql"),
         ),
     ]);
     migrator.migrations.to_mut().retain(|m| m.version <= last);

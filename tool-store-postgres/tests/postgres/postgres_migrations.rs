@@ -86,7 +86,7 @@ async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after()
         1,
         Cow::Borrowed("operations"),
         MigrationType::Simple,
-        include_str!("../migrations/0001_operations.sql").into_sql_str(),
+        include_str!("../../migrations/0001_operations.sql").into_sql_str(),
         false,
     )]);
     version_one.dangerous_set_table_name("_toolgate_store_migrations");

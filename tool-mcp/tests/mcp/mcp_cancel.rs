@@ -5,7 +5,7 @@
 //! The write waits at a gate the test opens; where a wait matters the clock is paused, so that
 //! it ends only once nothing else can move.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

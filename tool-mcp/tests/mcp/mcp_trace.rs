@@ -3,7 +3,7 @@
 //! parent is the client's span), the dispatcher's `execute_tool` span is the server span's
 //! child, and the spans of calls that failed or were refused say what failed.
 
-mod common;
+use crate::common;
 
 use common::{Shop, call, connect, protocol_error, server, session};
 use opentelemetry::KeyValue;
