@@ -1,8 +1,12 @@
 //! The facade's integration tests, one binary: each module an area of the dispatcher, its
 //! stores and its formats, as a user of `toolgate` meets them. `stores` opens the real stores
 //! (a SQLite file, a PostgreSQL database of its own) and `json_args` generates the property
-//! tests' arguments. `tests/compiletest.rs`, the compile-fail suite, stays a binary of its own:
-//! trybuild builds its cases apart.
+//! tests' arguments.
+//!
+//! Two binaries stand apart: `tests/compiletest.rs`, the compile-fail suite (trybuild builds its
+//! cases apart), and `tests/dispatch_tracing.rs`, which installs a tracing subscriber for its
+//! thread: tracing caches process-wide whether a callsite is enabled, so a test thread without a
+//! subscriber that reaches a callsite first can leave it disabled for the tracing test too.
 
 mod approvals;
 mod catalog_schemas;
@@ -11,7 +15,6 @@ mod dispatch_batches;
 mod dispatch_claims;
 mod dispatch_faults;
 mod dispatch_pipeline;
-mod dispatch_tracing;
 mod dispatch_wiring;
 mod dispatch_writes;
 mod hostile_turns;

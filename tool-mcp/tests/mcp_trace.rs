@@ -3,7 +3,9 @@
 //! parent is the client's span), the dispatcher's `execute_tool` span is the server span's
 //! child, and the spans of calls that failed or were refused say what failed.
 
-use crate::common;
+// A process of its own: see `tests/mcp/main.rs`.
+#[path = "mcp/common/mod.rs"]
+mod common;
 
 use common::{Shop, call, connect, protocol_error, server, session};
 use opentelemetry::KeyValue;
