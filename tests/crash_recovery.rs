@@ -18,7 +18,7 @@
 //! ```text
 //! TOOLGATE_CRASH_ROLE=child TOOLGATE_CRASH_SEED=17 TOOLGATE_CRASH_POINT=executed \
 //! TOOLGATE_CRASH_STORE=/tmp/ops.db TOOLGATE_CRASH_LEDGER=/tmp/ledger.jsonl \
-//!   cargo test -p toolgate --test toolgate -- --exact crash_recovery::crash_child --nocapture
+//!   cargo test -p toolgate --test crash_recovery -- --exact crash_child --nocapture
 //! ```
 //!
 //! Unix only: it kills with `SIGKILL` and checks the signal.
@@ -64,7 +64,7 @@ const POINT_VAR: &str = "TOOLGATE_CRASH_POINT";
 const STORE_VAR: &str = "TOOLGATE_CRASH_STORE";
 const LEDGER_VAR: &str = "TOOLGATE_CRASH_LEDGER";
 /// The name of the child test, for `--exact`.
-const CHILD_TEST: &str = "crash_recovery::crash_child";
+const CHILD_TEST: &str = "crash_child";
 /// What the child prints, followed by the point's name, when it stops at its failpoint.
 const MARKER: &str = "toolgate-crash-stopped-at: ";
 const TENANT: &str = "acme";
