@@ -96,25 +96,27 @@ static ESCAPE: [u8; 256] = {
 /// `serde_json` escapes it.
 pub(crate) fn escape_into(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut start = 0;
-    for (at, &byte) in text.as_bytes().iter().enumerate() {
-        let escape = ESCAPE[usize::from(byte)];
-        if escape == 0 {
-            continue;
+    let mut rest = text;
+    // Each round copies the run of bytes that need no escape, then escapes the one after it.
+    while let Some(at) = rest.bytes().position(|byte| ESCAPE[usize::from(byte)] != 0) {
+        // The byte at `at` is ASCII, so the run ends on a character boundary.
+        let (run, tail) = rest.split_at(at);
+        out.push_str(run);
+        let byte = tail.as_bytes()[0];
+        match ESCAPE[usize::from(byte)] {
+            b'u' => {
+                let hex = [HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]];
+                out.push_str("\\u00");
+                out.extend(hex.map(char::from));
+            }
+            letter => {
+                out.push('\\');
+                out.push(char::from(letter));
+            }
         }
-        // `at` holds an ASCII byte, so the slice ends on a character boundary.
-        out.push_str(&text[start..at]);
-        out.push('\\');
-        if escape == b'u' {
-            out.push_str("u00");
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0xf)]));
-        } else {
-            out.push(char::from(escape));
-        }
-        start = at + 1;
+        rest = &tail[1..];
     }
-    out.push_str(&text[start..]);
+    out.push_str(rest);
 }
 
 impl std::fmt::Display for JsonText {

@@ -384,7 +384,8 @@ impl CallResult {
         match (&self.data, &self.error) {
             (Some(data), None) if self.is_plain() => {
                 out.push_str(r#"{\"status\":\""#);
-                escape_into(out, self.status.as_str());
+                // A status's wire name is lower-case letters and `_`: nothing to escape.
+                out.push_str(self.status.as_str());
                 out.push_str(if self.replayed {
                     r#"\",\"replayed\":true,\"data\":"#
                 } else {
@@ -408,6 +409,25 @@ pub(crate) fn tree_of(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_status_name_needs_escaping() {
+        // `write_json_escaped` writes the status's name as it is.
+        for status in [
+            Status::Succeeded,
+            Status::Failed,
+            Status::OutcomeUnknown,
+            Status::InProgress,
+            Status::AwaitingApproval,
+            Status::Rejected,
+            Status::Partial,
+            Status::Queued,
+            Status::Error,
+        ] {
+            let name = status.as_str();
+            assert_eq!(serde_json::to_string(name).unwrap(), format!("\"{name}\""));
+        }
+    }
 
     #[test]
     fn the_escaped_text_is_the_text_escaped() {

@@ -141,6 +141,7 @@ impl Dispatcher {
         };
         let mut shared = Shared {
             answering,
+            lone: planned.len() == 1,
             ..Shared::default()
         };
         for (_, report) in &answered {
@@ -501,17 +502,20 @@ impl Dispatcher {
                             read.take(),
                             ledger
                         ));
-                        let raised = std::pin::pin!(shared.signal.raised());
-                        match select(read, raised).await {
-                            Either::Left((Ok(result), _)) => (Ok(result), None),
-                            Either::Left((Err(err), _)) => {
+                        let raised = std::pin::pin!(shared.raised());
+                        let read = match select(read, raised).await {
+                            Either::Left((read, _)) => read,
+                            // The run aborted while the read ran: it is stopped here.
+                            Either::Right(((), _)) => return Fate::Cancelled,
+                        };
+                        match read {
+                            Ok(result) => (Ok(result), None),
+                            Err(err) => {
                                 let fingerprint = fingerprint.unwrap_or_else(|| {
                                     repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
                                 });
                                 (Err(err), Some((tool, fingerprint)))
                             }
-                            // The run aborted while the read ran: it is stopped here.
-                            Either::Right(((), _)) => return Fate::Cancelled,
                         }
                     }
                 }

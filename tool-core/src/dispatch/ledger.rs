@@ -97,14 +97,21 @@ impl Ledger<'_> {
     /// Starts a turn calling `tools` (each tool once, with its number of calls); answers the
     /// grant and what was waited for a store that did not answer.
     pub(super) async fn begin_turn(&self, tools: &[(&str, u32)]) -> (TurnGrant, Duration) {
+        let store = self.asked();
         let request = TurnRequest {
             run: self.key(),
             tools,
             limits: self.limits,
-            now_ms: self.dispatcher.now_ms(),
+            // The time is the store's to keep: a session's own record is never shown, and
+            // reading the clock on every turn of a run without a store is a cost for nothing.
+            now_ms: if store.is_some() {
+                self.dispatcher.now_ms()
+            } else {
+                0
+            },
         };
         let mut waited = Duration::ZERO;
-        if let Some(store) = self.asked() {
+        if let Some(store) = store {
             let started = Instant::now();
             match self
                 .counted("begin a turn", store.begin_turn(request))

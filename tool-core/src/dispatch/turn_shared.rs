@@ -56,9 +56,22 @@ pub(super) struct Shared {
     pub(super) counters_waited: Duration,
     /// Where each answer is sent as soon as it is known, when the caller asked.
     pub(super) answering: Option<Answering>,
+    /// Whether one call of the turn runs (the others, if any, answered without running): only
+    /// that call can raise the signal, so its read does not listen for it.
+    pub(super) lone: bool,
 }
 
 impl Shared {
+    /// Ready once a call of the turn aborts the run; never, when this call is the only one
+    /// that runs (no other can raise the signal while it runs, and listening costs a waiter's
+    /// registration on every call).
+    pub(super) async fn raised(&self) {
+        if self.lone {
+            std::future::pending::<()>().await;
+        }
+        self.signal.raised().await;
+    }
+
     /// Sends the answer of call `id` of `tool`, when the caller asked for each as it comes.
     pub(super) fn answered(&self, id: &str, tool: &str, result: &CallResult) {
         if let Some(answering) = &self.answering {

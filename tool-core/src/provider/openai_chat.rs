@@ -220,8 +220,6 @@ fn parse_call(call: &Value, fields: ArgumentFields) -> ReadCall {
 /// The typed reading of a well-formed assistant message, straight into [`ToolCall`]s: each
 /// call's arguments are checked as they are read and kept as text, with no tree.
 mod fast {
-    use std::borrow::Cow;
-
     use serde::de::{self, IgnoredAny};
     use serde::{Deserialize, Deserializer};
 
@@ -245,11 +243,11 @@ mod fast {
     impl<'de> Deserialize<'de> for Call {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
             #[derive(Deserialize)]
-            struct Fields<'a> {
+            struct Fields {
                 id: String,
                 /// `None` when the type is left out or `null`: a function call.
-                #[serde(rename = "type", borrow, default)]
-                kind: Option<Cow<'a, str>>,
+                #[serde(rename = "type", default)]
+                kind: Option<Kind>,
                 function: Function,
             }
 
@@ -260,7 +258,7 @@ mod fast {
             }
 
             let call = Fields::deserialize(deserializer)?;
-            let function = call.kind.as_deref().is_none_or(|kind| kind == "function");
+            let function = call.kind.is_none_or(|Kind(function)| function);
             if call.id.is_empty() || call.function.name.is_empty() || !function {
                 return Err(de::Error::custom("a call for the general reading"));
             }
@@ -269,6 +267,30 @@ mod fast {
                 name: call.function.name,
                 arguments: Ok(Arguments::unread(call.function.arguments)),
             }))
+        }
+    }
+
+    /// Whether a call's `type` is `function`, read without copying the text (serde reads an
+    /// `Option<Cow<str>>` into an owned string).
+    struct Kind(bool);
+
+    impl<'de> Deserialize<'de> for Kind {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct IsFunction;
+
+            impl de::Visitor<'_> for IsFunction {
+                type Value = Kind;
+
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a call type")
+                }
+
+                fn visit_str<E: de::Error>(self, kind: &str) -> Result<Kind, E> {
+                    Ok(Kind(kind == "function"))
+                }
+            }
+
+            deserializer.deserialize_str(IsFunction)
         }
     }
 
