@@ -22,6 +22,27 @@ pub use toolgate_core::__private::schemars;
 /// (see [`Args`]).
 pub use toolgate_core::__private::schemars::JsonSchema;
 
+/// Guides: how toolgate's parts work together, with examples that compile. Each is also a file
+/// of the repository's `docs/guide/`.
+pub mod guide {
+    #[doc = include_str!("../docs/guide/turns.md")]
+    pub mod turns {}
+    #[doc = include_str!("../docs/guide/keys.md")]
+    pub mod keys {}
+    #[doc = include_str!("../docs/guide/approvals.md")]
+    pub mod approvals {}
+    #[doc = include_str!("../docs/guide/outbox.md")]
+    pub mod outbox {}
+    #[doc = include_str!("../docs/guide/stores.md")]
+    pub mod stores {}
+    #[doc = include_str!("../docs/guide/mcp.md")]
+    pub mod mcp {}
+    #[doc = include_str!("../docs/guide/tool_attribute.md")]
+    pub mod tool_attribute {}
+    #[doc = include_str!("../docs/guide/refund_desk.md")]
+    pub mod refund_desk {}
+}
+
 /// The names most programs need: `use toolgate::prelude::*;`.
 pub mod prelude {
     pub use toolgate_core::{

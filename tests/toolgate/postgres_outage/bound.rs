@@ -11,7 +11,7 @@
 //! - Once the cluster is back, the same write runs, and the audit trail holds every call of the
 //!   outage (kept in memory meanwhile).
 //!
-//! The times are printed for the README's figures. The assertions allow 0.5 s beyond the
+//! The times are printed for the figures of guide `stores`. The assertions allow 0.5 s beyond the
 //! documented bound for a loaded machine's timers, never as a synchronisation.
 //!
 //! Needs PostgreSQL's cluster tools and root (`OwnCluster` says so and fails, never skips).

@@ -12,7 +12,7 @@
 //!
 //! Needs PostgreSQL's cluster tools and root (`OwnCluster` says so and fails, never skips).
 //!
-//! How fast a stopped cluster is answered (the README's figures) is measured in `bound`.
+//! How fast a stopped cluster is answered (the figures of guide `stores`) is measured in `bound`.
 
 mod bound;
 

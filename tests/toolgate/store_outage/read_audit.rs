@@ -1,4 +1,4 @@
-//! The audit records of reads (DESIGN §10, README "The audit trail"): a read answers before its
+//! The audit records of reads (DESIGN §10, guide `approvals`, "The audit trail"): a read answers before its
 //! record is written; the records of a turn's reads go to the store after the turn, in one
 //! request, and before any later record of the same dispatcher; `flush_audit` writes them at
 //! once. The test runs on one thread, so the task that writes them runs only when the test

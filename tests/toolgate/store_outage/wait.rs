@@ -1,4 +1,4 @@
-//! How long a call waits for an operation store that does not answer (DESIGN §5, README "When
+//! How long a call waits for an operation store that does not answer (DESIGN §5, guide `stores`, "When
 //! the operation store cannot be reached"): a write at most the store wait in all, a read at most
 //! the counter wait, and not at all once the store is known to be down; a slow store that answers
 //! spends none of it; the session keeps the run's limits while the store is away.
