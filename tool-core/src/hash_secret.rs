@@ -122,7 +122,7 @@ impl HashSecret {
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part.as_bytes());
         }
-        crate::idempotency::hex(&mac.finalize().into_bytes())
+        hex(&mac.finalize().into_bytes())
     }
 
     /// Logs, once a process, that a dispatcher keeps hashes under the local default secret.
@@ -191,6 +191,16 @@ pub enum HashSecretError {
         /// Why it cannot be read.
         source: std::io::Error,
     },
+}
+
+/// `bytes` in lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::descriptor::{KeyScope, ToolDescriptor};
-use crate::hash_secret::HashSecret;
+use crate::hash_secret::{HashSecret, hex};
 
 /// The canonical JSON text of `value`: object keys sorted, no whitespace. Key order and spacing
 /// in what the model sent do not change it. Numbers are as `serde_json` writes them (after the
@@ -63,16 +63,6 @@ fn hex_sha256(parts: &[&str]) -> String {
         hasher.update(part.as_bytes());
     }
     hex(&hasher.finalize())
-}
-
-/// `bytes` in lower-case hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
 }
 
 /// What starts a request hash of version 2, keyed with the application's [`HashSecret`]. A
