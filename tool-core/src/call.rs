@@ -2,18 +2,10 @@
 
 use serde_json::Value;
 
+pub use crate::json_shape::MalformedCall;
 use crate::json_shape::{Shape, shape_of};
+use crate::quote::excerpt;
 use crate::result::CallResult;
-
-/// A call the provider format could not read: the call still gets a result, an
-/// `invalid_arguments` error saying what was wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MalformedCall {
-    /// What is wrong, in words the model can act on.
-    pub what: String,
-    /// The detail (the parser's message, the raw text).
-    pub why: String,
-}
 
 /// One tool call of a model turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,14 +247,6 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
     .kind()
 }
 
-/// The first 200 characters of `text`, quoted, for error messages.
-pub(crate) fn excerpt(text: &str) -> String {
-    match crate::quote::cut(text, 200) {
-        Some(head) => format!("{head:?}…"),
-        None => format!("{text:?}"),
-    }
-}
-
 /// The outcome of one call: its id, the tool name the model used, and the result object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
@@ -277,6 +261,7 @@ pub struct CallReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quote::excerpt;
 
     #[test]
     fn json_text_that_does_not_parse_is_malformed_not_a_panic() {

@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
-use crate::call::{CallReport, ToolCall, excerpt};
+use crate::call::{CallReport, ToolCall};
 use crate::error::ToolError;
+use crate::quote::excerpt;
 use crate::result::CallResult;
 
 /// The calls of a turn in which some ids are shared, split: the calls that run, and the one

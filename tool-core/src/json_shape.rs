@@ -10,8 +10,17 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::call::{MalformedCall, excerpt};
-use crate::quote::shortened;
+use crate::quote::{excerpt, shortened};
+
+/// A call the provider format could not read: the call still gets a result, an
+/// `invalid_arguments` error saying what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedCall {
+    /// What is wrong, in words the model can act on.
+    pub what: String,
+    /// The detail (the parser's message, the raw text).
+    pub why: String,
+}
 
 /// The kind of one JSON value, read as [`serde_json::Value`] reads it (numbers in range,
 /// strings with valid escapes, at most serde_json's nesting) with nothing kept.

@@ -11,6 +11,14 @@ pub(crate) fn cut(text: &str, limit: usize) -> Option<&str> {
     text.char_indices().nth(limit).map(|(at, _)| &text[..at])
 }
 
+/// The first 200 characters of `text`, quoted, for error messages.
+pub(crate) fn excerpt(text: &str) -> String {
+    match cut(text, 200) {
+        Some(head) => format!("{head:?}…"),
+        None => format!("{text:?}"),
+    }
+}
+
 /// `text`, cut after `limit` characters with `…`.
 pub(crate) fn shortened(text: &str, limit: usize) -> Cow<'_, str> {
     match cut(text, limit) {

@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use crate::auth::Session;
-use crate::call::{MalformedCall, excerpt};
+use crate::call::MalformedCall;
 use crate::descriptor::ToolDescriptor;
 use crate::error::{ErrorKind, ToolError};
+use crate::quote::excerpt;
 use crate::store::StoreError;
 
 /// The advice of every `outcome_unknown` the dispatcher writes.

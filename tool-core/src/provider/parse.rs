@@ -8,8 +8,9 @@ use serde_json::{Map, Value};
 
 use super::FormatError;
 use super::raw_turn::Field;
-use crate::call::{Arguments, MalformedCall, ToolCall, excerpt, json_kind};
+use crate::call::{Arguments, MalformedCall, ToolCall, json_kind};
 use crate::json_shape::{MAX_DEPTH, Shape, deeper_than, shape_of};
+use crate::quote::excerpt;
 use crate::quote::json_prefix;
 
 /// The id given to call number `index` of a turn when it arrived without a usable one.
