@@ -10,6 +10,7 @@
 
 mod approval;
 mod audit;
+mod grants;
 #[cfg(feature = "test-util")]
 mod memory;
 mod outbox;
@@ -25,6 +26,7 @@ pub use approval::{
     EXPIRED, RUN_ABORTED, Refusal, Requester, SYSTEM_DECIDER, Verdict,
 };
 pub use audit::{AuditEntry, AuditKind, AuditQuery, AuditRecord};
+pub use grants::Grants;
 #[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
 pub use outbox::{

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::run_limits::RunLimits;
 
-use super::ApprovalRecord;
+use super::{ApprovalRecord, Grants};
 
 /// One run of one tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ pub struct Admission {
     /// For each entry of [`TurnRequest::tools`], in order, how many of its calls may run: the
     /// calls of the tool, or fewer when its retry budget runs out. The first calls of the turn
     /// (in the order the model emitted them) get the grants.
-    pub granted: Vec<u32>,
+    pub granted: Grants,
     /// Every call of the requested tools that failed earlier in the run.
     pub failed: Vec<FailedCall>,
 }

@@ -124,7 +124,10 @@ async fn a_new_process_goes_on_from_the_runs_counters_and_abort() -> Result<(), 
         .await?
     {
         TurnGrant::Admitted(admission) => {
-            assert_eq!((admission.step, admission.granted), (2, vec![1]));
+            assert_eq!(
+                (admission.step, admission.granted.as_slice()),
+                (2, &[1][..])
+            );
             assert_eq!(admission.failed.len(), 1, "{:?}", admission.failed);
         }
         other => panic!("expected the second turn to run, got {other:?}"),

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures_util::future::{join, join_all};
 use toolgate_core::RunLimits;
 use toolgate_core::store::{
-    Admission, FailedCall, OperationStore, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest,
+    Admission, FailedCall, Grants, OperationStore, RunAbort, RunKey, RunRecord, TurnGrant,
+    TurnRequest,
 };
 
 use super::fixture::T0;
@@ -86,7 +87,7 @@ pub async fn a_turn_is_the_next_step_and_grants_every_call(store: &dyn Operation
         first,
         Admission {
             step: 1,
-            granted: vec![2, 1],
+            granted: [2, 1].into(),
             failed: vec![],
         }
     );
@@ -98,7 +99,7 @@ pub async fn a_turn_is_the_next_step_and_grants_every_call(store: &dyn Operation
         T0 + 1,
     )
     .await;
-    assert_eq!((second.step, second.granted), (2, vec![1]));
+    assert_eq!((second.step, second.granted), (2, Grants::from([1])));
     let stored = record(store, run).await;
     assert_eq!((stored.steps, stored.tool_calls), (2, 4));
     assert_eq!(
@@ -151,7 +152,7 @@ pub async fn a_turn_past_the_call_limit_counts_its_step_and_no_call(store: &dyn 
     assert_eq!(stored.attempts, attempts(&[("get_order", 2)]), "no attempt");
     assert_eq!(stored.updated_ms, T0 + 1, "the step is written");
     let third = admitted(store, run, &[("issue_refund", 1)], limits, T0 + 2).await;
-    assert_eq!((third.step, third.granted), (3, vec![1]));
+    assert_eq!((third.step, third.granted), (3, Grants::from([1])));
     assert_eq!(record(store, run).await.tool_calls, 3);
 }
 
@@ -168,7 +169,10 @@ pub async fn the_retry_budget_grants_the_first_calls_in_order(store: &dyn Operat
     ];
     for (step, (tools, granted)) in (1..).zip(grants) {
         let admission = admitted(store, run, &tools, limits, T0 + i64::from(step)).await;
-        assert_eq!((admission.step, &admission.granted), (step, &granted));
+        assert_eq!(
+            (admission.step, &admission.granted),
+            (step, &Grants::from(granted))
+        );
     }
     let stored = record(store, run).await;
     assert_eq!(stored.tool_calls, 10);
@@ -344,7 +348,7 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
         theirs,
         Admission {
             step: 1,
-            granted: vec![2],
+            granted: [2].into(),
             failed: vec![],
         }
     );
@@ -450,7 +454,7 @@ pub async fn retention_purges_old_runs_and_keeps_recent_ones(store: &dyn Operati
         again,
         Admission {
             step: 1,
-            granted: vec![1],
+            granted: [1].into(),
             failed: vec![],
         },
         "nothing of the purged run is left"
