@@ -41,4 +41,5 @@ mod steps;
 mod store_outage;
 mod stores;
 mod text_arguments;
+mod unencodable_output;
 mod validation_props;

@@ -18,11 +18,32 @@ use serde_json::value::RawValue;
 pub struct JsonText(String);
 
 impl JsonText {
+    /// The most arrays and objects a value [`of`](Self::of) writes may nest, the outermost
+    /// included.
+    pub const MAX_DEPTH: usize = 120;
+
     /// `value` serialized.
+    ///
+    /// # Errors
+    ///
+    /// What `serde_json` cannot serialize (a map whose keys are not strings, a `Serialize`
+    /// implementation that fails), and a value that nests more than [`MAX_DEPTH`](Self::MAX_DEPTH) arrays and
+    /// objects: the text is sent inside a provider's envelope (at most 6 levels deep, Gemini's)
+    /// and read back by clients whose JSON readers stop at 128 levels, as `serde_json`'s does.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgate::JsonText;
+    ///
+    /// let nested = |depth| (0..depth).fold(json!(1), |inner, _| json!([inner]));
+    /// assert!(JsonText::of(&nested(JsonText::MAX_DEPTH)).is_ok());
+    /// assert!(JsonText::of(&nested(JsonText::MAX_DEPTH + 1)).is_err());
+    /// ```
     pub fn of<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Self> {
         // Room for a small value from the start, rather than growing there by doubling.
         let mut text = Vec::with_capacity(128);
-        serde_json::to_writer(&mut text, value)?;
+        let mut serializer = serde_json::Serializer::with_formatter(&mut text, Bounded::default());
+        value.serialize(&mut serializer)?;
         let text = String::from_utf8(text).expect("serde_json writes UTF-8");
         Ok(JsonText(text))
     }
@@ -70,6 +91,56 @@ impl Serialize for JsonText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let raw: &RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
         raw.serialize(serializer)
+    }
+}
+
+/// `serde_json`'s compact form, refusing a value nested deeper than [`JsonText::MAX_DEPTH`].
+#[derive(Default)]
+struct Bounded {
+    open: usize,
+}
+
+impl Bounded {
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        bracket: u8,
+    ) -> std::io::Result<()> {
+        if self.open == JsonText::MAX_DEPTH {
+            return Err(std::io::Error::other(format!(
+                "the value nests more than {} arrays and objects, more than is sent to a model",
+                JsonText::MAX_DEPTH
+            )));
+        }
+        self.open += 1;
+        writer.write_all(&[bracket])
+    }
+
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        bracket: u8,
+    ) -> std::io::Result<()> {
+        self.open -= 1;
+        writer.write_all(&[bracket])
+    }
+}
+
+impl serde_json::ser::Formatter for Bounded {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.open(writer, b'[')
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.close(writer, b']')
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.open(writer, b'{')
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.close(writer, b'}')
     }
 }
 
@@ -128,6 +199,44 @@ impl std::fmt::Display for JsonText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `depth` arrays, one inside the other, around a number.
+    fn nested(depth: usize) -> Value {
+        (0..depth).fold(Value::from(1), |inner, _| Value::Array(vec![inner]))
+    }
+
+    #[test]
+    fn a_value_is_written_when_it_nests_no_deeper_than_the_limit() {
+        let max = JsonText::MAX_DEPTH;
+        for depth in [0, 1, max - 1, max, max + 1, 127, 128, 1_000] {
+            let written = JsonText::of(&nested(depth));
+            assert_eq!(written.is_ok(), depth <= max, "depth {depth}");
+            if let Ok(written) = written {
+                assert_eq!(
+                    written.as_str(),
+                    serde_json::to_string(&nested(depth)).unwrap()
+                );
+                assert_eq!(written.to_value(), nested(depth));
+                // Inside the deepest envelope and a result object, serde_json reads it back.
+                let sent = (0..7).fold(written.as_str().to_owned(), |text, _| format!("[{text}]"));
+                serde_json::from_str::<Value>(&sent).expect("read back inside its envelope");
+            }
+        }
+        let err = JsonText::of(&nested(max + 1)).unwrap_err();
+        assert!(err.to_string().contains("more than 120"), "{err}");
+    }
+
+    #[test]
+    fn objects_count_as_arrays_do_and_closing_frees_a_level() {
+        let max = JsonText::MAX_DEPTH;
+        let deep_object =
+            (0..max).fold(Value::from(1), |inner, _| serde_json::json!({ "a": inner }));
+        assert!(JsonText::of(&deep_object).is_ok());
+        // Siblings at the limit, each closed before the next opens.
+        let siblings = Value::Array(vec![nested(max - 1), nested(max - 1)]);
+        assert!(JsonText::of(&siblings).is_ok());
+        assert!(JsonText::of(&serde_json::json!({ "b": deep_object })).is_err());
+    }
 
     #[test]
     fn escaping_matches_serde_json_on_every_ascii_byte_and_beyond() {

@@ -12,6 +12,7 @@ use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
 use crate::error::ToolError;
 use crate::json_text::JsonText;
+use crate::side_effect::SideEffect;
 
 /// The future a reconcile hook returns: the output if the operation was applied, `None` if it
 /// was not, an error if nobody knows yet.
@@ -211,8 +212,22 @@ pub struct Args<T>(pub T);
     note = "write `-> Result<YourOutput, ToolError>` where `YourOutput` derives `serde::Serialize`"
 )]
 pub trait IntoToolOutput {
-    /// The output as JSON text, or the tool's error.
+    /// The output as JSON text, or the tool's error. An output that cannot be encoded (see
+    /// [`JsonText::of`]) is an `internal` error.
     fn into_tool_output(self) -> Result<JsonText, ToolError>;
+
+    /// The output of a call of `ctx`'s tool, as `#[tool]` converts it. A write's or a
+    /// destructive tool's output that cannot be encoded is an `outcome_unknown`, never an
+    /// `internal` failure: the tool returned `Ok`, so it acted, and a `failed` record would let
+    /// the same operation run again.
+    #[doc(hidden)]
+    fn into_output_for(self, ctx: &Ctx) -> Result<JsonText, ToolError>
+    where
+        Self: Sized,
+    {
+        let _ = ctx;
+        self.into_tool_output()
+    }
 }
 
 impl<T, E> IntoToolOutput for Result<T, E>
@@ -226,6 +241,16 @@ where
             Err(err) => Err(err.into()),
         }
     }
+
+    fn into_output_for(self, ctx: &Ctx) -> Result<JsonText, ToolError> {
+        match self {
+            Ok(output) => JsonText::of(&output).map_err(|err| match ctx.tool().side_effect {
+                SideEffect::Read => unencodable_output(err),
+                SideEffect::Write | SideEffect::Destructive => unencodable_applied(err),
+            }),
+            Err(err) => Err(err.into()),
+        }
+    }
 }
 
 /// The error of a tool whose output serde cannot encode.
@@ -233,6 +258,13 @@ fn unencodable_output(err: serde_json::Error) -> ToolError {
     ToolError::internal("the tool's result could not be encoded as JSON")
         .why(err.to_string())
         .next("do not repeat this call; tell the user something went wrong")
+}
+
+/// The error of a write that returned an output serde cannot encode: it acted, and what it
+/// answered is lost.
+fn unencodable_applied(err: serde_json::Error) -> ToolError {
+    ToolError::outcome_unknown("the operation ran, and its result could not be encoded as JSON")
+        .why(err.to_string())
 }
 
 /// What a `reconcile` hook may return: `Result<Option<T>, E>` with `T: Serialize` (the tool's

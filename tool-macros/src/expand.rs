@@ -408,10 +408,10 @@ fn run_tool(tool: &ToolFn, destructure: &TokenStream, call_args: &[TokenStream])
         // The bound is reported on the argument, so it spans the whole return type too.
         ReturnType::Type(_, ty) => {
             let output = spanned_over(ty, quote!(::core::convert::identity(__output)));
-            let convert = spanned_over(ty, quote!(__tg::IntoToolOutput::into_tool_output));
-            quote!(#convert(#output))
+            let convert = spanned_over(ty, quote!(__tg::IntoToolOutput::into_output_for));
+            quote!(#convert(#output, __ctx))
         }
-        ReturnType::Default => quote!(__tg::IntoToolOutput::into_tool_output(__output)),
+        ReturnType::Default => quote!(__tg::IntoToolOutput::into_output_for(__output, __ctx)),
     };
     quote! {
         #destructure
