@@ -1,5 +1,5 @@
-//! A write call on PostgreSQL, wall clock: `Dispatcher::dispatch` of a write tool (the turn's
-//! counters, the claim, the success with its audit record, in a run counted in the store, under
+//! A write call on PostgreSQL, wall clock: `Dispatcher::dispatch` of a write tool (the claim,
+//! which counts the turn, and the success with its audit record, in a run counted in the store, under
 //! finite limits it never reaches), the same call in an unshared run (`Session::unshared`, its
 //! counters in the session), and the store's own claim and success of one operation
 //! (`PostgresStore::claim` then `::succeed`), in interleaved rounds: each round times one of

@@ -17,6 +17,7 @@ use toolgate::store::{OperationStore, RunKey};
 #[derive(Default)]
 struct Counts {
     flaky: AtomicUsize,
+    charge: AtomicUsize,
     find: AtomicUsize,
     ping: AtomicUsize,
 }
@@ -31,6 +32,22 @@ async fn send(counts: State<Arc<Counts>>, to: String) -> Result<String, ToolErro
     Err(ToolError::unavailable(format!(
         "the mail service is down; nothing was sent to {to}"
     )))
+}
+
+/// Charge an order; the card refuses more than 100.
+#[tool(side_effect = "write", key = [order])]
+async fn charge(
+    counts: State<Arc<Counts>>,
+    order: String,
+    amount: u32,
+) -> Result<String, ToolError> {
+    counts.charge.fetch_add(1, Ordering::SeqCst);
+    if amount > 100 {
+        return Err(ToolError::refused(format!(
+            "the card refuses {amount} for {order}"
+        )));
+    }
+    Ok(format!("charged {amount} for {order}"))
 }
 
 /// Find a customer; only `C-1` exists.
@@ -64,6 +81,8 @@ fn registry() -> Registry {
         .register::<send>()
         .unwrap()
         .register::<find>()
+        .unwrap()
+        .register::<charge>()
         .unwrap()
         .register::<ping>()
         .unwrap()
@@ -291,6 +310,87 @@ async fn a_failed_call_is_not_run_again(store: Arc<dyn OperationStore>) {
     assert_eq!(kind(&other_run), "not_found");
 }
 
+/// A turn of one write, whose claim begins the turn (on PostgreSQL, one statement counts the
+/// turn and claims the key): the limits and repeat detection hold as for any turn, in the same
+/// words, the write runs only when its turn lets it, and every call id is audited.
+async fn a_lone_write_is_held_to_every_limit_of_its_turn(store: Arc<dyn OperationStore>) {
+    let counts = Arc::new(Counts::default());
+    let limits = RunLimits::UNLIMITED.max_steps(4).max_tool_calls(3);
+    let d = dispatcher(&store, &counts, limits);
+    let s = session("run-lone-writes");
+    let call = |id: &str, order: &str, amount: u32| {
+        ToolCall::new(id, "charge", json!({"order": order, "amount": amount}))
+    };
+    let ran = || counts.charge.load(Ordering::SeqCst);
+
+    let charged = d.dispatch(&s, call("c1", "O-1", 50)).await.unwrap();
+    assert!(
+        charged.result.is_succeeded(),
+        "{:?}",
+        charged.result.to_json()
+    );
+    let refused = d.dispatch(&s, call("c2", "O-2", 500)).await.unwrap();
+    assert_eq!(kind(&refused), "refused");
+    // The same write after it failed: not run again.
+    let repeated = d.dispatch(&s, call("c3", "O-2", 500)).await.unwrap();
+    assert_eq!(kind(&repeated), "repeated_call");
+    assert_eq!(ran(), 2);
+    // Three calls counted: the fourth would pass the limit.
+    let over = d.dispatch(&s, call("c4", "O-4", 10)).await.unwrap();
+    let result = over.result.to_json();
+    assert_eq!(result["error"]["kind"], "call_budget_exhausted", "{result}");
+    assert_eq!(
+        result["error"]["why"],
+        "the run allows 3 tool calls; 3 were made before this turn"
+    );
+    assert_eq!(ran(), 2);
+    // Four turns counted: the fifth aborts the run, its write not started.
+    let aborted = d
+        .dispatch_turn(&s, vec![call("c5", "O-5", 10)])
+        .await
+        .unwrap_err();
+    assert_eq!(aborted.reason.kind, ErrorKind::RunBudgetExhausted);
+    assert_eq!(
+        aborted.reason.reason,
+        "the run reached its limit of 4 model turns"
+    );
+    let fates: Vec<&str> = aborted.calls.iter().map(|c| c.fate.status()).collect();
+    assert_eq!(fates, ["not_started"]);
+    assert_eq!(ran(), 2);
+    // A restarted process finds the run aborted: nothing runs, no call reported.
+    let restarted = dispatcher(&store, &counts, limits);
+    let again = restarted
+        .dispatch_turn(&session("run-lone-writes"), vec![call("c6", "O-6", 10)])
+        .await
+        .unwrap_err();
+    assert_eq!(again.reason.kind, ErrorKind::RunBudgetExhausted);
+    assert!(again.calls.is_empty(), "{:?}", again.calls);
+    assert_eq!(ran(), 2);
+
+    let run = store
+        .run(RunKey {
+            tenant: "acme",
+            run_id: "run-lone-writes",
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((run.steps, run.tool_calls), (4, 3));
+    assert_eq!(run.aborted.unwrap().kind, "run_budget_exhausted");
+    d.flush_audit().await;
+    restarted.flush_audit().await;
+    let records = audited(&store, "run-lone-writes").await;
+    assert_eq!(
+        ids_of(&records),
+        ["c1", "c2", "c3", "c4", "c5", "c6"],
+        "{records:?}"
+    );
+    assert!(
+        records.contains(&("c5".into(), "not_started".into())),
+        "{records:?}"
+    );
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -439,6 +539,7 @@ async fn an_unshared_run_is_counted_in_its_session(store: Arc<dyn OperationStore
 }
 
 on_both_stores!(
+    a_lone_write_is_held_to_every_limit_of_its_turn,
     an_unshared_run_is_counted_in_its_session,
     every_answered_call_id_is_audited,
     the_step_limit_aborts_the_run,

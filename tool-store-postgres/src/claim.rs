@@ -38,6 +38,16 @@ pub(crate) async fn claim_on(
     conn: &mut PgConnection,
     request: &ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
+    claim_after(conn, request, None).await
+}
+
+/// [`claim_on`], whose first insert of a new record (for a claim that asks for no approval) was
+/// `first`, made by the statement that began the claim's turn (see `turn_claim`).
+pub(crate) async fn claim_after(
+    conn: &mut PgConnection,
+    request: &ClaimRequest<'_>,
+    mut first: Option<Inserted>,
+) -> Result<Claim, StoreError> {
     for _ in 0..CLAIM_ROUNDS {
         if let Some(new) = request.approval {
             // Over the threshold: the record and its approval are inserted together, or the
@@ -46,7 +56,11 @@ pub(crate) async fn claim_on(
                 return Ok(Claim::Approval(new.clone()));
             }
         } else {
-            match insert_or_read(conn, request).await? {
+            let inserted = match first.take() {
+                Some(inserted) => inserted,
+                None => insert_or_read(conn, request).await?,
+            };
+            match inserted {
                 Inserted::Acquired => {
                     return Ok(Claim::Acquired {
                         attempt: 1,
@@ -224,7 +238,7 @@ async fn lock_operation(
     clippy::large_enum_variant,
     reason = "matched once, right where it is made: boxing would allocate on every claim"
 )]
-enum Inserted {
+pub(crate) enum Inserted {
     /// No record: this claim inserted it.
     Acquired,
     /// The record under the key, as the statement's snapshot saw it.

@@ -113,6 +113,7 @@ mod statement;
 mod steps;
 mod store;
 mod transaction;
+mod turn_claim;
 
 pub use connect::{DEFAULT_ACQUIRE_TIMEOUT, PostgresOptions};
 pub use store::PostgresStore;

@@ -66,6 +66,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             include_str!("../migrations/0007_run_functions.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            8,
+            Cow::Borrowed("turn claims"),
+            MigrationType::Simple,
+            include_str!("../migrations/0008_turn_claims.sql").into_sql_str(),
+            false,
+        ),
     ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
+use toolgate_core::RunLimits;
 use toolgate_core::store::{
     AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
     TurnRequest,
@@ -56,25 +57,31 @@ pub(crate) async fn begin_turn(
     .fetch_one_on(conns)
     .await
     .map_err(fault("begin a turn"))?;
-    let outcome: String = get(&row, "outcome")?;
+    grant_of(&row, limits)
+}
+
+/// The grant in `row`, which holds the columns `toolgate_begin_turn` answers, for a turn under
+/// `limits`.
+pub(crate) fn grant_of(row: &PgRow, limits: RunLimits) -> Result<TurnGrant, StoreError> {
+    let outcome: String = get(row, "outcome")?;
     match outcome.as_str() {
         "aborted" => Ok(TurnGrant::Aborted(RunAbort {
-            kind: get(&row, "aborted_kind")?,
-            reason: abort_reason(get(&row, "aborted_reason")?)?,
+            kind: get(row, "aborted_kind")?,
+            reason: abort_reason(get(row, "aborted_reason")?)?,
         })),
         "step_limit" => Ok(TurnGrant::StepLimit {
             max_steps: limits.max_steps.unwrap_or_default(),
         }),
         "call_limit" => Ok(TurnGrant::CallLimit {
-            used: count(get(&row, "used")?, "tool_calls")?,
+            used: count(get(row, "used")?, "tool_calls")?,
             max_tool_calls: limits.max_tool_calls.unwrap_or_default(),
         }),
         "admitted" => {
-            let granted: Vec<i64> = get(&row, "granted")?;
-            let failed_tools: Vec<String> = get(&row, "failed_tools")?;
-            let failed_hashes: Vec<String> = get(&row, "failed_hashes")?;
+            let granted: Vec<i64> = get(row, "granted")?;
+            let failed_tools: Vec<String> = get(row, "failed_tools")?;
+            let failed_hashes: Vec<String> = get(row, "failed_hashes")?;
             Ok(TurnGrant::Admitted(Admission {
-                step: count(get(&row, "step")?, "steps")?,
+                step: count(get(row, "step")?, "steps")?,
                 granted: granted
                     .into_iter()
                     .map(|granted| count(granted, "attempts"))

@@ -8,7 +8,7 @@ use toolgate_core::store::{
     Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
     EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationState,
     OperationStore, OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord,
-    StepStart, StoreError, TurnGrant, TurnRequest,
+    StepStart, StoreError, TurnClaim, TurnGrant, TurnRequest,
 };
 
 use crate::connect::PostgresOptions;
@@ -18,7 +18,7 @@ use crate::migrate::migrator;
 use crate::row::{self, append_error, columns};
 use crate::run;
 use crate::statement::{ExecuteOn, FetchOn};
-use crate::{approval, audit, claim, outbox, resolve, steps, transaction};
+use crate::{approval, audit, claim, outbox, resolve, steps, transaction, turn_claim};
 
 /// An [`OperationStore`] in a PostgreSQL database, shared safely by any number of processes
 /// and machines.
@@ -361,6 +361,19 @@ impl OperationStore for PostgresStore {
 
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
         run::begin_turn(&self.conns, &request).await
+    }
+
+    async fn begin_turn_and_claim(
+        &self,
+        turn: TurnRequest<'_>,
+        claim: ClaimRequest<'_>,
+    ) -> Result<TurnClaim, StoreError> {
+        turn_claim::begin_turn_and_claim(&self.conns, &turn, &claim).await
+    }
+
+    /// `true`: one statement counts the turn and claims the key.
+    fn claims_with_turn(&self) -> bool {
+        true
     }
 
     async fn charge_attempt(

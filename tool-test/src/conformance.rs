@@ -70,6 +70,7 @@ mod steps;
 mod sweeps;
 mod takeover;
 mod text;
+mod turn_claims;
 
 use std::fmt;
 use std::future::Future;
@@ -147,6 +148,11 @@ pub use takeover::{
     another_request_is_a_conflict_while_the_first_may_have_acted,
 };
 pub use text::every_text_round_trips_whatever_its_characters;
+pub use turn_claims::{
+    a_claim_that_begins_its_turn_can_ask_for_an_approval,
+    a_claim_that_begins_its_turn_counts_it_and_claims_the_key,
+    a_turn_that_does_not_let_the_write_claim_claims_nothing,
+};
 
 /// What a rule returns: the rule running on a store it borrows.
 #[doc(hidden)]
@@ -305,6 +311,9 @@ macro_rules! __conformance_cases {
             a_run_reads_back_every_counter
             retention_purges_old_runs_and_keeps_recent_ones
             concurrent_turns_never_grant_past_the_budget
+            a_claim_that_begins_its_turn_counts_it_and_claims_the_key
+            a_turn_that_does_not_let_the_write_claim_claims_nothing
+            a_claim_that_begins_its_turn_can_ask_for_an_approval
             a_claim_over_the_threshold_awaits_its_approval
             an_approved_operation_runs_exactly_once
             a_rejected_approval_answers_its_rejection

@@ -46,6 +46,11 @@ struct Plan {
 /// waits the latency set ([`ControlledStore::set_latency`]); fails with the first fault that applies (the next-`n` faults, then the lasting ones, then
 /// the store being down); otherwise goes to the inner store. Then it is counted as answered,
 /// whatever it answered.
+///
+/// It keeps `begin_turn_and_claim` as the trait's default (a `begin_turn`, then a `claim`, each
+/// counted and failed apart) and answers `claims_with_turn` with `false`, whatever the inner
+/// store answers: the dispatcher begins every turn before its calls, as it does on a store that
+/// cannot do both in one transaction.
 pub struct ControlledStore<S: ?Sized = dyn OperationStore> {
     inner: Arc<S>,
     down: AtomicBool,

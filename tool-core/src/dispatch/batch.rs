@@ -11,15 +11,16 @@ use tracing::Instrument;
 use crate::auth::Session;
 use crate::call::{CallReport, ToolCall};
 use crate::call_ids::{self, Split};
-use crate::error::{ErrorClass, ErrorKind, RunAborted, ToolError};
+use crate::error::{ErrorClass, RunAborted, ToolError};
 use crate::fate::{Fate, TurnAborted};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::store::TurnGrant;
 
-use super::ledger::{Ledger, aborted_from};
+use super::ledger::{Ledger, aborted_from, step_limit_reached};
 use super::plan::{self, Planned, Step};
 use super::read_audit::WriteReadsAfter;
+use super::turn_claim::TurnAtClaim;
 use super::turn_end::{Ended, aborted, reports};
 use super::turn_shared::{Answering, Shared};
 use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
@@ -173,6 +174,17 @@ impl Dispatcher {
                 .await;
             return Err(aborted(reason, ended));
         }
+        if planned.len() == 1
+            && answered.is_empty()
+            && self.begins_turn_at_claim(&planned[0], &ledger)
+        {
+            // A lone write whose first request to the store is its claim: the claim begins the
+            // turn (see `turn_claim`).
+            shared.turn_at_claim = Some(Box::new(TurnAtClaim::new()));
+            // On the heap: a write's path is long, and a read's turn would hold it beside its
+            // own.
+            return Box::pin(self.turn_begun_at_claim(session, planned, shared)).await;
+        }
         let counts = plan::tool_counts(&planned);
         let (grant, waited) = ledger.begin_turn(counts.as_slice()).await;
         shared.counters_waited = waited;
@@ -187,11 +199,7 @@ impl Dispatcher {
                 return Err(aborted(reason, Vec::new()));
             }
             TurnGrant::StepLimit { max_steps } => {
-                let reason = Box::pin(ledger.abort(RunAborted {
-                    kind: ErrorKind::RunBudgetExhausted,
-                    reason: format!("the run reached its limit of {max_steps} model turns"),
-                }))
-                .await;
+                let reason = Box::pin(ledger.abort(step_limit_reached(max_steps))).await;
                 let ended = planned
                     .into_iter()
                     .map(|call| self.ended(call, Fate::NotStarted));
@@ -339,8 +347,16 @@ impl Dispatcher {
     }
 
     /// The calls of one unit, one after the other.
-    async fn run_unit(&self, session: &Session, unit: Vec<Planned>, shared: &Shared) -> Vec<Ended> {
-        let ledger = self.ledger(session).after_waiting(shared.counters_waited);
+    pub(super) async fn run_unit(
+        &self,
+        session: &Session,
+        unit: Vec<Planned>,
+        shared: &Shared,
+    ) -> Vec<Ended> {
+        let ledger = self
+            .ledger(session)
+            .after_waiting(shared.counters_waited)
+            .with_turn_at_claim(shared.turn_at_claim.as_deref());
         let mut ended: Vec<Ended> = Vec::with_capacity(unit.len());
         let mut unit = unit.into_iter();
         // Not a `for` loop: its `next()` would live through the body, awaits included, and
@@ -533,6 +549,11 @@ impl Dispatcher {
                         let outcome = self
                             .write_on_heap(session, id, registered, *write, ledger)
                             .await;
+                        if ledger.turn_refused_at_claim().is_some() {
+                            // The store refused the turn this write's claim began: it did not
+                            // start, and the turn stops the run (see `turn_claim`).
+                            return Fate::NotStarted;
+                        }
                         (outcome, Some((tool, hash)))
                     }
                 }

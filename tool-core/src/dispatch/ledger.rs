@@ -25,6 +25,7 @@ use crate::store::{
 };
 
 use super::retries::seed_of;
+use super::turn_claim::{Refusal, TurnAtClaim};
 use super::{Dispatcher, reach};
 
 /// Where one session's run is counted.
@@ -35,6 +36,8 @@ pub(super) struct Ledger<'a> {
     pub(super) limits: RunLimits,
     /// What the turn's counters waited for a store that did not answer.
     store_waited: Duration,
+    /// The turn of a lone write, begun by its claim, when it is.
+    turn_at_claim: Option<&'a TurnAtClaim>,
 }
 
 impl Dispatcher {
@@ -46,11 +49,12 @@ impl Dispatcher {
             store: self.inner.store.as_deref(),
             limits: session.limits().unwrap_or(self.inner.run_limits),
             store_waited: Duration::ZERO,
+            turn_at_claim: None,
         }
     }
 }
 
-impl Ledger<'_> {
+impl<'a> Ledger<'a> {
     fn key(&self) -> RunKey<'_> {
         RunKey {
             tenant: self.session.auth().tenant(),
@@ -67,6 +71,53 @@ impl Ledger<'_> {
     pub(super) fn after_waiting(mut self, waited: Duration) -> Self {
         self.store_waited = waited;
         self
+    }
+
+    /// This ledger, for the calls of a turn that the claim of its lone write begins.
+    pub(super) fn with_turn_at_claim(mut self, turn: Option<&'a TurnAtClaim>) -> Self {
+        self.turn_at_claim = turn;
+        self
+    }
+
+    /// The turn the claim of this write begins, the first time it is asked for; `None` after,
+    /// and for a turn already begun.
+    pub(super) fn take_turn_at_claim(&self) -> Option<&'a TurnAtClaim> {
+        self.turn_at_claim.filter(|turn| turn.take())
+    }
+
+    /// Why the store refused the turn its write's claim began, if it did.
+    pub(super) fn turn_refused_at_claim(&self) -> Option<Refusal> {
+        self.turn_at_claim.and_then(TurnAtClaim::refusal)
+    }
+
+    /// Whether the counters ask the store now (a run counted in the store, a store not known to
+    /// be out of reach).
+    pub(super) fn asks_store(&self) -> bool {
+        self.asked().is_some()
+    }
+
+    /// The turn of `tools` (each once, with its calls) in this run, at `now_ms`.
+    pub(super) fn turn_request<'t>(
+        &'t self,
+        tools: &'t [(&'t str, u32)],
+        now_ms: i64,
+    ) -> TurnRequest<'t> {
+        TurnRequest {
+            run: self.key(),
+            tools,
+            limits: self.limits,
+            now_ms,
+        }
+    }
+
+    /// Mirrors in the session the grant the store answered for `request`.
+    pub(super) fn mirror_turn(&self, request: &TurnRequest<'_>, grant: &TurnGrant) {
+        self.local().mirror_turn(request, grant);
+    }
+
+    /// Counts `request` in the session, in the place of a store that could not be reached.
+    pub(super) fn begin_turn_locally(&self, request: &TurnRequest<'_>) -> TurnGrant {
+        self.local().begin_turn(request)
     }
 
     /// What the turn's counters waited for a store that did not answer: a write's claim waits
@@ -237,6 +288,14 @@ fn stored_form(abort: &RunAborted) -> RunAbort {
     RunAbort {
         kind: abort.kind.as_str().to_owned(),
         reason: abort.reason.clone(),
+    }
+}
+
+/// The abort of a run that reached its limit of `max_steps` turns.
+pub(super) fn step_limit_reached(max_steps: u32) -> RunAborted {
+    RunAborted {
+        kind: ErrorKind::RunBudgetExhausted,
+        reason: format!("the run reached its limit of {max_steps} model turns"),
     }
 }
 

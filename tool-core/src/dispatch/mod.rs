@@ -57,6 +57,7 @@ mod recorded;
 mod repeat;
 mod retries;
 mod runner;
+mod turn_claim;
 mod turn_end;
 mod turn_shared;
 mod unwind;

@@ -156,7 +156,8 @@ impl Dispatcher {
         StoreWait::new(self.inner.store_wait.min(budget))
     }
 
-    /// The claim of a write's key, tried again while the store cannot be reached. An outcome of the same key that this dispatcher kept is written first.
+    /// The claim of a write's key, tried again while the store cannot be reached. An outcome of
+    /// the same key that this dispatcher kept is written first.
     pub(super) async fn claim_reaching(
         &self,
         store: &dyn OperationStore,
@@ -164,25 +165,39 @@ impl Dispatcher {
         seed: u64,
         wait: &mut StoreWait,
     ) -> Result<Claim, ToolError> {
-        if self.inner.unrecorded.holds(request.tenant, request.key) {
-            // Best effort: while the store is down the claim below says so.
-            let _ = self.record_kept(store, request.tenant, request.key).await;
-        }
+        self.write_kept_first(store, request.tenant, request.key)
+            .await;
         self.reaching(seed, wait, "claim a key", || {
             let mut request = request;
             request.now_ms = self.inner.clock.now_ms();
             store.claim(request)
         })
         .await
-        .map_err(|err| {
-            tracing::warn!(error = %err, tool = request.tool, "the operation store failed; the call ran nothing");
-            if self.inner.unrecorded.holds(request.tenant, request.key) {
-                // This process ran the operation and keeps its outcome: say so, never that
-                // nothing ran.
-                return answers::kept_unrecorded(request.tool);
-            }
-            answers::store_failed(request.tool, &err)
-        })
+        .map_err(|err| self.claim_failed(&request, &err))
+    }
+
+    /// Writes the outcome of `key` that this dispatcher kept, if it kept one, before a claim of
+    /// the key. Best effort: while the store is down the claim says so.
+    pub(super) async fn write_kept_first(
+        &self,
+        store: &dyn OperationStore,
+        tenant: &str,
+        key: &str,
+    ) {
+        if self.inner.unrecorded.holds(tenant, key) {
+            let _ = self.record_kept(store, tenant, key).await;
+        }
+    }
+
+    /// What a write answers when the store failed its claim.
+    pub(super) fn claim_failed(&self, request: &ClaimRequest<'_>, err: &StoreError) -> ToolError {
+        tracing::warn!(error = %err, tool = request.tool, "the operation store failed; the call ran nothing");
+        if self.inner.unrecorded.holds(request.tenant, request.key) {
+            // This process ran the operation and keeps its outcome: say so, never that nothing
+            // ran.
+            return answers::kept_unrecorded(request.tool);
+        }
+        answers::store_failed(request.tool, err)
     }
 
     /// Records `outcome` under the write's claim, tried again while the store cannot be reached,

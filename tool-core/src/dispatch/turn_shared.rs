@@ -12,6 +12,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::call::CallReport;
 use crate::result::CallResult;
 
+use super::turn_claim::TurnAtClaim;
+
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
 
@@ -59,6 +61,8 @@ pub(super) struct Shared {
     /// Whether one call of the turn runs (the others, if any, answered without running): only
     /// that call can raise the signal, so its read does not listen for it.
     pub(super) lone: bool,
+    /// The turn of a lone write, begun by its claim (see `turn_claim`), when it is.
+    pub(super) turn_at_claim: Option<Box<TurnAtClaim>>,
 }
 
 impl Shared {

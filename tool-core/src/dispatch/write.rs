@@ -118,9 +118,15 @@ impl Dispatcher {
         }
         let mut rounds = 0;
         let (attempt, approved) = loop {
-            let claim = self
-                .claim_reaching(store, call.request(self.now_ms()), seed, &mut wait)
-                .await?;
+            let request = call.request(self.now_ms());
+            let claim = match ledger.take_turn_at_claim() {
+                // The first claim of a lone write begins its turn (see `turn_claim`).
+                Some(turn) => {
+                    self.claim_with_turn(store, ledger, turn, request, seed, &mut wait)
+                        .await?
+                }
+                None => self.claim_reaching(store, request, seed, &mut wait).await?,
+            };
             match self.on_claim(&call, claim).await {
                 Claimed::Run { attempt, approved } => break (attempt, approved),
                 Claimed::Answer(answer) => return answer,

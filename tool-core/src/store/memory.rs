@@ -283,6 +283,13 @@ impl OperationStore for MemoryStore {
         Ok(self.with_run(request.run, |run| run.begin_turn(&request)))
     }
 
+    /// `true`: nothing comes between the two steps of `begin_turn_and_claim` in memory that
+    /// could tell them from one transaction, and the dispatcher's tests take the path a store
+    /// that does both in one transaction takes.
+    fn claims_with_turn(&self) -> bool {
+        true
+    }
+
     async fn charge_attempt(
         &self,
         run: RunKey<'_>,

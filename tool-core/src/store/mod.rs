@@ -18,6 +18,7 @@ mod record;
 mod run;
 mod shared;
 mod steps;
+mod turn_claim;
 
 use async_trait::async_trait;
 
@@ -41,6 +42,7 @@ pub use run::{
     AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest,
 };
 pub use steps::{Journal, StepOutcome, StepRecord, StepStart, StepStatus};
+pub use turn_claim::{TurnClaim, grant_lets_claim};
 
 /// Where write operations are recorded. Object safe: the dispatcher holds an
 /// `Arc<dyn OperationStore>`.
@@ -184,6 +186,38 @@ pub trait OperationStore: Send + Sync + 'static {
     ///   retry budget has attempts left (those grants are added to its attempts), and the answer
     ///   lists the run's failed calls of the requested tools: [`TurnGrant::Admitted`].
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError>;
+
+    /// Begins the turn `turn` of one write and, when its grant lets the write claim its key
+    /// ([`grant_lets_claim`]), claims it with `claim` as [`claim`](Self::claim) does: the turn
+    /// of a lone write, whose first statement to the store is its claim. `turn` asks for one
+    /// call of `claim.tool`, in `claim.tenant`'s run.
+    ///
+    /// A store that can do both in one transaction should (the PostgreSQL store does, in one
+    /// statement, for a claim that asks for no approval): the turn of a write then costs the
+    /// store two commits, the claim and the outcome. The default begins the turn, then claims:
+    /// two transactions, and a turn counted whose claim failed (which is what the dispatcher
+    /// counts when a claim fails after its turn, too).
+    async fn begin_turn_and_claim(
+        &self,
+        turn: TurnRequest<'_>,
+        claim: ClaimRequest<'_>,
+    ) -> Result<TurnClaim, StoreError> {
+        let grant = self.begin_turn(turn).await?;
+        let claim = if grant_lets_claim(&grant, &claim) {
+            Some(self.claim(claim).await?)
+        } else {
+            None
+        };
+        Ok(TurnClaim { grant, claim })
+    }
+
+    /// Whether [`begin_turn_and_claim`](Self::begin_turn_and_claim) costs this store less than
+    /// [`begin_turn`](Self::begin_turn) and then [`claim`](Self::claim) (one transaction, not
+    /// two): the dispatcher then begins the turn of a lone write with its claim. The default,
+    /// `false`: the dispatcher begins every turn before its calls run.
+    fn claims_with_turn(&self) -> bool {
+        false
+    }
 
     /// One more attempt of `tool` in `run` (a retry below the model), atomically: `false`, and
     /// nothing counted, when its attempts have reached `retry_budget`.

@@ -10,7 +10,7 @@ use super::{
     Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
     EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore,
     OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
-    StoreError, TurnGrant, TurnRequest,
+    StoreError, TurnClaim, TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -93,6 +93,18 @@ impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
 
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
         (**self).begin_turn(request).await
+    }
+
+    async fn begin_turn_and_claim(
+        &self,
+        turn: TurnRequest<'_>,
+        claim: ClaimRequest<'_>,
+    ) -> Result<TurnClaim, StoreError> {
+        (**self).begin_turn_and_claim(turn, claim).await
+    }
+
+    fn claims_with_turn(&self) -> bool {
+        (**self).claims_with_turn()
     }
 
     async fn charge_attempt(
