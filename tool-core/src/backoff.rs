@@ -67,6 +67,13 @@ impl SplitMix64 {
     }
 }
 
+/// A seed for the jitter of one call (or run), from its id: the same id, the same delays.
+pub(crate) fn seed_of(call_id: &str) -> u64 {
+    call_id.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::descriptor::ToolDescriptor;
-use crate::provider::{AnthropicBudget, LoweringFallback, LoweringTarget, Lowerings};
+use crate::provider::lower::{AnthropicBudget, LoweringFallback, LoweringTarget, Lowerings};
 use crate::tool::Tool;
 use crate::validate::ArgsValidator;
 

@@ -36,9 +36,9 @@ use crate::result::CallResult;
 use crate::tool::ToolFuture;
 
 use super::failure::Failure;
+use super::held_claim::HeldClaim;
 use super::ledger::Ledger;
 use super::plan::PreparedWrite;
-use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
 impl Dispatcher {

@@ -20,9 +20,8 @@ use crate::store::TurnGrant;
 use super::ledger::{Ledger, aborted_from, step_limit_reached};
 use super::plan::{self, Planned, Step};
 use super::read_audit::WriteReadsAfter;
-use super::turn_claim::TurnAtClaim;
 use super::turn_end::{Ended, aborted, reports};
-use super::turn_shared::{Answering, Shared};
+use super::turn_shared::{Answering, Shared, TurnAtClaim};
 use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and

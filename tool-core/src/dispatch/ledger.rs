@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::auth::Session;
+use crate::backoff::seed_of;
 use crate::decide::decision_entry;
 use crate::error::{ErrorKind, RunAborted};
 use crate::run_limits::RunLimits;
@@ -24,8 +25,7 @@ use crate::store::{
     ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
-use super::retries::seed_of;
-use super::turn_claim::{Refusal, TurnAtClaim};
+use super::turn_shared::{Refusal, TurnAtClaim};
 use super::{Dispatcher, reach};
 
 /// Where one session's run is counted.

@@ -45,6 +45,7 @@ mod delivery_notes;
 mod failure;
 #[cfg(test)]
 mod future_sizes;
+mod held_claim;
 mod ledger;
 mod outage;
 mod outbox;

@@ -37,8 +37,8 @@ use crate::store::{
     Resolution, StoreError,
 };
 
+use super::held_claim::HeldClaim;
 use super::reach::StoreWait;
-use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,

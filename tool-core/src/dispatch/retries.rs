@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, seed_of};
 use crate::ctx::Ctx;
 use crate::error::ToolError;
 use crate::json_text::JsonText;
@@ -14,8 +14,8 @@ use crate::store::AttemptError;
 
 use super::attempt::{Input, attempt};
 use super::failure::Failure;
+use super::held_claim::HeldClaim;
 use super::ledger::Ledger;
-use super::write::HeldClaim;
 use super::{Dispatcher, answers};
 
 impl Dispatcher {
@@ -117,13 +117,6 @@ impl Dispatcher {
             };
         }
     }
-}
-
-/// A seed for one call's jitter.
-pub(super) fn seed_of(call_id: &str) -> u64 {
-    call_id.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// How the attempts end after the last one, numbered `attempts`, failed with a fault that may

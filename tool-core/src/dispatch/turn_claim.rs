@@ -10,69 +10,18 @@
 //! reached, the session counts the turn, as it does for any turn, and the write answers what a
 //! claim that cannot reach the store answers.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use crate::auth::Session;
 use crate::call::CallReport;
 use crate::error::{ErrorKind, ToolError};
 use crate::fate::TurnAborted;
-use crate::store::{
-    Claim, ClaimRequest, OperationStore, RunAbort, TurnClaim, TurnGrant, grant_lets_claim,
-};
+use crate::store::{Claim, ClaimRequest, OperationStore, TurnClaim, TurnGrant, grant_lets_claim};
 
 use super::ledger::{Ledger, aborted_from, step_limit_reached};
 use super::plan::{Planned, Step};
 use super::reach::StoreWait;
 use super::turn_end::{aborted, reports};
-use super::turn_shared::Shared;
+use super::turn_shared::{Refusal, Shared, TurnAtClaim};
 use super::{Dispatcher, answers};
-
-/// The turn of a lone write, still to be begun by its claim, and why the store refused it, if it
-/// did.
-pub(super) struct TurnAtClaim {
-    /// Whether the claim has yet to begin the turn.
-    pending: AtomicBool,
-    refused: Mutex<Option<Refusal>>,
-}
-
-/// Why the store refused a turn that a write's claim began: the write did not start, and the
-/// turn ends as an aborted run.
-#[derive(Debug, Clone)]
-pub(super) enum Refusal {
-    /// The run was aborted earlier, as stored.
-    Aborted(RunAbort),
-    /// The run has had its `max_steps` turns.
-    StepLimit(u32),
-}
-
-impl TurnAtClaim {
-    pub(super) fn new() -> Self {
-        TurnAtClaim {
-            pending: AtomicBool::new(true),
-            refused: Mutex::new(None),
-        }
-    }
-
-    /// Whether the turn is still to be begun; it is not, after this.
-    pub(super) fn take(&self) -> bool {
-        self.pending.swap(false, Ordering::AcqRel)
-    }
-
-    pub(super) fn refusal(&self) -> Option<Refusal> {
-        self.lock().clone()
-    }
-
-    fn refuse(&self, refusal: Refusal) {
-        *self.lock() = Some(refusal);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Refusal>> {
-        self.refused
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-}
 
 impl Dispatcher {
     /// Runs a turn whose lone write's claim begins it, and ends it as any turn that ran ends:

@@ -1,9 +1,11 @@
 //! What every call of one turn shares while the turn runs: the signal raised when a call aborts
 //! the run, the run's failed calls of the turn's tools (for repeat detection), what the turn's
-//! counters waited for the store, and where each answer goes as soon as it is known.
+//! counters waited for the store, where each answer goes as soon as it is known, and the turn of
+//! a lone write that its claim begins (see `turn_claim`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -11,8 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::call::CallReport;
 use crate::result::CallResult;
-
-use super::turn_claim::TurnAtClaim;
+use crate::store::RunAbort;
 
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
@@ -86,5 +87,51 @@ impl Shared {
                 result: result.clone(),
             });
         }
+    }
+}
+
+/// The turn of a lone write, still to be begun by its claim, and why the store refused it, if it
+/// did.
+pub(super) struct TurnAtClaim {
+    /// Whether the claim has yet to begin the turn.
+    pending: AtomicBool,
+    refused: Mutex<Option<Refusal>>,
+}
+
+/// Why the store refused a turn that a write's claim began: the write did not start, and the
+/// turn ends as an aborted run.
+#[derive(Debug, Clone)]
+pub(super) enum Refusal {
+    /// The run was aborted earlier, as stored.
+    Aborted(RunAbort),
+    /// The run has had its `max_steps` turns.
+    StepLimit(u32),
+}
+
+impl TurnAtClaim {
+    pub(super) fn new() -> Self {
+        TurnAtClaim {
+            pending: AtomicBool::new(true),
+            refused: Mutex::new(None),
+        }
+    }
+
+    /// Whether the turn is still to be begun; it is not, after this.
+    pub(super) fn take(&self) -> bool {
+        self.pending.swap(false, Ordering::AcqRel)
+    }
+
+    pub(super) fn refusal(&self) -> Option<Refusal> {
+        self.lock().clone()
+    }
+
+    pub(super) fn refuse(&self, refusal: Refusal) {
+        *self.lock() = Some(refusal);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Refusal>> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }

@@ -11,6 +11,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::auth::Session;
+use crate::backoff::seed_of;
 use crate::delivery::Delivery;
 use crate::error::ToolError;
 #[cfg(feature = "test-util")]
@@ -27,24 +28,13 @@ use crate::store::{
 
 use super::attempt::Input;
 use super::failure::Failure;
+use super::held_claim::HeldClaim;
 use super::ledger::Ledger;
 use super::outage::Outcome;
 use super::plan::PreparedWrite;
 use super::reach::StoreWait;
 use super::recorded::{CLAIM_ROUNDS, Recorded};
-use super::retries::seed_of;
 use super::{Dispatcher, answers, approval, audit, partial, unwind};
-
-/// The claim a write runs under: where its attempts record their errors, and under which
-/// attempt of the operation.
-pub(super) struct HeldClaim<'a> {
-    pub(super) store: &'a dyn OperationStore,
-    pub(super) owner: &'a ClaimToken,
-    /// How long the claim holds; each retry renews it.
-    pub(super) lease: Duration,
-    /// The attempt running now (1 for the first), for a panic to be recorded under.
-    pub(super) attempt: AtomicU32,
-}
 
 impl Dispatcher {
     /// A write: claim the operation's key, run it (with retries while the fault proves nothing

@@ -16,6 +16,7 @@
 //! Anthropic's, with the limits of each: `strict_limits`, `anthropic_limits`). A registered tool
 //! keeps its lowerings (`registered`), made once when it is registered.
 
+mod anthropic_grammar;
 mod anthropic_limits;
 mod anthropic_strict;
 mod error;

@@ -38,7 +38,7 @@
 
 mod anthropic;
 mod gemini;
-mod lower;
+pub(crate) mod lower;
 mod mcp;
 mod openai_chat;
 mod openai_responses;
@@ -62,7 +62,6 @@ use crate::registry::Registry;
 
 pub use anthropic::Anthropic;
 pub use gemini::Gemini;
-pub(crate) use lower::{AnthropicBudget, Lowerings};
 pub use lower::{
     LoweringError, LoweringErrorKind, LoweringFallback, LoweringTarget, anthropic_strict, gemini,
     openai_strict,

@@ -9,6 +9,7 @@
 //! own can run too.
 
 mod approval;
+mod attempt_error;
 mod audit;
 mod grants;
 #[cfg(feature = "test-util")]
@@ -26,6 +27,7 @@ pub use approval::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, DecideRequest, DecideStep, Decided, Decision,
     EXPIRED, RUN_ABORTED, Refusal, Requester, SYSTEM_DECIDER, Verdict,
 };
+pub use attempt_error::AttemptError;
 pub use audit::{AuditEntry, AuditKind, AuditQuery, AuditRecord};
 pub use grants::Grants;
 #[cfg(feature = "test-util")]
@@ -35,8 +37,8 @@ pub use outbox::{
     OutboxEvent, StoreTransaction,
 };
 pub use record::{
-    AttemptError, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord,
-    OperationState, Resolution, StoreError,
+    Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord, OperationState,
+    Resolution, StoreError,
 };
 pub use run::{
     AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest,

@@ -8,7 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::approval::ApprovalRecord;
-use super::record::{AttemptError, Claim, ClaimToken, StoreError};
+use super::attempt_error::AttemptError;
+use super::record::{Claim, ClaimToken, StoreError};
 
 /// The event an outbox tool enqueued, before the store keeps it. An operation has at most one.
 #[derive(Debug, Clone, PartialEq, Eq)]

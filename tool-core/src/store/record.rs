@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::idempotency::UnkeyedRequest;
 
 use super::approval::{ApprovalRecord, ApprovalStatus};
+use super::attempt_error::AttemptError;
 use super::steps::Journal;
 
 /// Where an operation stands. Every transition is persisted before the next step acts on it.
@@ -86,17 +87,6 @@ impl OperationState {
             OperationState::Succeeded | OperationState::Failed | OperationState::Rejected
         )
     }
-}
-
-/// The error of one attempt, kept in the record.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct AttemptError {
-    /// Which attempt (1 for the first).
-    pub attempt: u32,
-    /// The error kind's wire name (`retry_budget_exhausted`, `outcome_unknown`, …).
-    pub kind: String,
-    /// What happened.
-    pub what: String,
 }
 
 /// One operation as stored.

@@ -1,7 +1,7 @@
 //! The step journal of a multi-step operation: each step's outcome, recorded under the
 //! operation, so that a retry or a takeover skips the steps already done.
 
-use super::record::AttemptError;
+use super::attempt_error::AttemptError;
 
 /// Where a step stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@
 //! It shares the strict dialect with OpenAI ([`Strict`](super::strict::Strict)) and differs in
 //! four named decisions: optional properties stay optional ([`Required::AsDeclared`]), numeric
 //! and length bounds go ([`ANTHROPIC_KEYWORDS`]), a pattern stays only if the grammar compiles
-//! it ([`grammar_takes_pattern`]), and a recursive type is refused ([`refuse_recursion`]).
+//! it ([`grammar_takes_pattern`](super::anthropic_grammar::grammar_takes_pattern)), and a recursive type is refused ([`refuse_recursion`]).
 
 use std::collections::HashSet;
 
@@ -121,38 +121,6 @@ pub fn anthropic_strict(schema: &Value) -> Result<Value, LoweringError> {
     lower_strict::<Anthropic>(schema)
 }
 
-/// Whether Anthropic's grammar compiles the regular expression `pattern`: it takes anchors,
-/// quantifiers, character classes and groups, but no backreference (`\1`, `\k<name>`), no
-/// lookahead or lookbehind (`(?=`, `(?!`, `(?<=`, `(?<!`) and no word boundary (`\b`, `\B`).
-/// Where in doubt (an escape inside a character class), the pattern counts as not compiled,
-/// which only drops it.
-pub(super) fn grammar_takes_pattern(pattern: &str) -> bool {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut in_class = false;
-    let mut index = 0;
-    while index < chars.len() {
-        match chars[index] {
-            '\\' => {
-                if matches!(chars.get(index + 1), Some('1'..='9' | 'k' | 'b' | 'B')) {
-                    return false;
-                }
-                // The escaped character is not read as syntax.
-                index += 1;
-            }
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class && chars.get(index + 1) == Some(&'?') => {
-                if matches!(chars[index + 2..], ['=' | '!', ..] | ['<', '=' | '!', ..]) {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-        index += 1;
-    }
-    true
-}
-
 /// Refuses a schema in which a `$ref` leads back to a schema that holds it: strict tool use
 /// compiles the schema into a grammar and takes no recursive type. The error points at that
 /// `$ref` in the canonical schema.
@@ -209,6 +177,7 @@ fn recursion(
 
 #[cfg(test)]
 mod tests {
+    use crate::provider::lower::anthropic_grammar::grammar_takes_pattern;
     use serde_json::json;
 
     use super::*;

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use super::LoweringError;
 use super::LoweringErrorKind;
 use super::anthropic_strict::{ANTHROPIC_FORMATS, ANTHROPIC_KEYWORDS};
-use super::strict::{Required, STRICT_FORMATS, STRICT_KEYWORDS, Takes, is_object};
+use super::strict::{Required, STRICT_FORMATS, STRICT_KEYWORDS, Takes};
+use super::strict_limits::is_object;
 use crate::schema::walk_schemas;
 
 // Field docs become descriptions; a documented struct field is a `$ref` with a sibling.

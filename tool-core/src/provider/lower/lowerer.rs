@@ -2,10 +2,11 @@
 //! refuse what no dialect can say, lower each subschema the dialect keeps, and let the dialect
 //! decide everything else through [`Dialect`].
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::error::{LoweringError, LoweringErrorKind, LoweringTarget};
-use super::normalize::Normalized;
 use crate::schema::{Holds, child_pointer as child, holds};
 
 /// What one dialect decides; the walk over the schema is [`Lowerer::lower`]'s.
@@ -253,4 +254,12 @@ impl<'r, D: Dialect> Lowerer<'r, D> {
             )
         })
     }
+}
+
+/// A schema after [`Lowerer::normalize`]: its keywords, the pointer they came from, and the
+/// references inlined to get them.
+pub(super) struct Normalized<'s> {
+    pub(super) schema: Cow<'s, Map<String, Value>>,
+    pub(super) pointer: String,
+    pub(super) inlined: Vec<String>,
 }

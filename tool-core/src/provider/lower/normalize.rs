@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::error::LoweringError;
 use super::error::LoweringErrorKind::{Recursive, UnresolvedRef, UnsupportedKeyword};
-use super::lowerer::{Dialect, Lowerer};
+use super::lowerer::{Dialect, Lowerer, Normalized};
 use crate::schema::child_pointer as child;
 
 /// How many `allOf`/`$ref` merges one schema node may go through.
@@ -26,14 +26,6 @@ const ANNOTATIONS: [&str; 10] = [
     "$comment",
     "$id",
 ];
-
-/// A schema after [`Lowerer::normalize`]: its keywords, the pointer they came from, and the
-/// references inlined to get them.
-pub(super) struct Normalized<'s> {
-    pub(super) schema: Cow<'s, Map<String, Value>>,
-    pub(super) pointer: String,
-    pub(super) inlined: Vec<String>,
-}
 
 impl<'r, D: Dialect> Lowerer<'r, D> {
     /// `schema` with every one-entry `allOf` merged in and, where [`Dialect::inlines`] says so,

@@ -9,11 +9,11 @@ use std::marker::PhantomData;
 
 use serde_json::{Map, Value};
 
-use super::anthropic_strict::grammar_takes_pattern;
+use super::anthropic_grammar::grammar_takes_pattern;
 use super::error::{LoweringError, LoweringErrorKind, LoweringTarget};
 use super::lowerer::{Dialect, Lowerer};
 use super::nullable::accepts_null;
-use super::strict_limits::check_strict_limits;
+use super::strict_limits::{check_strict_limits, is_object};
 use crate::schema::child_pointer as child;
 
 /// What a strict subset takes as the value of a keyword it keeps.
@@ -412,16 +412,6 @@ fn check_primitives<S: Subset>(
         ));
     }
     Ok(())
-}
-
-/// Whether a schema describes an object (it has `properties`, or `object` among its types).
-pub(super) fn is_object(schema: &Map<String, Value>) -> bool {
-    schema.contains_key("properties")
-        || match schema.get("type") {
-            Some(Value::String(name)) => name == "object",
-            Some(Value::Array(names)) => names.iter().any(|name| name == "object"),
-            _ => false,
-        }
 }
 
 #[cfg(test)]

@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::error::{LoweringError, LoweringErrorKind, LoweringTarget};
-use super::strict::is_object;
 use crate::schema::{subschemas, walk_schemas};
 
 /// Strict mode's limit on the object nesting depth.
@@ -130,6 +129,16 @@ fn object_depth(
             deepest.1
         },
     )
+}
+
+/// Whether a schema describes an object (it has `properties`, or `object` among its types).
+pub(super) fn is_object(schema: &Map<String, Value>) -> bool {
+    schema.contains_key("properties")
+        || match schema.get("type") {
+            Some(Value::String(name)) => name == "object",
+            Some(Value::Array(names)) => names.iter().any(|name| name == "object"),
+            _ => false,
+        }
 }
 
 #[cfg(test)]
