@@ -10,41 +10,12 @@ use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned as _;
 use syn::{Ident, Path};
 
+use crate::choices::{Delivery, Hook, KeyScope, SideEffect};
 use crate::errors::Errors;
 use crate::keys::{self, Level, ReadKey, Seen};
 use crate::spanned::Spanned;
 use crate::units::{Millis, Rate};
 use crate::values;
-
-/// `side_effect = "..."`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SideEffect {
-    Read,
-    Write,
-    Destructive,
-}
-
-/// `key_scope = "..."`: who shares an idempotency key.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyScope {
-    Run,
-    Tenant,
-}
-
-/// `delivery = "..."`: how the side effect leaves the process.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Delivery {
-    Direct,
-    Outbox,
-}
-
-/// A hook fn the tool's arguments are passed to: `reconcile = path` or `check = path`, or
-/// `path(param, ...)` naming the tool's parameters the hook takes.
-pub(crate) struct Hook {
-    pub(crate) path: Path,
-    /// The parameters passed, in the hook's order; `None` passes every parameter of the tool.
-    pub(crate) args: Option<Vec<Ident>>,
-}
 
 /// The settings of `retry(...)`.
 #[derive(Default)]
@@ -143,7 +114,7 @@ impl ToolAttr {
                 if let Some(key) = meta.path.get_ident() {
                     attr.rejected.push(key.to_string());
                 }
-                values::skip_to_comma(meta.input)?;
+                keys::skip_to_comma(meta.input)?;
             }
             Ok(())
         });
@@ -221,7 +192,7 @@ fn retry(meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<Spanned
     meta.parse_nested_meta(|inner| {
         if let Err(err) = retry_key(&inner, &mut retry, &mut seen, errors) {
             errors.push(err);
-            values::skip_to_comma(inner.input)?;
+            keys::skip_to_comma(inner.input)?;
         }
         Ok(())
     })?;

@@ -12,7 +12,9 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ReturnType;
 
 use crate::ast::{Param, ToolFn};
-use crate::attr::{Delivery, KeyScope, SideEffect, ToolAttr};
+use crate::attr::ToolAttr;
+use crate::binding::{arguments, parse_tree};
+use crate::choices::{Delivery, KeyScope, SideEffect};
 use crate::hook;
 use crate::spanned::Spanned;
 use crate::units::{Millis, Rate};
@@ -310,45 +312,6 @@ fn wire(tool: &ToolFn, name: &str) -> String {
         .map_or_else(|| name.to_owned(), |p| p.wire.clone())
 }
 
-/// The statement that binds the arguments `parse` gives, and the expressions that pass each
-/// parameter.
-pub(crate) fn arguments(
-    tool: &ToolFn,
-    args_type: &TokenStream,
-    parse: TokenStream,
-) -> (TokenStream, Vec<TokenStream>) {
-    // Each local carries its parameter's span: a hook whose parameter types differ from the
-    // tool's gets "expected …, found …" on the tool's parameter, not on the whole attribute.
-    let locals: Vec<_> = tool
-        .plain_params()
-        .enumerate()
-        .map(|(i, p)| format_ident!("__arg{}", i, span = syn::spanned::Spanned::span(&p.ty)))
-        .collect();
-    let destructure = if tool.struct_param().is_some() {
-        quote!(let __args: #args_type = #parse;)
-    } else {
-        let fields = tool.plain_params().map(|p| &p.ident);
-        quote!(let __ToolArgs { #(#fields: #locals,)* } = #parse;)
-    };
-    let mut locals = locals.iter();
-    let call_args = tool
-        .params
-        .iter()
-        .map(|param| match param {
-            Param::Ctx { .. } => quote!(__ctx),
-            Param::Auth { .. } => quote!(__ctx.auth()),
-            Param::Key { .. } => quote!(__tg::idempotency_key(__ctx)?),
-            Param::State { ty } => quote!(__tg::state::<#ty>(__ctx)?),
-            Param::Struct { .. } => quote!(__tg::Args(__args)),
-            Param::Plain(_) => {
-                let local = locals.next();
-                quote!(#local)
-            }
-        })
-        .collect();
-    (destructure, call_args)
-}
-
 /// `Tool::invoke`: the validated tree read into the arguments type, and the one future of the
 /// tool started on it.
 fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
@@ -364,17 +327,6 @@ fn invoke_body(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> Token
             ::core::result::Result::Ok(__args) => #start,
             ::core::result::Result::Err(__err) => __tg::failed(__err),
         }
-    }
-}
-
-/// The expression that reads the validated tree `__json` into the arguments type, as a
-/// `Result`: through the text reader for a tool that reads text anyway, from the tree for the
-/// others, so that either way the arguments struct has one deserializer.
-pub(crate) fn parse_tree(tool: &ToolFn, wire_name: &str, args_type: &TokenStream) -> TokenStream {
-    if tool.reads_text() {
-        quote!((&__tg::Probe::<#args_type>::new()).parse_via_text(#wire_name, __json))
-    } else {
-        quote!((&__tg::Probe::<#args_type>::new()).parse(#wire_name, __json))
     }
 }
 

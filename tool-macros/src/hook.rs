@@ -6,8 +6,9 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 
 use crate::ast::ToolFn;
-use crate::attr::{Hook, ToolAttr};
-use crate::expand::{arguments, parse_tree};
+use crate::attr::ToolAttr;
+use crate::binding::{arguments, parse_tree};
+use crate::choices::Hook;
 
 /// `reconcile` of the `Tool` impl: the hook called with the tool's own parameters, or with those
 /// that `reconcile = path(...)` names.

@@ -2,13 +2,14 @@
 //! one helper that reads a key's name for either list: an unknown key gets the nearest name, a
 //! key without its value says how to write it, a key given twice is reported once.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::Token;
 use syn::meta::ParseNestedMeta;
+use syn::parse::ParseStream;
 
+use crate::choices::{KEY_SCOPES, SIDE_EFFECTS};
 use crate::errors::Errors;
 use crate::suggest::unknown_key;
-use crate::values::{KEY_SCOPES, SIDE_EFFECTS};
 
 /// Where a key is written.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -125,7 +126,7 @@ pub(crate) fn read_key(
     let span = ident.span();
     if !valid.contains(&name.as_str()) {
         errors.push(unknown(span, &name, level, &valid));
-        crate::values::skip_to_comma(meta.input)?;
+        skip_to_comma(meta.input)?;
         return Ok(None);
     }
     let takes_parens = name == "retry";
@@ -172,6 +173,20 @@ fn unknown(span: Span, name: &str, level: Level, valid: &[&str]) -> syn::Error {
         );
     }
     unknown_key(span, name, valid, level.context())
+}
+
+/// Consumes what is left of a key that is being rejected, up to the comma before the next key.
+pub(crate) fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<()> {
+    tokens_to_comma(input).map(drop)
+}
+
+/// The tokens up to the next comma (or the end), consumed.
+pub(crate) fn tokens_to_comma(input: ParseStream<'_>) -> syn::Result<TokenStream> {
+    let mut tokens = TokenStream::new();
+    while !input.is_empty() && !input.peek(Token![,]) {
+        tokens.extend([input.parse::<TokenTree>()?]);
+    }
+    Ok(tokens)
 }
 
 #[cfg(test)]

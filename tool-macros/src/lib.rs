@@ -6,6 +6,8 @@ use proc_macro::TokenStream;
 mod amount;
 mod ast;
 mod attr;
+mod binding;
+mod choices;
 mod errors;
 mod expand;
 mod fallback;

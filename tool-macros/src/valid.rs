@@ -5,7 +5,8 @@ use quote::ToTokens;
 use syn::{Ident, ReturnType, Type};
 
 use crate::ast::{Param, PlainParam, ToolFn};
-use crate::attr::{SideEffect, ToolAttr};
+use crate::attr::ToolAttr;
+use crate::choices::SideEffect;
 use crate::errors::Errors;
 use crate::suggest::nearest;
 

@@ -8,37 +8,14 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned as _;
 use syn::{Ident, Lit, LitStr, Path, Token, bracketed};
 
-use crate::attr::{Delivery, Hook, KeyScope, SideEffect};
+use crate::choices::{DELIVERIES, Delivery, Hook, KEY_SCOPES, KeyScope, SIDE_EFFECTS, SideEffect};
 use crate::errors::Errors;
-use crate::keys;
+use crate::keys::{self, tokens_to_comma};
 use crate::spanned::Spanned;
 use crate::suggest::unknown_value;
 use crate::units::{
     Millis, Rate, parse_approval_ttl, parse_duration, parse_rate, with_hours, with_seconds,
 };
-
-/// The values of `side_effect`.
-pub(crate) const SIDE_EFFECTS: &[&str] = &["read", "write", "destructive"];
-
-/// The values of `key_scope`.
-pub(crate) const KEY_SCOPES: &[&str] = &["run", "tenant"];
-
-/// The values of `delivery`.
-pub(crate) const DELIVERIES: &[&str] = &["direct", "outbox"];
-
-/// Consumes what is left of a key that is being rejected, up to the comma before the next key.
-pub(crate) fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<()> {
-    tokens_to_comma(input).map(drop)
-}
-
-/// The tokens up to the next comma (or the end), consumed.
-pub(crate) fn tokens_to_comma(input: ParseStream<'_>) -> syn::Result<TokenStream> {
-    let mut tokens = TokenStream::new();
-    while !input.is_empty() && !input.peek(Token![,]) {
-        tokens.extend([input.parse::<TokenTree>()?]);
-    }
-    Ok(tokens)
-}
 
 /// Tokens as the user would write them inside quotes: `20 / min` becomes `20/min`.
 fn compact(tokens: &TokenStream) -> String {
