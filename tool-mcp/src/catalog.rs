@@ -7,7 +7,7 @@ use serde_json::Value;
 use toolgate_core::provider::{Mcp, WireFormat};
 use toolgate_core::{AuthContext, Registry};
 
-use crate::server::BuildError;
+use crate::build_error::BuildError;
 
 /// The server's tools as `tools/list` declares them, in registration order, and the
 /// permission each needs.

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use crate::admitted::Admitted;
 use crate::calls;
+use crate::inner::Inner;
 use crate::mcp_session::McpSession;
 use crate::peer::{Peer, TransportKind, transport_of};
 use crate::protocol_errors;
 use crate::raw_arguments::RawArguments;
-use crate::server::Inner;
 use crate::trace;
 
 /// An [`McpServer`](crate::McpServer) as the SDK's [`ServerHandler`], for one MCP session: what

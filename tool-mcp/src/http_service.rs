@@ -26,11 +26,11 @@ use serde_json::value::RawValue;
 use crate::admitted::Admitted;
 use crate::handler::McpHandler;
 use crate::hook::Refused;
+use crate::inner::Inner;
 use crate::origin::Origins;
 use crate::peer::{Peer, TransportKind};
 use crate::protocol_errors::SESSION_REFUSED;
 use crate::raw_arguments::RawArguments;
-use crate::server::Inner;
 
 /// An HTTP response of the service.
 pub type HttpResponse = Response<BoxBody<Bytes, Infallible>>;

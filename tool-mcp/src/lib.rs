@@ -93,12 +93,14 @@
 //! The SDK is re-exported as [`rmcp`], for its transports and types.
 
 mod admitted;
+mod build_error;
 mod calls;
 mod catalog;
 mod handler;
 mod hook;
 mod http_service;
 mod in_flight;
+mod inner;
 mod line_transport;
 mod mcp_session;
 mod origin;
@@ -113,12 +115,13 @@ mod trace;
 mod trace_context;
 
 pub use admitted::Admitted;
+pub use build_error::BuildError;
 pub use handler::McpHandler;
 pub use hook::{Refused, SessionHook};
 pub use http_service::{HttpResponse, McpHttpService};
 pub use peer::{Peer, TransportKind};
 pub use protocol_errors::{RUN_ABORTED, SESSION_REFUSED};
-pub use server::{BuildError, McpServer, McpServerBuilder, ServeError};
+pub use server::{McpServer, McpServerBuilder, ServeError};
 pub use stdio_session::StdioSession;
 
 #[doc(no_inline)]

@@ -10,10 +10,12 @@ use rmcp::transport::IntoTransport;
 use tokio::io::{AsyncRead, AsyncWrite};
 use toolgate_core::Dispatcher;
 
+use crate::build_error::BuildError;
 use crate::catalog::Catalog;
 use crate::handler::McpHandler;
 use crate::hook::SessionHook;
 use crate::in_flight::InFlight;
+use crate::inner::Inner;
 use crate::line_transport::LineTransport;
 use crate::peer::TransportKind;
 
@@ -41,16 +43,6 @@ use crate::peer::TransportKind;
 #[derive(Clone)]
 pub struct McpServer {
     pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub(crate) dispatcher: Dispatcher,
-    pub(crate) hook: Box<dyn SessionHook>,
-    /// The tools as `tools/list` declares them, made once: the registry cannot change after it
-    /// is built. Each session is listed those it may call.
-    pub(crate) catalog: Arc<Catalog>,
-    pub(crate) info: ServerConfig,
-    pub(crate) in_flight: InFlight,
 }
 
 impl fmt::Debug for McpServer {
@@ -81,30 +73,6 @@ impl fmt::Debug for McpServerBuilder {
             .field("version", &self.version)
             .finish_non_exhaustive()
     }
-}
-
-/// An [`McpServer`] that cannot be built as configured.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// A tool's argument schema is not an object schema: MCP declares a tool's arguments with
-    /// an `inputSchema` whose `type` is `"object"`.
-    #[error(
-        "the tool `{tool}` cannot be declared over MCP: its argument schema must be an object schema (`\"type\": \"object\"`), but {reason}"
-    )]
-    NotAnObjectSchema {
-        /// The tool's wire name.
-        tool: String,
-        /// What is wrong with its schema.
-        reason: String,
-    },
-    /// An entry of the HTTP service's allowed origins cannot be read
-    /// ([`McpServer::http_service_with`]).
-    #[error("{reason}")]
-    AllowedOrigin {
-        /// Which entry, and what to write instead.
-        reason: String,
-    },
 }
 
 /// Why a server stopped serving with an error.

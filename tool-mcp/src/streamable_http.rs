@@ -15,11 +15,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
+use crate::build_error::BuildError;
 use crate::handler::McpHandler;
 use crate::http_service::McpHttpService;
 use crate::origin::{LOOPBACK_ORIGINS, Origins};
 use crate::peer::TransportKind;
-use crate::server::{BuildError, McpServer};
+use crate::server::McpServer;
 
 /// How long the server waits before accepting again after the listener failed for want of
 /// resources (no file descriptor left): the failure would repeat at once.

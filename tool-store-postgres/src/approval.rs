@@ -103,7 +103,7 @@ pub(crate) async fn claim_step(
             Claim::Approval(new.clone())
         }
         (ClaimStep::RunApproved, Some(approval)) => Claim::Acquired {
-            attempt: crate::claim::take_to_run(conn, request).await?,
+            attempt: crate::take::take_to_run(conn, request).await?,
             approved: Some(approval),
         },
         (ClaimStep::ExpireApproval, Some(approval)) => {

@@ -11,6 +11,7 @@ use toolgate_core::store::{
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns};
+use crate::take::take_to_run;
 use crate::{approval, steps};
 
 /// How many times a claim inserts again when the record it collided with was purged before it
@@ -245,30 +246,6 @@ pub(crate) enum Inserted {
     Existing(OperationRecord),
     /// A record exists that the statement's snapshot does not show.
     Unseen,
-}
-
-/// Takes the locked record under `request.key` to run it for `request`: `processing`, the
-/// attempt counted up, a new lease, this request's hash and arguments. Answers the attempt
-/// claimed. Shared by a reclaim and the run of an approved operation.
-pub(crate) async fn take_to_run(
-    conn: &mut PgConnection,
-    request: &ClaimRequest<'_>,
-) -> Result<u32, StoreError> {
-    let attempt: i64 = sqlx::query_scalar(
-        "UPDATE toolgate_operations SET state = 'processing', attempt = attempt + 1, \
-         lease_until_ms = $3, updated_ms = $4, request_hash = $5, arguments = $6 \
-         WHERE tenant_id = $1 AND idempotency_key = $2 RETURNING attempt",
-    )
-    .bind(request.tenant)
-    .bind(request.key)
-    .bind(request.lease_until_ms())
-    .bind(request.now_ms)
-    .bind(request.request_hash)
-    .bind(request.arguments)
-    .fetch_one(conn)
-    .await
-    .map_err(backend)?;
-    row::count(attempt, "attempt")
 }
 
 /// A failed statement of a claim in the store's words (see `error::store_error`).

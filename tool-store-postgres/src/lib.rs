@@ -112,6 +112,7 @@ mod run;
 mod statement;
 mod steps;
 mod store;
+mod take;
 mod transaction;
 mod turn_claim;
 
