@@ -5,9 +5,7 @@
 //! command line runs while the client waits. The payment provider is the fake one, as a process
 //! too, so that a test can read its ledger.
 
-mod mcp_client;
-
-use mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
+use crate::mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
 use rmcp::model::{ErrorCode, ProtocolVersion};
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};

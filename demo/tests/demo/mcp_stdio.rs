@@ -2,11 +2,9 @@
 //! by the MCP SDK's client, which initializes, lists the shop's tools and calls them. The
 //! payment provider is the fake one, as a process too, so that a test can read its ledger.
 
-mod mcp_client;
-
 use std::path::Path;
 
-use mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
+use crate::mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
 use rmcp::model::ErrorCode;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;

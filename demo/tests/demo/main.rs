@@ -1,0 +1,15 @@
+//! The demo's tests, one binary: the refund desk, the fake payment provider and the MCP server
+//! run as processes, as a user runs them, on SQLite and on PostgreSQL.
+//!
+//! One module an area. The processes are the examples, built once per test process by
+//! `toolgate_demo::harness` with the cargo that built this binary.
+
+mod desk_crash;
+mod desk_operator;
+mod desk_outbox;
+mod desk_postgres;
+mod desk_scripts;
+mod desk_steps;
+mod mcp_client;
+mod mcp_http;
+mod mcp_stdio;
