@@ -342,7 +342,7 @@ impl FakeProvider {
             Some(Fault::UnavailableBeforeApply) => Err(ToolError::unavailable(
                 "the payment provider answered 503 Service Unavailable",
             )
-            .why("the fake provider was told to fail this request before applying it")),
+            .with_why("the fake provider was told to fail this request before applying it")),
             Some(Fault::Slow(wait)) => {
                 tokio::time::sleep(wait).await;
                 Ok(fault)
@@ -384,7 +384,7 @@ impl FakeProvider {
             "the fake provider's ledger {} failed",
             self.path.display()
         ))
-        .why(err.to_string())
+        .with_why(err.to_string())
     }
 }
 
@@ -393,7 +393,7 @@ async fn answer<T>(fault: Option<Fault>, value: T) -> Result<T, ToolError> {
     match fault {
         Some(Fault::TimeoutAfterApply) => std::future::pending().await,
         Some(Fault::ResetAfterApply) => Err(ToolError::outcome_unknown("connection reset")
-            .why("the fake provider applied the request, then dropped the connection")),
+            .with_why("the fake provider applied the request, then dropped the connection")),
         _ => Ok(value),
     }
 }

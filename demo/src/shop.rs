@@ -121,8 +121,8 @@ impl Provider {
 pub fn unknown_order(order_id: &str) -> ToolError {
     let known = ORDERS.map(|(id, _, _)| id).join(", ");
     ToolError::not_found(format!("there is no order {order_id}"))
-        .why(format!("the known orders are {known}"))
-        .next(format!(
+        .with_why(format!("the known orders are {known}"))
+        .with_next(format!(
             "ask the customer for the order id; it is one of {known}"
         ))
 }
@@ -135,12 +135,12 @@ pub fn over_balance(order: &OrderState, amount_cents: u64) -> ToolError {
         money(amount_cents),
         order.order_id
     ))
-    .why(format!(
+    .with_why(format!(
         "paid {}, already refunded {}, so at most {refundable} is refundable",
         money(order.paid_cents),
         money(order.refunded_cents),
     ))
-    .next(format!("offer a refund of at most {refundable}"))
+    .with_next(format!("offer a refund of at most {refundable}"))
 }
 
 /// The payment provider in memory, honouring idempotency keys: for unit tests and the catalog.
@@ -371,7 +371,7 @@ fn to_cents(amount: f64) -> Result<u64, ToolError> {
         };
         return Err(
             ToolError::invalid_arguments(format!("{shown} is not a refundable amount"))
-                .next("give an amount above zero with at most two decimals"),
+                .with_next("give an amount above zero with at most two decimals"),
         );
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]

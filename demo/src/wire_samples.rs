@@ -179,20 +179,20 @@ fn orders_found(call_id: &str) -> CallReport {
 
 fn invalid_quantity(call_id: &str) -> CallReport {
     let err = ToolError::invalid_arguments("quantity must be at least 1")
-        .why("/quantity is 0")
-        .next("call ship_replacement again with a quantity of 1 or more");
+        .with_why("/quantity is 0")
+        .with_next("call ship_replacement again with a quantity of 1 or more");
     report(call_id, "ship_replacement", CallResult::from_error(&err))
 }
 
 fn replacement_unknown(call_id: &str) -> CallReport {
     let err = ToolError::outcome_unknown("the carrier did not answer in time")
-        .next("ask again later; calling ship_replacement again with the same order is safe");
+        .with_next("ask again later; calling ship_replacement again with the same order is safe");
     report(call_id, "ship_replacement", CallResult::from_error(&err))
 }
 
 fn order_not_found(call_id: &str) -> CallReport {
     let err = ToolError::not_found("there is no order ORD-9999")
-        .why("no order has that id")
-        .next("check the order id with find_orders");
+        .with_why("no order has that id")
+        .with_next("check the order id with find_orders");
     report(call_id, "tag_order", CallResult::from_error(&err))
 }

@@ -34,7 +34,7 @@ async fn within_limit(ctx: &Ctx, amount: f64) -> Result<(), ToolError> {
         Some(limit) if amount > limit => Err(ToolError::refused(format!(
             "a refund of {amount} is over the limit"
         ))
-        .why(format!("at most {limit} may be refunded now"))),
+        .with_why(format!("at most {limit} may be refunded now"))),
         _ => Ok(()),
     }
 }

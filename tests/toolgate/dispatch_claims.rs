@@ -44,7 +44,7 @@ async fn refund(ctx: &Ctx, order_id: String, amount: f64) -> Result<Value, ToolE
         return Err(ToolError::refused(format!(
             "{amount} is over the refundable balance of {REFUNDABLE}"
         ))
-        .next("call refund again with an amount within the balance"));
+        .with_next("call refund again with an amount within the balance"));
     }
     Ok(json!({"refund_id": format!("re_{order_id}"), "amount": amount}))
 }

@@ -33,8 +33,8 @@ async fn get_order(ctx: &Ctx, order_id: String) -> Result<Value, ToolError> {
     }
     if order_id == "ORD-9999" {
         return Err(ToolError::not_found("order ORD-9999 does not exist")
-            .why("no order has that id")
-            .next("call get_order with one of ORD-1001, ORD-1002"));
+            .with_why("no order has that id")
+            .with_next("call get_order with one of ORD-1001, ORD-1002"));
     }
     Ok(json!({"order_id": order_id, "paid": "500.00"}))
 }

@@ -65,7 +65,9 @@ async fn refund(
             return Err(ToolError::unavailable("the provider answered 503"));
         }
         Some(Fault::RateLimited(after)) => {
-            return Err(ToolError::rate_limited("the provider answered 429").retry_after(after));
+            return Err(
+                ToolError::rate_limited("the provider answered 429").with_retry_after(after)
+            );
         }
         Some(Fault::Refused) => return Err(ToolError::refused("over the refundable balance")),
         Some(Fault::Slow(wait)) => {

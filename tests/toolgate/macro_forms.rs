@@ -57,11 +57,11 @@ async fn find_refund(
 async fn at_most_1000(amount: f64, ctx: &Ctx) -> Result<(), ToolError> {
     if amount > 1000.0 {
         return Err(ToolError::refused(format!("{amount} is over 1000"))
-            .why(format!(
+            .with_why(format!(
                 "the tenant {} refunds at most 1000",
                 ctx.auth().tenant()
             ))
-            .next("offer at most 1000"));
+            .with_next("offer at most 1000"));
     }
     Ok(())
 }
@@ -101,7 +101,7 @@ async fn run_check(ctx: &Ctx, tool: String, args: String) -> Result<Value, ToolE
         Some(check) => match check.await {
             Ok(()) => json!("passed"),
             Err(err) => {
-                json!({"kind": err.kind().as_str(), "what": err.what(), "why": err.get_why()})
+                json!({"kind": err.kind().as_str(), "what": err.what(), "why": err.why()})
             }
         },
     })

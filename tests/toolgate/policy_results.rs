@@ -49,7 +49,7 @@ async fn get_customer(ctx: &Ctx, customer_id: String) -> Result<Value, ToolError
     Runs::count(ctx)?;
     Err(
         ToolError::not_found(format!("there is no customer {customer_id}"))
-            .next("check the customer id with the user"),
+            .with_next("check the customer id with the user"),
     )
 }
 
@@ -292,7 +292,7 @@ fn every_kind_gives_one_kind_of_advice() {
     for (kind, advice, words) in table {
         assert_eq!(kind.advice(), advice, "{kind}");
         assert_eq!(advice.words(), words, "{kind}");
-        let next = ToolError::new(kind, "x").get_next().to_owned();
+        let next = ToolError::new(kind, "x").next().to_owned();
         assert!(advice.opens(&next), "{kind}: {next}");
         // What the model reads (a kind that aborts the run never reaches it).
         if kind.class() != ErrorClass::Abort {

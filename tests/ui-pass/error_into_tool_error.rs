@@ -14,7 +14,7 @@ impl From<LookupError> for ToolError {
     fn from(err: LookupError) -> Self {
         match err {
             LookupError::Missing(id) => ToolError::not_found(format!("no order {id}"))
-                .next("ask the customer for the order id"),
+                .with_next("ask the customer for the order id"),
         }
     }
 }

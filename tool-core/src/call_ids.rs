@@ -89,8 +89,8 @@ fn shared_id_report(call: ToolCall, count: usize) -> CallReport {
         "the call id {} was given to {count} calls in this turn",
         excerpt(&call.id)
     ))
-    .why("a result could not be matched to one of them, so none of them ran")
-    .next("fix the call ids: call the tools again, giving each call its own id");
+    .with_why("a result could not be matched to one of them, so none of them ran")
+    .with_next("fix the call ids: call the tools again, giving each call its own id");
     CallReport {
         call_id: call.id,
         tool: call.name,

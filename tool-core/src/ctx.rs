@@ -162,7 +162,7 @@ impl Ctx {
             "{} called ctx.{what}(), which only a tool declared delivery = \"outbox\" has",
             self.tool.name
         ))
-        .next("do not repeat this call; tell the user the tool is misconfigured")
+        .with_next("do not repeat this call; tell the user the tool is misconfigured")
     }
 
     /// Runs `step`, the step `name` of this write, journaled under its operation: a retry, a

@@ -29,7 +29,7 @@ pub enum ErrorKind {
     Refused,
     /// The call ran past its deadline before anything could have been applied.
     Timeout,
-    /// The tool or its provider is rate limited; see [`ToolError::get_retry_after`].
+    /// The tool or its provider is rate limited; see [`ToolError::retry_after`].
     RateLimited,
     /// This call's retries are spent: the tool's retry budget in the run
     /// ([`RunLimits::retry_budget`](crate::RunLimits)) is used up, so the call did not run, or
@@ -343,22 +343,24 @@ impl PartialEq<&str> for ErrorKind {
 /// The error a tool returns, and the one the dispatcher reports: a kind plus the three-part
 /// message the model reads (what happened, why, what to try next).
 ///
-/// One naming scheme, as `std::process::Command` has it: a constructor named after the kind
-/// takes `what`; the optional parts are added by builder methods named after the part (`why`,
-/// `next`, `retry_after`, `timed_out_after`, `may_still_be_running`) and read back by the same
-/// name with `get_` (`get_why`, `get_next`, `get_retry_after`, …). What no builder sets reads without a prefix: [`ToolError::kind`],
-/// [`ToolError::class`], [`ToolError::what`].
+/// One naming scheme: a constructor named after the kind takes `what`; the optional parts are
+/// added by builder methods named `with_` and the part ([`with_why`](ToolError::with_why),
+/// [`with_next`](ToolError::with_next), [`with_retry_after`](ToolError::with_retry_after),
+/// [`with_timed_out_after`](ToolError::with_timed_out_after),
+/// [`with_may_still_be_running`](ToolError::with_may_still_be_running)), and every part reads
+/// back by its own name, as [`kind`](ToolError::kind), [`class`](ToolError::class) and
+/// [`what`](ToolError::what) do: [`why`](ToolError::why), [`next`](ToolError::next), …
 ///
 /// ```
 /// use toolgate::ToolError;
 ///
 /// let err = ToolError::not_found("order ORD-9 does not exist")
-///     .why("no order has that id")
-///     .next("call get_order with one of ORD-1001, ORD-1002");
+///     .with_why("no order has that id")
+///     .with_next("call get_order with one of ORD-1001, ORD-1002");
 /// assert_eq!(err.kind(), toolgate::ErrorKind::NotFound);
 /// assert_eq!(err.to_string(), "order ORD-9 does not exist");
-/// assert_eq!(err.get_why(), Some("no order has that id"));
-/// assert_eq!(err.get_next(), "call get_order with one of ORD-1001, ORD-1002");
+/// assert_eq!(err.why(), Some("no order has that id"));
+/// assert_eq!(err.next(), "call get_order with one of ORD-1001, ORD-1002");
 /// ```
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .0.what)]
@@ -436,7 +438,7 @@ impl ToolError {
         refused => Refused;
         /// The call ran out of time before anything could have been applied.
         timeout => Timeout;
-        /// The provider is rate limited; add [`ToolError::retry_after`] when it says how long.
+        /// The provider is rate limited; add [`ToolError::with_retry_after`] when it says how long.
         rate_limited => RateLimited;
         /// A transient fault that proves nothing was applied (503, connection refused).
         unavailable => Unavailable;
@@ -452,46 +454,46 @@ impl ToolError {
         policy_violation => PolicyViolation;
     }
 
-    /// Adds why it happened; read it with [`ToolError::get_why`].
-    pub fn why(mut self, why: impl Into<Cow<'static, str>>) -> Self {
+    /// Adds why it happened; read it with [`ToolError::why`].
+    pub fn with_why(mut self, why: impl Into<Cow<'static, str>>) -> Self {
         self.0.why = Some(why.into());
         self
     }
 
-    /// Adds what the model should try next; read it with [`ToolError::get_next`].
-    pub fn next(mut self, next: impl Into<Cow<'static, str>>) -> Self {
+    /// Adds what the model should try next; read it with [`ToolError::next`].
+    pub fn with_next(mut self, next: impl Into<Cow<'static, str>>) -> Self {
         self.0.next = Some(next.into());
         self
     }
 
-    /// Adds how long to wait before trying again; read it with [`ToolError::get_retry_after`].
-    pub fn retry_after(mut self, after: Duration) -> Self {
+    /// Adds how long to wait before trying again; read it with [`ToolError::retry_after`].
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
         self.0.retry_after = Some(after);
         self
     }
 
     /// Adds how long the call ran before its deadline stopped it (the model reads `after_ms`);
-    /// read it with [`ToolError::get_timed_out_after`].
-    pub fn timed_out_after(mut self, after: Duration) -> Self {
+    /// read it with [`ToolError::timed_out_after`].
+    pub fn with_timed_out_after(mut self, after: Duration) -> Self {
         self.0.timed_out_after = Some(after);
         self
     }
 
     /// Adds whether the work the call started may still be going on after the dispatcher
     /// stopped waiting (a provider applying a write, say); the model reads
-    /// `may_still_be_running`. Read it with [`ToolError::get_may_still_be_running`].
-    pub fn may_still_be_running(mut self, may: bool) -> Self {
+    /// `may_still_be_running`. Read it with [`ToolError::may_still_be_running`].
+    pub fn with_may_still_be_running(mut self, may: bool) -> Self {
         self.0.may_still_be_running = Some(may);
         self
     }
 
     /// How long the call ran before its deadline stopped it, if it timed out.
-    pub fn get_timed_out_after(&self) -> Option<Duration> {
+    pub fn timed_out_after(&self) -> Option<Duration> {
         self.0.timed_out_after
     }
 
     /// Whether the work may still be going on, when the error says.
-    pub fn get_may_still_be_running(&self) -> Option<bool> {
+    pub fn may_still_be_running(&self) -> Option<bool> {
         self.0.may_still_be_running
     }
 
@@ -510,18 +512,18 @@ impl ToolError {
         &self.0.what
     }
 
-    /// Why it happened, when known: what [`ToolError::why`] added.
-    pub fn get_why(&self) -> Option<&str> {
+    /// Why it happened, when known: what [`ToolError::with_why`] added.
+    pub fn why(&self) -> Option<&str> {
         self.0.why.as_deref()
     }
 
-    /// What to try next: the advice [`ToolError::next`] added, or the default for the kind.
-    pub fn get_next(&self) -> &str {
+    /// What to try next: the advice [`ToolError::with_next`] added, or the default for the kind.
+    pub fn next(&self) -> &str {
         self.0.next.as_deref().unwrap_or(self.0.kind.default_next())
     }
 
-    /// How long to wait before trying again, when [`ToolError::retry_after`] said.
-    pub fn get_retry_after(&self) -> Option<Duration> {
+    /// How long to wait before trying again, when [`ToolError::with_retry_after`] said.
+    pub fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after
     }
 }
@@ -539,7 +541,7 @@ pub struct RunAborted {
 
 impl RunAborted {
     pub(crate) fn from_error(err: &ToolError) -> Self {
-        let reason = match err.get_why() {
+        let reason = match err.why() {
             Some(why) => format!("{}: {why}", err.what()),
             None => err.what().to_owned(),
         };
@@ -581,24 +583,21 @@ mod tests {
     #[test]
     fn each_part_is_read_by_its_builder_name_with_get() {
         let err = ToolError::rate_limited("429")
-            .why("too many calls")
-            .next("wait a minute")
-            .retry_after(Duration::from_secs(60));
-        assert_eq!(err.get_why(), Some("too many calls"));
-        assert_eq!(err.get_next(), "wait a minute");
-        assert_eq!(err.get_retry_after(), Some(Duration::from_secs(60)));
+            .with_why("too many calls")
+            .with_next("wait a minute")
+            .with_retry_after(Duration::from_secs(60));
+        assert_eq!(err.why(), Some("too many calls"));
+        assert_eq!(err.next(), "wait a minute");
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(60)));
         assert_eq!(err.what(), "429");
     }
 
     #[test]
     fn next_falls_back_to_the_kind_default() {
         let err = ToolError::repeated_call_for_test();
-        assert_eq!(
-            err.get_next(),
-            "that call already failed; change the approach"
-        );
-        let err = ToolError::refused("over balance").next("offer 100.00");
-        assert_eq!(err.get_next(), "offer 100.00");
+        assert_eq!(err.next(), "that call already failed; change the approach");
+        let err = ToolError::refused("over balance").with_next("offer 100.00");
+        assert_eq!(err.next(), "offer 100.00");
     }
 
     impl ToolError {

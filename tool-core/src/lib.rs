@@ -133,8 +133,8 @@ pub mod __private {
 
     fn unfit(tool: &str, err: &serde_json::Error) -> ToolError {
         ToolError::invalid_arguments(format!("the arguments of {tool} do not fit its types"))
-            .why(err.to_string())
-            .next(format!(
+            .with_why(err.to_string())
+            .with_next(format!(
                 "fix the arguments: call {tool} again with arguments that match its schema"
             ))
     }
@@ -143,7 +143,7 @@ pub mod __private {
     pub fn take_args<T: std::any::Any>(args: crate::ReadArgs, tool: &str) -> Result<T, ToolError> {
         args.take().ok_or_else(|| {
             ToolError::internal(format!("{tool} was handed arguments it did not read"))
-                .next("do not repeat this call; tell the user something went wrong")
+                .with_next("do not repeat this call; tell the user something went wrong")
         })
     }
 
@@ -163,8 +163,8 @@ pub mod __private {
     pub fn idempotency_key(ctx: &Ctx) -> Result<&IdempotencyKey, ToolError> {
         ctx.operation_key().ok_or_else(|| {
             ToolError::internal("the tool was called without an idempotency key")
-                .why("only write and destructive calls made by the dispatcher or the reconciler carry one")
-                .next("do not repeat this call; tell the user something went wrong")
+                .with_why("only write and destructive calls made by the dispatcher or the reconciler carry one")
+                .with_next("do not repeat this call; tell the user something went wrong")
         })
     }
 

@@ -17,7 +17,7 @@ pub(crate) use limiters::RateLimiters;
 /// answered from the store spends a call too. A call over the limit does
 /// not run: it answers [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)
 /// (`rate_limited`), with how long to wait in
-/// [`ToolError::get_retry_after`](crate::ToolError::get_retry_after) and in its `next` ("wait
+/// [`ToolError::retry_after`](crate::ToolError::retry_after) and in its `next` ("wait
 /// 500 ms, then call the tool again"). Tools do not share buckets, nor do tenants. A `count`
 /// of zero lets no call through; a `per` of zero puts no limit (the `#[tool]` attribute
 /// accepts neither).
@@ -31,7 +31,7 @@ pub(crate) use limiters::RateLimiters;
 /// put a shared limiter in front of the tool's service. A service's own limit still protects
 /// it: a tool that answers its 429 with
 /// [`ToolError::rate_limited`](crate::ToolError::rate_limited) and
-/// [`retry_after`](crate::ToolError::retry_after) is retried below the model as a transient
+/// [`retry_after`](crate::ToolError::with_retry_after) is retried below the model as a transient
 /// fault, no sooner than that wait, while its retry policy's attempts and deadline allow.
 ///
 /// ```

@@ -102,11 +102,11 @@ impl From<&ToolError> for Explanation {
         Explanation {
             kind: err.kind(),
             what: err.what().to_owned(),
-            why: err.get_why().map(str::to_owned),
-            next: err.get_next().to_owned(),
-            retry_after_ms: err.get_retry_after().map(millis),
-            after_ms: err.get_timed_out_after().map(millis),
-            may_still_be_running: err.get_may_still_be_running(),
+            why: err.why().map(str::to_owned),
+            next: err.next().to_owned(),
+            retry_after_ms: err.retry_after().map(millis),
+            after_ms: err.timed_out_after().map(millis),
+            may_still_be_running: err.may_still_be_running(),
             approval_id: None,
             expires_at_ms: None,
         }
@@ -450,8 +450,8 @@ mod tests {
     #[test]
     fn error_results_carry_the_three_parts_and_no_replayed_flag() {
         let err = ToolError::invalid_arguments("amount must be greater than 0")
-            .why("/amount is -5")
-            .next("call issue_refund again with a positive amount");
+            .with_why("/amount is -5")
+            .with_next("call issue_refund again with a positive amount");
         let text = CallResult::from_error(&err).to_json_string();
         assert_eq!(
             text,
@@ -480,7 +480,9 @@ mod tests {
         for result in [
             replayed,
             CallResult::from_error(&ToolError::outcome_unknown("the provider timed out")),
-            CallResult::from_error(&ToolError::not_found("there is no order ORD-9").why("gone")),
+            CallResult::from_error(
+                &ToolError::not_found("there is no order ORD-9").with_why("gone"),
+            ),
         ] {
             assert_eq!(result.to_json(), serde_json::to_value(&result).unwrap());
         }

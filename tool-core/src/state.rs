@@ -96,11 +96,11 @@ impl StateMap {
 
 fn missing<T>() -> ToolError {
     ToolError::internal("the tool is not configured")
-        .why(format!(
+        .with_why(format!(
             "no `{}` was given to the dispatcher (DispatcherBuilder::state)",
             type_name::<T>()
         ))
-        .next("do not repeat this call; tell the user the tool is unavailable")
+        .with_next("do not repeat this call; tell the user the tool is unavailable")
 }
 
 impl std::fmt::Debug for StateMap {

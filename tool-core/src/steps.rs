@@ -151,7 +151,7 @@ impl StepJournal {
                             "step {name} of {tool} began in an earlier attempt and its outcome \
                              was never recorded; it is not run again"
                         ))
-                        .next(format!(
+                        .with_next(format!(
                             "do not assume it failed, and do not call {tool} again for this; \
                              the reconciler settles it"
                         )),

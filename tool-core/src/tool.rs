@@ -256,15 +256,15 @@ where
 /// The error of a tool whose output serde cannot encode.
 fn unencodable_output(err: serde_json::Error) -> ToolError {
     ToolError::internal("the tool's result could not be encoded as JSON")
-        .why(err.to_string())
-        .next("do not repeat this call; tell the user something went wrong")
+        .with_why(err.to_string())
+        .with_next("do not repeat this call; tell the user something went wrong")
 }
 
 /// The error of a write that returned an output serde cannot encode: it acted, and what it
 /// answered is lost.
 fn unencodable_applied(err: serde_json::Error) -> ToolError {
     ToolError::outcome_unknown("the operation ran, and its result could not be encoded as JSON")
-        .why(err.to_string())
+        .with_why(err.to_string())
 }
 
 /// What a `reconcile` hook may return: `Result<Option<T>, E>` with `T: Serialize` (the tool's
@@ -289,7 +289,7 @@ where
             None => Ok(None),
             Some(output) => JsonText::of(&output).map(Some).map_err(|err| {
                 ToolError::internal("the reconcile hook's result could not be encoded as JSON")
-                    .why(err.to_string())
+                    .with_why(err.to_string())
             }),
         }
     }

@@ -122,9 +122,11 @@ pub(crate) fn invalid_arguments(tool: &str, violations: &[Violation]) -> ToolErr
         1 => format!("the arguments of {tool} break its schema in 1 place"),
         n => format!("the arguments of {tool} break its schema in {n} places"),
     };
-    ToolError::invalid_arguments(what).why(why).next(format!(
-        "fix the arguments: call {tool} again with arguments that match its schema"
-    ))
+    ToolError::invalid_arguments(what)
+        .with_why(why)
+        .with_next(format!(
+            "fix the arguments: call {tool} again with arguments that match its schema"
+        ))
 }
 
 /// The JSON text of `value`, cut after [`MAX_QUOTED`] characters with `…`; never written out
@@ -158,7 +160,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::InvalidArguments);
         assert!(
-            err.get_why()
+            err.why()
                 .unwrap()
                 .contains("/amount: -5 is less than or equal to the minimum of 0"),
             "{err:?}"
@@ -201,7 +203,7 @@ mod tests {
         let err = validator
             .validate("issue_refund", &json!({"order_id": "é".repeat(5_000_000)}))
             .unwrap_err();
-        let why = err.get_why().unwrap();
+        let why = err.why().unwrap();
         assert!(why.starts_with("/order_id: \"éé"), "{why}");
         assert!(why.contains("…"), "{why}");
         assert!(why.len() < 1024, "{} bytes", why.len());
@@ -223,7 +225,7 @@ mod tests {
         let err = validator
             .validate("issue_refund", &json!({"lines": many}))
             .unwrap_err();
-        let why = err.get_why().unwrap();
+        let why = err.why().unwrap();
         assert_eq!(why.matches("is not of type").count(), MAX_LISTED, "{why}");
         assert!(why.ends_with("; and 80 more"), "{why}");
         assert_eq!(
@@ -238,7 +240,7 @@ mod tests {
         let err = validator
             .validate("issue_refund", &json!({"lines": long}))
             .unwrap_err();
-        let why = err.get_why().unwrap();
+        let why = err.why().unwrap();
         let listed = why.matches("is not of type").count();
         assert!((1..MAX_LISTED).contains(&listed), "{listed}: {why}");
         assert!(
@@ -260,7 +262,7 @@ mod tests {
         let violations = validator.violations(&args);
         assert_eq!(violations[0].pointer, format!("/{key}"), "exact, for code");
         let err = validator.validate("t", &args).unwrap_err();
-        let why = err.get_why().unwrap();
+        let why = err.why().unwrap();
         assert!(why.starts_with("/kkk"), "{why}");
         assert!(why.len() < 1024, "{} bytes", why.len());
     }

@@ -193,8 +193,8 @@ pub fn connection<'a>(
             "toolgate_store_postgres::connection was asked for the connection of a {store} \
              store's transaction"
         ))
-        .why("the dispatcher's store is not the PostgreSQL store, so there is no PostgreSQL connection to lend")
-        .next("use the connection function of the store the dispatcher runs on")
+        .with_why("the dispatcher's store is not the PostgreSQL store, so there is no PostgreSQL connection to lend")
+        .with_next("use the connection function of the store the dispatcher runs on")
     })
 }
 

@@ -217,11 +217,11 @@ impl HttpPayments {
             Ok((StatusCode::NOT_FOUND, _)) => Ok(None),
             Ok((status, body)) => Err(status_error(status, &body)),
             Err(Failure::Timeout) => Err(ToolError::timeout(self.describe(&Failure::Timeout))
-                .why("a read changes nothing, so nothing is unknown")
-                .next("try again in a moment")),
+                .with_why("a read changes nothing, so nothing is unknown")
+                .with_next("try again in a moment")),
             Err(Failure::Unbuildable(why)) => Err(unbuildable(&why)),
             Err(failure) => Err(ToolError::unavailable(self.describe(&failure))
-                .why("a read changes nothing, so it is safe to ask again")),
+                .with_why("a read changes nothing, so it is safe to ask again")),
         }
     }
 
@@ -270,11 +270,11 @@ impl Payments for HttpPayments {
             Err(Failure::Unbuildable(why)) => Err(unbuildable(&why)),
             Err(failure @ Failure::NotSent(_)) => {
                 Err(ToolError::unavailable(self.describe(&failure))
-                    .why("the refund was never sent, so nothing was applied"))
+                    .with_why("the refund was never sent, so nothing was applied"))
             }
             Err(failure) => Err(ToolError::outcome_unknown(self.describe(&failure))
-                .why("the refund was sent, so the provider may have applied it")
-                .next(
+                .with_why("the refund was sent, so the provider may have applied it")
+                .with_next(
                     "do not issue another refund for this order; tell the customer the refund \
                      is being checked",
                 )),
@@ -319,10 +319,10 @@ impl HttpPayments {
             Err(Failure::Unbuildable(why)) => Err(unbuildable(&why)),
             Err(failure @ Failure::NotSent(_)) => {
                 Err(ToolError::unavailable(self.describe(&failure))
-                    .why(format!("{what} was never sent, so nothing was applied")))
+                    .with_why(format!("{what} was never sent, so nothing was applied")))
             }
             Err(failure) => Err(
-                ToolError::outcome_unknown(self.describe(&failure)).why(format!(
+                ToolError::outcome_unknown(self.describe(&failure)).with_why(format!(
                     "{what} was sent, so the provider may have applied it"
                 )),
             ),
@@ -333,8 +333,10 @@ impl HttpPayments {
 /// The error for a request that cannot be built from the tool's arguments: nothing was sent.
 fn unbuildable(why: &str) -> ToolError {
     ToolError::invalid_arguments("the request cannot be sent to the payment provider as it is")
-        .why(format!("{why}: nothing was sent"))
-        .next("call again with arguments that match the tool's schema, such as order id ORD-1001")
+        .with_why(format!("{why}: nothing was sent"))
+        .with_next(
+            "call again with arguments that match the tool's schema, such as order id ORD-1001",
+        )
 }
 
 /// `text` cut after 120 characters, for the narration.
@@ -348,7 +350,7 @@ fn shortened(text: &str) -> String {
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ToolError> {
     serde_json::from_slice(body).map_err(|err| {
         ToolError::internal("the payment provider sent an answer the client cannot read")
-            .why(err.to_string())
+            .with_why(err.to_string())
     })
 }
 
@@ -361,16 +363,16 @@ fn status_error(status: StatusCode, body: &[u8]) -> ToolError {
     let err = match status {
         StatusCode::SERVICE_UNAVAILABLE => {
             ToolError::unavailable(format!("the payment provider answered {status}"))
-                .why("it applied nothing")
+                .with_why("it applied nothing")
         }
         StatusCode::UNPROCESSABLE_ENTITY => {
-            ToolError::refused(what).next("look the order up again with get_order")
+            ToolError::refused(what).with_next("look the order up again with get_order")
         }
         StatusCode::NOT_FOUND => ToolError::not_found(what),
         _ => ToolError::internal(format!("the payment provider answered {status}: {what}")),
     };
     match why {
-        Some(why) if status != StatusCode::SERVICE_UNAVAILABLE => err.why(why),
+        Some(why) if status != StatusCode::SERVICE_UNAVAILABLE => err.with_why(why),
         _ => err,
     }
 }
@@ -453,11 +455,8 @@ mod tests {
         let huge = format!("ORD-{}", "1".repeat(300_000));
         let err = payments.order(&huge).await.unwrap_err();
         assert_eq!(err.kind(), toolgate::ErrorKind::InvalidArguments, "{err:?}");
-        assert!(
-            err.get_why().unwrap().contains("nothing was sent"),
-            "{err:?}"
-        );
-        assert!(err.get_next().contains("ORD-1001"), "{err:?}");
+        assert!(err.why().unwrap().contains("nothing was sent"), "{err:?}");
+        assert!(err.next().contains("ORD-1001"), "{err:?}");
         // The client still works.
         assert!(payments.order("ORD-1002").await.unwrap().is_some());
     }

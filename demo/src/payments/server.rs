@@ -429,7 +429,7 @@ fn tool_error(err: &ToolError) -> Answer {
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let mut body = json!({"error": err.what()});
-    if let Some(why) = err.get_why() {
+    if let Some(why) = err.why() {
         body["why"] = Value::from(why);
     }
     Ok(json_response(status, &body))

@@ -141,10 +141,10 @@ async fn record_request(
     };
     inserted.map_err(|err| {
         ToolError::unavailable("the refund request could not be recorded")
-            .why(format!(
+            .with_why(format!(
                 "the database refused the row ({err}); nothing was kept"
             ))
-            .next("try the same refund again in a moment")
+            .with_next("try the same refund again in a moment")
     })
 }
 

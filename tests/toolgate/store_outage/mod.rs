@@ -73,7 +73,7 @@ async fn refund(
     }
     if provider.answer_lost.swap(false, Ordering::SeqCst) {
         return Err(ToolError::outcome_unknown("the provider did not answer")
-            .why("the connection dropped after the refund was sent"));
+            .with_why("the connection dropped after the refund was sent"));
     }
     Ok(json!({"order_id": order_id, "amount": amount}))
 }

@@ -34,7 +34,7 @@ async fn pay(order_id: String, amount: f64, #[sensitive] pin: String) -> Result<
 #[tool]
 async fn check_pin(card_id: String, #[sensitive] pin: String) -> Result<Value, ToolError> {
     Err(ToolError::refused(format!("the PIN of {card_id} is wrong"))
-        .why(format!("{} digits do not match", pin.len())))
+        .with_why(format!("{} digits do not match", pin.len())))
 }
 
 /// The calls made: each tool's name and its arguments, the PIN among them.

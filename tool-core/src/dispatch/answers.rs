@@ -17,15 +17,15 @@ const UNKNOWN_NEXT: &str = "do not assume it failed, and do not repeat the call;
 /// A call the provider format could not read at all, not even its tool's name.
 pub(super) fn unreadable_call(malformed: &MalformedCall) -> ToolError {
     ToolError::invalid_arguments(malformed.what.clone())
-        .why(malformed.why.clone())
-        .next("fix the call: name one tool, and give its arguments as one JSON object")
+        .with_why(malformed.why.clone())
+        .with_next("fix the call: name one tool, and give its arguments as one JSON object")
 }
 
 /// A call of `tool` whose arguments the provider format could not read.
 pub(super) fn malformed_arguments(tool: &str, malformed: MalformedCall) -> ToolError {
     ToolError::invalid_arguments(malformed.what)
-        .why(malformed.why)
-        .next(format!(
+        .with_why(malformed.why)
+        .with_next(format!(
             "fix the arguments: call {tool} again with them as one JSON object"
         ))
 }
@@ -37,13 +37,13 @@ pub(super) fn unknown_tool<'a>(name: &str, known: impl Iterator<Item = &'a str>)
         ErrorKind::UnknownTool,
         format!("there is no tool named {}", excerpt(name)),
     )
-    .why(format!("the tools are: {known}"))
-    .next(format!("call one of: {known}"))
+    .with_why(format!("the tools are: {known}"))
+    .with_next(format!("call one of: {known}"))
 }
 
 /// The session lacks `permission`, which `tool` requires. It aborts the run.
 pub(super) fn permission_denied(session: &Session, tool: &str, permission: &str) -> ToolError {
-    ToolError::permission_denied(format!("the session may not call {tool}")).why(format!(
+    ToolError::permission_denied(format!("the session may not call {tool}")).with_why(format!(
         "user `{}` of tenant `{}` lacks the permission `{permission}`",
         session.auth().user(),
         session.auth().tenant()
@@ -55,18 +55,20 @@ pub(super) fn permission_denied(session: &Session, tool: &str, permission: &str)
 pub(super) fn deadline_passed(tool: &str, is_read: bool, deadline: Duration) -> ToolError {
     if is_read {
         ToolError::timeout(format!("{tool} did not answer within {deadline:?}"))
-            .why("the read was stopped at its deadline; it changed nothing")
-            .next(format!(
+            .with_why("the read was stopped at its deadline; it changed nothing")
+            .with_next(format!(
                 "try again in a moment: call {tool} again, or tell the user the system is slow"
             ))
-            .timed_out_after(deadline)
-            .may_still_be_running(false)
+            .with_timed_out_after(deadline)
+            .with_may_still_be_running(false)
     } else {
         ToolError::outcome_unknown(format!("{tool} did not finish within {deadline:?}"))
-            .why("the request may have been applied before the deadline passed, or may still be")
-            .next(UNKNOWN_NEXT)
-            .timed_out_after(deadline)
-            .may_still_be_running(true)
+            .with_why(
+                "the request may have been applied before the deadline passed, or may still be",
+            )
+            .with_next(UNKNOWN_NEXT)
+            .with_timed_out_after(deadline)
+            .with_may_still_be_running(true)
     }
 }
 
@@ -86,7 +88,7 @@ pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Optio
     if attempts <= 1 || err.kind() != ErrorKind::Unavailable {
         return None;
     }
-    let why = match err.get_why() {
+    let why = match err.why() {
         Some(why) => format!("{}: {why}", err.what()),
         None => err.what().to_owned(),
     };
@@ -94,7 +96,7 @@ pub(super) fn retries_spent(tool: &str, err: &ToolError, attempts: u32) -> Optio
         ToolError::unavailable(format!(
             "{tool} failed {attempts} times in a row; nothing was applied"
         ))
-        .why(why),
+        .with_why(why),
     )
 }
 
@@ -104,10 +106,10 @@ pub(super) fn retry_budget_spent(tool: &str, budget: u32) -> ToolError {
         ErrorKind::RetryBudgetExhausted,
         format!("{tool} did not run: it has used its {budget} attempts in this run"),
     )
-    .why(format!(
+    .with_why(format!(
         "every call of {tool} in this run, and every retry of one, counts toward its budget of {budget} attempts"
     ))
-    .next(format!(
+    .with_next(format!(
         "stop retrying: do not call {tool} again in this run; tell the user what could not be done"
     ))
 }
@@ -124,7 +126,7 @@ pub(super) fn run_budget_stopped_retries(
     if err.kind() != ErrorKind::Unavailable {
         return None;
     }
-    let why = match err.get_why() {
+    let why = match err.why() {
         Some(why) => format!("{}: {why}", err.what()),
         None => err.what().to_owned(),
     };
@@ -139,8 +141,8 @@ pub(super) fn run_budget_stopped_retries(
                 "{tool} {failed} and its {budget} attempts in this run are used up; nothing was applied"
             ),
         )
-        .why(why)
-        .next(format!(
+        .with_why(why)
+        .with_next(format!(
             "stop retrying: do not call {tool} again in this run; tell the user the service is unavailable"
         )),
     )
@@ -152,8 +154,8 @@ pub(super) fn repeated_call(tool: &str) -> ToolError {
         ErrorKind::RepeatedCall,
         format!("{tool} already failed with these arguments in this run; it did not run again"),
     )
-    .why("repeating a call that failed fails the same way")
-    .next("that call already failed; change the approach: other arguments, another tool, or tell the user")
+    .with_why("repeating a call that failed fails the same way")
+    .with_next("that call already failed; change the approach: other arguments, another tool, or tell the user")
 }
 
 /// A turn of `calls` calls that would pass the run's tool-call limit.
@@ -162,31 +164,31 @@ pub(super) fn call_budget_spent(used: u32, max: u32, calls: usize) -> ToolError 
         ErrorKind::CallBudgetExhausted,
         format!("none of this turn's {calls} calls ran: the run's tool-call budget is spent"),
     )
-    .why(format!(
+    .with_why(format!(
         "the run allows {max} tool calls; {used} were made before this turn"
     ))
-    .next("stop calling tools; answer the user with what you have")
+    .with_next("stop calling tools; answer the user with what you have")
 }
 
 /// A read whose tool panicked.
 pub(super) fn read_panicked(tool: &str) -> ToolError {
     ToolError::internal(format!("{tool} failed unexpectedly"))
-        .why("the tool stopped on an internal fault before it answered")
-        .next("do not repeat this call; tell the user the tool failed")
+        .with_why("the tool stopped on an internal fault before it answered")
+        .with_next("do not repeat this call; tell the user the tool failed")
 }
 
 /// A write whose tool panicked: it may have acted before it stopped.
 pub(super) fn write_panicked(tool: &str) -> ToolError {
     ToolError::outcome_unknown(format!("{tool} failed unexpectedly while it ran"))
-        .why("the tool stopped on an internal fault, and it may have acted before it stopped")
-        .next(UNKNOWN_NEXT)
+        .with_why("the tool stopped on an internal fault, and it may have acted before it stopped")
+        .with_next(UNKNOWN_NEXT)
 }
 
 /// A write called on a dispatcher that has no operation store: it does not run.
 pub(super) fn no_store(tool: &str) -> ToolError {
     ToolError::internal(format!("{tool} cannot run: no operation store is configured"))
-        .why("write and destructive tools run only under an idempotency key kept in a store (DispatcherBuilder::store)")
-        .next("do not repeat this call; tell the user the tool is unavailable")
+        .with_why("write and destructive tools run only under an idempotency key kept in a store (DispatcherBuilder::store)")
+        .with_next("do not repeat this call; tell the user the tool is unavailable")
 }
 
 /// A write whose operation's record changed under every claim of it (see `CLAIM_ROUNDS`):
@@ -195,7 +197,7 @@ pub(super) fn claims_exhausted(tool: &str) -> ToolError {
     ToolError::unavailable(format!(
         "{tool} did not run: its operation changed under every claim of it"
     ))
-    .why("other calls of the same operation kept changing its record; nothing was run")
+    .with_why("other calls of the same operation kept changing its record; nothing was run")
 }
 
 /// The same operation key requested under other arguments.
@@ -205,11 +207,11 @@ pub(super) fn conflict(descriptor: &ToolDescriptor) -> ToolError {
         "an earlier {} call for the same operation had other arguments",
         descriptor.name
     ))
-    .why(format!(
+    .with_why(format!(
         "the operation is identified by {}; one operation cannot be requested twice with different arguments",
         if fields.is_empty() { "its arguments".to_owned() } else { fields }
     ))
-    .next("do not repeat this call; look up the current state and tell the user what was done")
+    .with_next("do not repeat this call; look up the current state and tell the user what was done")
 }
 
 /// A stored success whose result is not JSON any more.
@@ -223,7 +225,7 @@ pub(super) fn event_missing(tool: &str) -> ToolError {
         "the earlier {tool} call with these arguments is recorded as queued, and its delivery \
          cannot be found"
     ))
-    .next("do not repeat this call; tell the user the operation needs an operator's attention")
+    .with_next("do not repeat this call; tell the user the operation needs an operator's attention")
 }
 
 /// A duplicate of an operation whose recorded outcome is unknown.
@@ -231,8 +233,8 @@ pub(super) fn unknown_replayed(tool: &str) -> ToolError {
     ToolError::outcome_unknown(format!(
         "an earlier {tool} call with these arguments may or may not have been applied"
     ))
-    .why("its outcome is unknown and is being reconciled with the system of record")
-    .next(UNKNOWN_NEXT)
+    .with_why("its outcome is unknown and is being reconciled with the system of record")
+    .with_next(UNKNOWN_NEXT)
 }
 
 /// Why a call the store failed at its claim ran nothing, in words that say nothing false of an
@@ -252,16 +254,16 @@ pub(super) fn store_failed(tool: &str, err: &StoreError) -> ToolError {
                 "this call ran nothing: the operation store could not be reached to record {tool}"
             ),
         )
-        .why(UNREAD_EARLIER)
-        .next(
+        .with_why(UNREAD_EARLIER)
+        .with_next(
             "try again in a moment; if it keeps failing, tell the user the service is unavailable",
         );
     }
     ToolError::internal(format!(
         "this call ran nothing: {tool} could not be recorded safely ({err})"
     ))
-    .why(UNREAD_EARLIER)
-    .next("do not repeat this call now; tell the user the tool is unavailable")
+    .with_why(UNREAD_EARLIER)
+    .with_next("do not repeat this call now; tell the user the tool is unavailable")
 }
 
 /// The answer when an attempt of `tool` failed with `err`, a transient fault, and the retry could
@@ -273,17 +275,17 @@ pub(super) fn not_retried(tool: &str, err: ToolError, store_err: &StoreError) ->
     }
     let what = format!("{tool} failed and was not tried again: {}", err.what());
     if store_err.is_unreachable() {
-        return ToolError::unavailable(what).why(
+        return ToolError::unavailable(what).with_why(
             "a retry is recorded in the operation store before it is sent, and the store \
              could not be reached; the failure proved that nothing was applied",
         );
     }
     ToolError::internal(what)
-        .why(format!(
+        .with_why(format!(
             "a retry is recorded in the operation store before it is sent, and the store refused \
              it ({store_err}); the failure proved that nothing was applied"
         ))
-        .next("do not repeat this call now; tell the user the tool is unavailable")
+        .with_next("do not repeat this call now; tell the user the tool is unavailable")
 }
 
 /// The answer when `tool` answered `Ok` and its result could not be recorded.
@@ -303,8 +305,8 @@ pub(super) fn ran_unrecorded(tool: &str, err: &StoreError) -> ToolError {
         }
     };
     ToolError::outcome_unknown(format!("{tool} ran, but its result could not be recorded"))
-        .why(why)
-        .next(UNKNOWN_NEXT)
+        .with_why(why)
+        .with_next(UNKNOWN_NEXT)
 }
 
 /// The answer to a duplicate of an operation this dispatcher ran and could not record yet.
@@ -312,11 +314,11 @@ pub(super) fn kept_unrecorded(tool: &str) -> ToolError {
     ToolError::outcome_unknown(format!(
         "an earlier {tool} call with these arguments ran, but its outcome is not recorded yet"
     ))
-    .why(
+    .with_why(
         "the operation store could not be reached when it finished; the outcome is being checked \
          and is recorded when the store answers again",
     )
-    .next(UNKNOWN_NEXT)
+    .with_next(UNKNOWN_NEXT)
 }
 
 /// The answer to a duplicate of an operation another worker holds, `processing`.
@@ -325,12 +327,12 @@ pub(super) fn held_elsewhere(tool: &str) -> ToolError {
         ErrorKind::InProgress,
         format!("an earlier {tool} call with these arguments has not recorded its outcome yet"),
     )
-    .why(
+    .with_why(
         "the worker that claimed it may be running it now, or may have run it without recording \
          the outcome yet; if its lease ends with no outcome, the operation becomes \
          outcome_unknown and is reconciled",
     )
-    .next("do not repeat the call; check its result in a moment")
+    .with_next("do not repeat the call; check its result in a moment")
 }
 
 /// A record that waits for, or was rejected under, an approval the store does not hold.
@@ -338,14 +340,14 @@ pub(super) fn approval_missing(tool: &str) -> ToolError {
     ToolError::internal(format!(
         "{tool} waits for an approval the operation store does not hold"
     ))
-    .why("the operation's record names an approval that cannot be read")
-    .next("do not repeat this call; tell the user the operation needs an operator's attention")
+    .with_why("the operation's record names an approval that cannot be read")
+    .with_next("do not repeat this call; tell the user the operation needs an operator's attention")
 }
 
 /// A business check that panicked.
 pub(super) fn check_panicked(tool: &str) -> ToolError {
     ToolError::internal(format!("the business check of {tool} failed"))
-        .next("do not repeat this call; tell the user something went wrong")
+        .with_next("do not repeat this call; tell the user something went wrong")
 }
 
 /// A business check that did not answer within the tool's deadline: nothing was stored or sent.
@@ -354,7 +356,7 @@ pub(super) fn check_timed_out(tool: &str, deadline: Duration) -> ToolError {
         "the business check of {tool} did not answer within {} ms; nothing was sent",
         deadline.as_millis()
     ))
-    .next(format!(
+    .with_next(format!(
         "try again in a moment: call {tool} again, or tell the user the system is slow"
     ))
 }
@@ -364,11 +366,11 @@ pub(super) fn commit_unknown(tool: &str, err: &StoreError) -> ToolError {
     ToolError::outcome_unknown(format!(
         "{tool} ran, and the commit of its records and its queued delivery failed: {err}"
     ))
-    .why(
+    .with_why(
         "the store may have committed before it failed: then the operation is queued for \
          delivery; otherwise nothing was stored and nothing will be sent",
     )
-    .next(format!(
+    .with_next(format!(
         "do not assume it failed; call {tool} again with the same arguments to learn: if it was \
          committed the answer reads its progress, and if it was not it runs now, once"
     ))
@@ -381,21 +383,21 @@ pub(super) fn rolled_back(tool: &str, err: ToolError, deadline: Duration) -> Too
         "its transaction was rolled back: nothing was stored and nothing will be sent";
     match err.kind() {
         // A body that did not finish, or that cannot know: its rows went with the rollback.
-        ErrorKind::OutcomeUnknown if err.get_timed_out_after().is_some() => {
+        ErrorKind::OutcomeUnknown if err.timed_out_after().is_some() => {
             ToolError::timeout(format!("{tool} did not finish within {deadline:?}"))
-                .why(WHY)
-                .next(format!(
+                .with_why(WHY)
+                .with_next(format!(
                     "try again in a moment: call {tool} again, or tell the user the system is slow"
                 ))
-                .timed_out_after(deadline)
-                .may_still_be_running(false)
+                .with_timed_out_after(deadline)
+                .with_may_still_be_running(false)
         }
         ErrorKind::OutcomeUnknown => ToolError::unavailable(format!(
             "{tool} failed before its records were committed: {}",
             err.what()
         ))
-        .why(WHY),
-        _ if err.get_why().is_none() => err.why(WHY),
+        .with_why(WHY),
+        _ if err.why().is_none() => err.with_why(WHY),
         _ => err,
     }
 }
@@ -403,8 +405,8 @@ pub(super) fn rolled_back(tool: &str, err: ToolError, deadline: Duration) -> Too
 /// An outbox call whose body panicked: rolled back, nothing stored.
 pub(super) fn outbox_panicked(tool: &str) -> ToolError {
     ToolError::internal(format!("{tool} failed unexpectedly while it ran"))
-        .why("the tool stopped on an internal fault; its transaction was rolled back, so nothing was stored and nothing will be sent")
-        .next("do not repeat this call; tell the user the tool failed")
+        .with_why("the tool stopped on an internal fault; its transaction was rolled back, so nothing was stored and nothing will be sent")
+        .with_next("do not repeat this call; tell the user the tool failed")
 }
 
 /// A store that answered an outbox claim acquired outside a transaction.
@@ -412,7 +414,7 @@ pub(super) fn no_transaction(tool: &str) -> ToolError {
     ToolError::internal(format!(
         "{tool} did not run: the operation store claimed it without opening its transaction"
     ))
-    .next("do not repeat this call; tell the user the tool is unavailable")
+    .with_next("do not repeat this call; tell the user the tool is unavailable")
 }
 
 #[cfg(test)]
@@ -484,7 +486,7 @@ mod tests {
                 "rolled_back timeout",
                 rolled_back(
                     "t",
-                    ToolError::outcome_unknown("x").timed_out_after(second),
+                    ToolError::outcome_unknown("x").with_timed_out_after(second),
                     second,
                 ),
             ),
@@ -509,7 +511,7 @@ mod tests {
         let answers = every_answer();
         assert_eq!(answers.len(), 37, "a builder was added or lost");
         for (place, err) in answers {
-            let (kind, next) = (err.kind(), err.get_next());
+            let (kind, next) = (err.kind(), err.next());
             assert!(
                 kind.advice().opens(next),
                 "{place}: a {kind} must advise `{}…`, and says `{next}`",
@@ -530,6 +532,6 @@ mod tests {
         );
         let err = run_budget_stopped_retries("t", &ToolError::unavailable("503"), 2, 2).unwrap();
         assert_eq!(err.kind(), ErrorKind::RetryBudgetExhausted);
-        assert!(err.get_next().starts_with("stop retrying"));
+        assert!(err.next().starts_with("stop retrying"));
     }
 }

@@ -146,7 +146,7 @@ impl Dispatcher {
         }
         match self.check(registered, ctx, args).await {
             Ok(()) => Ok(()),
-            Err(refused) => Err(match refused.get_why() {
+            Err(refused) => Err(match refused.why() {
                 Some(why) => format!("{} ({why})", refused.what()),
                 None => refused.what().to_owned(),
             }),
@@ -281,7 +281,7 @@ pub(super) fn answer_late_rejection(result: &mut CallResult, rejected: &[Approva
 }
 
 fn explanation(kind: ErrorKind, what: String, why: Option<String>, next: String) -> Explanation {
-    let mut explanation = Explanation::from(&crate::ToolError::new(kind, what).next(next));
+    let mut explanation = Explanation::from(&crate::ToolError::new(kind, what).with_next(next));
     explanation.why = why;
     explanation
 }

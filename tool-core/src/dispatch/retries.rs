@@ -58,7 +58,7 @@ impl Dispatcher {
                 )
             });
             let mut delay = backoff.next().unwrap_or(policy.max);
-            if let Some(after) = err.get_retry_after() {
+            if let Some(after) = err.retry_after() {
                 delay = delay.max(after);
             }
             let now = tokio::time::Instant::now();

@@ -67,7 +67,7 @@ impl OutboxSlot {
             return Err(ToolError::internal(format!(
                 "{tool} enqueued a second event; an outbox tool enqueues one event per operation"
             ))
-            .next("do not repeat this call; tell the user the tool failed (it must enqueue one event that carries everything the worker delivers)"));
+            .with_next("do not repeat this call; tell the user the tool failed (it must enqueue one event that carries everything the worker delivers)"));
         }
         *event = Some(NewEvent { payload });
         Ok(())

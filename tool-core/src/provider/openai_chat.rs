@@ -551,7 +551,7 @@ mod tests {
             result: CallResult::succeeded(crate::JsonText::of(&data).unwrap()),
         };
         replayed.result.replayed = true;
-        let err = crate::ToolError::not_found("no \"Pariss\"\n").why("tab\there");
+        let err = crate::ToolError::not_found("no \"Pariss\"\n").with_why("tab\there");
         let error = CallReport {
             call_id: "call_err".into(),
             tool: "get_weather".into(),

@@ -118,8 +118,8 @@ pub(super) fn success(call_id: &str) -> CallReport {
 /// A `not_found` error.
 pub(super) fn failure(call_id: &str) -> CallReport {
     let err = ToolError::not_found("city not found")
-        .why("no match for 'Pariss'")
-        .next("check the spelling");
+        .with_why("no match for 'Pariss'")
+        .with_next("check the spelling");
     CallReport {
         call_id: call_id.into(),
         tool: "get_weather".into(),

@@ -75,7 +75,7 @@ impl RateLimiters {
 
     /// Spends one call of `tenant` on `tool`, or answers
     /// [`ErrorKind::RateLimited`] with how long to wait
-    /// ([`ToolError::get_retry_after`]) when its bucket is empty, and [`ErrorKind::Refused`] when
+    /// ([`ToolError::retry_after`]) when its bucket is empty, and [`ErrorKind::Refused`] when
     /// its limit lets no call through at all (waiting would not help). A tool without a limit
     /// costs a look at its descriptor.
     pub(crate) fn check(&self, tool: &ToolDescriptor, tenant: &str) -> Result<(), ToolError> {
@@ -138,18 +138,18 @@ fn over_limit(tool: &str, rate: RateLimit, wait: Duration) -> ToolError {
         ErrorKind::RateLimited,
         format!("{tool} was called more often than its limit of {rate} allows for this tenant"),
     )
-    .why(format!(
+    .with_why(format!(
         "each tenant may call {tool} at most {rate}; this call was not run"
     ))
-    .next(format!("wait {ms} ms, then call {tool} again"))
-    .retry_after(Duration::from_millis(ms))
+    .with_next(format!("wait {ms} ms, then call {tool} again"))
+    .with_retry_after(Duration::from_millis(ms))
 }
 
 /// A call of `tool`, whose limit `rate` lets no call through.
 fn closed(tool: &str, rate: RateLimit) -> ToolError {
     ToolError::refused(format!("{tool} lets no call through: its limit is {rate}"))
-        .why("this call was not run, and no call of it will be")
-        .next(format!(
+        .with_why("this call was not run, and no call of it will be")
+        .with_next(format!(
             "do not repeat this call: do not call {tool}; tell the user it is not available"
         ))
 }
@@ -200,7 +200,7 @@ mod tests {
     fn refused_wait(limiters: &RateLimiters, tool: &ToolDescriptor, tenant: &str) -> Duration {
         let err = limiters.check(tool, tenant).expect_err("over the limit");
         assert_eq!(err.kind(), ErrorKind::RateLimited);
-        err.get_retry_after().expect("a wait")
+        err.retry_after().expect("a wait")
     }
 
     #[test]
@@ -210,16 +210,16 @@ mod tests {
         spend(&limiters, &TWO_PER_SECOND, "acme", 2);
         let err = limiters.check(&TWO_PER_SECOND, "acme").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::RateLimited);
-        assert_eq!(err.get_retry_after(), Some(Duration::from_millis(500)));
+        assert_eq!(err.retry_after(), Some(Duration::from_millis(500)));
         assert_eq!(
             err.what(),
             "lookup was called more often than its limit of 2/s allows for this tenant"
         );
         assert_eq!(
-            err.get_why(),
+            err.why(),
             Some("each tenant may call lookup at most 2/s; this call was not run")
         );
-        assert_eq!(err.get_next(), "wait 500 ms, then call lookup again");
+        assert_eq!(err.next(), "wait 500 ms, then call lookup again");
 
         // One millisecond short, still refused, and told the rest.
         clock.advance_ms(499);
@@ -284,12 +284,12 @@ mod tests {
         let limiters = limiters(&clock);
         spend(&limiters, &FIVE_PER_MINUTE, "acme", 5);
         let err = limiters.check(&FIVE_PER_MINUTE, "acme").unwrap_err();
-        assert_eq!(err.get_retry_after(), Some(Duration::from_secs(12)));
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(12)));
         assert_eq!(
             err.what(),
             "report was called more often than its limit of 5/min allows for this tenant"
         );
-        assert_eq!(err.get_next(), "wait 12000 ms, then call report again");
+        assert_eq!(err.next(), "wait 12000 ms, then call report again");
         clock.advance_ms(12_000);
         spend(&limiters, &FIVE_PER_MINUTE, "acme", 1);
         refused_wait(&limiters, &FIVE_PER_MINUTE, "acme");
@@ -320,7 +320,7 @@ mod tests {
         let limiters = limiters(&clock);
         let err = limiters.check(&ZERO_CALLS, "acme").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Refused);
-        assert_eq!(err.get_retry_after(), None);
+        assert_eq!(err.retry_after(), None);
         assert_eq!(err.what(), "frozen lets no call through: its limit is 0/s");
         spend(&limiters, &ZERO_PERIOD, "acme", 1_000);
     }
