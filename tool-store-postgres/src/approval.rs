@@ -43,19 +43,15 @@ pub(crate) async fn insert_awaiting(
     let mut tx = sqlx::Connection::begin(conn)
         .await
         .map_err(fault("begin a claim"))?;
-    let inserted = sqlx::query(
-        "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
-         arguments, state, attempt, lease_until_ms, created_ms, updated_ms, approval_id) \
-         VALUES ($1, $2, $3, $4, $5, 'awaiting_approval', 0, $6, $7, $7, $8) \
-         ON CONFLICT (tenant_id, idempotency_key) DO NOTHING",
+    let inserted = crate::row::bind_new_record(
+        sqlx::query(
+            "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+             arguments, state, attempt, lease_until_ms, created_ms, updated_ms, approval_id) \
+             VALUES ($1, $2, $3, $4, $5, 'awaiting_approval', 0, $6, $7, $7, $8) \
+             ON CONFLICT (tenant_id, idempotency_key) DO NOTHING",
+        ),
+        request,
     )
-    .bind(request.tenant)
-    .bind(request.key)
-    .bind(request.tool)
-    .bind(request.request_hash)
-    .bind(request.arguments)
-    .bind(request.lease_until_ms())
-    .bind(request.now_ms)
     .bind(&approval.id)
     .execute(&mut *tx)
     .await

@@ -111,24 +111,20 @@ async fn insert_or_read(
     conn: &mut PgConnection,
     request: &ClaimRequest<'_>,
 ) -> Result<Inserted, StoreError> {
-    let row = sqlx::query(concat!(
-        "WITH inserted AS (",
-        "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
-         arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
-         VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7) \
-         ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
-         SELECT EXISTS (SELECT FROM inserted) AS acquired, ",
-        columns!(),
-        " FROM (VALUES (1)) AS one LEFT JOIN toolgate_operations \
-         ON tenant_id = $1 AND idempotency_key = $2"
-    ))
-    .bind(request.tenant)
-    .bind(request.key)
-    .bind(request.tool)
-    .bind(request.request_hash)
-    .bind(request.arguments)
-    .bind(request.lease_until_ms())
-    .bind(request.now_ms)
+    let row = row::bind_new_record(
+        sqlx::query(concat!(
+            "WITH inserted AS (",
+            "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+             arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
+             VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7) \
+             ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
+             SELECT EXISTS (SELECT FROM inserted) AS acquired, ",
+            columns!(),
+            " FROM (VALUES (1)) AS one LEFT JOIN toolgate_operations \
+             ON tenant_id = $1 AND idempotency_key = $2"
+        )),
+        request,
+    )
     .fetch_one(&mut *conn)
     .await
     .map_err(backend)?;

@@ -1,8 +1,11 @@
 //! Reading a stored row back into an [`OperationRecord`], and the values written into one.
 
-use sqlx::Row;
-use sqlx::postgres::PgRow;
-use toolgate_core::store::{AttemptError, OperationRecord, OperationState, StoreError};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::{Postgres, Row};
+use toolgate_core::store::{
+    AttemptError, ClaimRequest, OperationRecord, OperationState, StoreError,
+};
 
 /// The columns of a record, in the order [`record`] reads them; `errors` as JSON text.
 macro_rules! columns {
@@ -124,4 +127,20 @@ pub(crate) fn limit(limit: u32) -> i64 {
 pub(crate) fn count(value: i64, column: &str) -> Result<u32, StoreError> {
     u32::try_from(value)
         .map_err(|_| StoreError::Corrupt(format!("{column} {value} is out of range")))
+}
+
+/// `query` with the parameters of the record a claim inserts bound as `$1` to `$7`: the tenant,
+/// the key, the tool, the request's hash, the arguments kept, the end of the lease, and now.
+pub(crate) fn bind_new_record<'q>(
+    query: Query<'q, Postgres, PgArguments>,
+    request: &ClaimRequest<'q>,
+) -> Query<'q, Postgres, PgArguments> {
+    query
+        .bind(request.tenant)
+        .bind(request.key)
+        .bind(request.tool)
+        .bind(request.request_hash)
+        .bind(request.arguments)
+        .bind(request.lease_until_ms())
+        .bind(request.now_ms)
 }

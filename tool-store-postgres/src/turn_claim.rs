@@ -48,30 +48,26 @@ async fn begin_turn_and_claim_on(
     // `turn` and `go` are materialized: the function runs once, before the insert that reads
     // its answer. The insert skips a key that exists; the record read is one that was there
     // before the statement (its snapshot cannot see its own insert).
-    let row = sqlx::query(concat!(
-        "WITH turn AS MATERIALIZED (SELECT * FROM toolgate_count_turn(\
-         $1, $8, ARRAY[$3::text], ARRAY[1::bigint], $9, $10, $11, $7)), \
-         go AS MATERIALIZED (SELECT outcome = 'admitted' AND granted[1] >= 1 \
-         AND NOT ($4 = ANY (failed_hashes)) AS go FROM turn), \
-         inserted AS (",
-        "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
-         arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
-         SELECT $1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7 FROM go WHERE go.go \
-         ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
-         SELECT turn.outcome, turn.step, turn.used, turn.aborted_kind, turn.aborted_reason, \
-         turn.granted, turn.failed_tools, turn.failed_hashes, go.go, \
-         EXISTS (SELECT FROM inserted) AS acquired, ",
-        columns!(),
-        " FROM turn CROSS JOIN go LEFT JOIN toolgate_operations \
-         ON tenant_id = $1 AND idempotency_key = $2"
-    ))
-    .bind(request.tenant)
-    .bind(request.key)
-    .bind(request.tool)
-    .bind(request.request_hash)
-    .bind(request.arguments)
-    .bind(request.lease_until_ms())
-    .bind(request.now_ms)
+    let row = row::bind_new_record(
+        sqlx::query(concat!(
+            "WITH turn AS MATERIALIZED (SELECT * FROM toolgate_count_turn(\
+             $1, $8, ARRAY[$3::text], ARRAY[1::bigint], $9, $10, $11, $7)), \
+             go AS MATERIALIZED (SELECT outcome = 'admitted' AND granted[1] >= 1 \
+             AND NOT ($4 = ANY (failed_hashes)) AS go FROM turn), \
+             inserted AS (",
+            "INSERT INTO toolgate_operations (tenant_id, idempotency_key, tool, request_hash, \
+             arguments, state, attempt, lease_until_ms, created_ms, updated_ms) \
+             SELECT $1, $2, $3, $4, $5, 'processing', 1, $6, $7, $7 FROM go WHERE go.go \
+             ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING 1) \
+             SELECT turn.outcome, turn.step, turn.used, turn.aborted_kind, turn.aborted_reason, \
+             turn.granted, turn.failed_tools, turn.failed_hashes, go.go, \
+             EXISTS (SELECT FROM inserted) AS acquired, ",
+            columns!(),
+            " FROM turn CROSS JOIN go LEFT JOIN toolgate_operations \
+             ON tenant_id = $1 AND idempotency_key = $2"
+        )),
+        request,
+    )
     .bind(turn.run.run_id)
     .bind(limits.max_steps.map(i64::from))
     .bind(limits.max_tool_calls.map(i64::from))
