@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 mod claim;
 mod outbox;
+mod resolve;
 mod steps;
 mod tables;
 
@@ -16,10 +17,10 @@ use tables::{Records, Tables, truncate};
 use super::{
     AbortedRun, ApprovalQuery, ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry,
     AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, DecideStep,
-    Decided, Decision, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent,
-    OperationQuery, OperationRecord, OperationState, OperationStore, OutboxEvent, Refusal,
-    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
-    TurnGrant, TurnRequest, Verdict,
+    Decided, Decision, DeliveryOutcome, EventLease, EventQuery, LeasedEvent, OperationQuery,
+    OperationRecord, OperationState, OperationStore, OutboxEvent, Refusal, Resolution, RunAbort,
+    RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError, TurnGrant, TurnRequest,
+    Verdict,
 };
 
 /// An [`OperationStore`] in a `HashMap`. **For tests only**: nothing survives the process, which
@@ -198,51 +199,7 @@ impl OperationStore for MemoryStore {
         resolution: Resolution<'_>,
         now_ms: i64,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        let id = (tenant.to_owned(), key.to_owned());
-        Ok(self.tables(|tables| {
-            let record = tables.records.get(&id)?;
-            if record.state != OperationState::OutcomeUnknown {
-                return None;
-            }
-            let has_event = tables.events.contains_key(&id);
-            let state = match resolution {
-                Resolution::Applied(_) => OperationState::Succeeded,
-                Resolution::NotApplied if has_event => OperationState::Queued,
-                Resolution::NotApplied if tables.steps_not_applied(&id, now_ms) => {
-                    OperationState::Partial
-                }
-                Resolution::NotApplied => OperationState::Failed,
-                Resolution::StillUnknown => OperationState::OutcomeUnknown,
-            };
-            if let Some(event) = tables.events.get_mut(&id) {
-                match resolution {
-                    Resolution::Applied(result) => {
-                        event.status = EventStatus::Delivered;
-                        event.result = Some(result.to_owned());
-                        event.updated_ms = now_ms;
-                    }
-                    Resolution::NotApplied => {
-                        event.status = EventStatus::Pending;
-                        event.due_ms = now_ms;
-                        event.maybe_applied = false;
-                        event.updated_ms = now_ms;
-                    }
-                    Resolution::StillUnknown => {}
-                }
-            }
-            let record = tables.records.get_mut(&id)?;
-            match resolution {
-                // An outbox operation keeps the tool's own result.
-                Resolution::Applied(result) if !has_event => {
-                    record.result = Some(result.to_owned());
-                }
-                Resolution::StillUnknown => record.reconcile_tries += 1,
-                _ => {}
-            }
-            record.state = state;
-            record.updated_ms = now_ms;
-            Some(record.clone())
-        }))
+        Ok(self.tables(|tables| tables.resolve(tenant, key, resolution, now_ms)))
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
