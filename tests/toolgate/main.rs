@@ -14,6 +14,7 @@
 //!   explained yet, so it runs alone, as it always had.
 
 mod approvals;
+mod cancellation;
 mod catalog_schemas;
 mod dispatch_batches;
 mod dispatch_claims;
