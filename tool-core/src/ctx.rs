@@ -107,6 +107,11 @@ impl Ctx {
         &self.call_id
     }
 
+    /// The call id, given back once the call is done with its context.
+    pub(crate) fn into_call_id(self) -> String {
+        self.call_id
+    }
+
     /// The descriptor of the tool being called.
     pub fn tool(&self) -> &'static ToolDescriptor {
         self.tool

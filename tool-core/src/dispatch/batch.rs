@@ -27,7 +27,8 @@ use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.
 struct Go<'a> {
-    id: &'a str,
+    /// The call id, lent to the call's context while it runs and given back with its fate.
+    id: String,
     name: &'a str,
     step: Step,
     granted: bool,
@@ -372,8 +373,8 @@ impl Dispatcher {
             else {
                 break;
             };
-            let (fate, owed) = if shared.signal.is_fired() || session.aborted().is_some() {
-                (Fate::NotStarted, Some(self.owed(&step)))
+            let (fate, owed, id) = if shared.signal.is_fired() || session.aborted().is_some() {
+                (Fate::NotStarted, Some(self.owed(&step)), id)
             } else if let Some(first) = copy_of {
                 // The same write as an earlier one of the turn: its outcome, as a replay.
                 let fate = match ended
@@ -387,16 +388,17 @@ impl Dispatcher {
                     }),
                     _ => Fate::NotStarted,
                 };
-                (fate, Some(self.owed(&step)))
+                (fate, Some(self.owed(&step)), id)
             } else {
                 let go = Go {
-                    id: &id,
+                    id,
                     name: &name,
                     step,
                     granted,
                 };
                 // `run_planned` appends the call's record.
-                (self.run_planned(session, &ledger, go, shared).await, None)
+                let (fate, id) = self.run_planned(session, &ledger, go, shared).await;
+                (fate, None, id)
             };
             if let Fate::Answered(result) = &fate {
                 shared.answered(&id, &name, result);
@@ -424,16 +426,16 @@ impl Dispatcher {
         ledger: &'a Ledger<'_>,
         call: Go<'a>,
         shared: &'a Shared,
-    ) -> impl Future<Output = Fate> + 'a {
+    ) -> impl Future<Output = (Fate, String)> + 'a {
         async move {
-            let span = self.call_span(session, call.id, call.name);
-            let (id, name) = (call.id, call.name);
+            let span = self.call_span(session, &call.id, call.name);
+            let name = call.name;
             // The call's audit record, drafted before it runs: a write's success is recorded
             // with it, any other end appends it after.
             let draft = self.audit_subject(&call.step).map(|subject| {
                 Box::new(audit::draft(
                     session,
-                    id,
+                    &call.id,
                     name,
                     Some(subject),
                     self.now_ms(),
@@ -444,22 +446,22 @@ impl Dispatcher {
             // What the call's path notes is read by its audit record and its span: without
             // either, the call runs without the notes. The step's future is built where it is
             // awaited, so that this one holds it once.
-            let (fate, notes) = if audited || !span.is_disabled() {
+            let ((fate, id), notes) = if audited || !span.is_disabled() {
                 audit::noted(
                     draft,
                     attempt::in_span(&span, self.run_step(session, ledger, call, shared)),
                 )
                 .await
             } else {
-                let fate = self.run_step(session, ledger, call, shared).await;
-                (fate, audit::CallNotes::default())
+                let ended = self.run_step(session, ledger, call, shared).await;
+                (ended, audit::CallNotes::default())
             };
             call_span::record_end(&span, session, &fate, notes.attempts());
             if audited && let Some((store, entry)) = self.audit_ended(session, &fate, notes, read) {
                 // On the heap: only a call whose record is not a read's appends here.
                 Box::pin(self.append_audit(store, entry)).await;
             }
-            fate
+            (fate, id)
         }
     }
 
@@ -472,7 +474,7 @@ impl Dispatcher {
         ledger: &'a Ledger<'_>,
         call: Go<'a>,
         shared: &'a Shared,
-    ) -> impl Future<Output = Fate> + 'a {
+    ) -> impl Future<Output = (Fate, String)> + 'a {
         let Go {
             id,
             mut step,
@@ -482,16 +484,17 @@ impl Dispatcher {
         async move {
             // The outcome, and the call's fingerprint when a failure of it is to be noted.
             type Noted<'n> = Option<(&'n str, String)>;
-            let (outcome, note): (Result<CallResult, ToolError>, Noted<'_>) = match step {
+            let (outcome, note, id): (Result<CallResult, ToolError>, Noted<'_>, String) = match step
+            {
                 Step::Refused {
                     tool,
                     err,
                     fingerprint,
-                } => (Err(err), tool.zip(fingerprint)),
+                } => (Err(err), tool.zip(fingerprint), id),
                 Step::Read { .. } | Step::Write(_) if !granted => {
                     let tool = step.tool().expect("a read or a write names its tool");
                     let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
-                    (Err(answers::retry_budget_spent(tool, budget)), None)
+                    (Err(answers::retry_budget_spent(tool, budget)), None, id)
                 }
                 Step::Read {
                     tool,
@@ -505,31 +508,38 @@ impl Dispatcher {
                     if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
                         && failed.contains(fingerprint)
                     {
-                        (Err(answers::repeated_call(tool)), None)
+                        (Err(answers::repeated_call(tool)), None, id)
                     } else {
-                        let ctx = self.ctx(session, id, registered);
-                        // Pinned in place: a box on every read cost more than this future's
-                        // size.
-                        let read = std::pin::pin!(self.read(
-                            registered,
-                            &ctx,
-                            arguments,
-                            read.take(),
-                            ledger
-                        ));
-                        let raised = std::pin::pin!(shared.raised());
-                        let read = match select(read, raised).await {
-                            Either::Left((read, _)) => read,
+                        // The call id is lent to the context, not copied, and taken back.
+                        let ctx = self.ctx_owning(session, id, registered);
+                        let read = {
+                            // Pinned in place: a box on every read cost more than this
+                            // future's size.
+                            let read = std::pin::pin!(self.read(
+                                registered,
+                                &ctx,
+                                arguments,
+                                read.take(),
+                                ledger
+                            ));
+                            let raised = std::pin::pin!(shared.raised());
+                            match select(read, raised).await {
+                                Either::Left((read, _)) => Some(read),
+                                Either::Right(((), _)) => None,
+                            }
+                        };
+                        let id = ctx.into_call_id();
+                        let Some(read) = read else {
                             // The run aborted while the read ran: it is stopped here.
-                            Either::Right(((), _)) => return Fate::Cancelled,
+                            return (Fate::Cancelled, id);
                         };
                         match read {
-                            Ok(result) => (Ok(result), None),
+                            Ok(result) => (Ok(result), None, id),
                             Err(err) => {
                                 let fingerprint = fingerprint.unwrap_or_else(|| {
                                     repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
                                 });
-                                (Err(err), Some((tool, fingerprint)))
+                                (Err(err), Some((tool, fingerprint)), id)
                             }
                         }
                     }
@@ -541,23 +551,23 @@ impl Dispatcher {
                         .get(tool)
                         .is_some_and(|failed| failed.contains(&write.hash));
                     if repeated {
-                        (Err(answers::repeated_call(tool)), None)
+                        (Err(answers::repeated_call(tool)), None, id)
                     } else {
                         let hash = write.hash.clone();
                         let registered = self.registered(tool);
                         let outcome = self
-                            .write_on_heap(session, id, registered, *write, ledger)
+                            .write_on_heap(session, &id, registered, *write, ledger)
                             .await;
                         if ledger.turn_refused_at_claim().is_some() {
                             // The store refused the turn this write's claim began: it did not
                             // start, and the turn stops the run (see `turn_claim`).
-                            return Fate::NotStarted;
+                            return (Fate::NotStarted, id);
                         }
-                        (outcome, Some((tool, hash)))
+                        (outcome, Some((tool, hash)), id)
                     }
                 }
             };
-            match outcome {
+            let fate = match outcome {
                 Ok(result) => Fate::Answered(result),
                 Err(err) if err.class() == ErrorClass::Abort => {
                     Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
@@ -572,7 +582,8 @@ impl Dispatcher {
                     }
                     Fate::Answered(CallResult::from_error(&err))
                 }
-            }
+            };
+            (fate, id)
         }
     }
 

@@ -250,10 +250,16 @@ impl Dispatcher {
 
     /// The tool's context for one call.
     fn ctx(&self, session: &Session, call_id: &str, registered: &RegisteredTool) -> Ctx {
+        self.ctx_owning(session, call_id.to_owned(), registered)
+    }
+
+    /// The tool's context for one call, holding its id (given back by
+    /// [`Ctx::into_call_id`]).
+    fn ctx_owning(&self, session: &Session, call_id: String, registered: &RegisteredTool) -> Ctx {
         Ctx::new(
             session.auth_arc().clone(),
             session.run_id_arc().clone(),
-            call_id.to_owned(),
+            call_id,
             registered.descriptor(),
             self.inner.state.clone(),
         )
