@@ -8,7 +8,7 @@ use toolgate_core::store::{
     Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
     EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationState,
     OperationStore, OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord,
-    StepStart, StoreError, TurnClaim, TurnGrant, TurnRequest,
+    StepStart, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
 use crate::connect::PostgresOptions;
@@ -368,6 +368,9 @@ impl OperationStore for PostgresStore {
         turn: TurnRequest<'_>,
         claim: ClaimRequest<'_>,
     ) -> Result<TurnClaim, StoreError> {
+        if !turn_claim::in_one_statement(&turn, &claim) {
+            return begin_turn_then_claim(self, turn, claim).await;
+        }
         turn_claim::begin_turn_and_claim(&self.conns, &turn, &claim).await
     }
 

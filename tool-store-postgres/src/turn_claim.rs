@@ -1,17 +1,19 @@
 //! A write's claim that begins its turn
 //! ([`OperationStore::begin_turn_and_claim`](toolgate_core::store::OperationStore::begin_turn_and_claim)):
 //! one statement that counts the turn (the function `toolgate_count_turn`, migration 0008) and,
-//! when its grant lets the write claim ([`grant_lets_claim`]), inserts the key's record or reads
-//! the record under it. One round trip and one commit for the turn of a lone write's claim,
-//! where `begin_turn` and `claim` take two of each.
+//! when its grant lets the write claim
+//! ([`grant_lets_claim`](toolgate_core::store::grant_lets_claim)), inserts the key's record or
+//! reads the record under it. One round trip and one commit for the turn of a lone write's
+//! claim, where `begin_turn` and `claim` take two of each.
 //!
 //! The statement commits as a claim does, waiting for the disk. A key that holds a record is
 //! then settled as [`claim`](crate::claim) settles one it collided with (a replay, a conflict, a
 //! takeover under the row lock). A claim that asks for an approval (its record and its approval
-//! are inserted together) begins its turn first, then claims: two statements.
+//! are inserted together) begins its turn first, then claims: two statements
+//! ([`begin_turn_then_claim`](toolgate_core::store::begin_turn_then_claim)).
 
 use sqlx::postgres::PgConnection;
-use toolgate_core::store::{ClaimRequest, StoreError, TurnClaim, TurnRequest, grant_lets_claim};
+use toolgate_core::store::{ClaimRequest, StoreError, TurnClaim, TurnRequest};
 
 use crate::claim::{self, Inserted};
 use crate::connections::Connections;
@@ -19,21 +21,19 @@ use crate::error::store_error;
 use crate::row::{self, columns, get};
 use crate::run;
 
-/// [`OperationStore::begin_turn_and_claim`](toolgate_core::store::OperationStore::begin_turn_and_claim).
+/// Whether the turn and the claim go in one statement: a claim of one write that asks for no
+/// approval (one with an approval inserts its record and the approval together).
+pub(crate) fn in_one_statement(turn: &TurnRequest<'_>, request: &ClaimRequest<'_>) -> bool {
+    request.approval.is_none() && turn.tools == [(request.tool, 1)]
+}
+
+/// [`OperationStore::begin_turn_and_claim`](toolgate_core::store::OperationStore::begin_turn_and_claim)
+/// in one statement, for a claim [`in_one_statement`] takes.
 pub(crate) async fn begin_turn_and_claim(
     conns: &Connections,
     turn: &TurnRequest<'_>,
     request: &ClaimRequest<'_>,
 ) -> Result<TurnClaim, StoreError> {
-    if request.approval.is_some() || turn.tools != [(request.tool, 1)] {
-        let grant = run::begin_turn(conns, turn).await?;
-        let claim = if grant_lets_claim(&grant, request) {
-            Some(claim::claim(conns, request).await?)
-        } else {
-            None
-        };
-        return Ok(TurnClaim { grant, claim });
-    }
     let mut lease = conns.lease().await.map_err(backend)?;
     let claimed = begin_turn_and_claim_on(lease.conn(), turn, request).await;
     lease.finish(claimed).await

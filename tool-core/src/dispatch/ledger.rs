@@ -149,18 +149,14 @@ impl<'a> Ledger<'a> {
     /// grant and what was waited for a store that did not answer.
     pub(super) async fn begin_turn(&self, tools: &[(&str, u32)]) -> (TurnGrant, Duration) {
         let store = self.asked();
-        let request = TurnRequest {
-            run: self.key(),
-            tools,
-            limits: self.limits,
-            // The time is the store's to keep: a session's own record is never shown, and
-            // reading the clock on every turn of a run without a store is a cost for nothing.
-            now_ms: if store.is_some() {
-                self.dispatcher.now_ms()
-            } else {
-                0
-            },
+        // The time is the store's to keep: a session's own record is never shown, and reading
+        // the clock on every turn of a run without a store is a cost for nothing.
+        let now_ms = if store.is_some() {
+            self.dispatcher.now_ms()
+        } else {
+            0
         };
+        let request = self.turn_request(tools, now_ms);
         let mut waited = Duration::ZERO;
         if let Some(store) = store {
             let started = Instant::now();
@@ -169,7 +165,7 @@ impl<'a> Ledger<'a> {
                 .await
             {
                 Ok(grant) => {
-                    self.local().mirror_turn(&request, &grant);
+                    self.mirror_turn(&request, &grant);
                     return (grant, waited);
                 }
                 Err(err) => {
@@ -178,7 +174,7 @@ impl<'a> Ledger<'a> {
                 }
             }
         }
-        (self.local().begin_turn(&request), waited)
+        (self.begin_turn_locally(&request), waited)
     }
 
     /// One more attempt of `tool`: `false` when its budget is spent.

@@ -44,7 +44,7 @@ pub use run::{
     AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest,
 };
 pub use steps::{Journal, StepOutcome, StepRecord, StepStart, StepStatus};
-pub use turn_claim::{TurnClaim, grant_lets_claim};
+pub use turn_claim::{TurnClaim, begin_turn_then_claim, grant_lets_claim};
 
 /// Where write operations are recorded. Object safe: the dispatcher holds an
 /// `Arc<dyn OperationStore>`.
@@ -204,13 +204,7 @@ pub trait OperationStore: Send + Sync + 'static {
         turn: TurnRequest<'_>,
         claim: ClaimRequest<'_>,
     ) -> Result<TurnClaim, StoreError> {
-        let grant = self.begin_turn(turn).await?;
-        let claim = if grant_lets_claim(&grant, &claim) {
-            Some(self.claim(claim).await?)
-        } else {
-            None
-        };
-        Ok(TurnClaim { grant, claim })
+        begin_turn_then_claim(self, turn, claim).await
     }
 
     /// Whether [`begin_turn_and_claim`](Self::begin_turn_and_claim) costs this store less than

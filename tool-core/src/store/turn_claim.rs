@@ -2,7 +2,7 @@
 //! ([`OperationStore::begin_turn_and_claim`](super::OperationStore::begin_turn_and_claim)): the
 //! turn of a lone write in a run counted in the store costs the store one transaction, not two.
 
-use super::{Claim, ClaimRequest, TurnGrant};
+use super::{Claim, ClaimRequest, OperationStore, StoreError, TurnGrant, TurnRequest};
 
 /// What [`OperationStore::begin_turn_and_claim`](super::OperationStore::begin_turn_and_claim)
 /// did.
@@ -52,4 +52,21 @@ pub fn grant_lets_claim(grant: &TurnGrant, claim: &ClaimRequest<'_>) -> bool {
         }
         TurnGrant::Aborted(_) | TurnGrant::StepLimit { .. } | TurnGrant::CallLimit { .. } => false,
     }
+}
+
+/// [`OperationStore::begin_turn_and_claim`] in two steps: `store` begins the turn, then claims
+/// when the grant lets the write claim. The trait's default; a store that does both at once
+/// falls back on it for a claim it cannot do that way.
+pub async fn begin_turn_then_claim<S: OperationStore + ?Sized>(
+    store: &S,
+    turn: TurnRequest<'_>,
+    claim: ClaimRequest<'_>,
+) -> Result<TurnClaim, StoreError> {
+    let grant = store.begin_turn(turn).await?;
+    let claim = if grant_lets_claim(&grant, &claim) {
+        Some(store.claim(claim).await?)
+    } else {
+        None
+    };
+    Ok(TurnClaim { grant, claim })
 }
