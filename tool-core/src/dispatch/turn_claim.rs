@@ -71,8 +71,7 @@ impl Dispatcher {
             return false;
         };
         let descriptor = self.registered(write.tool).descriptor();
-        call.copy_of.is_none()
-            && descriptor.check.is_none()
+        descriptor.check.is_none()
             && descriptor.rate_limit.is_none()
             && descriptor.delivery != crate::Delivery::Outbox
             && store.claims_with_turn()
