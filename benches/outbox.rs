@@ -31,7 +31,7 @@ use tokio::task::JoinSet;
 use toolgate::store::{
     Begun, ClaimRequest, ClaimToken, Commit, NewEvent, OperationStore, OutboxEvent, PostgresStore,
 };
-use toolgate::{OutboxWorker, ToolError};
+use toolgate::{ToolError, outbox::OutboxWorker};
 use toolgate_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
 use toolgate_store_postgres::sqlx::{self, Connection, Row};
 use toolgate_test_postgres::test_database;
@@ -56,7 +56,7 @@ const ENQUEUERS: u64 = 8;
 static NEXT_KEY: AtomicU64 = AtomicU64::new(0);
 
 fn now_ms() -> i64 {
-    toolgate::Clock::now_ms(&toolgate::SystemClock)
+    toolgate::dispatch::Clock::now_ms(&toolgate::dispatch::SystemClock)
 }
 
 /// The provider both sides call: it accepts the payload at once.

@@ -62,7 +62,7 @@ fn next_key(path: &str) -> String {
 }
 
 fn now_ms() -> i64 {
-    toolgate::Clock::now_ms(&toolgate::SystemClock)
+    toolgate::dispatch::Clock::now_ms(&toolgate::dispatch::SystemClock)
 }
 
 fn request(key: &str, now_ms: i64) -> ClaimRequest<'_> {

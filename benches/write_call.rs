@@ -34,7 +34,7 @@ fn median(times: &mut [Duration]) -> Duration {
 
 /// One claim and success of a new operation, as the write path stores it.
 async fn claim_and_succeed(store: &PostgresStore, key: &str) {
-    let now = toolgate::Clock::now_ms(&toolgate::SystemClock);
+    let now = toolgate::dispatch::Clock::now_ms(&toolgate::dispatch::SystemClock);
     let request = ClaimRequest {
         tenant: TENANT,
         key,

@@ -46,9 +46,9 @@ pub mod guide {
 /// The names most programs need: `use toolgate::prelude::*;`.
 pub mod prelude {
     pub use toolgate_core::{
-        Args, AuthContext, CallReport, CallResult, Ctx, Dispatcher, ErrorKind, Fate,
-        IdempotencyKey, Outcome, Registry, RunLimits, Session, SideEffect, State, Status, ToolCall,
-        ToolError, TurnAborted,
+        Args, AuthContext, CallResult, Ctx, Dispatcher, ErrorKind, IdempotencyKey, Registry,
+        RunLimits, Session, SideEffect, State, Status, ToolCall, ToolError, dispatch::CallReport,
+        dispatch::Outcome, run::Fate, run::TurnAborted,
     };
     pub use toolgate_macros::tool;
 }

@@ -8,7 +8,7 @@
 //!
 //! Both are configured alike (`options(…)`, then `open()` or `connect()`), migrate their schema
 //! when opened, and `close()` their connections; hand one to
-//! [`DispatcherBuilder::store`](crate::DispatcherBuilder::store).
+//! [`DispatcherBuilder::store`](crate::dispatch::DispatcherBuilder::store).
 
 #[doc(inline)]
 pub use toolgate_core::store::*;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::Anthropic;
 use toolgate::store::SqliteStore;
-use toolgate::{Reconciler, TurnAnswer};
+use toolgate::{dispatch::TurnAnswer, reconcile::Reconciler};
 
 /// The payment provider: refunds by idempotency key. It applies the first one and then hangs.
 #[derive(Clone, Default)]
@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 #[cfg(test)]
 mod tests {
-    use toolgate::{ErrorKind, Outcome};
+    use toolgate::{ErrorKind, dispatch::Outcome};
 
     #[tokio::test]
     async fn the_reconciler_settles_the_refund_that_timed_out() {

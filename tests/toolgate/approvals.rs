@@ -12,7 +12,7 @@ use toolgate::store::{
     ApprovalQuery, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState,
     OperationStore, Refusal, Verdict,
 };
-use toolgate::{Clock, ManualClock, PermissionSource};
+use toolgate::{dispatch::Clock, dispatch::ManualClock, dispatch::PermissionSource};
 use toolgate_test::MemoryStore;
 
 const NOW: i64 = 1_700_000_000_000;
@@ -85,7 +85,7 @@ const SECRET: &str = "4111-1111-1111-1111";
 #[derive(Debug, Clone, Copy, serde::Deserialize, schemars::JsonSchema)]
 struct Cents(u64);
 
-impl toolgate::ApprovalAmount for Cents {
+impl toolgate::approval::ApprovalAmount for Cents {
     fn approval_amount(&self) -> f64 {
         self.0 as f64 / 100.0
     }
@@ -232,7 +232,7 @@ async fn decide(
         reason: "checked with the customer",
         now_ms,
     };
-    toolgate::decide(store, request).await.unwrap()
+    toolgate::approval::decide(store, request).await.unwrap()
 }
 
 fn approval_id(result: &CallResult) -> String {
@@ -1407,7 +1407,7 @@ async fn an_approval_asked_while_its_turn_aborts_is_rejected_with_the_run() {
         .unwrap_err();
     assert_eq!(counted.asked(Request::AbortRun), 2, "stored, then again");
     let fate = &aborted.calls[1].fate;
-    let toolgate::Fate::Answered(result) = fate else {
+    let toolgate::run::Fate::Answered(result) = fate else {
         panic!("{fate:?}");
     };
     assert_eq!(

@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore, SqliteStore};
-use toolgate::{ManualClock, Reconciler};
+use toolgate::{dispatch::ManualClock, reconcile::Reconciler};
 
 /// The provider behind `send`: how often it was asked, a permit for each request it has, and
 /// the gate each request waits at (a permit each to pass).

@@ -102,7 +102,7 @@ fn derived(order_id: &str, amount: i64) -> (String, String, String) {
     let key = toolgate::idempotency::operation_key(refund::descriptor(), "acme", "run-1", &args);
     let canonical = toolgate::idempotency::canonical_json(&args);
     let hash = toolgate::idempotency::request_hash(
-        &toolgate::HashSecret::local_default(),
+        &toolgate::idempotency::HashSecret::local_default(),
         "refund",
         &canonical,
     );

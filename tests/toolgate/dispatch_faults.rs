@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolgate::Reconciler;
 use toolgate::prelude::*;
+use toolgate::reconcile::Reconciler;
 use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};
 use toolgate_test::{ControlledStore, Fault, Request};
 

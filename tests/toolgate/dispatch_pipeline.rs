@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::RunAborted;
 use toolgate::prelude::*;
+use toolgate::run::RunAborted;
 
 /// Counts how many times tool bodies ran; the test keeps a clone.
 #[derive(Clone, Default)]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use toolgate::prelude::*;
-use toolgate::{BuildError, StateType};
+use toolgate::{dispatch::BuildError, tool::StateType};
 use toolgate_test::MemoryStore;
 
 /// The shop a tool reads from.

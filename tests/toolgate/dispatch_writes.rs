@@ -444,7 +444,7 @@ fn a_write_without_a_store_is_a_build_error() {
         .unwrap_err();
     assert_eq!(
         refused,
-        toolgate::BuildError::MissingStore {
+        toolgate::dispatch::BuildError::MissingStore {
             tool: "refund",
             side_effect: SideEffect::Write,
         }

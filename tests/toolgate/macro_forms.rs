@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::{KeyScope, RateLimit, RetrySpec, Tool};
+use toolgate::{Tool, tool::KeyScope, tool::RateLimit, tool::RetrySpec};
 
 /// Look up an order by its id.
 #[tool(permission = "orders:read", timeout = "2s")]

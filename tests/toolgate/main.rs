@@ -3,23 +3,17 @@
 //! (a SQLite file, a PostgreSQL database of its own) and `json_args` generates the property
 //! tests' arguments.
 //!
-//! Three binaries stand apart:
-//! - `tests/compiletest.rs`, the compile-fail suite: trybuild builds its cases apart;
-//! - `tests/dispatch_tracing.rs`, which installs a tracing subscriber for its thread: tracing
-//!   caches process-wide whether a callsite is enabled, so a test thread without a subscriber
-//!   that reaches a callsite first can leave it disabled for the tracing test too;
-//! - `tests/crash_recovery.rs`, which kills processes of its own binary at each failpoint and
-//!   checks what a restart finds. Run among this binary's other tests, it once found two
-//!   expired leases where it expects one (seed 74, killed in its first call); that is not
-//!   explained yet, so it runs alone, as it always had.
+//! The compile-fail suite, `tests/compiletest.rs`, stands apart: trybuild builds its cases.
 
 mod approvals;
 mod cancellation;
 mod catalog_schemas;
+mod crash_recovery;
 mod dispatch_batches;
 mod dispatch_claims;
 mod dispatch_faults;
 mod dispatch_pipeline;
+mod dispatch_tracing;
 mod dispatch_wiring;
 mod dispatch_writes;
 mod hostile_turns;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
-use toolgate::{JsonText, ReadArgs, Tool, ToolDescriptor, ToolFuture};
+use toolgate::{Tool, tool::JsonText, tool::ReadArgs, tool::ToolDescriptor, tool::ToolFuture};
 
 static PEEK: ToolDescriptor = ToolDescriptor::new("peek", "Answers with its query.");
 

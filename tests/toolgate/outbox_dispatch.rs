@@ -12,7 +12,9 @@ use toolgate::prelude::*;
 use toolgate::store::{
     DecideRequest, EventLease, EventStatus, OperationState, OperationStore, OutboxEvent, Verdict,
 };
-use toolgate::{Clock, Deliver, OutboxWorker, Reconciler, RetrySpec};
+use toolgate::{
+    dispatch::Clock, outbox::Deliver, outbox::OutboxWorker, reconcile::Reconciler, tool::RetrySpec,
+};
 use toolgate_test::{ManualClock, MemoryStore};
 
 const TENANT: &str = "acme";
@@ -697,7 +699,9 @@ async fn approved_large_refund(setup: &Setup, meanwhile: impl FnOnce()) -> Value
         reason: "checked with the customer",
         now_ms: setup.clock.now_ms(),
     };
-    toolgate::decide(&*setup.store, request).await.unwrap();
+    toolgate::approval::decide(&*setup.store, request)
+        .await
+        .unwrap();
     meanwhile();
     let answer = setup
         .dispatcher

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::ErrorClass;
+use toolgate::error::ErrorClass;
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses, WireFormat};
 use toolgate_test::{ManualClock, MemoryStore};
@@ -256,8 +256,8 @@ fn explained<'a>(result: &'a Value, kind: &str) -> &'a Value {
 /// model in a result, gives that advice.
 #[test]
 fn every_kind_gives_one_kind_of_advice() {
-    use toolgate::Advice::*;
     use toolgate::ErrorKind::*;
+    use toolgate::error::Advice::*;
     let table = [
         (InvalidArguments, FixArguments, "fix "),
         (UnknownTool, CallAListedTool, "call one of"),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::Clock;
+use toolgate::dispatch::Clock;
 use toolgate::prelude::*;
 use toolgate::store::{
     ApprovalQuery, ApprovalStatus, DecideRequest, Decided, PostgresStore, Verdict,
@@ -103,9 +103,9 @@ fn the_models_calls_and_another_processs_runner_run_each_approval_once() {
                 approver: &manager,
                 verdict: Verdict::Approve,
                 reason: "checked",
-                now_ms: toolgate::SystemClock.now_ms(),
+                now_ms: toolgate::dispatch::SystemClock.now_ms(),
             };
-            let decided = toolgate::decide(store, request).await.unwrap();
+            let decided = toolgate::approval::decide(store, request).await.unwrap();
             assert!(matches!(decided, Decided::Applied(_)), "{decided:?}");
         }
         url

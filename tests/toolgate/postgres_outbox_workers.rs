@@ -17,7 +17,10 @@ use toolgate::store::{
     EventQuery, EventStatus, OperationQuery, OperationState, OperationStore, OutboxEvent,
     PostgresStore,
 };
-use toolgate::{Clock, Deliver, ManualClock, OutboxWorker, Reconciler, SystemClock};
+use toolgate::{
+    dispatch::Clock, dispatch::ManualClock, dispatch::SystemClock, outbox::Deliver,
+    outbox::OutboxWorker, reconcile::Reconciler,
+};
 use toolgate_store_postgres::sqlx::{self, PgPool};
 use toolgate_test_postgres::{ChildTest, test_database};
 

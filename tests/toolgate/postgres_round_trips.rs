@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use toolgate::OutboxWorker;
+use toolgate::outbox::OutboxWorker;
 use toolgate::prelude::*;
 use toolgate::store::{AuditKind, AuditQuery, OperationStore, OutboxEvent, PostgresStore};
 use toolgate_test_postgres::{CountingProxy, Tally, test_database};

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use toolgate::JsonText;
 use toolgate::prelude::*;
 use toolgate::provider::{FORMAT_NAMES, Gemini, WireFormat, format_by_name};
+use toolgate::tool::JsonText;
 use toolgate_demo::wire_samples;
 
 /// How to record the fixtures again.

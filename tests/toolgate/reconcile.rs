@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{ClaimRequest, OperationState, OperationStore};
-use toolgate::{Clock, Reconciler};
+use toolgate::{dispatch::Clock, reconcile::Reconciler};
 use toolgate_test::{ManualClock, MemoryStore};
 
 /// A payment provider: refunds by idempotency key, and what the next refund call does.
@@ -185,7 +185,7 @@ async fn a_lease_left_by_a_crashed_worker_is_reconciled() {
             key: &key,
             tool: "refund",
             request_hash: &toolgate::idempotency::request_hash(
-                &toolgate::HashSecret::local_default(),
+                &toolgate::idempotency::HashSecret::local_default(),
                 "refund",
                 &canonical,
             ),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use toolgate::ManualClock;
+use toolgate::dispatch::ManualClock;
 use toolgate::prelude::*;
 use toolgate::store::{OperationStore, RunKey};
 

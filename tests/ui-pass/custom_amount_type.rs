@@ -2,7 +2,7 @@
 //! implementing `ApprovalAmount`; a `mut` binding is kept on the fn.
 
 use serde::Deserialize;
-use toolgate::ApprovalAmount;
+use toolgate::approval::ApprovalAmount;
 use toolgate::prelude::*;
 
 /// An amount in cents.

@@ -172,7 +172,7 @@ pub(crate) async fn decide(
         reason: &args.reason,
         now_ms: now_ms(),
     };
-    let decided = toolgate_core::decide(store, request).await.map_err(|e| {
+    let decided = toolgate_core::approval::decide(store, request).await.map_err(|e| {
         let mut failure = Failure::store(&format!("decide on approval {}", args.id), &e);
         if let Failure::Store(explained) = &mut failure {
             explained.next = format!(

@@ -1,4 +1,10 @@
-//! The amount an approval threshold compares.
+//! Approvals: the policy a tool declares (`approval_over`), the amount it compares, deciding an
+//! approval, and the runner of approved operations. The guide is
+//! [`toolgate::guide::approvals`](../guide/approvals/index.html).
+
+pub use crate::decide::decide;
+pub use crate::descriptor::ApprovalPolicy;
+pub use crate::dispatch::runner::{ApprovedRun, Executed};
 
 /// A type that can hold the amount `approval_over` compares against its threshold.
 ///
@@ -7,7 +13,7 @@
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold the amount that `approval_over` compares",
     label = "not a numeric type",
-    note = "name a numeric argument with `approval_field = <argument>`, or implement `toolgate::ApprovalAmount` for `{Self}`"
+    note = "name a numeric argument with `approval_field = <argument>`, or implement `toolgate::approval::ApprovalAmount` for `{Self}`"
 )]
 pub trait ApprovalAmount {
     /// The amount as a float, for comparison with the threshold.

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::error::RunAborted;
+use crate::run::RunAborted;
 use crate::run_limits::RunLimits;
 use crate::store::RunRecord;
 
@@ -183,7 +183,7 @@ impl Session {
     }
 
     /// This run's limits, in place of the dispatcher's
-    /// ([`DispatcherBuilder::run_limits`](crate::DispatcherBuilder::run_limits)).
+    /// ([`DispatcherBuilder::run_limits`](crate::dispatch::DispatcherBuilder::run_limits)).
     ///
     /// ```
     /// use toolgate::{AuthContext, RunLimits, Session};

@@ -7,7 +7,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolgate::Backoff;
+/// use toolgate::tool::Backoff;
 ///
 /// let delays: Vec<_> = Backoff::new(Duration::from_millis(100), Duration::from_secs(1), false, 7)
 ///     .take(5)

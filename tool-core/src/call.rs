@@ -70,7 +70,7 @@ impl ToolCall {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate::Arguments;
+/// use toolgate::dispatch::Arguments;
 ///
 /// let text = Arguments::from_text(r#"{"order_id": "ORD-1001"}"#).unwrap();
 /// assert_eq!(text.as_text(), Some(r#"{"order_id": "ORD-1001"}"#));
@@ -104,7 +104,7 @@ impl Arguments {
     /// but builds nothing.
     ///
     /// ```
-    /// use toolgate::Arguments;
+    /// use toolgate::dispatch::Arguments;
     ///
     /// let err = Arguments::from_text(r#"{"amount": 5, "amount": 5000}"#).unwrap_err();
     /// assert_eq!(err.what, r#"the arguments give the key "amount" more than once"#);

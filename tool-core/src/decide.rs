@@ -66,7 +66,7 @@ use crate::store::{
 ///     reason: "the customer's return arrived",
 ///     now_ms,
 /// };
-/// let decided = toolgate::decide(store.as_ref(), request).await.unwrap();
+/// let decided = toolgate::approval::decide(store.as_ref(), request).await.unwrap();
 /// assert!(matches!(decided, Decided::Applied(_)));
 ///
 /// // Approved, the refund runs at its next claim: the model's call again, or the

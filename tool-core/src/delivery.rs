@@ -11,7 +11,7 @@ pub enum Delivery {
     /// ([`Ctx::transaction`](crate::Ctx::transaction)): it writes the application's own rows
     /// with it and enqueues one event ([`Ctx::enqueue`](crate::Ctx::enqueue)); the operation
     /// record, the rows and the event commit together or not at all, and the model reads
-    /// `queued`. An [`OutboxWorker`](crate::OutboxWorker) delivers the event to the provider
+    /// `queued`. An [`OutboxWorker`](crate::outbox::OutboxWorker) delivers the event to the provider
     /// later, with the operation's key.
     Outbox,
 }

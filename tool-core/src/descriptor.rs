@@ -14,7 +14,7 @@ use crate::state::StateType;
 /// With [`KeyScope::Tenant`], the same business operation asked from a new run, a restarted
 /// process, a new MCP session or another machine answers the original outcome (a replay), for
 /// as long as its settled record is kept (the retention window,
-/// [`Reconciler::retention`](crate::Reconciler::retention)); other arguments under the key are
+/// [`Reconciler::retention`](crate::reconcile::Reconciler::retention)); other arguments under the key are
 /// a `conflict`. A tool that may legitimately repeat an operation names the field that tells
 /// two apart in `key` (an invoice id, a ticket id), or opts into [`KeyScope::Run`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -49,7 +49,7 @@ impl ApprovalPolicy {
     /// `<tool>:approve` (`issue_refund:approve` for the tool `issue_refund`).
     ///
     /// ```
-    /// use toolgate::{SideEffect, ToolDescriptor};
+    /// use toolgate::{SideEffect, tool::ToolDescriptor};
     ///
     /// let refund = ToolDescriptor::new("issue_refund", "Refund an order.")
     ///     .with_side_effect(SideEffect::Write)
@@ -92,12 +92,12 @@ pub struct ToolDescriptor {
     pub key_scope: KeyScope,
     /// The deadline of one attempt; the dispatcher's default applies when unset.
     pub timeout: Option<Duration>,
-    /// The retry policy over the defaults of the side-effect class ([`crate::RetryPolicy`]).
+    /// The retry policy over the defaults of the side-effect class ([`crate::tool::RetryPolicy`]).
     pub retry: RetrySpec,
     /// The per-tenant rate, enforced by the dispatcher per tool, per tenant and per process
     /// ([`RateLimit`]).
     pub rate_limit: Option<RateLimit>,
-    /// The path of the reconcile hook, as written (the [`crate::Reconciler`] calls it).
+    /// The path of the reconcile hook, as written (the [`crate::reconcile::Reconciler`] calls it).
     pub reconcile: Option<&'static str>,
     /// The path of the business check, as written (`check = path`): it runs through
     /// [`Tool::check`](crate::Tool::check).

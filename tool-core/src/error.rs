@@ -127,7 +127,7 @@ impl ErrorKind {
     /// The one kind of advice a result of this kind gives in its `next`.
     ///
     /// ```
-    /// use toolgate::{Advice, ErrorKind};
+    /// use toolgate::{error::Advice, ErrorKind};
     ///
     /// assert_eq!(ErrorKind::Unavailable.advice(), Advice::TryAgain);
     /// assert_eq!(ErrorKind::RetryBudgetExhausted.advice(), Advice::Stop);
@@ -525,30 +525,6 @@ impl ToolError {
     /// How long to wait before trying again, when [`ToolError::with_retry_after`] said.
     pub fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after
-    }
-}
-
-/// The run stopped: a missing permission, revoked credentials, a spent budget or a policy
-/// violation. The model does not see the detail; the application ends the run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("run aborted ({kind}): {reason}")]
-pub struct RunAborted {
-    /// Why, as a kind.
-    pub kind: ErrorKind,
-    /// Why, in words for the operator.
-    pub reason: String,
-}
-
-impl RunAborted {
-    pub(crate) fn from_error(err: &ToolError) -> Self {
-        let reason = match err.why() {
-            Some(why) => format!("{}: {why}", err.what()),
-            None => err.what().to_owned(),
-        };
-        RunAborted {
-            kind: err.kind(),
-            reason,
-        }
     }
 }
 

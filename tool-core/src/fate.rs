@@ -1,8 +1,8 @@
 //! What the application learns when a turn aborts the run: why, and what became of every call of
 //! the turn, so that no applied write goes unreported.
 
-use crate::error::RunAborted;
 use crate::result::CallResult;
+use crate::run::RunAborted;
 
 /// What became of one call of a turn that aborted the run.
 #[derive(Debug, Clone, PartialEq)]

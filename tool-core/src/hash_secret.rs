@@ -23,7 +23,7 @@ const LOCAL_DEFAULT: &[u8] = b"toolgate local default hash secret: public, prote
 /// a `#[sensitive]` one included, by hashing guesses.
 ///
 /// The application holds it outside the store (an environment variable, a file, a secrets
-/// manager) and gives it to [`DispatcherBuilder::hash_secret`](crate::DispatcherBuilder::hash_secret).
+/// manager) and gives it to [`DispatcherBuilder::hash_secret`](crate::dispatch::DispatcherBuilder::hash_secret).
 /// Keep it stable: a record stored under another secret no longer matches its replays, which
 /// then answer `conflict` until the record expires. It never prints: its `Debug` shows
 /// `HashSecret([redacted])`.
@@ -31,7 +31,7 @@ const LOCAL_DEFAULT: &[u8] = b"toolgate local default hash secret: public, prote
 /// # Examples
 ///
 /// ```
-/// use toolgate::HashSecret;
+/// use toolgate::idempotency::HashSecret;
 ///
 /// let secret = HashSecret::new("a secret of at least thirty-two bytes, kept out of the store")
 ///     .unwrap();

@@ -4,7 +4,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::descriptor::{KeyScope, ToolDescriptor};
-use crate::hash_secret::{HashSecret, hex};
+use crate::hash_secret::hex;
+
+pub use crate::hash_secret::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret, HashSecretError};
+pub use crate::key::IdempotencyKey;
 
 /// The canonical JSON text of `value`: object keys sorted, no whitespace. Key order and spacing
 /// in what the model sent do not change it. Numbers are as `serde_json` writes them (after the
@@ -74,7 +77,7 @@ pub const REQUEST_HASH_V2: &str = "v2:";
 /// Without the secret, nobody can tell which arguments a hash was made of by hashing guesses.
 ///
 /// ```
-/// use toolgate::HashSecret;
+/// use toolgate::idempotency::HashSecret;
 /// use toolgate::idempotency::request_hash;
 ///
 /// let secret = HashSecret::new("a secret of at least thirty-two bytes, kept out of the store")

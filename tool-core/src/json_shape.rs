@@ -1,6 +1,6 @@
 //! The check that JSON text reads as one [`Value`](serde_json::Value) would read it, with each
 //! key given once in every object (I-JSON, RFC 7493 §2.3), building nothing: what
-//! [`Arguments::from_text`](crate::Arguments::from_text) and the formats' text readers run on the
+//! [`Arguments::from_text`](crate::dispatch::Arguments::from_text) and the formats' text readers run on the
 //! arguments of every call before anything else looks at them.
 
 use std::borrow::Cow;

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 /// copied, never re-encoded, on its way to the model (and, with a store, into the database).
 ///
 /// ```
-/// use toolgate::JsonText;
+/// use toolgate::tool::JsonText;
 ///
 /// let text = JsonText::of(&serde_json::json!({"refund_id": "re_1"})).unwrap();
 /// assert_eq!(text.as_str(), r#"{"refund_id":"re_1"}"#);
@@ -33,7 +33,7 @@ impl JsonText {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolgate::JsonText;
+    /// use toolgate::tool::JsonText;
     ///
     /// let nested = |depth| (0..depth).fold(json!(1), |inner, _| json!([inner]));
     /// assert!(JsonText::of(&nested(JsonText::MAX_DEPTH)).is_ok());

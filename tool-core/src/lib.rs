@@ -4,7 +4,6 @@
 //! Depend on the facade crate `toolgate`, which re-exports everything here with the `#[tool]`
 //! attribute; this crate is its engine.
 
-mod approval;
 mod args_fields;
 mod auth;
 mod backoff;
@@ -15,78 +14,53 @@ mod ctx;
 mod decide;
 mod delivery;
 mod descriptor;
-mod dispatch;
-mod error;
 #[cfg(feature = "test-util")]
 mod failpoint;
 mod fate;
 mod hash_secret;
-pub mod idempotency;
 mod json_shape;
 mod json_text;
 mod key;
-mod outbox;
 mod permissions;
 mod probe;
-pub mod provider;
 mod quote;
 mod rate_limit;
-mod reconciler;
+
 mod registry;
 mod result;
 mod retry;
 mod run_limits;
-pub mod schema;
 mod side_effect;
 mod state;
 mod steps;
-pub mod store;
-mod tool;
 mod turn;
 mod validate;
 mod wiring;
 
-pub use approval::ApprovalAmount;
-pub use auth::{AuthContext, Session, ShownTools};
-pub use backoff::Backoff;
-pub use call::{Arguments, CallReport, MalformedCall, ToolCall};
-#[cfg(feature = "test-util")]
-pub use clock::ManualClock;
-pub use clock::{Clock, SystemClock};
+pub mod approval;
+pub mod dispatch;
+pub mod error;
+pub mod idempotency;
+pub mod outbox;
+pub mod provider;
+pub mod reconcile;
+pub mod run;
+pub mod schema;
+pub mod store;
+pub mod tool;
+
+pub use auth::{AuthContext, Session};
+pub use call::ToolCall;
 pub use ctx::Ctx;
-pub use decide::decide;
-pub use delivery::Delivery;
-pub use descriptor::{ApprovalPolicy, KeyScope, ToolDescriptor};
-pub use dispatch::{
-    ApprovedRun, DEFAULT_APPROVAL_TTL, DEFAULT_COUNTER_WAIT, DEFAULT_IN_PROGRESS_WAIT,
-    DEFAULT_STORE_RETRY, DEFAULT_STORE_WAIT, DEFAULT_TIMEOUT, Dispatcher, DispatcherBuilder,
-    Executed, KEPT_AUDIT_RECORDS,
-};
-pub use error::{Advice, ErrorClass, ErrorKind, RunAborted, ToolError};
-#[cfg(feature = "test-util")]
-pub use failpoint::{Failpoint, Failpoints};
-pub use fate::{CallFate, Fate, TurnAborted};
-pub use hash_secret::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret, HashSecretError};
-pub use json_text::JsonText;
+pub use dispatch::Dispatcher;
+pub use error::{ErrorKind, ToolError};
 pub use key::IdempotencyKey;
-pub use outbox::{Deliver, DeliveryReport, OutboxWorker, OutboxWorkerBuilder, Transaction};
-pub use permissions::PermissionSource;
-pub use rate_limit::RateLimit;
-pub use reconciler::{DEFAULT_ESCALATE_AFTER, DEFAULT_RETENTION, ReconcileReport, Reconciler};
-pub use registry::{RegisteredTool, Registry, RegistryError};
-pub use result::{CallResult, DeliveryNote, Explanation, Outcome, Status};
-pub use retry::{RetryPolicy, RetrySpec};
+pub use registry::Registry;
+pub use result::{CallResult, Status};
 pub use run_limits::RunLimits;
 pub use side_effect::SideEffect;
-pub use state::{State, StateType};
-pub use steps::{StepError, StepReport, StepState};
-pub use tool::{
-    Args, CheckFuture, IntoChecked, IntoReconciled, IntoToolOutput, ReadArgs, ReconcileFuture,
-    Tool, ToolFuture,
-};
-pub use turn::{TurnAnswer, TurnError};
-pub use validate::{ArgsValidator, SchemaError, Violation};
-pub use wiring::BuildError;
+pub use state::State;
+pub use tool::{Args, Tool};
 
 /// What the code `#[tool]` generates refers to. Not a public API: it changes without notice.
 #[doc(hidden)]
@@ -102,11 +76,12 @@ pub mod __private {
     };
     pub use crate::schema::canonical_schema_for;
     pub use crate::schema::fields::{FieldSchema, fields_schema};
-    pub use crate::{
-        Args, CheckFuture, Ctx, Delivery, IdempotencyKey, IntoChecked, IntoReconciled,
-        IntoToolOutput, KeyScope, RateLimit, ReadArgs, ReconcileFuture, RetrySpec, SideEffect,
-        State, StateType, Tool, ToolDescriptor, ToolError, ToolFuture,
+    pub use crate::tool::{
+        Args, CheckFuture, Delivery, IntoChecked, IntoReconciled, IntoToolOutput, KeyScope,
+        RateLimit, ReadArgs, ReconcileFuture, RetrySpec, StateType, Tool, ToolDescriptor,
+        ToolFuture,
     };
+    pub use crate::{Ctx, IdempotencyKey, SideEffect, State, ToolError};
 
     use serde_json::Value;
 
@@ -140,7 +115,10 @@ pub mod __private {
     }
 
     /// The arguments a tool's `read_args` read, back as its arguments struct.
-    pub fn take_args<T: std::any::Any>(args: crate::ReadArgs, tool: &str) -> Result<T, ToolError> {
+    pub fn take_args<T: std::any::Any>(
+        args: crate::tool::ReadArgs,
+        tool: &str,
+    ) -> Result<T, ToolError> {
         args.take().ok_or_else(|| {
             ToolError::internal(format!("{tool} was handed arguments it did not read"))
                 .with_next("do not repeat this call; tell the user something went wrong")
@@ -174,23 +152,23 @@ pub mod __private {
     }
 
     /// Compile-time check that an `approval_field` argument is numeric.
-    pub fn assert_amount_type<T: crate::ApprovalAmount>() {}
+    pub fn assert_amount_type<T: crate::approval::ApprovalAmount>() {}
 
     /// Compile-time check that an `approval_field` of an `Args<T>` struct is numeric.
-    pub fn assert_amount<T: crate::ApprovalAmount>(_: &T) {}
+    pub fn assert_amount<T: crate::approval::ApprovalAmount>(_: &T) {}
 
-    /// An amount, read through its [`ApprovalAmount`](crate::ApprovalAmount) when its type has
+    /// An amount, read through its [`ApprovalAmount`](crate::approval::ApprovalAmount) when its type has
     /// one ([`ViaApprovalAmount`]), else not at all ([`NoApprovalAmount`], by autoref): a type
     /// without one is reported once, by [`assert_amount_type`].
     pub struct AmountOf<'a, T>(pub &'a T);
 
-    /// [`AmountOf`] of a type with an [`ApprovalAmount`](crate::ApprovalAmount).
+    /// [`AmountOf`] of a type with an [`ApprovalAmount`](crate::approval::ApprovalAmount).
     pub trait ViaApprovalAmount {
         /// The amount.
         fn read_amount(&self) -> Option<f64>;
     }
 
-    impl<T: crate::ApprovalAmount> ViaApprovalAmount for AmountOf<'_, T> {
+    impl<T: crate::approval::ApprovalAmount> ViaApprovalAmount for AmountOf<'_, T> {
         fn read_amount(&self) -> Option<f64> {
             Some(self.0.approval_amount())
         }

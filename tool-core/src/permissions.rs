@@ -10,11 +10,11 @@ use crate::error::ToolError;
 /// Before an approved operation runs, the dispatcher checks again that its requester holds the
 /// tool's `permission`: a permission revoked while the operation waited rejects it. Give the
 /// dispatcher a source with
-/// [`DispatcherBuilder::permission_source`](crate::DispatcherBuilder::permission_source); without
+/// [`DispatcherBuilder::permission_source`](crate::dispatch::DispatcherBuilder::permission_source); without
 /// one, the permissions recorded when the call was made are used, and a revocation is not seen.
 ///
 /// ```
-/// use toolgate::{PermissionSource, ToolError};
+/// use toolgate::{dispatch::PermissionSource, ToolError};
 ///
 /// struct Directory;
 ///

@@ -36,7 +36,7 @@ pub(crate) use limiters::RateLimiters;
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolgate::RateLimit;
+/// use toolgate::tool::RateLimit;
 ///
 /// let rate = RateLimit::new(20, Duration::from_secs(60));
 /// assert_eq!(rate.to_string(), "20/min");
@@ -78,8 +78,9 @@ mod tests {
     use super::*;
     use crate::store::MemoryStore;
     use crate::{
-        AuthContext, CallResult, Ctx, Dispatcher, ErrorKind, JsonText, ManualClock, Registry,
-        Session, SideEffect, Status, Tool, ToolCall, ToolDescriptor, ToolFuture,
+        AuthContext, CallResult, Ctx, Dispatcher, ErrorKind, Registry, Session, SideEffect, Status,
+        Tool, ToolCall, dispatch::ManualClock, tool::JsonText, tool::ToolDescriptor,
+        tool::ToolFuture,
     };
 
     /// A tool of `descriptor` that answers with its arguments and counts its runs.

@@ -113,7 +113,7 @@ impl std::fmt::Debug for RegisteredTool {
 /// let mut registry = Registry::new();
 /// registry.register::<get_order>()?;
 /// assert_eq!(registry.get("get_order").unwrap().descriptor().permission, Some("orders:read"));
-/// # Ok::<(), toolgate::RegistryError>(())
+/// # Ok::<(), toolgate::tool::RegistryError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -212,7 +212,7 @@ impl Registry {
     /// assert_eq!(fallback.tool, "tag_order");
     /// assert_eq!(fallback.error.target, LoweringTarget::OpenAiStrict);
     /// assert!(fallback.error.fix.contains("Vec of structs"));
-    /// # Ok::<(), toolgate::RegistryError>(())
+    /// # Ok::<(), toolgate::tool::RegistryError>(())
     /// ```
     pub fn lowering_fallbacks(&self) -> &[LoweringFallback] {
         &self.fallbacks
@@ -299,7 +299,9 @@ mod tests {
         }
 
         fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: &'a Value) -> ToolFuture<'a> {
-            Box::pin(async { Ok(crate::JsonText::of(&Value::Null).expect("null serializes")) })
+            Box::pin(async {
+                Ok(crate::tool::JsonText::of(&Value::Null).expect("null serializes"))
+            })
         }
     }
 

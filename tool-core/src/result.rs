@@ -121,9 +121,9 @@ impl From<&ToolError> for Explanation {
 /// [`CallResult::error_kind`], [`CallResult::explanation`].
 ///
 /// ```
-/// use toolgate::{CallResult, ErrorKind, Outcome, ToolError};
+/// use toolgate::{CallResult, ErrorKind, dispatch::Outcome, ToolError};
 ///
-/// let data = toolgate::JsonText::of(&serde_json::json!({"refund_id": "re_1"})).unwrap();
+/// let data = toolgate::tool::JsonText::of(&serde_json::json!({"refund_id": "re_1"})).unwrap();
 /// let ok = CallResult::succeeded(data);
 /// assert_eq!(
 ///     ok.to_json_string(),

@@ -1,7 +1,7 @@
 //! The retry policy a tool declares with `retry(...)`.
 //!
 //! The dispatcher retries transient faults below the model with exponential backoff and full
-//! jitter ([`crate::Backoff`]): reads on any transient fault, writes only while the fault proves
+//! jitter ([`crate::tool::Backoff`]): reads on any transient fault, writes only while the fault proves
 //! nothing was applied. Which failed attempts may be sent again is decided in one place,
 //! [`RetryPolicy::may_send_again`].
 
@@ -91,7 +91,7 @@ impl RetryPolicy {
     /// - every other kind: no; the caller reads the error.
     ///
     /// ```
-    /// use toolgate::{ErrorKind, RetryPolicy, SideEffect};
+    /// use toolgate::{ErrorKind, tool::RetryPolicy, SideEffect};
     ///
     /// assert!(RetryPolicy::may_send_again(ErrorKind::Timeout, SideEffect::Read, false));
     /// assert!(!RetryPolicy::may_send_again(ErrorKind::Timeout, SideEffect::Write, true));
@@ -111,7 +111,7 @@ impl RetryPolicy {
     }
 
     /// The policy of `descriptor`.
-    pub fn of(descriptor: &crate::ToolDescriptor) -> Self {
+    pub fn of(descriptor: &crate::tool::ToolDescriptor) -> Self {
         let defaults = RetryPolicy::defaults(descriptor.side_effect);
         let spec = descriptor.retry;
         RetryPolicy {

@@ -2,7 +2,7 @@
 
 /// The limits of one agent run: model turns, tool calls, and attempts of each tool.
 ///
-/// Set for every run with [`DispatcherBuilder::run_limits`](crate::DispatcherBuilder::run_limits)
+/// Set for every run with [`DispatcherBuilder::run_limits`](crate::dispatch::DispatcherBuilder::run_limits)
 /// (default [`RunLimits::DEFAULT`]) and for one run with
 /// [`Session::with_limits`](crate::Session::with_limits). `None` means no limit.
 ///

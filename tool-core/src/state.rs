@@ -1,5 +1,5 @@
 //! Application values tools need: clients, pools, configuration. Give each to the dispatcher
-//! with [`DispatcherBuilder::state`](crate::DispatcherBuilder::state); a tool takes one as a
+//! with [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state); a tool takes one as a
 //! [`State<T>`] parameter, which the dispatcher checks when it is built.
 
 use std::any::{Any, TypeId, type_name};
@@ -11,8 +11,8 @@ use crate::error::ToolError;
 
 /// An application value of type `T`, injected into a tool: declare a `shop: State<Shop>`
 /// parameter and give the dispatcher a `Shop` with
-/// [`DispatcherBuilder::state`](crate::DispatcherBuilder::state). It never appears in the
-/// schema, and [`DispatcherBuilder::try_build`](crate::DispatcherBuilder::try_build) refuses a
+/// [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state). It never appears in the
+/// schema, and [`DispatcherBuilder::try_build`](crate::dispatch::DispatcherBuilder::try_build) refuses a
 /// registry with a tool whose `T` the dispatcher lacks.
 ///
 /// ```

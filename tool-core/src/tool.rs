@@ -8,11 +8,20 @@ use std::sync::{Mutex, PoisonError};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::ctx::Ctx;
-use crate::descriptor::ToolDescriptor;
 use crate::error::ToolError;
-use crate::json_text::JsonText;
-use crate::side_effect::SideEffect;
+
+pub use crate::backoff::Backoff;
+pub use crate::ctx::Ctx;
+pub use crate::delivery::Delivery;
+pub use crate::descriptor::{KeyScope, ToolDescriptor};
+pub use crate::json_text::JsonText;
+pub use crate::rate_limit::RateLimit;
+pub use crate::registry::{RegisteredTool, Registry, RegistryError};
+pub use crate::retry::{RetryPolicy, RetrySpec};
+pub use crate::side_effect::SideEffect;
+pub use crate::state::{State, StateType};
+pub use crate::steps::{StepError, StepReport, StepState};
+pub use crate::validate::{ArgsValidator, SchemaError, Violation};
 
 /// The future a reconcile hook returns: the output if the operation was applied, `None` if it
 /// was not, an error if nobody knows yet.
@@ -50,7 +59,7 @@ pub trait Tool: Send + Sync + 'static {
     /// and `text` deserializes into them. `None` otherwise; the dispatcher then parses the
     /// text, validates the tree against the schema and calls [`Tool::invoke`].
     ///
-    /// `text` is one JSON object ([`Arguments::from_text`](crate::Arguments::from_text) checked
+    /// `text` is one JSON object ([`Arguments::from_text`](crate::dispatch::Arguments::from_text) checked
     /// it). `#[tool]` implements this for tools whose plain parameters are all of the types
     /// `String`, `bool`, the integers, `f64`, and `Option` or `Vec` of one of these, with no
     /// `#[serde]` or `#[schemars]` attribute: for those, a text serde accepts is a value the
@@ -67,7 +76,7 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Reads arguments sent as JSON text that nothing has checked yet, for
     /// [`Tool::invoke_args`]: `Some` only when `text` is exactly one JSON object, with each key
-    /// once, that [`Arguments::from_text`](crate::Arguments::from_text) would accept, and that
+    /// once, that [`Arguments::from_text`](crate::dispatch::Arguments::from_text) would accept, and that
     /// [`Tool::invoke_text`] would run. `None` for any other text, which the dispatcher then
     /// checks and reads as it would without this method, with the same errors.
     ///
@@ -99,7 +108,7 @@ pub trait Tool: Send + Sync + 'static {
 
     /// The amount `approval_over` compares, from arguments that passed validation: for a plain
     /// parameter, the `approval_field` read into its own type, as its
-    /// [`ApprovalAmount`](crate::ApprovalAmount) says (a type counting cents compares its
+    /// [`ApprovalAmount`](crate::approval::ApprovalAmount) says (a type counting cents compares its
     /// value in units); for a field of an `Args<T>` struct, the field as a JSON number. `None` when the tool has no threshold, or the call carries no amount
     /// that type can read; the dispatcher then holds a call whose amount field is present for
     /// approval anyway, and runs one without it. The default reads the field as a JSON number.

@@ -4,7 +4,7 @@
 use crate::call::CallReport;
 use crate::fate::TurnAborted;
 use crate::provider::{FormatError, WireFormat};
-use crate::{Dispatcher, JsonText, Session};
+use crate::{Dispatcher, Session, tool::JsonText};
 
 /// Why a turn got no answer: it could not be read, or the run stopped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -55,7 +55,7 @@ impl Dispatcher {
     /// ```
     /// use toolgate::prelude::*;
     /// use toolgate::provider::Anthropic;
-    /// use toolgate::{Outcome, TurnError};
+    /// use toolgate::{dispatch::Outcome, dispatch::TurnError};
     ///
     /// /// Look up an order by its id.
     /// #[tool]
@@ -113,8 +113,8 @@ mod tests {
     use super::*;
     use crate::provider::{Anthropic, OpenAiChat};
     use crate::{
-        AuthContext, Ctx, ErrorKind, JsonText, Outcome, Registry, Status, Tool, ToolDescriptor,
-        ToolFuture,
+        AuthContext, Ctx, ErrorKind, Registry, Status, Tool, dispatch::Outcome, tool::JsonText,
+        tool::ToolDescriptor, tool::ToolFuture,
     };
 
     const ANTHROPIC: Anthropic = Anthropic { strict: false };
@@ -298,7 +298,7 @@ mod tests {
         };
         assert_eq!(aborted.reason.kind, ErrorKind::PermissionDenied);
         assert_eq!(aborted.calls.len(), 1);
-        assert_eq!(aborted.calls[0].fate, crate::Fate::AbortedRun);
+        assert_eq!(aborted.calls[0].fate, crate::run::Fate::AbortedRun);
         assert!(session.aborted().is_some());
     }
 }

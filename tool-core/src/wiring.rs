@@ -1,4 +1,4 @@
-//! Wiring mistakes: what [`DispatcherBuilder::try_build`](crate::DispatcherBuilder::try_build)
+//! Wiring mistakes: what [`DispatcherBuilder::try_build`](crate::dispatch::DispatcherBuilder::try_build)
 //! refuses, so that they surface when the dispatcher is built rather than on the first call.
 
 use crate::registry::Registry;
@@ -29,7 +29,7 @@ pub enum BuildError {
         /// The name of the missing type.
         state: &'static str,
     },
-    /// An [`OutboxWorker`](crate::OutboxWorker) was built without a handler: it would lease
+    /// An [`OutboxWorker`](crate::outbox::OutboxWorker) was built without a handler: it would lease
     /// nothing.
     #[error(
         "the outbox worker has no handler: add `OutboxWorkerBuilder::deliver(tool, handler)` for each outbox tool it delivers"

@@ -5,7 +5,7 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, RequestId};
 use serde_json::Value;
 use toolgate_core::provider::Mcp;
-use toolgate_core::{CallReport, ToolCall};
+use toolgate_core::{ToolCall, dispatch::CallReport};
 
 /// The call a `tools/call` request makes: its id is the JSON text of the request's id (`2` →
 /// `"2"`, `"a"` → `"\"a\""`), as [`Mcp`] parses calls; its arguments are `raw`, their text as

@@ -4,7 +4,7 @@
 use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
 use serde_json::json;
-use toolgate_core::RunAborted;
+use toolgate_core::run::RunAborted;
 
 use crate::hook::Refused;
 

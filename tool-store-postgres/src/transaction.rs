@@ -185,7 +185,7 @@ async fn commit_on(conn: &mut PgConnection, commit: Commit<'_>) -> Result<(), St
 /// }
 /// ```
 pub fn connection<'a>(
-    tx: &'a mut toolgate_core::Transaction<'_>,
+    tx: &'a mut toolgate_core::outbox::Transaction<'_>,
 ) -> Result<&'a mut PgConnection, ToolError> {
     let store = tx.store_name();
     tx.connection::<PgConnection>().ok_or_else(|| {

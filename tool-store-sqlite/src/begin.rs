@@ -131,7 +131,7 @@ impl StoreTransaction for SqliteTransaction {
 /// # fn main() {}
 /// ```
 pub fn connection<'a>(
-    tx: &'a mut toolgate_core::Transaction<'_>,
+    tx: &'a mut toolgate_core::outbox::Transaction<'_>,
 ) -> Result<&'a mut SqliteConnection, ToolError> {
     let open = tx.store_name();
     tx.connection::<SqliteConnection>().ok_or_else(|| {

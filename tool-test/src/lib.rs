@@ -57,7 +57,7 @@ pub use failpoints::RecordingFailpoints;
 pub use mcp_http_client::{BearerToken, McpHttpClient, McpHttpError};
 pub use timed_turn::timed_turn;
 #[doc(inline)]
-pub use toolgate_core::ManualClock;
+pub use toolgate_core::dispatch::ManualClock;
 #[doc(inline)]
 pub use toolgate_core::store::MemoryStore;
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures_util::future::join;
 use tokio::time::Instant;
-use toolgate_core::{CallReport, Dispatcher, Session, ToolCall};
+use toolgate_core::{Dispatcher, Session, ToolCall, dispatch::CallReport};
 
 /// Runs `calls` as one turn with
 /// [`Dispatcher::dispatch_turn_answering`](toolgate_core::Dispatcher::dispatch_turn_answering),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore};
-use toolgate::{Failpoint, idempotency};
+use toolgate::{dispatch::Failpoint, idempotency};
 use toolgate_test::{MemoryStore, RecordingFailpoints};
 
 /// Runs of `refund`.

@@ -84,7 +84,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use toolgate::mcp::{McpServer, SessionHook, StdioSession};
 use toolgate::store::SqliteStore;
-use toolgate::{Dispatcher, HashSecret, Reconciler, RunLimits};
+use toolgate::{Dispatcher, RunLimits, idempotency::HashSecret, reconcile::Reconciler};
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::payments::server::PaymentsServer;
 use toolgate_demo::shop::{self, Provider, money};

@@ -10,8 +10,8 @@ use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::store::{OperationStore, PostgresStore, SqliteStore};
 use toolgate::{
-    CallFate, Clock, Delivery, Fate, HashSecret, Reconciler, RunLimits, SystemClock, ToolCall,
-    TurnAborted,
+    RunLimits, ToolCall, dispatch::Clock, dispatch::SystemClock, idempotency::HashSecret,
+    reconcile::Reconciler, run::CallFate, run::Fate, run::TurnAborted, tool::Delivery,
 };
 
 use toolgate_demo::payments::client::HttpPayments;

@@ -59,7 +59,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
-use toolgate::Delivery;
+use toolgate::tool::Delivery;
 
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};

@@ -13,7 +13,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolgate::store::Verdict;
-use toolgate::{AuthContext, Delivery, RunLimits};
+use toolgate::{AuthContext, RunLimits, tool::Delivery};
 
 /// The UTF-8 byte-order mark, which some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";

@@ -3,7 +3,7 @@
 //! The tool's body records a refund request in the shop's own table, `refund_requests`, in the
 //! operation store's database and inside the store's transaction, and enqueues one event; the
 //! operation record, the row and the event commit together or not at all. The model reads
-//! `queued`. An [`OutboxWorker`](toolgate::OutboxWorker) with [`RefundDelivery`] then sends the
+//! `queued`. An [`OutboxWorker`](toolgate::outbox::OutboxWorker) with [`RefundDelivery`] then sends the
 //! refund to the payment provider under the operation's key.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolgate::prelude::*;
 use toolgate::store::OutboxEvent;
-use toolgate::{Deliver, ToolError, Transaction};
+use toolgate::{ToolError, outbox::Deliver, outbox::Transaction};
 
 use super::{
     ORDER_ID_MAX_LENGTH, ORDER_ID_PATTERN, Payments, RefundView, find_refund, money, to_cents,

@@ -7,7 +7,9 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 use toolgate::idempotency::{canonical_json, request_hash};
-use toolgate::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret};
+use toolgate::{
+    idempotency::HASH_SECRET_ENV, idempotency::HASH_SECRET_FILE_ENV, idempotency::HashSecret,
+};
 use toolgate_demo::harness::{PATIENCE, call, desk, only_result, operator_cli, read_lines};
 
 #[test]

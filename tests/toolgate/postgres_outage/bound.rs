@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{AuditQuery, OperationStore, PostgresStore};
-use toolgate::{CallReport, DEFAULT_STORE_WAIT};
+use toolgate::{dispatch::CallReport, dispatch::DEFAULT_STORE_WAIT};
 use toolgate_test_postgres::OwnCluster;
 
 /// Refund an order.

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate::Reconciler;
 use toolgate::prelude::*;
+use toolgate::reconcile::Reconciler;
 use toolgate::store::PostgresStore;
 use toolgate::store::{OperationState, OperationStore};
 use toolgate_test::ManualClock;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{OperationState, OperationStore};
-use toolgate::{DEFAULT_STORE_RETRY, Reconciler};
+use toolgate::{dispatch::DEFAULT_STORE_RETRY, reconcile::Reconciler};
 use toolgate_test::{ControlledStore, Fault, ManualClock, MemoryStore, Request};
 
 /// The memory store behind a switch: while down, every request fails as unreachable.
@@ -366,7 +366,7 @@ async fn a_duplicate_of_a_kept_outcome_is_told_it_ran_not_that_it_is_running() {
         "an earlier refund call with these arguments ran, but its outcome is not recorded yet"
     );
     assert!(
-        started.elapsed() < toolgate::DEFAULT_IN_PROGRESS_WAIT,
+        started.elapsed() < toolgate::dispatch::DEFAULT_IN_PROGRESS_WAIT,
         "answered without waiting for an outcome that no one is writing"
     );
 

@@ -14,7 +14,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{AuditQuery, OperationStore};
-use toolgate::{CallReport, DEFAULT_COUNTER_WAIT, DEFAULT_STORE_WAIT, RunLimits};
+use toolgate::{
+    RunLimits, dispatch::CallReport, dispatch::DEFAULT_COUNTER_WAIT, dispatch::DEFAULT_STORE_WAIT,
+};
 use toolgate_test::{ControlledStore, MemoryStore, Request};
 
 /// Refund an order.

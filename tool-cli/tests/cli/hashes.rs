@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
-use toolgate::HashSecret;
+use toolgate::idempotency::HashSecret;
 use toolgate::idempotency::request_hash;
 use toolgate::prelude::*;
 use toolgate::store::{OperationStore, SqliteStore};

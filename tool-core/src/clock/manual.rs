@@ -8,7 +8,7 @@ use super::Clock;
 /// feature, and by the `toolgate-test` crate.
 ///
 /// ```
-/// use toolgate::Clock;
+/// use toolgate::dispatch::Clock;
 /// use toolgate_test::ManualClock;
 ///
 /// let clock = ManualClock::new(1_000);

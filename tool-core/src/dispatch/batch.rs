@@ -11,10 +11,11 @@ use tracing::Instrument;
 use crate::auth::Session;
 use crate::call::{CallReport, ToolCall};
 use crate::call_ids::{self, Split};
-use crate::error::{ErrorClass, RunAborted, ToolError};
+use crate::error::{ErrorClass, ToolError};
 use crate::fate::{Fate, TurnAborted};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
+use crate::run::RunAborted;
 use crate::store::TurnGrant;
 
 use super::ledger::{Ledger, aborted_from, step_limit_reached};
@@ -45,7 +46,7 @@ impl Dispatcher {
     /// the run answers `repeated_call` without running.
     ///
     /// The calls then run concurrently, each unit on a task of its own unless
-    /// [`DispatcherBuilder::spawn_calls`](crate::DispatcherBuilder::spawn_calls) is off. Writes
+    /// [`DispatcherBuilder::spawn_calls`](crate::dispatch::DispatcherBuilder::spawn_calls) is off. Writes
     /// naming the same `resource` value, or sharing an idempotency key, run one after the other
     /// in the order the model emitted them; a write identical to an earlier one of the turn
     /// (same key, same arguments) runs once, and answers that one's outcome as a replay.

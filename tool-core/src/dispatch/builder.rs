@@ -114,7 +114,7 @@ impl DispatcherBuilder {
     /// and a dispatcher with a store built with it logs a warning once a process.
     ///
     /// ```
-    /// use toolgate::{Dispatcher, HashSecret, Registry};
+    /// use toolgate::{Dispatcher, idempotency::HashSecret, Registry};
     ///
     /// let secret = HashSecret::new("a secret of at least thirty-two bytes, kept out of the store")
     ///     .unwrap();
@@ -272,7 +272,7 @@ impl DispatcherBuilder {
     }
 
     /// Hooks called at each step of a write, for crash tests (see
-    /// [`Failpoints`](crate::Failpoints)). Only with the `test-util` feature.
+    /// [`Failpoints`](crate::dispatch::Failpoints)). Only with the `test-util` feature.
     #[cfg(feature = "test-util")]
     pub fn failpoints(mut self, failpoints: Arc<dyn Failpoints>) -> Self {
         self.failpoints = Some(failpoints);

@@ -11,8 +11,8 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::auth::Session;
-use crate::error::RunAborted;
 use crate::fate::Fate;
+use crate::run::RunAborted;
 
 use super::Dispatcher;
 

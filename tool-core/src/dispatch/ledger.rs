@@ -19,7 +19,8 @@ use tokio::time::Instant;
 use crate::auth::Session;
 use crate::backoff::seed_of;
 use crate::decide::decision_entry;
-use crate::error::{ErrorKind, RunAborted};
+use crate::error::ErrorKind;
+use crate::run::RunAborted;
 use crate::run_limits::RunLimits;
 use crate::store::{
     ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,

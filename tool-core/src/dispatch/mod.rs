@@ -24,7 +24,7 @@
 //! - `delivery_notes`: what the model reads about an outbox operation's delivery;
 //! - `attempt`: one attempt under its deadline, and how a call's future is kept small;
 //! - `retries`: the attempts after a transient fault (which faults may be sent again is
-//!   [`RetryPolicy::may_send_again`](crate::RetryPolicy::may_send_again));
+//!   [`RetryPolicy::may_send_again`](crate::tool::RetryPolicy::may_send_again));
 //! - `outage`: an operation store that cannot be reached;
 //! - `reach`: how long a call waits for it, and what the dispatcher knows of its reach;
 //! - `failure`: how the attempts of a call ended without a result;
@@ -57,7 +57,7 @@ mod read_audit;
 mod recorded;
 mod repeat;
 mod retries;
-mod runner;
+pub(crate) mod runner;
 mod turn_claim;
 mod turn_end;
 mod turn_shared;
@@ -67,13 +67,8 @@ mod write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::Session;
-use crate::clock::Clock;
 use crate::ctx::Ctx;
-#[cfg(feature = "test-util")]
-use crate::failpoint::Failpoints;
 use crate::hash_secret::HashSecret;
-use crate::permissions::PermissionSource;
 use crate::rate_limit::RateLimiters;
 use crate::registry::{RegisteredTool, Registry};
 use crate::retry::RetryPolicy;
@@ -81,6 +76,17 @@ use crate::run_limits::RunLimits;
 use crate::state::StateMap;
 use crate::store::OperationStore;
 
+pub use crate::auth::{AuthContext, Session, ShownTools};
+pub use crate::call::{Arguments, CallReport, MalformedCall, ToolCall};
+#[cfg(feature = "test-util")]
+pub use crate::clock::ManualClock;
+pub use crate::clock::{Clock, SystemClock};
+#[cfg(feature = "test-util")]
+pub use crate::failpoint::{Failpoint, Failpoints};
+pub use crate::permissions::PermissionSource;
+pub use crate::result::{CallResult, DeliveryNote, Explanation, Outcome, Status};
+pub use crate::turn::{TurnAnswer, TurnError};
+pub use crate::wiring::BuildError;
 pub use audit::KEPT_AUDIT_RECORDS;
 pub use builder::{
     DEFAULT_APPROVAL_TTL, DEFAULT_IN_PROGRESS_WAIT, DEFAULT_TIMEOUT, DispatcherBuilder,
@@ -88,7 +94,6 @@ pub use builder::{
 pub use outage::DEFAULT_STORE_RETRY;
 use outage::UnrecordedOutcomes;
 pub use reach::{DEFAULT_COUNTER_WAIT, DEFAULT_STORE_WAIT};
-pub use runner::{ApprovedRun, Executed};
 
 /// Runs the calls a model emits against a [`Registry`].
 ///
@@ -102,7 +107,7 @@ pub use runner::{ApprovedRun, Executed};
 /// refuses a tenant's calls over it (`rate_limited`, per process). A write whose amount is over
 /// its tool's `approval_over` does not run: its operation is stored `awaiting_approval` with an
 /// approval (the model reads `awaiting_approval` with the approval's id and expiry); once an
-/// approver approves it ([`decide`](crate::decide)), it runs once, at the model's next call with
+/// approver approves it ([`decide`](crate::approval::decide)), it runs once, at the model's next call with
 /// the same arguments or at [`Dispatcher::run_approved`], whichever comes first, after the
 /// checks are made again (its run not aborted, the arguments against the schema, the tool's
 /// policy, the requester's permission, the business check). The abort of a run rejects its
@@ -112,7 +117,7 @@ pub use runner::{ApprovedRun, Executed};
 /// A tool declared `delivery = "outbox"` claims its key inside a transaction of the store, runs
 /// its body once in it (no retries: its only effects are its rows and its one event), and
 /// commits the record, the rows and the event together; the model reads `queued`, and an
-/// [`OutboxWorker`](crate::OutboxWorker) delivers the event later. A body that fails, panics or
+/// [`OutboxWorker`](crate::outbox::OutboxWorker) delivers the event later. A body that fails, panics or
 /// passes its deadline is rolled back: nothing remains. The steps of a write
 /// ([`Ctx::step`](crate::Ctx::step)) are journaled under its claim; when one succeeded and a
 /// later one failed, the call answers `partial` (the record too), and the same call again runs
@@ -122,7 +127,7 @@ pub use runner::{ApprovedRun, Executed};
 /// [`RunLimits`] (steps, tool calls, each tool's retry budget), its calls run concurrently,
 /// writes on one `resource` value or key in order, and a call that aborts the run loses no
 /// applied write: every call's fate reaches the application in
-/// [`TurnAborted`](crate::TurnAborted). A call identical to one that failed earlier in the run
+/// [`TurnAborted`](crate::run::TurnAborted). A call identical to one that failed earlier in the run
 /// answers `repeated_call` without running.
 ///
 /// A tool that panics affects its own call only: a read answers `internal`, a write (which may
@@ -144,7 +149,7 @@ pub use runner::{ApprovedRun, Executed};
 /// land, the model reads `outcome_unknown` (the tool's own words for an unknown outcome; "it
 /// ran, and may have acted" for a result) and the dispatcher keeps the outcome in memory,
 /// writing it before the next claim of the same key and at the start of every
-/// [`Reconciler`](crate::Reconciler) pass ([`Dispatcher::record_unrecorded`]); a duplicate of
+/// [`Reconciler`](crate::reconcile::Reconciler) pass ([`Dispatcher::record_unrecorded`]); a duplicate of
 /// it is answered `outcome_unknown`, never "running". `in_progress` answers only a `processing`
 /// record this dispatcher does not hold, in words that say its worker may be running it or may
 /// have run it without recording the outcome yet.

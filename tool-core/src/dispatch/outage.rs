@@ -15,7 +15,7 @@
 //!   within a store wait of its own.
 //!   When it still does not land, this dispatcher keeps it in memory (the operation's record
 //!   stays `processing` under its attempt) and writes it when the store answers again: before
-//!   the next claim of the same key, and at the start of every [`Reconciler`](crate::Reconciler)
+//!   the next claim of the same key, and at the start of every [`Reconciler`](crate::reconcile::Reconciler)
 //!   pass ([`Dispatcher::record_unrecorded`]). If the lease expired meanwhile and the record
 //!   became `outcome_unknown`, a known success or failure settles it as the reconciler would.
 //! - A duplicate never hears that a call "is running" when this dispatcher knows it is not: an
@@ -43,7 +43,7 @@ use super::{Dispatcher, answers};
 
 /// How the dispatcher retries an operation store that could not be reached: 3 tries in all,
 /// backoff from 100 ms up to 1 s with full jitter, all within the store wait
-/// ([`DEFAULT_STORE_WAIT`](crate::DEFAULT_STORE_WAIT), 5 s): a try still waiting at its end is
+/// ([`DEFAULT_STORE_WAIT`](crate::dispatch::DEFAULT_STORE_WAIT), 5 s): a try still waiting at its end is
 /// cut. On a stopped PostgreSQL (`toolgate-store-postgres` waits 3 s for a connection), a claim
 /// tries twice and gives up at the end of the store wait.
 pub const DEFAULT_STORE_RETRY: RetryPolicy = RetryPolicy {
@@ -252,9 +252,9 @@ impl Dispatcher {
 
     /// Writes every outcome this dispatcher ran and could not record (see the module docs),
     /// then the audit records it kept while the store could not be reached
-    /// ([`KEPT_AUDIT_RECORDS`](crate::KEPT_AUDIT_RECORDS)) and those of reads that wait
+    /// ([`KEPT_AUDIT_RECORDS`](crate::dispatch::KEPT_AUDIT_RECORDS)) and those of reads that wait
     /// ([`flush_audit`](Self::flush_audit)); answers how many outcomes are still
-    /// kept because the store failed again. The [`Reconciler`](crate::Reconciler) calls it at
+    /// kept because the store failed again. The [`Reconciler`](crate::reconcile::Reconciler) calls it at
     /// the start of each pass.
     pub async fn record_unrecorded(&self) -> usize {
         let Some(store) = self.inner.store.as_deref() else {

@@ -6,7 +6,7 @@
 //! - A write waits for a store that cannot be reached at most the store wait
 //!   ([`DEFAULT_STORE_WAIT`], 5 s; `DispatcherBuilder::store_wait`) in all: what its turn's
 //!   counters waited, its look-up before a business check, its claim's tries
-//!   ([`DispatcherBuilder::store_retry`](crate::DispatcherBuilder::store_retry)) and the
+//!   ([`DispatcherBuilder::store_retry`](crate::dispatch::DispatcherBuilder::store_retry)) and the
 //!   backoffs between them. A try still waiting at the end of it is cut, and the call answers
 //!   `unavailable`. Only the time of a store that did not answer is spent.
 //!   Recording an outcome after the tool ran, and storing a run's abort, wait at most the store
@@ -19,7 +19,7 @@
 //! - Once a store operation could not reach the store, this dispatcher knows it is out of
 //!   reach until one reaches it again: meanwhile the run's counters do not ask it (but once a
 //!   second, to see whether it answers again) and audit records are kept in memory at once
-//!   ([`KEPT_AUDIT_RECORDS`](crate::KEPT_AUDIT_RECORDS)). A read, which needs no store, is
+//!   ([`KEPT_AUDIT_RECORDS`](crate::dispatch::KEPT_AUDIT_RECORDS)). A read, which needs no store, is
 //!   then answered without waiting for it; every write's claim still asks the store, so the
 //!   first one after the store is back runs and ends the outage.
 //!

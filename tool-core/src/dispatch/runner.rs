@@ -45,7 +45,7 @@ impl Dispatcher {
     /// An approved operation runs at whichever comes first: the model's call again with the same
     /// arguments, or this runner; the store lets one of them claim it, and the other reads its
     /// outcome as a replay. Call it from a loop of the application (a background task, or beside
-    /// the [`Reconciler`](crate::Reconciler)'s pass), as often as approvals should take effect.
+    /// the [`Reconciler`](crate::reconcile::Reconciler)'s pass), as often as approvals should take effect.
     /// Every execution and expiry is added to the audit trail.
     ///
     /// An approval of a tool this dispatcher does not have is left approved, for a dispatcher

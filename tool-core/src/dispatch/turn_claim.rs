@@ -73,7 +73,7 @@ impl Dispatcher {
         let descriptor = self.registered(write.tool).descriptor();
         descriptor.check.is_none()
             && descriptor.rate_limit.is_none()
-            && descriptor.delivery != crate::Delivery::Outbox
+            && descriptor.delivery != crate::tool::Delivery::Outbox
             && store.claims_with_turn()
             && ledger.asks_store()
     }

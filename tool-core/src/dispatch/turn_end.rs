@@ -3,8 +3,8 @@
 
 use crate::auth::Session;
 use crate::call::CallReport;
-use crate::error::RunAborted;
 use crate::fate::{CallFate, Fate, TurnAborted};
+use crate::run::RunAborted;
 
 use super::plan::{Planned, Step};
 use super::{Dispatcher, audit};

@@ -36,7 +36,7 @@ use super::verdict::{Failure, Verdict, after_failure};
 ///   with backoff until the worker's budget is spent, then dead-lettered;
 /// - `outcome_unknown` (sent, no answer): retried with the same key when the provider honours
 ///   it ([`Deliver::honours_key`]); otherwise the event becomes `unknown` and its operation
-///   `outcome_unknown`, for the [`Reconciler`](crate::Reconciler) and the tool's reconcile hook;
+///   `outcome_unknown`, for the [`Reconciler`](crate::reconcile::Reconciler) and the tool's reconcile hook;
 /// - any other kind (`refused`, `invalid_arguments`, `not_found`, `internal`, …): not applied,
 ///   and trying again will not help: dead-lettered at once, with the error kept.
 ///
@@ -96,7 +96,7 @@ pub struct DeliveryReport {
 /// ```no_run
 /// # async fn demo(store: std::sync::Arc<dyn toolgate::store::OperationStore>) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use toolgate::{OutboxWorker, ToolError};
+/// use toolgate::{outbox::OutboxWorker, ToolError};
 /// use toolgate::store::OutboxEvent;
 ///
 /// let worker = OutboxWorker::builder(store)

@@ -85,7 +85,7 @@ impl Mcp {
     ///
     /// ```
     /// use toolgate::provider::Mcp;
-    /// use toolgate::{CallReport, CallResult, ErrorKind, ToolError};
+    /// use toolgate::{dispatch::CallReport, CallResult, ErrorKind, ToolError};
     ///
     /// let unknown = CallReport {
     ///     call_id: "3".into(),

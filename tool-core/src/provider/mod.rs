@@ -96,7 +96,7 @@ pub fn format_by_name(name: &str) -> Option<Box<dyn WireFormat>> {
 }
 
 /// A model turn that is not a message of this format at all (as opposed to one malformed call
-/// inside a well-formed turn, which becomes a [`crate::MalformedCall`] and still gets a result).
+/// inside a well-formed turn, which becomes a [`crate::dispatch::MalformedCall`] and still gets a result).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a turn in the {format} format: {reason}")]
 pub struct FormatError {
@@ -129,7 +129,7 @@ pub trait WireFormat: Send + Sync {
     /// arguments are read on their own. Arguments that a [`Value`] cannot hold (nesting deeper
     /// than serde_json's limit, a number beyond `f64` such as `1e999`, a lone surrogate escape)
     /// or that give a key twice in one object, at any depth, make that call malformed
-    /// ([`crate::MalformedCall`]: it gets an `invalid_arguments` result and does not run) and
+    /// ([`crate::dispatch::MalformedCall`]: it gets an `invalid_arguments` result and does not run) and
     /// leave its siblings alone. Only a turn whose own JSON, outside the arguments, cannot be
     /// read is a [`FormatError`]. This is the reading to use with what the provider sent.
     ///

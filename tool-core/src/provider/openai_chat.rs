@@ -548,7 +548,7 @@ mod tests {
         let mut replayed = CallReport {
             call_id: "call_\"x\"".into(),
             tool: "get_weather".into(),
-            result: CallResult::succeeded(crate::JsonText::of(&data).unwrap()),
+            result: CallResult::succeeded(crate::tool::JsonText::of(&data).unwrap()),
         };
         replayed.result.replayed = true;
         let err = crate::ToolError::not_found("no \"Pariss\"\n").with_why("tab\there");

@@ -38,7 +38,7 @@ impl<A: JsonSchema + 'static> Tool for Fixed<A> {
     }
 
     fn invoke<'a>(&'a self, _ctx: &'a Ctx, _args: &'a Value) -> ToolFuture<'a> {
-        Box::pin(async { Ok(crate::JsonText::of(&Value::Null).expect("null serializes")) })
+        Box::pin(async { Ok(crate::tool::JsonText::of(&Value::Null).expect("null serializes")) })
     }
 }
 
@@ -111,7 +111,7 @@ pub(super) fn success(call_id: &str) -> CallReport {
     CallReport {
         call_id: call_id.into(),
         tool: "get_weather".into(),
-        result: CallResult::succeeded(crate::JsonText::of(&json!({"temp_c": 21})).unwrap()),
+        result: CallResult::succeeded(crate::tool::JsonText::of(&json!({"temp_c": 21})).unwrap()),
     }
 }
 

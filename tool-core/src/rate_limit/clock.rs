@@ -27,7 +27,7 @@ mod tests {
     use governor::clock::Clock as _;
 
     use super::*;
-    use crate::ManualClock;
+    use crate::dispatch::ManualClock;
 
     #[test]
     fn reads_the_dispatchers_milliseconds_as_nanoseconds() {

@@ -157,7 +157,7 @@ fn closed(tool: &str, rate: RateLimit) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ManualClock;
+    use crate::dispatch::ManualClock;
 
     const SECOND: Duration = Duration::from_secs(1);
 

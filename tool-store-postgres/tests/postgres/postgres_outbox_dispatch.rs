@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{EventStatus, OperationState, OperationStore, OutboxEvent};
-use toolgate::{OutboxWorker, ToolError};
+use toolgate::{ToolError, outbox::OutboxWorker};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, PgPool};
 use toolgate_test::MemoryStore;

@@ -13,7 +13,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
 use toolgate::prelude::*;
 use toolgate::store::{EventStatus, OperationState, OperationStore, OutboxEvent};
-use toolgate::{Deliver, OutboxWorker};
+use toolgate::{outbox::Deliver, outbox::OutboxWorker};
 use toolgate_store_sqlite::SqliteStore;
 use toolgate_test::{ManualClock, MemoryStore};
 

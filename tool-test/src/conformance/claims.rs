@@ -47,7 +47,7 @@ pub async fn a_replay_returns_the_stored_result(store: &dyn OperationStore) {
 /// Arguments whose keys come in another order, with other spacing, are the same request: the
 /// runtime's canonical hash makes them one, and the store answers the stored outcome.
 pub async fn reordered_arguments_are_the_same_request(store: &dyn OperationStore) {
-    use toolgate_core::HashSecret;
+    use toolgate_core::idempotency::HashSecret;
     use toolgate_core::idempotency::{canonical_json, request_hash};
     let first: serde_json::Value = serde_json::from_str(
         r#"{"order_id": "ORD-1001", "amount": 500, "note": {"b": 1, "a": 2}}"#,

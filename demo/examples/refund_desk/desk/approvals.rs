@@ -41,7 +41,7 @@ impl Desk {
                 reason,
                 now_ms: self.clock.now_ms(),
             };
-            let answer = toolgate::decide(store, request)
+            let answer = toolgate::approval::decide(store, request)
                 .await
                 .map_err(|err| format!("cannot decide on {}: {err}", approval.id))?;
             match answer {

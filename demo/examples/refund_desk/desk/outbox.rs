@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sqlx::Connection;
-use toolgate::{Delivery, OutboxWorker, RetrySpec};
+use toolgate::{outbox::OutboxWorker, tool::Delivery, tool::RetrySpec};
 
 use toolgate_demo::shop::{REFUND_REQUESTS_POSTGRES, REFUND_REQUESTS_SQLITE, RefundDelivery};
 

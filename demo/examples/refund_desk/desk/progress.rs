@@ -1,7 +1,7 @@
 //! What a result says beyond its data, told to the narrator: the delivery of an outbox refund,
 //! and the steps of a multi-step tool.
 
-use toolgate::{CallResult, StepState};
+use toolgate::{CallResult, tool::StepState};
 
 use super::Desk;
 use crate::narrate::Voice;

@@ -18,7 +18,7 @@
 //! ```text
 //! TOOLGATE_CRASH_ROLE=child TOOLGATE_CRASH_SEED=17 TOOLGATE_CRASH_POINT=executed \
 //! TOOLGATE_CRASH_STORE=/tmp/ops.db TOOLGATE_CRASH_LEDGER=/tmp/ledger.jsonl \
-//!   cargo test -p toolgate --test crash_recovery -- --exact crash_child --nocapture
+//!   cargo test -p toolgate --test toolgate -- --exact crash_recovery::crash_child --nocapture
 //! ```
 //!
 //! Unix only: it kills with `SIGKILL` and checks the signal.
@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::SqliteStore;
-use toolgate::store::{OperationState, OperationStore};
-use toolgate::{DispatcherBuilder, Failpoint, Reconciler};
+use toolgate::store::{OperationQuery, OperationState, OperationStore};
+use toolgate::{dispatch::DispatcherBuilder, dispatch::Failpoint, reconcile::Reconciler};
 use toolgate_demo::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 use toolgate_test::{ManualClock, RecordingFailpoints};
 
@@ -63,8 +63,8 @@ const SEED_VAR: &str = "TOOLGATE_CRASH_SEED";
 const POINT_VAR: &str = "TOOLGATE_CRASH_POINT";
 const STORE_VAR: &str = "TOOLGATE_CRASH_STORE";
 const LEDGER_VAR: &str = "TOOLGATE_CRASH_LEDGER";
-/// The name of the child test, for `--exact`.
-const CHILD_TEST: &str = "crash_child";
+/// The path of the child test in this binary, for `--exact`.
+const CHILD_TEST: &str = "crash_recovery::crash_child";
 /// What the child prints, followed by the point's name, when it stops at its failpoint.
 const MARKER: &str = "toolgate-crash-stopped-at: ";
 const TENANT: &str = "acme";
@@ -504,10 +504,22 @@ async fn restart(seed: u64, scenario: &Scenario, store_path: &Path, ledger_path:
     let dispatcher = dispatcher(&store, &provider, RESTART_CLOCK_MS, RESTART_TIMEOUT, seed).build();
     let context = format!("seed {seed}: {scenario:?}");
 
+    let processing = store
+        .list_operations(OperationQuery {
+            tenant: None,
+            state: Some(OperationState::Processing),
+            run_id: None,
+            limit: 0,
+        })
+        .await
+        .unwrap();
     let report = Reconciler::new(&dispatcher).run_once().await.unwrap();
     // Only the call that died before recording left a `processing` record behind.
     let dead_leases = u64::from(scenario.point != Point::Recorded);
-    assert_eq!(report.expired_leases, dead_leases, "{context}: {report:?}");
+    assert_eq!(
+        report.expired_leases, dead_leases,
+        "{context}: {report:?}, the records left processing: {processing:#?}"
+    );
     assert_eq!(
         (report.still_unknown, report.purged),
         (0, 0),

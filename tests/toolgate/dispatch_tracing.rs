@@ -2,13 +2,20 @@
 //! (so what the tool records lands in it) and closed with the call's status and, when it failed,
 //! what failed; a panic's message is an error event inside it, and never part of the result.
 //! Every call id the dispatcher answers has one, the calls answered without running included.
+//!
+//! Tracing caches process-wide whether a callsite is enabled, and the other tests of this binary
+//! run without a subscriber on threads of their own. So the subscriber is global, installed once
+//! ([`Router`]), and every callsite asks it each time; it hands what it sees to the [`Recorder`]
+//! of the thread it runs on, which only these tests install (their runtimes run on one thread).
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use toolgate::prelude::*;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 
 /// Look up an order.
@@ -105,15 +112,80 @@ impl Subscriber for Recorder {
     }
 }
 
-/// A [`Recorder`] installed for the current thread until the guard is dropped, and what it saw.
-fn recording() -> (Seen, tracing::subscriber::DefaultGuard) {
+thread_local! {
+    /// The recorder of the test running on this thread, if it records.
+    static RECORDER: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+}
+
+/// The process's subscriber: passes each span and event to the [`Recorder`] of its thread, and
+/// disables them on a thread without one.
+struct Router;
+
+impl Router {
+    fn with<T>(&self, default: T, f: impl FnOnce(&Recorder) -> T) -> T {
+        RECORDER.with(|recorder| match &*recorder.borrow() {
+            Some(recorder) => f(recorder),
+            None => default,
+        })
+    }
+}
+
+impl Subscriber for Router {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        Interest::sometimes()
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.with(false, |recorder| recorder.enabled(metadata))
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        // Never called where `enabled` said no; an id that is never shown otherwise.
+        self.with(Id::from_u64(u64::MAX), |recorder| recorder.new_span(span))
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        self.with((), |recorder| recorder.record(span, values));
+    }
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        self.with((), |recorder| recorder.event(event));
+    }
+
+    fn enter(&self, span: &Id) {
+        self.with((), |recorder| recorder.enter(span));
+    }
+
+    fn exit(&self, span: &Id) {
+        self.with((), |recorder| recorder.exit(span));
+    }
+}
+
+/// Takes the thread's recorder away when dropped.
+struct Recording;
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        RECORDER.with(|recorder| recorder.borrow_mut().take());
+    }
+}
+
+/// A [`Recorder`] for the current thread until the guard is dropped, and what it saw.
+fn recording() -> (Seen, Recording) {
+    static ROUTER: Once = Once::new();
+    ROUTER.call_once(|| {
+        tracing::subscriber::set_global_default(Router).expect("no other global subscriber");
+    });
     let seen = Seen::default();
-    let guard = tracing::subscriber::set_default(Recorder {
+    let recorder = Recorder {
         seen: seen.clone(),
         next_id: AtomicU64::new(0),
         entered: Mutex::new(Vec::new()),
-    });
-    (seen, guard)
+    };
+    RECORDER.with(|slot| *slot.borrow_mut() = Some(recorder));
+    (seen, Recording)
 }
 
 #[tokio::test]

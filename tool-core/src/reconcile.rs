@@ -49,14 +49,14 @@ pub struct ReconcileReport {
 ///
 /// A multi-step operation found not applied has its unknown steps marked failed, and becomes
 /// `partial` when one of its steps had succeeded. An outbox operation whose delivery's outcome
-/// was unknown (an [`OutboxWorker`](crate::OutboxWorker) could not tell) is asked about the same
+/// was unknown (an [`OutboxWorker`](crate::outbox::OutboxWorker) could not tell) is asked about the same
 /// way, through its tool's hook: applied → `succeeded`, its event `delivered`; not applied →
 /// `queued` again with its event due now, for a worker to deliver.
 ///
 /// ```no_run
 /// # async fn demo(dispatcher: toolgate::Dispatcher) -> Result<(), toolgate::store::StoreError> {
 /// use std::time::Duration;
-/// use toolgate::Reconciler;
+/// use toolgate::reconcile::Reconciler;
 ///
 /// let reconciler = Reconciler::new(&dispatcher);
 /// let report = reconciler.run_once().await?;
