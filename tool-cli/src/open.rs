@@ -20,9 +20,9 @@ pub(crate) enum StoreSpec {
     Postgres(String),
 }
 
-/// The store named by `flag` (`--store`), else by `env` (`TOOLGATE_STORE`).
-pub(crate) fn spec(flag: Option<&str>, env: Option<&str>) -> Result<StoreSpec, Failure> {
-    let Some(text) = flag.or(env.filter(|e| !e.is_empty())) else {
+/// The store `given` names (`--store`, else `TOOLGATE_STORE`); empty names none.
+pub(crate) fn spec(given: Option<&str>) -> Result<StoreSpec, Failure> {
+    let Some(text) = given.filter(|text| !text.is_empty()) else {
         return Err(Failure::usage(
             "no store given",
             "toolgate works on the application's operation store and was not told where it is",
@@ -128,32 +128,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_flag_wins_over_the_environment() {
+    fn sqlite_and_postgres_stores_are_named() {
         assert_eq!(
-            spec(Some("sqlite:/tmp/a.db"), Some("sqlite:/tmp/b.db")).unwrap(),
+            spec(Some("sqlite:/tmp/a.db")).unwrap(),
             StoreSpec::Sqlite("/tmp/a.db".into())
         );
         assert_eq!(
-            spec(None, Some("postgresql://u@h/db")).unwrap(),
+            spec(Some("postgresql://u@h/db")).unwrap(),
             StoreSpec::Postgres("postgresql://u@h/db".into())
         );
         assert_eq!(
-            spec(None, Some("sqlite:relative/ops.db")).unwrap(),
+            spec(Some("sqlite:relative/ops.db")).unwrap(),
             StoreSpec::Sqlite("relative/ops.db".into())
         );
     }
 
     #[test]
     fn a_missing_or_unknown_store_is_a_usage_error() {
-        for (flag, env) in [
-            (None, None),
-            (None, Some("")),
-            (Some("sqlite:"), None),
-            (Some("/tmp/ops.db"), None),
-            (Some("mysql://u:secret@h/db"), None),
+        for given in [
+            None,
+            Some(""),
+            Some("sqlite:"),
+            Some("/tmp/ops.db"),
+            Some("mysql://u:secret@h/db"),
         ] {
-            let err = spec(flag, env).expect_err("not a store");
-            assert_eq!(err.exit_code(), 2, "{flag:?} {env:?}");
+            let err = spec(given).expect_err("not a store");
+            assert_eq!(err.exit_code(), 2, "{given:?}");
             assert!(!err.to_string().contains("secret"), "{err}");
         }
     }
