@@ -2,6 +2,8 @@
 //! (each type's doc comment is its help). The arguments of each area live in a file of their
 //! own: `approvals`, `ops`, `outbox`, `audit`.
 
+use std::ffi::OsString;
+
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
@@ -21,7 +23,8 @@ pub(crate) use outbox::{Outbox, ResumeArgs};
 #[command(name = "toolgate", version, after_help = ROOT_AFTER_HELP)]
 pub(crate) struct Cli {
     /// The store: sqlite:PATH or postgres://…
-    // The value is never shown in the help: a PostgreSQL URL holds a password.
+    // The value is never shown in the help: a PostgreSQL URL holds a password. Not `String`:
+    // text that is not UTF-8 is refused by `open::spec`, which names the flag and the variable.
     #[arg(
         long,
         value_name = "STORE",
@@ -29,7 +32,7 @@ pub(crate) struct Cli {
         env = crate::open::STORE_ENV,
         hide_env_values = true
     )]
-    pub(crate) store: Option<String>,
+    pub(crate) store: Option<OsString>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -145,7 +148,7 @@ mod tests {
     #[test]
     fn commands_parse() {
         let list = parse(&["approvals", "list", "--store", "sqlite:a.db"]).unwrap();
-        assert_eq!(list.store.as_deref(), Some("sqlite:a.db"));
+        assert_eq!(list.store.as_deref(), Some("sqlite:a.db".as_ref()));
         assert_eq!(
             list.command,
             Command::Approvals(Approvals::List(ListApprovals {
@@ -166,7 +169,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             all.store.as_deref(),
-            Some("sqlite:a.db"),
+            Some("sqlite:a.db".as_ref()),
             "--store before the command"
         );
         assert_eq!(
