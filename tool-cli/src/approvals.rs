@@ -159,16 +159,17 @@ fn run_json(run: Option<&RunRecord>) -> Value {
     }
 }
 
-/// `approvals approve ID` or `approvals reject ID`, as `approver`.
+/// `approvals approve ID` or `approvals reject ID` (`verdict`), as `approver`.
 pub(crate) async fn decide(
     store: &dyn OperationStore,
+    verdict: Verdict,
     args: &DecideArgs,
     approver: &AuthContext,
 ) -> Result<String, Failure> {
     let request = DecideRequest {
         id: &args.id,
         approver,
-        verdict: args.verdict,
+        verdict,
         reason: &args.reason,
         now_ms: now_ms(),
     };
@@ -183,8 +184,10 @@ pub(crate) async fn decide(
         failure
     })?;
     match decided {
-        Decided::Applied(approval) => Ok(applied(&approval, args.verdict)),
-        Decided::Refused { refusal, approval } => Err(refused(args, refusal, approval.as_ref())),
+        Decided::Applied(approval) => Ok(applied(&approval, verdict)),
+        Decided::Refused { refusal, approval } => {
+            Err(refused(verdict, args, refusal, approval.as_ref()))
+        }
     }
 }
 
@@ -209,8 +212,13 @@ fn applied(approval: &ApprovalRecord, verdict: Verdict) -> String {
     )
 }
 
-fn refused(args: &DecideArgs, refusal: Refusal, approval: Option<&ApprovalRecord>) -> Failure {
-    let verb = args.verdict.as_str();
+fn refused(
+    verdict: Verdict,
+    args: &DecideArgs,
+    refusal: Refusal,
+    approval: Option<&ApprovalRecord>,
+) -> Failure {
+    let verb = verdict.as_str();
     let next = match (refusal, approval) {
         (Refusal::NotFound, _) => {
             "check the id, and that the approver's tenant (--tenant, or the identity file) is the approval's".to_owned()

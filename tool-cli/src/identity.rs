@@ -1,29 +1,44 @@
 //! Who decides (or resumes an outbox event): the approver's or operator's tenant, user and
-//! permissions, from the command line (for local use) or from the JSON file `TOOLGATE_IDENTITY`
-//! names (for real use), never from the approval or the event.
+//! permissions, from the command line (for local use) or from the JSON file `--identity` or
+//! `TOOLGATE_IDENTITY` names (for real use), never from the approval or the event.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use serde_json::Value;
 use toolgate_core::AuthContext;
 
 use crate::error::Failure;
 
-/// The environment variable naming the identity file.
-pub(crate) const IDENTITY_ENV: &str = "TOOLGATE_IDENTITY";
+/// The environment variable naming the identity file when `--identity` is not given.
+const IDENTITY_ENV: &str = "TOOLGATE_IDENTITY";
 
-/// The identity given on the command line: `--as`, `--tenant`, `--permission` (repeatable).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// The identity as the command line gives it: `--as`, `--tenant`, `--permission` (repeatable),
+/// or the file `--identity` (or `TOOLGATE_IDENTITY`) names. [`resolve_as`] takes exactly one.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Args)]
 pub(crate) struct IdentityFlags {
-    /// `--as USER`.
+    /// Your user (local use; or --identity)
+    #[arg(long = "as", value_name = "USER")]
     pub(crate) user: Option<String>,
-    /// `--tenant T`.
+    /// Your tenant (local use; or --identity)
+    #[arg(long, value_name = "TENANT")]
     pub(crate) tenant: Option<String>,
-    /// `--permission P`, each.
+    /// A permission you hold, repeatable (local use; or --identity)
+    #[arg(long = "permission", value_name = "PERMISSION")]
     pub(crate) permissions: Vec<String>,
+    /// Your identity, a JSON file {"tenant", "user", "permissions"}, instead of --as, --tenant
+    /// and --permission (real use)
+    #[arg(
+        long = "identity",
+        value_name = "FILE",
+        env = IDENTITY_ENV,
+        hide_env_values = true
+    )]
+    pub(crate) file: Option<PathBuf>,
 }
 
 impl IdentityFlags {
+    /// Whether `--as`, `--tenant` or `--permission` was given.
     fn any(&self) -> bool {
         self.user.is_some() || self.tenant.is_some() || !self.permissions.is_empty()
     }
@@ -66,40 +81,36 @@ impl Role {
     }
 }
 
-/// The approver: from `flags`, or from the file `identity_file` (the value of
-/// `TOOLGATE_IDENTITY`), exactly one of them.
-pub(crate) fn resolve(
-    flags: &IdentityFlags,
-    identity_file: Option<&str>,
-) -> Result<AuthContext, Failure> {
-    resolve_as(Role::Approver, flags, identity_file)
+/// The approver: from the flags of `flags`, or from the file it names, exactly one of them.
+pub(crate) fn resolve(flags: &IdentityFlags) -> Result<AuthContext, Failure> {
+    resolve_as(Role::Approver, flags)
 }
 
-/// [`resolve`] for `role`, whose errors name it.
-pub(crate) fn resolve_as(
-    role: Role,
-    flags: &IdentityFlags,
-    identity_file: Option<&str>,
-) -> Result<AuthContext, Failure> {
+/// [`resolve`] for `role`, whose errors name it. An empty file name is no file.
+pub(crate) fn resolve_as(role: Role, flags: &IdentityFlags) -> Result<AuthContext, Failure> {
     let (noun, verb) = (role.noun(), role.verb());
-    let identity_file = identity_file.filter(|file| !file.is_empty());
-    match (identity_file, flags.any()) {
+    let file = flags
+        .file
+        .as_deref()
+        .filter(|file| !file.as_os_str().is_empty());
+    match (file, flags.any()) {
         (Some(file), true) => Err(Failure::usage(
             format!("the {noun}'s identity is given twice"),
             format!(
-                "{IDENTITY_ENV} names the identity file {file} and --as, --tenant or --permission was given too; one source is used, never a mix"
+                "--identity or {IDENTITY_ENV} names the identity file {} and --as, --tenant or --permission was given too; one source is used, never a mix",
+                file.display()
             ),
             format!(
-                "drop the flags to {verb} as the file's identity, or unset {IDENTITY_ENV} to {verb} as the flags say"
+                "drop the flags to {verb} as the file's identity, or drop --identity and unset {IDENTITY_ENV} to {verb} as the flags say"
             ),
         )),
-        (Some(file), false) => from_file(Path::new(file)),
+        (Some(file), false) => from_file(file),
         (None, true) => from_flags(role, flags),
         (None, false) => Err(Failure::usage(
             format!("no {noun} identity"),
             role.why(),
             format!(
-                "give --as USER --tenant TENANT --permission PERMISSION (repeatable) for local use, or set {IDENTITY_ENV} to a JSON file {{\"tenant\": …, \"user\": …, \"permissions\": [...]}}"
+                "give --as USER --tenant TENANT --permission PERMISSION (repeatable) for local use, or --identity FILE (or set {IDENTITY_ENV}) naming a JSON file {{\"tenant\": …, \"user\": …, \"permissions\": [...]}}"
             ),
         )),
     }
@@ -131,7 +142,7 @@ fn from_file(path: &Path) -> Result<AuthContext, Failure> {
         Failure::usage(
             format!("could not read the identity file {shown}"),
             e.to_string(),
-            format!("set {IDENTITY_ENV} to the path of a readable JSON identity file, or unset it and give --as, --tenant and --permission"),
+            format!("give --identity (or set {IDENTITY_ENV} to) the path of a readable JSON identity file, or give --as, --tenant and --permission instead"),
         )
     })?;
     parse(&text).map_err(|why| {
@@ -187,6 +198,14 @@ mod tests {
             user: user.map(str::to_owned),
             tenant: tenant.map(str::to_owned),
             permissions: permissions.iter().map(|p| (*p).to_owned()).collect(),
+            file: None,
+        }
+    }
+
+    fn with_file(flags: IdentityFlags, file: &str) -> IdentityFlags {
+        IdentityFlags {
+            file: Some(file.into()),
+            ..flags
         }
     }
 
@@ -200,11 +219,7 @@ mod tests {
 
     #[test]
     fn flags_make_an_identity() {
-        let auth = resolve(
-            &flags(Some("manager"), Some("acme"), &["refund:approve"]),
-            None,
-        )
-        .unwrap();
+        let auth = resolve(&flags(Some("manager"), Some("acme"), &["refund:approve"])).unwrap();
         assert_eq!(
             describe(&auth),
             (
@@ -214,7 +229,7 @@ mod tests {
             )
         );
         // An empty TOOLGATE_IDENTITY is no file.
-        assert!(resolve(&flags(Some("m"), Some("acme"), &[]), Some("")).is_ok());
+        assert!(resolve(&with_file(flags(Some("m"), Some("acme"), &[]), "")).is_ok());
     }
 
     #[test]
@@ -225,12 +240,13 @@ mod tests {
             flags(Some(" "), Some("acme"), &[]),
             flags(None, None, &[]),
         ] {
-            let err = resolve(&given, None).expect_err("incomplete");
+            let err = resolve(&given).expect_err("incomplete");
             assert_eq!(err.exit_code(), 2, "{given:?}");
         }
-        let err = resolve(&flags(Some("m"), None, &[]), Some("/some/file.json")).unwrap_err();
+        let err = resolve(&with_file(flags(Some("m"), None, &[]), "/some/file.json")).unwrap_err();
         assert!(err.to_string().contains("given twice"), "{err}");
-        let err = resolve(&flags(None, None, &[]), Some("/no/such/identity.json")).unwrap_err();
+        let err =
+            resolve(&with_file(flags(None, None, &[]), "/no/such/identity.json")).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("/no/such/identity.json"), "{err}");
     }

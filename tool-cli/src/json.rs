@@ -1,14 +1,16 @@
 //! JSON output: one document, pretty-printed.
 
+use clap::Args;
 use serde_json::Value;
 
-/// How a command that reads prints what it read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How a command that reads prints what it read: `--json` and `--show-hashes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Args)]
 pub(crate) struct Output {
-    /// `--json`: one JSON document instead of a table.
+    /// Print one JSON document instead of a table
+    #[arg(long)]
     pub(crate) json: bool,
-    /// `--show-hashes`: the request hash (and an approval's policy hash) too, which are left
-    /// out otherwise.
+    /// Also print the stored request hash (and an approval's policy hash), left out otherwise
+    #[arg(long = "show-hashes")]
     pub(crate) hashes: bool,
 }
 

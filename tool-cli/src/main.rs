@@ -17,31 +17,37 @@ mod outbox;
 mod table;
 mod time;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
-use toolgate_core::store::OperationStore;
+use clap::Parser;
+use clap::error::ErrorKind;
+use toolgate_core::store::{OperationStore, Verdict};
 
-use crate::args::{Action, Invocation, Read};
+use crate::args::{Approvals, Cli, Command, DecideArgs, Ops, Outbox, ResumeArgs};
 use crate::error::Failure;
+use crate::identity::Role;
+use crate::open::StoreSpec;
 
 fn main() -> ExitCode {
-    let matches = match args::command().try_get_matches() {
-        Ok(matches) => matches,
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if error.kind() == ErrorKind::MissingSubcommand => {
+            // A command group without its subcommand (`toolgate`, `toolgate approvals`) shows
+            // its help on stderr with 2, also when TOOLGATE_STORE is set, which clap counts as
+            // an argument given.
+            let asked = std::env::args_os().chain([OsString::from("--help")]);
+            let help = Cli::try_parse_from(asked).err().unwrap_or(error);
+            eprint!("{}", help.render());
+            return ExitCode::from(2);
+        }
         Err(error) => {
             // Help and version go to stdout with 0; usage errors to stderr with 2.
             let _ = error.print();
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
-    let outcome = match args::invocation(&matches) {
-        Some(invocation) => execute(invocation),
-        None => Err(Failure::usage(
-            "incomplete command",
-            "a command and its subcommand are needed",
-            "run `toolgate --help`",
-        )),
-    };
-    match outcome {
+    match execute(cli) {
         Ok(output) => {
             print!("{output}");
             ExitCode::SUCCESS
@@ -53,8 +59,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs `invocation` on a single-threaded runtime, answering what to print.
-fn execute(invocation: Invocation) -> Result<String, Failure> {
+/// Runs `cli` on a single-threaded runtime, answering what to print.
+fn execute(cli: Cli) -> Result<String, Failure> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -65,96 +71,95 @@ fn execute(invocation: Invocation) -> Result<String, Failure> {
                 "run the command again",
             )
         })?;
-    runtime.block_on(run(invocation))
+    runtime.block_on(run(cli))
 }
 
-async fn run(invocation: Invocation) -> Result<String, Failure> {
-    let spec = open::spec(
-        invocation.store.as_deref(),
-        env(open::STORE_ENV)?.as_deref(),
-    )?;
-    match invocation.command {
-        Action::Decide(args) => {
-            // What can be refused without the store is checked before opening it.
-            if args.reason.trim().is_empty() {
-                return Err(Failure::usage(
-                    "the reason is empty",
-                    "a decision is stored with why it was made",
-                    "give --reason TEXT with the decision's reason",
-                ));
-            }
-            let approver =
-                identity::resolve(&args.identity, env(identity::IDENTITY_ENV)?.as_deref())?;
-            let opened = open::open(&spec).await?;
-            let output = approvals::decide(opened.store(), &args, &approver).await;
-            opened.close().await;
-            output
+async fn run(cli: Cli) -> Result<String, Failure> {
+    let spec = open::spec(cli.store.as_deref())?;
+    match cli.command {
+        Command::Approvals(Approvals::List(a)) => {
+            with_store(&spec, async |store| {
+                approvals::list(store, a.status.only(), a.tenant.as_deref(), a.output).await
+            })
+            .await
         }
-        Action::Resume(args) => {
-            let operator = identity::resolve_as(
-                identity::Role::Operator,
-                &args.identity,
-                env(identity::IDENTITY_ENV)?.as_deref(),
-            )?;
-            let opened = open::open(&spec).await?;
-            let output = outbox::resume(opened.store(), &args, &operator).await;
-            opened.close().await;
-            output
+        Command::Approvals(Approvals::Show(a)) => {
+            with_store(&spec, async |store| {
+                approvals::show(store, &a.id, a.tenant.as_deref(), a.output).await
+            })
+            .await
         }
-        Action::Read(read) => {
-            let opened = open::open(&spec).await?;
-            let output = answer(opened.store(), read).await;
-            opened.close().await;
-            output
+        Command::Approvals(Approvals::Approve(a)) => decide(&spec, Verdict::Approve, &a).await,
+        Command::Approvals(Approvals::Reject(a)) => decide(&spec, Verdict::Reject, &a).await,
+        Command::Ops(Ops::List(a)) => {
+            with_store(&spec, async |store| {
+                let (run, tenant) = (a.run.as_deref(), a.tenant.as_deref());
+                ops::list(store, a.status, run, tenant, a.output).await
+            })
+            .await
+        }
+        Command::Ops(Ops::Show(a)) => {
+            with_store(&spec, async |store| {
+                ops::show(store, &a.key, a.tenant.as_deref(), a.output).await
+            })
+            .await
+        }
+        Command::Outbox(Outbox::List(a)) => {
+            with_store(&spec, async |store| {
+                let status = a.status.only();
+                outbox::list(store, status, a.tenant.as_deref(), a.limit, a.json).await
+            })
+            .await
+        }
+        Command::Outbox(Outbox::Show(a)) => {
+            with_store(&spec, async |store| {
+                outbox::show(store, &a.key, a.tenant.as_deref(), a.json).await
+            })
+            .await
+        }
+        Command::Outbox(Outbox::Resume(a)) => resume(&spec, &a).await,
+        Command::Audit(a) => {
+            with_store(&spec, async |store| {
+                audit::trail(store, &a.run, a.tenant.as_deref(), a.json).await
+            })
+            .await
         }
     }
 }
 
-/// The environment variable `name`, if set.
-fn env(name: &str) -> Result<Option<String>, Failure> {
-    match std::env::var(name) {
-        Ok(value) => Ok(Some(value)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(Failure::usage(
-            format!("{name} is not text"),
-            "its value is not valid UTF-8",
-            format!("set {name} to a UTF-8 value, or unset it"),
-        )),
+/// `approvals approve` or `approvals reject`: what can be refused without the store (an empty
+/// reason, no approver) is refused before opening it.
+async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result<String, Failure> {
+    if args.reason.trim().is_empty() {
+        return Err(Failure::usage(
+            "the reason is empty",
+            "a decision is stored with why it was made",
+            "give --reason TEXT with the decision's reason",
+        ));
     }
+    let approver = identity::resolve(&args.identity)?;
+    with_store(spec, async |store| {
+        approvals::decide(store, verdict, args, &approver).await
+    })
+    .await
 }
 
-async fn answer(store: &dyn OperationStore, read: Read) -> Result<String, Failure> {
-    match read {
-        Read::ApprovalsList {
-            status,
-            tenant,
-            output,
-        } => approvals::list(store, status, tenant.as_deref(), output).await,
-        Read::ApprovalsShow { id, tenant, output } => {
-            approvals::show(store, &id, tenant.as_deref(), output).await
-        }
-        Read::OpsList {
-            state,
-            run,
-            tenant,
-            output,
-        } => ops::list(store, state, run.as_deref(), tenant.as_deref(), output).await,
-        Read::OpsShow {
-            key,
-            tenant,
-            output,
-        } => ops::show(store, &key, tenant.as_deref(), output).await,
-        Read::OutboxList {
-            status,
-            tenant,
-            limit,
-            json,
-        } => outbox::list(store, status, tenant.as_deref(), limit, json).await,
-        Read::OutboxShow { key, tenant, json } => {
-            outbox::show(store, &key, tenant.as_deref(), json).await
-        }
-        Read::Audit { run, tenant, json } => {
-            audit::trail(store, &run, tenant.as_deref(), json).await
-        }
-    }
+/// `outbox resume`: without an operator, the store is not opened.
+async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> {
+    let operator = identity::resolve_as(Role::Operator, &args.identity)?;
+    with_store(spec, async |store| {
+        outbox::resume(store, args, &operator).await
+    })
+    .await
+}
+
+/// Opens the store `spec` names, does `work` on it, and closes it.
+async fn with_store(
+    spec: &StoreSpec,
+    work: impl AsyncFnOnce(&dyn OperationStore) -> Result<String, Failure>,
+) -> Result<String, Failure> {
+    let opened = open::open(spec).await?;
+    let output = work(opened.store()).await;
+    opened.close().await;
+    output
 }

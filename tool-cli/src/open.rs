@@ -1,5 +1,6 @@
 //! Which store to work on (`--store`, or `TOOLGATE_STORE`) and opening it.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use toolgate_core::store::OperationStore;
@@ -20,15 +21,23 @@ pub(crate) enum StoreSpec {
     Postgres(String),
 }
 
-/// The store named by `flag` (`--store`), else by `env` (`TOOLGATE_STORE`).
-pub(crate) fn spec(flag: Option<&str>, env: Option<&str>) -> Result<StoreSpec, Failure> {
-    let Some(text) = flag.or(env.filter(|e| !e.is_empty())) else {
+/// The store `given` names (`--store`, else `TOOLGATE_STORE`); empty names none.
+pub(crate) fn spec(given: Option<&OsStr>) -> Result<StoreSpec, Failure> {
+    let Some(given) = given.filter(|given| !given.is_empty()) else {
         return Err(Failure::usage(
             "no store given",
             "toolgate works on the application's operation store and was not told where it is",
             format!(
                 "give --store sqlite:PATH or --store postgres://USER@HOST/DATABASE, or set {STORE_ENV}"
             ),
+        ));
+    };
+    // The value is not shown: it may be a URL with a password.
+    let Some(text) = given.to_str() else {
+        return Err(Failure::usage(
+            "the store is not text",
+            format!("the value of --store or {STORE_ENV} is not valid UTF-8"),
+            format!("give --store a UTF-8 value, or set {STORE_ENV} to one"),
         ));
     };
     if let Some(path) = text.strip_prefix("sqlite:") {
@@ -127,35 +136,51 @@ pub(crate) fn redact(url: &str) -> String {
 mod tests {
     use super::*;
 
+    fn named(text: &str) -> Result<StoreSpec, Failure> {
+        spec(Some(OsStr::new(text)))
+    }
+
     #[test]
-    fn the_flag_wins_over_the_environment() {
+    fn sqlite_and_postgres_stores_are_named() {
         assert_eq!(
-            spec(Some("sqlite:/tmp/a.db"), Some("sqlite:/tmp/b.db")).unwrap(),
+            named("sqlite:/tmp/a.db").unwrap(),
             StoreSpec::Sqlite("/tmp/a.db".into())
         );
         assert_eq!(
-            spec(None, Some("postgresql://u@h/db")).unwrap(),
+            named("postgresql://u@h/db").unwrap(),
             StoreSpec::Postgres("postgresql://u@h/db".into())
         );
         assert_eq!(
-            spec(None, Some("sqlite:relative/ops.db")).unwrap(),
+            named("sqlite:relative/ops.db").unwrap(),
             StoreSpec::Sqlite("relative/ops.db".into())
         );
     }
 
     #[test]
     fn a_missing_or_unknown_store_is_a_usage_error() {
-        for (flag, env) in [
-            (None, None),
-            (None, Some("")),
-            (Some("sqlite:"), None),
-            (Some("/tmp/ops.db"), None),
-            (Some("mysql://u:secret@h/db"), None),
+        for given in [
+            None,
+            Some(""),
+            Some("sqlite:"),
+            Some("/tmp/ops.db"),
+            Some("mysql://u:secret@h/db"),
         ] {
-            let err = spec(flag, env).expect_err("not a store");
-            assert_eq!(err.exit_code(), 2, "{flag:?} {env:?}");
+            let err = spec(given.map(OsStr::new)).expect_err("not a store");
+            assert_eq!(err.exit_code(), 2, "{given:?}");
             assert!(!err.to_string().contains("secret"), "{err}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_store_that_is_not_text_is_a_usage_error_that_hides_it() {
+        use std::os::unix::ffi::OsStrExt;
+
+        let given = OsStr::from_bytes(b"postgres://u:secret\xff@h/db");
+        let err = spec(Some(given)).expect_err("not text");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("TOOLGATE_STORE"), "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
     }
 
     #[test]

@@ -131,3 +131,78 @@ fn a_file_that_is_not_a_store_is_a_store_error_and_is_left_alone() {
     let kept = std::fs::read_to_string(&path).unwrap();
     assert_eq!(kept, "not a database, just notes\n".repeat(200));
 }
+
+#[test]
+fn the_help_names_the_environment_and_the_flags_win_over_it() {
+    // Every command's help names both variables, never the store's value: a URL holds a password.
+    let secret = [("TOOLGATE_STORE", "postgres://toolgate:hunter2@db/toolgate")];
+    let ran = toolgate_env(&["approvals", "approve", "--help"], &secret);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(
+        ran.stdout.contains("[env: TOOLGATE_STORE]"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("[env: TOOLGATE_IDENTITY]"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("hunter2"), "{}", ran.stdout);
+
+    // --store wins over TOOLGATE_STORE.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = format!("sqlite:{}", dir.path().join("operations.db").display());
+    let ran = toolgate_env(
+        &["--store", &missing, "ops", "list"],
+        &[("TOOLGATE_STORE", "mysql://localhost/ops")],
+    );
+    assert_eq!(ran.code, 3, "{ran:?}");
+    assert!(ran.stderr.contains("no store at"), "{}", ran.stderr);
+
+    // An empty TOOLGATE_STORE names no store.
+    let ran = toolgate_env(&["ops", "list"], &[("TOOLGATE_STORE", "")]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("no store given"), "{}", ran.stderr);
+
+    // With TOOLGATE_STORE set, a command group without its command still shows its help.
+    let store = [("TOOLGATE_STORE", "sqlite:/nowhere/ops.db")];
+    for group in [&[][..], &["approvals"]] {
+        let ran = toolgate_env(group, &store);
+        assert_eq!(ran.code, 2, "{group:?}: {ran:?}");
+        assert!(ran.stderr.contains("Usage: toolgate"), "{}", ran.stderr);
+        assert!(ran.stderr.contains("Print help"), "{}", ran.stderr);
+    }
+}
+
+#[test]
+fn the_identity_file_is_named_by_flag_or_environment_never_both_with_flags() {
+    let decide = [
+        "--store",
+        "sqlite:/nowhere/ops.db",
+        "approvals",
+        "approve",
+        "apr_1",
+        "--reason",
+        "checked",
+    ];
+    let mut args = decide.to_vec();
+    args.extend(["--identity", "/no/such/identity.json"]);
+    let ran = toolgate_env(&args, &[]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("could not read the identity file /no/such/identity.json"),
+        "{}",
+        ran.stderr
+    );
+
+    // --identity wins over TOOLGATE_IDENTITY, and neither mixes with the flags.
+    let mut args = decide.to_vec();
+    args.extend(["--identity", "/flag/identity.json"]);
+    args.extend(MANAGER);
+    let ran = toolgate_env(&args, &[("TOOLGATE_IDENTITY", "/env/identity.json")]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("given twice"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("/flag/identity.json"), "{}", ran.stderr);
+}
