@@ -1,5 +1,5 @@
 //! The desk: the demo tools behind a dispatcher on a durable store, driven one script line at a
-//! time, each line answered as `demo/scenarios/README.md` says and told to the narrator.
+//! time, each line answered as `examples/scenarios/README.md` says and told to the narrator.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -135,7 +135,7 @@ pub(crate) struct Desk {
 
 impl Desk {
     /// Opens the store and builds the dispatcher, with the default session and run of
-    /// `demo/scenarios/README.md`.
+    /// `examples/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
         outbox::create_tables(&options.store).await?;

@@ -13,7 +13,7 @@ use toolgate_test_postgres::test_database;
 
 const FAST: [&str; 2] = ["--provider-timeout-ms", "300"];
 
-/// The text of the story `name` in `demo/scenarios/`.
+/// The text of the story `name` in `examples/scenarios/`.
 fn story(name: &str) -> String {
     std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }

@@ -14,14 +14,14 @@
 //!
 //! ```sh
 //! cargo run --example refund_desk                       # the seed story, told on stderr
-//! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
+//! cargo run --example refund_desk -- --script examples/scenarios/bad-arguments.jsonl
 //! cargo run --example fake_payments -- --port 7070      # the provider as a process of its own
 //! cargo run --example catalog -- --format openai-strict # the tools as the model sees them
 //! cargo run --example mcp_server                        # the shop as an MCP server, on stdio
 //! cargo run --example wire_samples                      # the wire samples in every format
 //! ```
 //!
-//! The script format of the refund desk is in `demo/scenarios/README.md`.
+//! The script format of the refund desk is in `examples/scenarios/README.md`.
 
 pub mod fake_provider;
 pub mod harness;

@@ -4,18 +4,18 @@
 //! cargo run --example refund_desk
 //! ```
 //!
-//! With no flags the desk tells its seed story (`demo/scenarios/timeout-after-apply.jsonl`)
+//! With no flags the desk tells its seed story (`examples/scenarios/timeout-after-apply.jsonl`)
 //! on stdout: a model asks for a refund of 500.00 on ORD-1001, the payment provider applies it and
 //! its answer times out, the model asks again, the reconciler settles the refund, and the
 //! provider's ledger at the end shows the customer refunded exactly once. It runs on a fresh
 //! SQLite file and a fake payment provider started in process on a free loopback port.
 //!
 //! ```sh
-//! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
+//! cargo run --example refund_desk -- --script examples/scenarios/bad-arguments.jsonl
 //! ```
 //!
 //! `--script FILE` (`-` for stdin) replays any story written as JSON Lines
-//! (`demo/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
+//! (`examples/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
 //! on stdout, and ends with the provider's ledger; the narration goes to stderr. The answers carry
 //! no clock or random value: the same script gives the same output.
 //!
@@ -75,7 +75,7 @@ const SEED_STORY: &str = include_str!(concat!(
 const USAGE: &str = "usage: refund_desk [--script FILE|-] [--store sqlite:PATH|postgres://…] \
      [--provider-url URL] [--provider-timeout-ms N] [--clock-ahead-secs N] \
      [--delivery direct|outbox]\n\
-     The script's lines (demo/scenarios/README.md): session, run, openai, anthropic, fault, \
+     The script's lines (examples/scenarios/README.md): session, run, openai, anthropic, fault, \
      reconcile, restart, approve, reject, run_approved, delivery (\"direct\" or \"outbox\": how \
      issue_refund is delivered from then on), deliver ({}: the outbox worker delivers every \
      refund queued, answering {\"delivered\": n, \"retrying\": n, \"dead\": n}), provider_refund \
