@@ -1,11 +1,11 @@
 //! The refund desk run as a process on scripts, on its default SQLite store with the provider in
 //! process: each story's answers and the provider's ledger, exact.
 
-use serde_json::{Value, json};
-use toolgate_demo::harness::{
+use crate::support::{
     FakePayments, call, desk, json_lines, only_result, openai_results, play, play_bytes,
     play_output,
 };
+use serde_json::{Value, json};
 
 /// The ledger the desk prints last, with every order untouched but those in `refunded`.
 fn ledger(refunded: &[(&str, &str, u64)], refund_requests: u64, lookups: u64) -> Value {

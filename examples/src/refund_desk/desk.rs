@@ -14,15 +14,15 @@ use toolgate::{
     TurnAborted,
 };
 
-use toolgate_demo::payments::client::HttpPayments;
-use toolgate_demo::shop::{self, Payments, Provider};
+use crate::payments::client::HttpPayments;
+use crate::shop::{self, Payments, Provider};
 
-use crate::narrate::{Narrator, Voice};
+use crate::refund_desk::narrate::{Narrator, Voice};
 
 mod approvals;
 mod outbox;
 mod progress;
-use crate::script::{Dialect, Line, shortened};
+use crate::refund_desk::script::{Dialect, Line, shortened};
 
 /// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
 #[derive(Debug, Clone)]

@@ -61,10 +61,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
 use toolgate::Delivery;
 
+use crate::payments::client::HttpPayments;
+use crate::payments::server::PaymentsServer;
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};
-use toolgate_demo::payments::client::HttpPayments;
-use toolgate_demo::payments::server::PaymentsServer;
 
 /// The story the desk tells when given no script.
 const SEED_STORY: &str = include_str!(concat!(
@@ -92,7 +92,9 @@ struct Flags {
     delivery: Delivery,
 }
 
-fn main() -> ExitCode {
+/// Runs the refund desk with the process's arguments (the flags the module's docs list), as the
+/// `refund_desk` example and binary do; answers the exit status.
+pub fn main() -> ExitCode {
     let flags = match parse_flags(std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {
