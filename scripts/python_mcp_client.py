@@ -13,7 +13,7 @@ included (it warns on any answer to its DELETE but 200 and 204).
     /tmp/pyvenv/bin/python scripts/python_mcp_client.py target/debug/examples/mcp_server
 
 Exit status 0 when every check holds. It is not part of the test command (it needs Python and
-the `mcp` package); `demo/tests/mcp_http.rs` holds the same behaviour with rmcp's client.
+the `mcp` package); `examples/tests/demo/mcp_http.rs` holds the same behaviour with rmcp's client.
 """
 
 import asyncio

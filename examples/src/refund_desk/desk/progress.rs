@@ -4,8 +4,8 @@
 use toolgate::{CallResult, tool::StepState};
 
 use super::Desk;
-use crate::narrate::Voice;
-use crate::script::shortened;
+use crate::refund_desk::narrate::Voice;
+use crate::refund_desk::script::shortened;
 
 impl Desk {
     /// Narrates `result`'s delivery note and steps, when it has them.

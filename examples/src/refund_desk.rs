@@ -4,18 +4,18 @@
 //! cargo run --example refund_desk
 //! ```
 //!
-//! With no flags the desk tells its seed story (`demo/scenarios/timeout-after-apply.jsonl`)
+//! With no flags the desk tells its seed story (`examples/scenarios/timeout-after-apply.jsonl`)
 //! on stdout: a model asks for a refund of 500.00 on ORD-1001, the payment provider applies it and
 //! its answer times out, the model asks again, the reconciler settles the refund, and the
 //! provider's ledger at the end shows the customer refunded exactly once. It runs on a fresh
 //! SQLite file and a fake payment provider started in process on a free loopback port.
 //!
 //! ```sh
-//! cargo run --example refund_desk -- --script demo/scenarios/bad-arguments.jsonl
+//! cargo run --example refund_desk -- --script examples/scenarios/bad-arguments.jsonl
 //! ```
 //!
 //! `--script FILE` (`-` for stdin) replays any story written as JSON Lines
-//! (`demo/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
+//! (`examples/scenarios/README.md`): the desk answers the lines that have an answer, one JSON line each
 //! on stdout, and ends with the provider's ledger; the narration goes to stderr. The answers carry
 //! no clock or random value: the same script gives the same output.
 //!
@@ -61,10 +61,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
 use toolgate::tool::Delivery;
 
+use crate::payments::client::HttpPayments;
+use crate::payments::server::PaymentsServer;
 use desk::{Desk, Options, StoreSpec};
 use narrate::{Narrator, Voice};
-use toolgate_demo::payments::client::HttpPayments;
-use toolgate_demo::payments::server::PaymentsServer;
 
 /// The story the desk tells when given no script.
 const SEED_STORY: &str = include_str!(concat!(
@@ -75,7 +75,7 @@ const SEED_STORY: &str = include_str!(concat!(
 const USAGE: &str = "usage: refund_desk [--script FILE|-] [--store sqlite:PATH|postgres://…] \
      [--provider-url URL] [--provider-timeout-ms N] [--clock-ahead-secs N] \
      [--delivery direct|outbox]\n\
-     The script's lines (demo/scenarios/README.md): session, run, openai, anthropic, fault, \
+     The script's lines (examples/scenarios/README.md): session, run, openai, anthropic, fault, \
      reconcile, restart, approve, reject, run_approved, delivery (\"direct\" or \"outbox\": how \
      issue_refund is delivered from then on), deliver ({}: the outbox worker delivers every \
      refund queued, answering {\"delivered\": n, \"retrying\": n, \"dead\": n}), provider_refund \
@@ -92,7 +92,9 @@ struct Flags {
     delivery: Delivery,
 }
 
-fn main() -> ExitCode {
+/// Runs the refund desk with the process's arguments (the flags the module's docs list), as the
+/// `refund_desk` example and binary do; answers the exit status.
+pub fn main() -> ExitCode {
     let flags = match parse_flags(std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {

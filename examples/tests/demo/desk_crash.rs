@@ -5,8 +5,8 @@
 
 use std::process::Stdio;
 
+use crate::support::{FakePayments, call, desk, only_result, play, read_lines};
 use serde_json::json;
-use toolgate_demo::harness::{FakePayments, call, desk, only_result, play, read_lines};
 
 /// Each run asks for the same refund of each order: order, amount. The refunds are keyed on the
 /// order for the tenant, so a later run's are replays of the first run's.

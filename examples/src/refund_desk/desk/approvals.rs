@@ -6,8 +6,8 @@ use toolgate::AuthContext;
 use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, Verdict};
 
 use super::Desk;
-use crate::narrate::Voice;
-use crate::script::shortened;
+use crate::refund_desk::narrate::Voice;
+use crate::refund_desk::script::shortened;
 
 impl Desk {
     /// Decides every approval waiting in the approver's tenant, oldest first. A refused decision

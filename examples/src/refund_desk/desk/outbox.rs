@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 use toolgate::{outbox::OutboxWorker, tool::Delivery, tool::RetrySpec};
 
-use toolgate_demo::shop::{REFUND_REQUESTS_POSTGRES, REFUND_REQUESTS_SQLITE, RefundDelivery};
+use crate::shop::{REFUND_REQUESTS_POSTGRES, REFUND_REQUESTS_SQLITE, RefundDelivery};
 
 use super::{Desk, StoreSpec};
-use crate::narrate::Voice;
+use crate::refund_desk::narrate::Voice;
 
 /// How many deliveries of one event the desk's worker makes before it dead-letters it.
 pub(crate) const DELIVERY_ATTEMPTS: u32 = 3;

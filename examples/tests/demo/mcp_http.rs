@@ -6,13 +6,13 @@
 //! too, so that a test can read its ledger.
 
 use crate::mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
+use crate::support::{FakePayments, McpHttpServer, PATIENCE, operator_cli};
 use rmcp::model::{ErrorCode, ProtocolVersion};
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use serde_json::json;
 use tokio::time::timeout;
 use toolgate::mcp::SESSION_REFUSED;
-use toolgate_demo::harness::{FakePayments, McpHttpServer, PATIENCE, operator_cli};
 use toolgate_test::{BearerToken, McpHttpClient};
 
 /// Who the server knows: a clerk and a reader of acme, and a clerk of globex.

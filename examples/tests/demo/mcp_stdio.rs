@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use crate::mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
+use crate::support::{FakePayments, PATIENCE, mcp_server};
 use rmcp::model::ErrorCode;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 use tokio::time::timeout;
-use toolgate_demo::harness::{FakePayments, PATIENCE, mcp_server};
 
 /// `mcp_server` on stdio with its operations in `dir`, `args` after, initialized.
 async fn start(dir: &Path, args: &[&str]) -> RunningService<RoleClient, ()> {

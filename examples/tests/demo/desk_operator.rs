@@ -5,12 +5,10 @@
 use std::io::Write;
 use std::process::Stdio;
 
+use crate::support::{PATIENCE, call, desk, only_result, operator_cli, read_lines};
 use serde_json::{Value, json};
+use toolgate::idempotency::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret};
 use toolgate::idempotency::{canonical_json, request_hash};
-use toolgate::{
-    idempotency::HASH_SECRET_ENV, idempotency::HASH_SECRET_FILE_ENV, idempotency::HashSecret,
-};
-use toolgate_demo::harness::{PATIENCE, call, desk, only_result, operator_cli, read_lines};
 
 #[test]
 fn the_command_line_approves_while_the_desk_waits() {

@@ -1,11 +1,11 @@
 //! The refund desk run as a process on scripts, on its default SQLite store with the provider in
 //! process: each story's answers and the provider's ledger, exact.
 
-use serde_json::{Value, json};
-use toolgate_demo::harness::{
+use crate::support::{
     FakePayments, call, desk, json_lines, only_result, openai_results, play, play_bytes,
     play_output,
 };
+use serde_json::{Value, json};
 
 /// The ledger the desk prints last, with every order untouched but those in `refunded`.
 fn ledger(refunded: &[(&str, &str, u64)], refund_requests: u64, lookups: u64) -> Value {
@@ -62,7 +62,7 @@ fn the_narrated_story_shows_the_timeout_and_one_refund() {
     assert_eq!(last, ledger(&[("ORD-1001", "500.00", 1)], 1, 1));
 }
 
-/// The flags a story in `demo/scenarios/` is played with: the slow story needs the provider's
+/// The flags a story in `examples/scenarios/` is played with: the slow story needs the provider's
 /// client to wait longer than `get_order`'s deadline of 1 s, the others a short wait.
 fn story_flags(path: &str) -> [&'static str; 2] {
     if path.ends_with("slow-call-times-out.jsonl") {
@@ -72,7 +72,7 @@ fn story_flags(path: &str) -> [&'static str; 2] {
     }
 }
 
-/// The ledger each story in `demo/scenarios/` ends with.
+/// The ledger each story in `examples/scenarios/` ends with.
 fn story_ledger(path: &str) -> Value {
     let name = path.rsplit('/').next().unwrap();
     match name {
@@ -828,7 +828,7 @@ fn openai_turn(calls: &[(&str, &str, String)]) -> Vec<u8> {
         .into_bytes()
 }
 
-/// `demo/scenarios/hostile-turns.jsonl` (a byte-order mark, order ids with `/`, `?`, `%`,
+/// `examples/scenarios/hostile-turns.jsonl` (a byte-order mark, order ids with `/`, `?`, `%`,
 /// `#` and `..`, deep nesting, a line not in UTF-8, a key given twice, a fault of four billion
 /// requests), then turns too large to commit: a 300 KB order id beside a good read, a 10 MB
 /// amount, 20,000 unknown fields, a 1 MB key. Every line is answered, each turn's every call id,
@@ -976,7 +976,7 @@ fn an_order_id_that_is_not_one_is_invalid_arguments() {
     assert_eq!(answers.last().unwrap(), &ledger(&[], 0, 0));
 }
 
-/// The text of the story `name` in `demo/scenarios/`.
+/// The text of the story `name` in `examples/scenarios/`.
 fn story(name: &str) -> String {
     std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }

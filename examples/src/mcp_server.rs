@@ -80,14 +80,14 @@ mod tokens;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::payments::client::HttpPayments;
+use crate::payments::server::PaymentsServer;
+use crate::shop::{self, Provider, money};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use toolgate::mcp::{McpServer, SessionHook, StdioSession};
 use toolgate::store::SqliteStore;
 use toolgate::{Dispatcher, RunLimits, idempotency::HashSecret, reconcile::Reconciler};
-use toolgate_demo::payments::client::HttpPayments;
-use toolgate_demo::payments::server::PaymentsServer;
-use toolgate_demo::shop::{self, Provider, money};
 
 use flags::{Flags, Serve, USAGE};
 use tokens::TokenTable;
@@ -102,7 +102,9 @@ const INSTRUCTIONS: &str = "The toolgate demo shop has four orders, ORD-1001 to 
 /// How often the reconciler looks for operations whose outcome is unknown.
 const RECONCILE_EVERY: Duration = Duration::from_secs(5);
 
-fn main() -> ExitCode {
+/// Runs the MCP server with the process's arguments (the flags the module's docs list), as the
+/// `mcp_server` example and binary do; answers the exit status.
+pub fn main() -> ExitCode {
     let flags = match flags::parse(std::env::args().skip(1)) {
         Ok(Some(flags)) => flags,
         Ok(None) => {

@@ -1,4 +1,4 @@
-//! The lines of a refund desk script (`demo/scenarios/README.md`): JSON Lines, one object a line
+//! The lines of a refund desk script (`examples/scenarios/README.md`): JSON Lines, one object a line
 //! with exactly one key.
 //!
 //! A script is read as bytes and taken apart line by line ([`lines`]), so that one bad line (not

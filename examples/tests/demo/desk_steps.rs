@@ -2,8 +2,8 @@
 //! notification that failed makes the call `partial`, and calling again runs only the
 //! notification, so the customer's CRM record is updated once.
 
+use crate::support::{only_result, play};
 use serde_json::{Value, json};
-use toolgate_demo::harness::{only_result, play};
 
 const FAST: [&str; 2] = ["--provider-timeout-ms", "300"];
 
@@ -102,7 +102,7 @@ fn a_failed_notification_is_partial_and_a_repeat_runs_only_the_notification() {
 
 #[test]
 fn the_tool_needs_crm_write() {
-    let turn = toolgate_demo::harness::call(
+    let turn = crate::support::call(
         "call_1",
         "update_crm_and_notify",
         json!({"order_id": "ORD-1001"}),

@@ -1,5 +1,5 @@
 //! The desk: the demo tools behind a dispatcher on a durable store, driven one script line at a
-//! time, each line answered as `demo/scenarios/README.md` says and told to the narrator.
+//! time, each line answered as `examples/scenarios/README.md` says and told to the narrator.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,15 +14,15 @@ use toolgate::{
     reconcile::Reconciler, run::CallFate, run::Fate, run::TurnAborted, tool::Delivery,
 };
 
-use toolgate_demo::payments::client::HttpPayments;
-use toolgate_demo::shop::{self, Payments, Provider};
+use crate::payments::client::HttpPayments;
+use crate::shop::{self, Payments, Provider};
 
-use crate::narrate::{Narrator, Voice};
+use crate::refund_desk::narrate::{Narrator, Voice};
 
 mod approvals;
 mod outbox;
 mod progress;
-use crate::script::{Dialect, Line, shortened};
+use crate::refund_desk::script::{Dialect, Line, shortened};
 
 /// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
 #[derive(Debug, Clone)]
@@ -135,7 +135,7 @@ pub(crate) struct Desk {
 
 impl Desk {
     /// Opens the store and builds the dispatcher, with the default session and run of
-    /// `demo/scenarios/README.md`.
+    /// `examples/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
         outbox::create_tables(&options.store).await?;

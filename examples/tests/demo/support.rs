@@ -1,11 +1,9 @@
 //! Runs the refund desk, the MCP server and the fake payment provider as processes, as a user
-//! would: the rig of the tests that play scripts on the `refund_desk` example and drive the
-//! `mcp_server` example.
+//! would: the rig of the tests that play scripts on the refund desk and drive the MCP server.
 //!
-//! Only for tests run by cargo: the first use builds the examples with the cargo that built the
-//! calling test (a no-op when `cargo test` built them already), so a test never runs a stale
-//! binary; they are found next to the test binary, in `target/<profile>/examples`. The functions
-//! panic when something fails, as a test should.
+//! The processes are this package's binaries (`src/bin/`), which cargo builds before it builds
+//! this test: each is reached with `env!("CARGO_BIN_EXE_…")`, so a test never runs a stale one.
+//! The functions panic when something fails, as a test should.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -17,41 +15,21 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// How long a test waits for a process to say something before failing.
-pub const PATIENCE: Duration = Duration::from_secs(120);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
 
-/// The directory holding the example binaries, built once per test process.
-fn examples_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary knows its path");
-        // target/<profile>/deps/<test binary>
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary is in target/<profile>/deps");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "--package", env!("CARGO_PKG_NAME")])
-            .args(["--example", "refund_desk"])
-            .args(["--example", "fake_payments"])
-            .args(["--example", "mcp_server"]);
-        if profile_dir.ends_with("release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("cargo runs");
-        assert!(status.success(), "building the examples failed: {status}");
-        profile_dir.join("examples")
-    })
-}
-
-/// The operator's command line `toolgate` (the `toolgate-cli` package), built once per test
-/// process with the cargo that built the calling test, ready to take flags.
-pub fn operator_cli() -> Command {
+/// The operator's command line `toolgate`, ready to take flags.
+///
+/// It is the binary of another package (`toolgate-cli`), which `CARGO_BIN_EXE_…` does not reach:
+/// it is built once per test process with the cargo that built this test, into the directory
+/// that holds this package's binaries. The one build left in the tests, until `toolgate-cli`
+/// offers its `main` to call from a binary of this package.
+pub(crate) fn operator_cli() -> Command {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     let bin = BIN.get_or_init(|| {
-        let examples = examples_dir();
-        let profile_dir = examples.parent().expect("examples is in target/<profile>");
+        // target/<profile>/refund_desk
+        let profile_dir = Path::new(env!("CARGO_BIN_EXE_refund_desk"))
+            .parent()
+            .expect("a binary is in target/<profile>");
         let mut cargo = Command::new(env!("CARGO"));
         cargo.current_dir(env!("CARGO_MANIFEST_DIR")).args([
             "build",
@@ -72,23 +50,23 @@ pub fn operator_cli() -> Command {
 }
 
 /// The refund desk binary, ready to take flags.
-pub fn desk() -> Command {
-    let mut command = Command::new(examples_dir().join("refund_desk"));
+pub(crate) fn desk() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_refund_desk"));
     command.env("NO_COLOR", "1");
     command
 }
 
-/// The MCP server binary (the `mcp_server` example), ready to take flags.
-pub fn mcp_server() -> Command {
-    Command::new(examples_dir().join("mcp_server"))
+/// The MCP server binary, ready to take flags.
+pub(crate) fn mcp_server() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mcp_server"))
 }
 
 /// The `mcp_server` example serving streamable HTTP on a free loopback port, as a process of its
 /// own; killed when dropped.
-pub struct McpHttpServer {
+pub(crate) struct McpHttpServer {
     child: Child,
     /// `http://127.0.0.1:PORT`, where it serves MCP.
-    pub url: String,
+    pub(crate) url: String,
     /// What it says on stderr after the address, read so that it never blocks on a full pipe.
     lines: Receiver<String>,
 }
@@ -96,7 +74,7 @@ pub struct McpHttpServer {
 impl McpHttpServer {
     /// Starts `mcp_server --http 127.0.0.1:0` with `args` (its `--token`s, `--db`, …) and waits
     /// until it says where it listens.
-    pub fn start(args: &[&str]) -> Self {
+    pub(crate) fn start(args: &[&str]) -> Self {
         let mut child = mcp_server()
             .args(["--http", "127.0.0.1:0"])
             .args(args)
@@ -118,7 +96,7 @@ impl McpHttpServer {
     }
 
     /// The next line it says on stderr that holds `needle`, waiting up to [`PATIENCE`] for it.
-    pub fn said(&self, needle: &str) -> String {
+    pub(crate) fn said(&self, needle: &str) -> String {
         loop {
             let line = self.lines.recv_timeout(PATIENCE).unwrap_or_else(|err| {
                 panic!("mcp_server never said anything holding {needle:?}: {err}")
@@ -138,7 +116,7 @@ impl Drop for McpHttpServer {
 }
 
 /// The lines of a desk's stdout, each parsed as JSON.
-pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
+pub(crate) fn json_lines(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
         .map(|line| {
@@ -149,7 +127,7 @@ pub fn json_lines(stdout: &[u8]) -> Vec<Value> {
 
 /// Plays `script` on a desk with `args`; panics unless it exits 0. Answers stdout, each line
 /// parsed.
-pub fn play(script: &str, args: &[&str]) -> Vec<Value> {
+pub(crate) fn play(script: &str, args: &[&str]) -> Vec<Value> {
     let output = play_output(script, args);
     assert!(
         output.status.success(),
@@ -161,12 +139,12 @@ pub fn play(script: &str, args: &[&str]) -> Vec<Value> {
 }
 
 /// Plays `script` (given on stdin) on a desk with `args`; answers the whole output.
-pub fn play_output(script: &str, args: &[&str]) -> Output {
+pub(crate) fn play_output(script: &str, args: &[&str]) -> Output {
     play_bytes(script.as_bytes(), args)
 }
 
 /// [`play_output`] with a script of any bytes, UTF-8 or not.
-pub fn play_bytes(script: &[u8], args: &[&str]) -> Output {
+pub(crate) fn play_bytes(script: &[u8], args: &[&str]) -> Output {
     let mut child = desk()
         .args(["--script", "-"])
         .args(args)
@@ -185,7 +163,7 @@ pub fn play_bytes(script: &[u8], args: &[&str]) -> Output {
 }
 
 /// The contents of a result's `content` (OpenAI) string, parsed: the result object.
-pub fn openai_results(answer: &Value) -> Vec<Value> {
+pub(crate) fn openai_results(answer: &Value) -> Vec<Value> {
     answer["openai"]
         .as_array()
         .unwrap_or_else(|| panic!("not an openai answer: {answer}"))
@@ -198,14 +176,14 @@ pub fn openai_results(answer: &Value) -> Vec<Value> {
 }
 
 /// The one result of a one-call OpenAI answer.
-pub fn only_result(answer: &Value) -> Value {
+pub(crate) fn only_result(answer: &Value) -> Value {
     let mut results = openai_results(answer);
     assert_eq!(results.len(), 1, "{answer}");
     results.remove(0)
 }
 
 /// One OpenAI turn line calling `tool` with `arguments` (a JSON object) as call `id`.
-pub fn call(id: &str, tool: &str, arguments: Value) -> String {
+pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> String {
     let turn = serde_json::json!({"openai": {
         "role": "assistant",
         "content": null,
@@ -218,17 +196,17 @@ pub fn call(id: &str, tool: &str, arguments: Value) -> String {
 }
 
 /// A fake payment provider running as its own process; killed when dropped.
-pub struct FakePayments {
+pub(crate) struct FakePayments {
     child: Child,
     /// `http://127.0.0.1:PORT`.
-    pub url: String,
+    pub(crate) url: String,
     lines: Receiver<String>,
 }
 
 impl FakePayments {
     /// Starts `fake_payments` on a free port and waits until it listens.
-    pub fn start() -> Self {
-        let mut child = Command::new(examples_dir().join("fake_payments"))
+    pub(crate) fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fake_payments"))
             .stdout(Stdio::piped())
             .spawn()
             .expect("fake_payments starts");
@@ -245,7 +223,7 @@ impl FakePayments {
 
     /// Waits for the provider to print a line starting with `prefix` (such as `applied
     /// re_000003`), skipping the others; answers it.
-    pub fn wait_for(&self, prefix: &str) -> String {
+    pub(crate) fn wait_for(&self, prefix: &str) -> String {
         loop {
             let line = self
                 .lines
@@ -266,7 +244,7 @@ impl Drop for FakePayments {
 }
 
 /// Every line `output` (a child's stdout or stderr) prints, as it prints it.
-pub fn read_lines(output: impl Read + Send + 'static) -> Receiver<String> {
+pub(crate) fn read_lines(output: impl Read + Send + 'static) -> Receiver<String> {
     let (send, receive) = channel();
     std::thread::spawn(move || {
         for line in BufReader::new(output).lines() {

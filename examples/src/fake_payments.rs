@@ -1,6 +1,6 @@
 //! The fake payment provider of the refund desk as a process of its own: refunds under an
 //! `Idempotency-Key` header, lookups by key, `GET /ledger`, and faults armed over HTTP (the routes
-//! are listed in the docs of `toolgate_demo::payments`).
+//! are listed in the docs of [`payments`](crate::payments)).
 //!
 //! ```sh
 //! cargo run --example fake_payments -- --port 7070
@@ -18,10 +18,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use toolgate_demo::payments::server::PaymentsServer;
-use toolgate_demo::shop::{self, money};
+use crate::payments::server::PaymentsServer;
+use crate::shop::{self, money};
 
-fn main() -> ExitCode {
+/// Runs the provider with the process's arguments (`--port`, `--ledger`), as the `fake_payments`
+/// example and binary do; answers the exit status.
+pub fn main() -> ExitCode {
     let mut port: u16 = 0;
     let mut ledger: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);

@@ -6,14 +6,14 @@
 use std::io::Write;
 use std::process::Stdio;
 
+use crate::support::{PATIENCE, call, desk, only_result, operator_cli, play, read_lines};
 use serde_json::{Value, json};
 use sqlx::{Connection, Row};
-use toolgate_demo::harness::{PATIENCE, call, desk, only_result, operator_cli, play, read_lines};
 use toolgate_test_postgres::test_database;
 
 const FAST: [&str; 2] = ["--provider-timeout-ms", "300"];
 
-/// The text of the story `name` in `demo/scenarios/`.
+/// The text of the story `name` in `examples/scenarios/`.
 fn story(name: &str) -> String {
     std::fs::read_to_string(format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }

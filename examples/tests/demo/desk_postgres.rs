@@ -5,8 +5,8 @@
 
 use std::process::Stdio;
 
+use crate::support::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 use serde_json::{Value, json};
-use toolgate_demo::harness::{FakePayments, PATIENCE, call, desk, json_lines, play, read_lines};
 use toolgate_test_postgres::{OwnCluster, test_database};
 
 fn refund(id: &str, order: &str, amount: f64) -> String {
