@@ -6,9 +6,8 @@
 //! The functions panic when something fails, as a test should.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
@@ -17,36 +16,10 @@ use serde_json::Value;
 /// How long a test waits for a process to say something before failing.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
 
-/// The operator's command line `toolgate`, ready to take flags.
-///
-/// It is the binary of another package (`toolgate-cli`), which `CARGO_BIN_EXE_…` does not reach:
-/// it is built once per test process with the cargo that built this test, into the directory
-/// that holds this package's binaries. The one build left in the tests, until `toolgate-cli`
-/// offers its `main` to call from a binary of this package.
+/// The operator's command line (`toolgate` of `toolgate-cli`, as this package's `operator`
+/// binary), ready to take flags.
 pub(crate) fn operator_cli() -> Command {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    let bin = BIN.get_or_init(|| {
-        // target/<profile>/refund_desk
-        let profile_dir = Path::new(env!("CARGO_BIN_EXE_refund_desk"))
-            .parent()
-            .expect("a binary is in target/<profile>");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo.current_dir(env!("CARGO_MANIFEST_DIR")).args([
-            "build",
-            "--quiet",
-            "--package",
-            "toolgate-cli",
-            "--bin",
-            "toolgate",
-        ]);
-        if profile_dir.ends_with("release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("cargo runs");
-        assert!(status.success(), "building toolgate-cli failed: {status}");
-        profile_dir.join("toolgate")
-    });
-    Command::new(bin)
+    Command::new(env!("CARGO_BIN_EXE_operator"))
 }
 
 /// The refund desk binary, ready to take flags.

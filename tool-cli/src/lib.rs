@@ -1,0 +1,172 @@
+//! `toolgate`: the operator's command line of toolgate.
+//!
+//! It works on the application's operation store (a SQLite file or a PostgreSQL database)
+//! without the application's code: it lists and shows approvals and decides on them, lists and
+//! shows operations, lists and shows outbox events and resumes dead ones, and prints a run's
+//! audit trail. Run `toolgate --help` for its commands.
+//!
+//! This library is the command line as a function: [`main`] is all the `toolgate` binary runs,
+//! for a program that ships the same commands under a name of its own (an application's admin
+//! tool, or a test package that runs them as a process of its own binary). It has no other API.
+
+mod approvals;
+mod args;
+mod audit;
+mod error;
+mod identity;
+mod json;
+mod open;
+mod ops;
+mod outbox;
+mod table;
+mod time;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use toolgate_core::store::{OperationStore, Verdict};
+
+use crate::args::{Approvals, Cli, Command, DecideArgs, Ops, Outbox, ResumeArgs};
+use crate::error::Failure;
+use crate::identity::Role;
+use crate::open::StoreSpec;
+
+/// Runs the command line on the process's arguments and environment, printing what the command
+/// prints, and answers the exit code: 0 done, 1 a decision refused or nothing found, 2 bad usage,
+/// 3 the store failed.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if error.kind() == ErrorKind::MissingSubcommand => {
+            // A command group without its subcommand (`toolgate`, `toolgate approvals`) shows
+            // its help on stderr with 2, also when TOOLGATE_STORE is set, which clap counts as
+            // an argument given.
+            let asked = std::env::args_os().chain([OsString::from("--help")]);
+            let help = Cli::try_parse_from(asked).err().unwrap_or(error);
+            eprint!("{}", help.render());
+            return ExitCode::from(2);
+        }
+        Err(error) => {
+            // Help and version go to stdout with 0; usage errors to stderr with 2.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
+    match execute(cli) {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            eprintln!("{failure}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}
+
+/// Runs `cli` on a single-threaded runtime, answering what to print.
+fn execute(cli: Cli) -> Result<String, Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Failure::usage(
+                "could not start",
+                format!("the async runtime did not start: {e}"),
+                "run the command again",
+            )
+        })?;
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> Result<String, Failure> {
+    let spec = open::spec(cli.store.as_deref())?;
+    match cli.command {
+        Command::Approvals(Approvals::List(a)) => {
+            with_store(&spec, async |store| {
+                approvals::list(store, a.status.only(), a.tenant.as_deref(), a.output).await
+            })
+            .await
+        }
+        Command::Approvals(Approvals::Show(a)) => {
+            with_store(&spec, async |store| {
+                approvals::show(store, &a.id, a.tenant.as_deref(), a.output).await
+            })
+            .await
+        }
+        Command::Approvals(Approvals::Approve(a)) => decide(&spec, Verdict::Approve, &a).await,
+        Command::Approvals(Approvals::Reject(a)) => decide(&spec, Verdict::Reject, &a).await,
+        Command::Ops(Ops::List(a)) => {
+            with_store(&spec, async |store| {
+                let (run, tenant) = (a.run.as_deref(), a.tenant.as_deref());
+                ops::list(store, a.status, run, tenant, a.output).await
+            })
+            .await
+        }
+        Command::Ops(Ops::Show(a)) => {
+            with_store(&spec, async |store| {
+                ops::show(store, &a.key, a.tenant.as_deref(), a.output).await
+            })
+            .await
+        }
+        Command::Outbox(Outbox::List(a)) => {
+            with_store(&spec, async |store| {
+                let status = a.status.only();
+                outbox::list(store, status, a.tenant.as_deref(), a.limit, a.json).await
+            })
+            .await
+        }
+        Command::Outbox(Outbox::Show(a)) => {
+            with_store(&spec, async |store| {
+                outbox::show(store, &a.key, a.tenant.as_deref(), a.json).await
+            })
+            .await
+        }
+        Command::Outbox(Outbox::Resume(a)) => resume(&spec, &a).await,
+        Command::Audit(a) => {
+            with_store(&spec, async |store| {
+                audit::trail(store, &a.run, a.tenant.as_deref(), a.json).await
+            })
+            .await
+        }
+    }
+}
+
+/// `approvals approve` or `approvals reject`: what can be refused without the store (an empty
+/// reason, no approver) is refused before opening it.
+async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result<String, Failure> {
+    if args.reason.trim().is_empty() {
+        return Err(Failure::usage(
+            "the reason is empty",
+            "a decision is stored with why it was made",
+            "give --reason TEXT with the decision's reason",
+        ));
+    }
+    let approver = identity::resolve(&args.identity)?;
+    with_store(spec, async |store| {
+        approvals::decide(store, verdict, args, &approver).await
+    })
+    .await
+}
+
+/// `outbox resume`: without an operator, the store is not opened.
+async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> {
+    let operator = identity::resolve_as(Role::Operator, &args.identity)?;
+    with_store(spec, async |store| {
+        outbox::resume(store, args, &operator).await
+    })
+    .await
+}
+
+/// Opens the store `spec` names, does `work` on it, and closes it.
+async fn with_store(
+    spec: &StoreSpec,
+    work: impl AsyncFnOnce(&dyn OperationStore) -> Result<String, Failure>,
+) -> Result<String, Failure> {
+    let opened = open::open(spec).await?;
+    let output = work(opened.store()).await;
+    opened.close().await;
+    output
+}
