@@ -35,8 +35,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
+use toolgate::store::OperationState;
 use toolgate::store::SqliteStore;
-use toolgate::store::{OperationState, OperationStore};
+use toolgate::store::prelude::*;
 use toolgate::{DispatcherBuilder, Failpoint, Reconciler};
 use toolgate_demo::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 use toolgate_test::{ManualClock, RecordingFailpoints};

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
+use toolgate::store::prelude::*;
 use toolgate::store::{
-    EventQuery, EventStatus, OperationQuery, OperationState, OperationStore, OutboxEvent,
-    PostgresStore,
+    EventQuery, EventStatus, OperationQuery, OperationState, OutboxEvent, PostgresStore,
 };
 use toolgate::{Clock, Deliver, ManualClock, OutboxWorker, Reconciler, SystemClock};
 use toolgate_store_postgres::sqlx::{self, PgPool};

@@ -8,10 +8,13 @@ use toolgate_core::store::{
     AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
 };
 
+use crate::PostgresStore;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get};
 use crate::statement::{ExecuteOn, FetchOn};
+use async_trait::async_trait;
+use toolgate_core::store::StepStore;
 
 /// The columns of a step, in the order [`step`] reads them.
 macro_rules! step_columns {
@@ -56,7 +59,7 @@ pub(crate) async fn clear(
     Ok(())
 }
 
-/// [`OperationStore::begin_step`](toolgate_core::store::OperationStore::begin_step): under the
+/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step): under the
 /// lock of the owned operation's row, a new or failed step becomes `started`; any other is
 /// answered as it is.
 pub(crate) async fn begin_step(
@@ -119,7 +122,7 @@ async fn begin_step_on(
     Ok(answer)
 }
 
-/// [`OperationStore::finish_step`](toolgate_core::store::OperationStore::finish_step): one
+/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step): one
 /// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
 /// the claim is not held or the step is not `started`.
 pub(crate) async fn finish_step(
@@ -180,7 +183,7 @@ pub(crate) async fn steps(
     rows.iter().map(step).collect()
 }
 
-/// [`OperationStore::partial`](toolgate_core::store::OperationStore::partial): the owned
+/// [`StepStore::partial`](toolgate_core::store::StepStore::partial): the owned
 /// `processing` record becomes `partial` with the report as its result, the error appended.
 pub(crate) async fn partial(
     conns: &Connections,
@@ -258,4 +261,40 @@ fn parse_status(status: &str) -> Result<StepStatus, StoreError> {
 /// A failed statement of the journal in the store's words (see `error::store_error`).
 fn backend(error: sqlx::Error) -> StoreError {
     store_error("journal a step", error)
+}
+
+#[async_trait]
+impl StepStore for PostgresStore {
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError> {
+        begin_step(&self.conns, owner, name, now_ms).await
+    }
+
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        finish_step(&self.conns, owner, name, outcome, now_ms).await
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        steps(&self.conns, tenant, key).await
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        partial(&self.conns, owner, report, error, now_ms).await
+    }
 }

@@ -7,8 +7,11 @@ use toolgate_core::store::{
     AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
 };
 
+use crate::SqliteStore;
 use crate::error::backend;
 use crate::row::{column, count};
+use async_trait::async_trait;
+use toolgate_core::store::StepStore;
 
 /// What the journal of `(tenant, key)` says about a lease that ended, read on `conn`.
 pub(crate) async fn journal(
@@ -47,7 +50,7 @@ pub(crate) async fn clear(
 }
 
 /// Begins the step `name` of the operation `owner` holds (see
-/// [`OperationStore::begin_step`](toolgate_core::store::OperationStore::begin_step)).
+/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step)).
 pub(crate) async fn begin_step(
     writer: &SqlitePool,
     owner: &ClaimToken,
@@ -112,7 +115,7 @@ pub(crate) async fn begin_step(
 }
 
 /// Records the outcome of the step `name` (see
-/// [`OperationStore::finish_step`](toolgate_core::store::OperationStore::finish_step)).
+/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step)).
 pub(crate) async fn finish_step(
     writer: &SqlitePool,
     owner: &ClaimToken,
@@ -171,7 +174,7 @@ pub(crate) async fn steps(
 }
 
 /// `processing` → `partial` with the steps' report as its result (see
-/// [`OperationStore::partial`](toolgate_core::store::OperationStore::partial)).
+/// [`StepStore::partial`](toolgate_core::store::StepStore::partial)).
 pub(crate) async fn partial(
     writer: &SqlitePool,
     owner: &ClaimToken,
@@ -257,4 +260,40 @@ fn step(row: &SqliteRow) -> Result<StepRecord, StoreError> {
         error: parse_error(column(row, "error")?)?,
         updated_ms: column(row, "updated_ms")?,
     })
+}
+
+#[async_trait]
+impl StepStore for SqliteStore {
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError> {
+        begin_step(&self.writer, owner, name, now_ms).await
+    }
+
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        finish_step(&self.writer, owner, name, outcome, now_ms).await
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        steps(&self.reader, tenant, key).await
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        partial(&self.writer, owner, report, error, now_ms).await
+    }
 }

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{AuditQuery, OperationStore};
+use toolgate::store::AuditQuery;
+use toolgate::store::prelude::*;
 use toolgate::{CallReport, DEFAULT_COUNTER_WAIT, DEFAULT_STORE_WAIT, RunLimits};
 use toolgate_test::{ControlledStore, MemoryStore, Request};
 

@@ -2,9 +2,9 @@
 //! store, and every refusal with its exit code.
 
 use toolgate_core::AuthContext;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, OperationStore,
-    Verdict,
+    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, Verdict,
 };
 
 use crate::support::{

@@ -56,7 +56,7 @@ pub struct StepRecord {
     pub updated_ms: i64,
 }
 
-/// What [`OperationStore::begin_step`](super::OperationStore::begin_step) answers.
+/// What [`StepStore::begin_step`](super::StepStore::begin_step) answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepStart {
     /// Not done before (new, or failed): it is `started` now under the claim's attempt; run it

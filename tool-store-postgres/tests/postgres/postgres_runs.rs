@@ -4,7 +4,8 @@
 
 use tokio::task::JoinSet;
 use toolgate_core::RunLimits;
-use toolgate_core::store::{OperationStore, RunAbort, RunKey, StoreError, TurnGrant, TurnRequest};
+use toolgate_core::store::prelude::*;
+use toolgate_core::store::{RunAbort, RunKey, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_store_postgres::{PostgresStore, sqlx};
 use toolgate_test_postgres::test_database;

@@ -6,9 +6,8 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 use tokio::task::JoinSet;
 use toolgate_core::RunLimits;
-use toolgate_core::store::{
-    OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
-};
+use toolgate_core::store::prelude::*;
+use toolgate_core::store::{RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;

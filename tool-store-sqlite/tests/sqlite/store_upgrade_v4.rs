@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     AttemptError, Begun, Claim, ClaimRequest, ClaimToken, Commit, EventStatus, NewEvent,
-    OperationState, OperationStore, StepOutcome, StepStart, StoreError,
+    OperationState, StepOutcome, StepStart, StoreError,
 };
 use toolgate_store_sqlite::SqliteStore;
 

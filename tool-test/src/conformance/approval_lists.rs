@@ -132,7 +132,9 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
         1,
     );
     assert!(matches!(
-        store.succeed(&owner("acme", "k1", 1), "{}", T0 + 40).await,
+        store
+            .succeed(&owner("acme", "k1", 1), "{}", T0 + 40, None)
+            .await,
         Err(StoreError::LostClaim { .. })
     ));
     assert_eq!(
@@ -185,7 +187,7 @@ pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn 
     .await;
     let done = acquire(store, request("globex", "s1", "h1", T0 + 4)).await;
     store
-        .succeed(&owner("globex", "s1", done), "{}", T0 + 5)
+        .succeed(&owner("globex", "s1", done), "{}", T0 + 5, None)
         .await
         .unwrap();
 

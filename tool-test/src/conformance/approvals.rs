@@ -184,7 +184,12 @@ pub async fn an_approved_operation_runs_exactly_once(store: &dyn OperationStore)
     assert_eq!(store.list_approved(10).await.unwrap(), vec![]);
 
     store
-        .succeed(&owner("acme", "k1", 1), r#"{"refund_id":"re_1"}"#, T0 + 30)
+        .succeed(
+            &owner("acme", "k1", 1),
+            r#"{"refund_id":"re_1"}"#,
+            T0 + 30,
+            None,
+        )
         .await
         .unwrap();
     match store

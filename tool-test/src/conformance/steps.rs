@@ -4,6 +4,7 @@
 //! hash included); other arguments never see the steps of earlier ones.
 
 use toolgate_core::idempotency::UnkeyedRequest;
+use toolgate_core::store::EventSettlement;
 use toolgate_core::store::{
     Claim, ClaimToken, OperationState, OperationStore, Resolution, StepOutcome, StepRecord,
     StepStart, StepStatus, StoreError,
@@ -175,7 +176,7 @@ pub async fn a_step_of_a_claim_not_held_is_refused(store: &dyn OperationStore) {
         .await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(store.steps("acme", "k1").await.unwrap(), before);
-    store.succeed(&holder, "1", T0 + 2).await.unwrap();
+    store.succeed(&holder, "1", T0 + 2, None).await.unwrap();
     let lost = store.begin_step(&holder, "crm", T0 + 3).await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
@@ -454,13 +455,14 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         .unwrap();
     assert_eq!(leased[0].event.key, "queued");
     store
-        .settle_event(
-            "acme",
-            "queued",
-            1,
-            toolgate_core::store::DeliveryOutcome::Dead(&error(1, "refused")),
-            T0 + 2,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "queued",
+            attempt: 1,
+            outcome: toolgate_core::store::DeliveryOutcome::Dead(&error(1, "refused")),
+            now_ms: T0 + 2,
+            audit: None,
+        })
         .await
         .unwrap();
     let leased = store
@@ -475,13 +477,14 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         .unwrap();
     assert_eq!(leased[0].event.key, "delivered");
     store
-        .settle_event(
-            "acme",
-            "delivered",
-            1,
-            toolgate_core::store::DeliveryOutcome::Delivered("1"),
-            T0 + 4,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "delivered",
+            attempt: 1,
+            outcome: toolgate_core::store::DeliveryOutcome::Delivered("1"),
+            now_ms: T0 + 4,
+            audit: None,
+        })
         .await
         .unwrap();
     let stepped = owner(
@@ -490,7 +493,7 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         acquire(store, request("acme", "stepped", "h1", T0)).await,
     );
     run(store, &stepped, "crm", StepOutcome::Succeeded("1"), T0).await;
-    store.succeed(&stepped, "1", T0 + 5).await.unwrap();
+    store.succeed(&stepped, "1", T0 + 5, None).await.unwrap();
 
     assert_eq!(store.purge(T0 + 10).await.unwrap(), 2);
     assert_eq!(store.get("acme", "delivered").await.unwrap(), None);

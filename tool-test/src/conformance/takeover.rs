@@ -27,7 +27,12 @@ pub async fn a_corrected_request_takes_over_a_failed_record(store: &dyn Operatio
     assert_eq!(record.lease_until_ms, T0 + 2 + 30_000);
     assert_eq!(record.errors, vec![error(1, "refused")]);
     store
-        .succeed(&owner("acme", "k1", 2), r#"{"refund_id":"re_2"}"#, T0 + 3)
+        .succeed(
+            &owner("acme", "k1", 2),
+            r#"{"refund_id":"re_2"}"#,
+            T0 + 3,
+            None,
+        )
         .await
         .unwrap();
     let before = store.get("acme", "k1").await.unwrap();
@@ -76,7 +81,7 @@ pub async fn another_request_is_a_conflict_while_the_first_may_have_acted(
 ) {
     let succeeded = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", succeeded), "1", T0 + 1)
+        .succeed(&owner("acme", "done", succeeded), "1", T0 + 1, None)
         .await
         .unwrap();
     let unknown = acquire(store, request("acme", "unknown", "h1", T0)).await;

@@ -4,7 +4,10 @@ use crate::store::{
     ClaimToken, OperationState, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
 };
 
+use super::MemoryStore;
 use super::tables::Tables;
+use crate::store::{AttemptError, StepStore};
+use async_trait::async_trait;
 
 impl Tables {
     /// Whether `owner` holds its record: `processing` under its attempt.
@@ -104,5 +107,47 @@ impl Tables {
             }
         }
         any_succeeded
+    }
+}
+
+#[async_trait]
+impl StepStore for MemoryStore {
+    async fn begin_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<StepStart, StoreError> {
+        self.tables(|tables| tables.begin_step(owner, name, now_ms))
+    }
+
+    async fn finish_step(
+        &self,
+        owner: &ClaimToken,
+        name: &str,
+        outcome: StepOutcome<'_>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.tables(|tables| tables.finish_step(owner, name, outcome, now_ms))
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.steps.get(&id).cloned().unwrap_or_default()))
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.state = OperationState::Partial;
+            record.result = Some(report.to_owned());
+            record.errors.push(error.clone());
+            record.updated_ms = now_ms;
+        })
     }
 }
