@@ -2,6 +2,9 @@
 //! follows [`ApprovalRecord::decide_step`]; an approved operation runs once; an expired approval
 //! is rejected as `expired` whichever way the store learns of it.
 
+pub(super) mod aborts;
+pub(super) mod lists;
+
 use futures_util::future::join_all;
 use toolgate_core::AuthContext;
 use toolgate_core::store::{

@@ -1,5 +1,9 @@
 //! What a claim answers: a new key, a replay, a conflict, another tenant, a record that failed,
 //! an unknown outcome, a live or an expired lease, many claims at once.
+pub(super) mod outcomes;
+pub(super) mod takeover;
+pub(super) mod text;
+
 use futures_util::future::join_all;
 use toolgate_core::store::{Claim, OperationState, OperationStore, StoreError};
 

@@ -2,6 +2,9 @@
 //! its event or leaves nothing; workers lease due events, never one twice, and settle them with
 //! their operation; an operator resumes a dead one; the reconciler settles an unknown delivery.
 
+pub(super) mod audit;
+pub(super) mod maybe_applied;
+
 use std::collections::HashSet;
 use std::time::Duration;
 

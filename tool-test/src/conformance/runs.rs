@@ -2,6 +2,8 @@
 //! its abort, and their retention. Each rule checks a store's answers against the rules of
 //! [`RunRecord`], which every store follows.
 
+pub(super) mod turn_claims;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::future::{join, join_all};

@@ -8,7 +8,7 @@ use toolgate_core::store::{
     TurnClaim, TurnGrant, TurnRequest, grant_lets_claim,
 };
 
-use super::fixture::{T0, approval, request};
+use crate::conformance::fixture::{T0, approval, request};
 
 /// The run `run-1` of `acme`.
 const RUN: RunKey<'static> = RunKey {

@@ -7,8 +7,8 @@ use toolgate_core::store::{
     OperationStore, StoreError,
 };
 
-use super::fixture::{T0, entry, error};
-use super::outbox::{PAID, event_of, lease_one, queue};
+use super::{PAID, event_of, lease_one, queue};
+use crate::conformance::fixture::{T0, entry, error};
 
 /// A delivery settled with its audit record: the event, its operation and the record are
 /// written, the record read back whole; under a lease no longer held, none is, and the store

@@ -1,7 +1,7 @@
 //! A `failed` record is taken over by the next request under its key, corrected or not; another
 //! request is a conflict only while the first may have acted.
 
-use super::fixture::{T0, acquire, error, owner, request};
+use crate::conformance::fixture::{T0, acquire, error, owner, request};
 use toolgate_core::store::{Claim, OperationState, OperationStore, Resolution};
 
 /// The arguments a model sends after it corrected them.

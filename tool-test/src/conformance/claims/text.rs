@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::fixture::{T0, acquire, owner, request};
+use crate::conformance::fixture::{T0, acquire, owner, request};
 use toolgate_core::store::{AttemptError, OperationStore, Resolution};
 
 /// Words with every kind of character a tool may write: NUL, other C0 controls, DEL, C1,

@@ -6,8 +6,8 @@ use toolgate_core::store::EventSettlement;
 
 use toolgate_core::store::{DeliveryOutcome, OperationStore, Resolution};
 
-use super::fixture::{T0, error};
-use super::outbox::{event_of, lease, queue};
+use super::{event_of, lease, queue};
+use crate::conformance::fixture::{T0, error};
 
 /// A retry whose delivery may have applied sets [`maybe_applied`]; a later retry that says
 /// nothing keeps it; one that never may have applied leaves it unset; a lease taken over sets

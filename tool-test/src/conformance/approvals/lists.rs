@@ -7,8 +7,10 @@ use toolgate_core::store::{
     OperationState, OperationStore, SYSTEM_DECIDER, StoreError, Verdict,
 };
 
-use super::approvals::{ask, human, ids, record, stored};
-use super::fixture::{T0, acquire, approval, approval_of, approver, decide, entry, owner, request};
+use super::{ask, human, ids, record, stored};
+use crate::conformance::fixture::{
+    T0, acquire, approval, approval_of, approver, decide, entry, owner, request,
+};
 
 /// `list_approved` lists the approved approvals whose operation has not run yet, of every
 /// tenant, oldest first, at most the limit.

@@ -2,7 +2,7 @@
 //! retried attempt keeps its error.
 use toolgate_core::store::{OperationState, OperationStore, StoreError};
 
-use super::fixture::{T0, acquire, error, owner, request};
+use crate::conformance::fixture::{T0, acquire, error, owner, request};
 
 /// A worker that lost its claim (taken over after its lease expired) changes nothing.
 pub async fn a_stale_attempt_cannot_overwrite(store: &dyn OperationStore) {
