@@ -10,12 +10,13 @@
 //! of a run (`reject_run`) takes the run's row lock before those; no claim or decision takes a
 //! run's lock, so the order stays one.
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, ClaimStep, ClaimToken,
-    DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey, StoreError,
-    Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, Claim, ClaimRequest, ClaimStep,
+    ClaimToken, DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey,
+    StoreError, Verdict,
 };
 
 use crate::PostgresStore;
@@ -24,8 +25,6 @@ use crate::error::store_error;
 use crate::row::{self, decode, encode, get, json_text};
 use crate::statement::FetchOn;
 use crate::store::backend;
-use async_trait::async_trait;
-use toolgate_core::store::ApprovalStore;
 
 /// The columns of an approval, in the order [`record`] reads them.
 macro_rules! approval_columns {

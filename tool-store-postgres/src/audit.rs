@@ -1,10 +1,11 @@
 //! The audit trail, in the table `toolgate_audit`: appended one row at a time, numbered by an
 //! identity column, never changed; and the listing of operations by the runs that touched them.
 
+use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use toolgate_core::store::{
-    AuditEntry, AuditKind, AuditQuery, AuditRecord, ClaimToken, OperationQuery, OperationRecord,
-    OperationState, StoreError,
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStore, ClaimToken, OperationQuery,
+    OperationRecord, OperationState, StoreError,
 };
 
 use crate::PostgresStore;
@@ -12,8 +13,6 @@ use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns, decode, decode_optional, get, json_text};
 use crate::statement::{ExecuteOn, FetchOn};
-use async_trait::async_trait;
-use toolgate_core::store::AuditStore;
 
 /// The columns of an audit record, in the order [`record`] reads them.
 macro_rules! audit_columns {

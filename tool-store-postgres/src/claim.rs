@@ -2,23 +2,19 @@
 //! one statement for a new key or a record answered as it stands, a transaction under the
 //! record's row lock (and its approval's) for a record the claim changes.
 
+use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgQueryResult};
 use toolgate_core::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep, Journal, OperationRecord, OperationState,
-    StoreError,
+    ApprovalRecord, AttemptError, AuditEntry, Claim, ClaimRequest, ClaimStep, ClaimStore,
+    ClaimToken, Journal, OperationRecord, OperationState, StoreError,
 };
 
-use crate::PostgresStore;
-use crate::audit;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, columns};
 use crate::statement::{ExecuteOn, FetchOn};
 use crate::take::take_to_run;
-use crate::{approval, steps};
-use async_trait::async_trait;
-use toolgate_core::store::ClaimStore;
-use toolgate_core::store::{AttemptError, AuditEntry, ClaimToken};
+use crate::{PostgresStore, approval, audit, steps};
 
 /// How many times a claim inserts again when the record it collided with was purged before it
 /// could be read. Only retention deletes records, and only settled ones, so a second round

@@ -1,21 +1,19 @@
 //! The outbox's events: one row an operation in `toolgate_outbox`, leased by workers with
 //! `FOR UPDATE SKIP LOCKED`, settled together with their operation.
 
+use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus, LeasedEvent,
-    OperationState, OutboxEvent, StoreError,
+    Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
+    LeasedEvent, OperationState, OutboxEvent, OutboxStore, StoreError,
 };
 
-use crate::PostgresStore;
 use crate::audit::{audit_insert, bind_entry};
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get, json_text};
 use crate::statement::FetchOn;
-use crate::transaction;
-use async_trait::async_trait;
-use toolgate_core::store::{Begun, ClaimRequest, OutboxStore};
+use crate::{PostgresStore, transaction};
 
 /// The columns of an event, in the order [`event`] reads them.
 macro_rules! event_columns {

@@ -2,20 +2,18 @@
 //! ([`OperationLog::resolve`](toolgate_core::store::OperationLog::resolve)), with its
 //! outbox event and its step journal, in one transaction under the operation's row lock.
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
-use toolgate_core::store::{OperationRecord, OperationState, Resolution, StoreError};
+use toolgate_core::store::{
+    OperationLog, OperationQuery, OperationRecord, OperationState, Resolution, StoreError,
+};
 
-use crate::PostgresStore;
-use crate::audit;
 use crate::connections::Connections;
 use crate::error::store_error;
-use crate::outbox;
 use crate::row::{self, columns};
 use crate::statement::{ExecuteOn, FetchOn};
-use async_trait::async_trait;
-use toolgate_core::store::OperationLog;
-use toolgate_core::store::OperationQuery;
+use crate::{PostgresStore, audit, outbox};
 
 /// Settles the `outcome_unknown` record of `(tenant, key)`; `None` when it is not
 /// `outcome_unknown` (any more).

@@ -15,24 +15,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::RunLimits;
 use toolgate_core::store::{
-    AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
-    TurnRequest,
+    AbortedRun, Admission, ClaimRequest, FailedCall, RunAbort, RunKey, RunLedger, RunRecord,
+    StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
-use crate::PostgresStore;
-use crate::approval;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{count, get};
 use crate::statement::{ExecuteOn, FetchOn};
-use crate::turn_claim;
-use async_trait::async_trait;
-use toolgate_core::store::RunLedger;
-use toolgate_core::store::{ClaimRequest, TurnClaim, begin_turn_then_claim};
+use crate::{PostgresStore, approval, turn_claim};
 
 /// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn): one
 /// statement, the function `toolgate_begin_turn` (migration 0007).

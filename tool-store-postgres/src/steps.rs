@@ -2,10 +2,12 @@
 //! the claim's holder while it holds the operation's row lock, so that a worker that lost its
 //! claim changes nothing.
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
+    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StepStore,
+    StoreError,
 };
 
 use crate::PostgresStore;
@@ -13,8 +15,6 @@ use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get};
 use crate::statement::{ExecuteOn, FetchOn};
-use async_trait::async_trait;
-use toolgate_core::store::StepStore;
 
 /// The columns of a step, in the order [`step`] reads them.
 macro_rules! step_columns {

@@ -7,18 +7,17 @@
 //! between. A rejection moves the operation waiting on the approval to `rejected` in the same
 //! transaction.
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, ClaimToken, DecideRequest, DecideStep, Decided,
-    Decision, Refusal, Requester, RunKey, StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ClaimToken, DecideRequest,
+    DecideStep, Decided, Decision, Refusal, Requester, RunKey, StoreError, Verdict,
 };
 
 use crate::SqliteStore;
 use crate::error::backend;
 use crate::row::column;
-use async_trait::async_trait;
-use toolgate_core::store::ApprovalStore;
 
 /// Stores `approval` as it is.
 pub(crate) async fn insert(

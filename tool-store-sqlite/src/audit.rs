@@ -2,16 +2,17 @@
 //! changed, numbered by SQLite (`AUTOINCREMENT`, so a number is never given twice, even after
 //! retention deleted the rows before it).
 
+use async_trait::async_trait;
 use sqlx::SqlitePool;
 use sqlx::sqlite::SqliteRow;
-use toolgate_core::store::{AuditEntry, AuditKind, AuditQuery, AuditRecord, StoreError};
+use toolgate_core::store::{
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStore, StoreError,
+};
 
 use crate::SqliteStore;
 use crate::approval::limit;
 use crate::error::backend;
 use crate::row::column;
-use async_trait::async_trait;
-use toolgate_core::store::AuditStore;
 
 /// [`AuditStore::append_audit`](toolgate_core::store::AuditStore::append_audit), on the
 /// writer or in a transaction of it.

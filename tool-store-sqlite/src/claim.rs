@@ -3,20 +3,17 @@
 //! on as [`ClaimStore::claim`](toolgate_core::store::ClaimStore::claim) says. The same
 //! logic runs inside the transaction an outbox tool's body runs in ([`claim_on`]).
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep as Step, Journal, OperationRecord, StoreError,
+    ApprovalRecord, AttemptError, AuditEntry, Claim, ClaimRequest, ClaimStep as Step, ClaimStore,
+    ClaimToken, Journal, OperationRecord, OperationState, StoreError,
 };
 
-use crate::SqliteStore;
-use crate::audit;
 use crate::error::backend;
 use crate::steps::error_json;
-use crate::{approval, row, steps};
-use async_trait::async_trait;
-use toolgate_core::store::ClaimStore;
-use toolgate_core::store::{AttemptError, AuditEntry, ClaimToken, OperationState};
+use crate::{SqliteStore, approval, audit, row, steps};
 
 /// Claims `request.key`. `BEGIN IMMEDIATE` takes the write lock before the first read, so no
 /// other writer can change the record or its approval between the inspection and the update.

@@ -2,21 +2,18 @@
 //! resumed by an operator, each change one immediate transaction on the writer (SQLite's one
 //! writer is what keeps two workers from leasing the same event).
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus, LeasedEvent,
-    OutboxEvent, StoreError,
+    Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
+    LeasedEvent, OutboxEvent, OutboxStore, StoreError,
 };
 
-use crate::SqliteStore;
-use crate::begin;
 use crate::error::backend;
 use crate::row::{column, count};
 use crate::steps::{error_json, parse_error};
-use async_trait::async_trait;
-use toolgate_core::store::OutboxStore;
-use toolgate_core::store::{Begun, ClaimRequest};
+use crate::{SqliteStore, begin};
 
 /// Inserts the event of the operation `(tenant, key)` of `tool`, `pending`, due at `now_ms`, on
 /// `conn` (the outbox tool's transaction).

@@ -1,16 +1,14 @@
 //! The reconciler's settlement of an `outcome_unknown` operation, with its outbox event and its
 //! step journal, in one immediate transaction.
 
-use sqlx::{AssertSqlSafe, SqlitePool};
-use toolgate_core::store::{OperationRecord, Resolution, StoreError};
-
-use crate::SqliteStore;
-use crate::approval;
-use crate::error::backend;
-use crate::row;
 use async_trait::async_trait;
-use toolgate_core::store::OperationLog;
-use toolgate_core::store::{OperationQuery, OperationState};
+use sqlx::{AssertSqlSafe, SqlitePool};
+use toolgate_core::store::{
+    OperationLog, OperationQuery, OperationRecord, OperationState, Resolution, StoreError,
+};
+
+use crate::error::backend;
+use crate::{SqliteStore, approval, row};
 
 /// Settles `(tenant, key)` as
 /// [`OperationLog::resolve`](toolgate_core::store::OperationLog::resolve) says.

@@ -10,18 +10,17 @@
 
 use std::collections::BTreeSet;
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AbortedRun, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    AbortedRun, FailedCall, RunAbort, RunKey, RunLedger, RunRecord, StoreError, TurnGrant,
+    TurnRequest,
 };
 
-use crate::SqliteStore;
-use crate::approval;
 use crate::error::backend;
 use crate::unflushed::Unflushed;
-use async_trait::async_trait;
-use toolgate_core::store::RunLedger;
+use crate::{SqliteStore, approval};
 
 /// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn), committed
 /// without an fsync of its own (see [`Unflushed`]).

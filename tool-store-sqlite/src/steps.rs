@@ -1,17 +1,17 @@
 //! The step journal of a multi-step operation, in the table `steps`: each step begun, finished
 //! and read under the claim that holds its operation, each change one immediate transaction.
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
+    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StepStore,
+    StoreError,
 };
 
 use crate::SqliteStore;
 use crate::error::backend;
 use crate::row::{column, count};
-use async_trait::async_trait;
-use toolgate_core::store::StepStore;
 
 /// What the journal of `(tenant, key)` says about a lease that ended, read on `conn`.
 pub(crate) async fn journal(

@@ -159,8 +159,8 @@ pub(crate) async fn dead_event(store: &dyn OperationStore, tenant: &str, key: &s
     };
     store
         .settle_event(EventSettlement {
-            tenant: tenant,
-            key: key,
+            tenant,
+            key,
             attempt: leased.event.attempt,
             outcome: DeliveryOutcome::Dead(&error),
             now_ms: now,

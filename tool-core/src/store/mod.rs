@@ -23,14 +23,14 @@
 //!
 //! A store implements each of them; [`OperationStore`] is every one at once, implemented for
 //! any type that has them all, and is what the dispatcher holds (`Arc<dyn OperationStore>`).
-//! A method of a capability is called with its trait in scope: `use
-//! toolgate_core::store::prelude::*;` brings them all.
+//! On a `dyn OperationStore`, or a type known only as `S: OperationStore`, every method is
+//! called as it is. On a concrete store (`SqliteStore`, `PostgresStore`, `MemoryStore`, an
+//! `Arc` of one), a method is called with its trait in scope: [`prelude`] brings them all.
 //!
 //! ```
-//! use toolgate_core::store::prelude::*;
-//! use toolgate_core::store::{OperationRecord, StoreError};
+//! use toolgate_core::store::{OperationRecord, OperationStore, StoreError};
 //!
-//! /// What an operator reads of a write, whichever store keeps it.
+//! /// What an operator reads of a write, whichever store keeps it: no import needed.
 //! async fn show(
 //!     store: &dyn OperationStore,
 //!     key: &str,

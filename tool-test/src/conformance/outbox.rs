@@ -349,9 +349,9 @@ pub async fn settle_event_records_the_delivery_with_its_operation(store: &dyn Op
     let settle = |key: &'static str, outcome| {
         store.settle_event(EventSettlement {
             tenant: "acme",
-            key: key,
+            key,
             attempt: 1,
-            outcome: outcome,
+            outcome,
             now_ms: now,
             audit: None,
         })
@@ -451,7 +451,7 @@ pub async fn a_stale_or_unleased_event_is_not_settled(store: &dyn OperationStore
                 tenant: "acme",
                 key: "pending",
                 attempt: 1,
-                outcome: outcome,
+                outcome,
                 now_ms: T0 + 30_011,
                 audit: None,
             })
@@ -535,7 +535,7 @@ pub async fn resolve_settles_an_outbox_operation_with_its_event(store: &dyn Oper
         store
             .settle_event(EventSettlement {
                 tenant: "acme",
-                key: key,
+                key,
                 attempt: 1,
                 outcome: DeliveryOutcome::Unknown(&error(1, "outcome_unknown")),
                 now_ms: T0 + 11,

@@ -1,12 +1,13 @@
 //! The approvals of a [`MemoryStore`](super::MemoryStore): decided, listed and expired in its tables.
 
+use async_trait::async_trait;
+
 use super::MemoryStore;
 use super::tables::truncate;
 use crate::store::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ClaimToken, DecideRequest,
     DecideStep, Decided, Decision, OperationState, Refusal, StoreError, Verdict,
 };
-use async_trait::async_trait;
 
 #[async_trait]
 impl ApprovalStore for MemoryStore {

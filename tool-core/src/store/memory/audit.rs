@@ -1,9 +1,10 @@
 //! The audit trail of a [`MemoryStore`](super::MemoryStore): appended and read in its tables.
 
+use async_trait::async_trait;
+
 use super::MemoryStore;
 use super::tables::truncate;
 use crate::store::{AuditEntry, AuditQuery, AuditRecord, AuditStore, StoreError};
-use async_trait::async_trait;
 
 #[async_trait]
 impl AuditStore for MemoryStore {

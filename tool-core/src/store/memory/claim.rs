@@ -1,15 +1,14 @@
 //! The claim of the [`MemoryStore`](super::MemoryStore), on its tables under their one lock:
 //! what `claim` does, and what `begin` does inside its transaction.
 
-use crate::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep, Journal, OperationRecord, OperationState,
-};
+use async_trait::async_trait;
 
 use super::MemoryStore;
 use super::tables::Tables;
-use crate::store::AuditStore;
-use crate::store::{AttemptError, AuditEntry, ClaimStore, ClaimToken, StoreError};
-use async_trait::async_trait;
+use crate::store::{
+    ApprovalRecord, AttemptError, AuditEntry, AuditStore, Claim, ClaimRequest, ClaimStep,
+    ClaimStore, ClaimToken, Journal, OperationRecord, OperationState, StoreError,
+};
 
 impl Tables {
     /// Claims `request.key`, following [`ClaimRequest::step`].

@@ -9,16 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use crate::store::{
-    Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery, EventStatus,
-    LeasedEvent, OperationRecord, OperationState, OutboxEvent, StepRecord, StoreError,
-    StoreTransaction,
-};
-
 use super::MemoryStore;
 use super::tables::{Tables, truncate};
-use crate::store::AuditStore;
-use crate::store::{EventSettlement, OutboxStore};
+use crate::store::{
+    AuditStore, Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery,
+    EventSettlement, EventStatus, LeasedEvent, OperationRecord, OperationState, OutboxEvent,
+    OutboxStore, StepRecord, StoreError, StoreTransaction,
+};
 
 type Id = (String, String);
 

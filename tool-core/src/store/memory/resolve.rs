@@ -1,13 +1,14 @@
 //! The reconciler's answer about an unknown outcome, in the
 //! [`MemoryStore`](super::MemoryStore): what `resolve` does on its tables.
 
-use crate::store::{EventStatus, OperationRecord, OperationState, Resolution};
+use async_trait::async_trait;
 
 use super::MemoryStore;
-use super::tables::Tables;
-use super::tables::truncate;
-use crate::store::{OperationLog, OperationQuery, StoreError};
-use async_trait::async_trait;
+use super::tables::{Tables, truncate};
+use crate::store::{
+    EventStatus, OperationLog, OperationQuery, OperationRecord, OperationState, Resolution,
+    StoreError,
+};
 
 impl Tables {
     /// Settles the `outcome_unknown` record of `key` as `resolution` says; `None` for a record

@@ -1,10 +1,11 @@
 //! The run ledger of a [`MemoryStore`](super::MemoryStore): one record a run, behind its own lock.
 
+use async_trait::async_trait;
+
 use super::MemoryStore;
 use crate::store::{
     AbortedRun, RunAbort, RunKey, RunLedger, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
-use async_trait::async_trait;
 
 #[async_trait]
 impl RunLedger for MemoryStore {

@@ -1,13 +1,13 @@
 //! The step journals of the [`MemoryStore`](super::MemoryStore).
 
-use crate::store::{
-    ClaimToken, OperationState, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
-};
+use async_trait::async_trait;
 
 use super::MemoryStore;
 use super::tables::Tables;
-use crate::store::{AttemptError, StepStore};
-use async_trait::async_trait;
+use crate::store::{
+    AttemptError, ClaimToken, OperationState, StepOutcome, StepRecord, StepStart, StepStatus,
+    StepStore, StoreError,
+};
 
 impl Tables {
     /// Whether `owner` holds its record: `processing` under its attempt.

@@ -31,7 +31,7 @@ pub async fn a_delivery_and_its_audit_record_are_settled_together(store: &dyn Op
         .settle_event(EventSettlement {
             tenant: "acme",
             key: "k-delivery",
-            attempt: attempt,
+            attempt,
             outcome: DeliveryOutcome::Delivered(PAID),
             now_ms: T0 + 20,
             audit: Some(&delivered),
@@ -63,7 +63,7 @@ pub async fn a_delivery_and_its_audit_record_are_settled_together(store: &dyn Op
         .settle_event(EventSettlement {
             tenant: "acme",
             key: "k-delivery",
-            attempt: attempt,
+            attempt,
             outcome: DeliveryOutcome::Dead(&error(attempt, "refused")),
             now_ms: T0 + 30,
             audit: Some(&dead),

@@ -41,9 +41,9 @@ pub async fn an_event_remembers_a_delivery_that_may_have_been_applied(store: &dy
             store
                 .settle_event(EventSettlement {
                     tenant: "acme",
-                    key: key,
-                    attempt: attempt,
-                    outcome: outcome,
+                    key,
+                    attempt,
+                    outcome,
                     now_ms: T0 + 20,
                     audit: None,
                 })
