@@ -20,8 +20,8 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::RunLimits;
 use toolgate_core::store::{
-    AbortedRun, Admission, ClaimRequest, FailedCall, RunAbort, RunKey, RunLedger, RunRecord,
-    StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
+    AbortedRun, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunAbort, RunKey,
+    RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
 use crate::connections::Connections;
@@ -104,11 +104,14 @@ pub(crate) fn grant_of(row: &PgRow, limits: RunLimits) -> Result<TurnGrant, Stor
 /// statement, the function `toolgate_charge_attempt` (migration 0007).
 pub(crate) async fn charge_attempt(
     conns: &Connections,
-    run: RunKey<'_>,
-    tool: &str,
-    retry_budget: Option<u32>,
-    now_ms: i64,
+    charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
+    let AttemptCharge {
+        run,
+        tool,
+        retry_budget,
+        now_ms,
+    } = charge;
     sqlx::query_scalar("SELECT toolgate_charge_attempt($1, $2, $3, $4, $5)")
         .bind(run.tenant)
         .bind(run.run_id)
@@ -125,11 +128,14 @@ pub(crate) async fn charge_attempt(
 /// (the row's foreign key is checked at the end of the statement, when the row is in).
 pub(crate) async fn note_failure(
     conns: &Connections,
-    run: RunKey<'_>,
-    tool: &str,
-    request_hash: &str,
-    now_ms: i64,
+    failure: FailureNote<'_>,
 ) -> Result<(), StoreError> {
+    let FailureNote {
+        run,
+        tool,
+        request_hash,
+        now_ms,
+    } = failure;
     sqlx::query(
         "WITH run AS (INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) \
          VALUES ($1, $2, $3) ON CONFLICT (tenant_id, run_id) \
@@ -371,24 +377,12 @@ impl RunLedger for PostgresStore {
         true
     }
 
-    async fn charge_attempt(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        retry_budget: Option<u32>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        charge_attempt(&self.conns, run, tool, retry_budget, now_ms).await
+    async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
+        charge_attempt(&self.conns, charge).await
     }
 
-    async fn note_failure(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        request_hash: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        note_failure(&self.conns, run, tool, request_hash, now_ms).await
+    async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
+        note_failure(&self.conns, failure).await
     }
 
     async fn abort_run(

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StepStore,
-    StoreError,
+    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
+    StepStore, StoreError,
 };
 
 use crate::PostgresStore;
@@ -64,10 +64,13 @@ pub(crate) async fn clear(
 /// answered as it is.
 pub(crate) async fn begin_step(
     conns: &Connections,
-    owner: &ClaimToken,
-    name: &str,
-    now_ms: i64,
+    step: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = step;
     let mut lease = conns.lease().await.map_err(backend)?;
     let started = begin_step_on(lease.conn(), owner, name, now_ms).await;
     lease.finish(started).await
@@ -127,11 +130,14 @@ async fn begin_step_on(
 /// the claim is not held or the step is not `started`.
 pub(crate) async fn finish_step(
     conns: &Connections,
-    owner: &ClaimToken,
-    name: &str,
+    step: StepRequest<'_>,
     outcome: StepOutcome<'_>,
-    now_ms: i64,
 ) -> Result<(), StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = step;
     let (status, output, error) = match outcome {
         StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
         StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
@@ -265,23 +271,16 @@ fn backend(error: sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl StepStore for PostgresStore {
-    async fn begin_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        now_ms: i64,
-    ) -> Result<StepStart, StoreError> {
-        begin_step(&self.conns, owner, name, now_ms).await
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        begin_step(&self.conns, step).await
     }
 
     async fn finish_step(
         &self,
-        owner: &ClaimToken,
-        name: &str,
+        step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
-        now_ms: i64,
     ) -> Result<(), StoreError> {
-        finish_step(&self.conns, owner, name, outcome, now_ms).await
+        finish_step(&self.conns, step, outcome).await
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AbortedRun, FailedCall, RunAbort, RunKey, RunLedger, RunRecord, StoreError, TurnGrant,
-    TurnRequest,
+    AbortedRun, AttemptCharge, FailedCall, FailureNote, RunAbort, RunKey, RunLedger, RunRecord,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::error::backend;
@@ -67,11 +67,14 @@ async fn begin_turn_on(
 /// follows it before the retry is sent.
 pub(crate) async fn charge_attempt(
     writer: &SqlitePool,
-    run: RunKey<'_>,
-    tool: &str,
-    retry_budget: Option<u32>,
-    now_ms: i64,
+    charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
+    let AttemptCharge {
+        run,
+        tool,
+        retry_budget,
+        now_ms,
+    } = charge;
     let mut conn = Unflushed::acquire(writer).await?;
     let charged = charge_attempt_on(&mut conn, run, tool, retry_budget, now_ms).await?;
     conn.restore().await?;
@@ -106,11 +109,14 @@ async fn charge_attempt_on(
 /// run's row is created or touched, then the failure inserted unless it is there.
 pub(crate) async fn note_failure(
     writer: &SqlitePool,
-    run: RunKey<'_>,
-    tool: &str,
-    request_hash: &str,
-    now_ms: i64,
+    failure: FailureNote<'_>,
 ) -> Result<(), StoreError> {
+    let FailureNote {
+        run,
+        tool,
+        request_hash,
+        now_ms,
+    } = failure;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -342,24 +348,12 @@ impl RunLedger for SqliteStore {
         begin_turn(&self.writer, &request).await
     }
 
-    async fn charge_attempt(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        retry_budget: Option<u32>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        charge_attempt(&self.writer, run, tool, retry_budget, now_ms).await
+    async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
+        charge_attempt(&self.writer, charge).await
     }
 
-    async fn note_failure(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        request_hash: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        note_failure(&self.writer, run, tool, request_hash, now_ms).await
+    async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
+        note_failure(&self.writer, failure).await
     }
 
     async fn abort_run(

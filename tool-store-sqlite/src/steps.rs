@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StepStore,
-    StoreError,
+    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
+    StepStore, StoreError,
 };
 
 use crate::SqliteStore;
@@ -53,10 +53,13 @@ pub(crate) async fn clear(
 /// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step)).
 pub(crate) async fn begin_step(
     writer: &SqlitePool,
-    owner: &ClaimToken,
-    name: &str,
-    now_ms: i64,
+    request: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = request;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -118,11 +121,14 @@ pub(crate) async fn begin_step(
 /// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step)).
 pub(crate) async fn finish_step(
     writer: &SqlitePool,
-    owner: &ClaimToken,
-    name: &str,
+    step: StepRequest<'_>,
     outcome: StepOutcome<'_>,
-    now_ms: i64,
 ) -> Result<(), StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = step;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -264,23 +270,16 @@ fn step(row: &SqliteRow) -> Result<StepRecord, StoreError> {
 
 #[async_trait]
 impl StepStore for SqliteStore {
-    async fn begin_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        now_ms: i64,
-    ) -> Result<StepStart, StoreError> {
-        begin_step(&self.writer, owner, name, now_ms).await
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        begin_step(&self.writer, step).await
     }
 
     async fn finish_step(
         &self,
-        owner: &ClaimToken,
-        name: &str,
+        step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
-        now_ms: i64,
     ) -> Result<(), StoreError> {
-        finish_step(&self.writer, owner, name, outcome, now_ms).await
+        finish_step(&self.writer, step, outcome).await
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {

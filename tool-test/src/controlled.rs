@@ -12,11 +12,11 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
-    Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, EventLease,
-    EventQuery, EventSettlement, LeasedEvent, OperationQuery, OperationRecord, OutboxEvent,
-    Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart, StoreError,
-    TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptCharge, AttemptError, AuditEntry, AuditQuery,
+    AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision,
+    EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent, OperationQuery,
+    OperationRecord, OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord,
+    StepRequest, StepStart, StoreError, TurnGrant, TurnRequest,
 };
 
 mod request;
@@ -266,8 +266,8 @@ controlled! {
     }
     RunLedger {
         BeginTurn => begin_turn(request: TurnRequest<'_>) -> TurnGrant;
-        ChargeAttempt => charge_attempt(run: RunKey<'_>, tool: &str, retry_budget: Option<u32>, now_ms: i64) -> bool;
-        NoteFailure => note_failure(run: RunKey<'_>, tool: &str, request_hash: &str, now_ms: i64) -> ();
+        ChargeAttempt => charge_attempt(charge: AttemptCharge<'_>) -> bool;
+        NoteFailure => note_failure(failure: FailureNote<'_>) -> ();
         AbortRun => abort_run(run: RunKey<'_>, abort: &RunAbort, now_ms: i64) -> AbortedRun;
         Run => run(run: RunKey<'_>) -> Option<RunRecord>;
     }
@@ -304,8 +304,8 @@ controlled! {
         }
     }
     StepStore {
-        _ => begin_step(owner: &ClaimToken, name: &str, now_ms: i64) -> StepStart;
-        _ => finish_step(owner: &ClaimToken, name: &str, outcome: StepOutcome<'_>, now_ms: i64) -> ();
+        _ => begin_step(step: StepRequest<'_>) -> StepStart;
+        _ => finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
         _ => steps(tenant: &str, key: &str) -> Vec<StepRecord>;
         _ => partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
     }

@@ -82,11 +82,12 @@ pub use record::{
     Resolution, StoreError,
 };
 pub use run::{
-    AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, TurnGrant, TurnRequest,
+    AbortedRun, Admission, AttemptCharge, FailedCall, FailureNote, RunAbort, RunKey, RunRecord,
+    TurnGrant, TurnRequest,
 };
 pub use run_ledger::RunLedger;
 pub use step_store::StepStore;
-pub use steps::{Journal, StepOutcome, StepRecord, StepStart, StepStatus};
+pub use steps::{Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus};
 pub use turn_claim::{TurnClaim, begin_turn_then_claim, grant_lets_claim};
 
 /// Where write operations are recorded: every capability of a store at once, what the

@@ -22,6 +22,33 @@ pub struct RunKey<'a> {
     pub run_id: &'a str,
 }
 
+/// One more attempt of a tool in a run, a retry below the model
+/// ([`RunLedger::charge_attempt`](super::RunLedger::charge_attempt)).
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptCharge<'a> {
+    /// The run.
+    pub run: RunKey<'a>,
+    /// The tool the attempt calls.
+    pub tool: &'a str,
+    /// The tool's retry budget: how many attempts the run may make of it (`None`: no limit).
+    pub retry_budget: Option<u32>,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// A call that failed in a run ([`RunLedger::note_failure`](super::RunLedger::note_failure)).
+#[derive(Debug, Clone, Copy)]
+pub struct FailureNote<'a> {
+    /// The run.
+    pub run: RunKey<'a>,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The call's request hash.
+    pub request_hash: &'a str,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
 /// A model turn about to run: how many calls of each tool it holds.
 #[derive(Debug, Clone, Copy)]
 pub struct TurnRequest<'a> {

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 #[cfg(doc)]
 use super::ApprovalRecord;
 use super::{
-    AbortedRun, ClaimRequest, ClaimStore, RunAbort, RunKey, RunRecord, StoreError, TurnClaim,
-    TurnGrant, TurnRequest, begin_turn_then_claim,
+    AbortedRun, AttemptCharge, ClaimRequest, ClaimStore, FailureNote, RunAbort, RunKey, RunRecord,
+    StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
 /// The ledger of an agent's runs: one record a `(tenant, run)` counting its steps, tool calls
@@ -56,25 +56,14 @@ pub trait RunLedger: ClaimStore {
         false
     }
 
-    /// One more attempt of `tool` in `run` (a retry below the model), atomically: `false`, and
-    /// nothing counted, when its attempts have reached `retry_budget`.
-    async fn charge_attempt(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        retry_budget: Option<u32>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError>;
+    /// One more attempt of `charge.tool` in `charge.run` (a retry below the model), atomically:
+    /// `false`, and nothing counted, when its attempts have reached `charge.retry_budget`.
+    async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError>;
 
-    /// Notes that a call of `tool` with the request hash `request_hash` failed in `run` (noting
-    /// it again adds nothing; either way the run's `updated_ms` becomes `now_ms`).
-    async fn note_failure(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        request_hash: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError>;
+    /// Notes that a call of `failure.tool` with the request hash `failure.request_hash` failed
+    /// in `failure.run` (noting it again adds nothing; either way the run's `updated_ms` becomes
+    /// `failure.now_ms`).
+    async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError>;
 
     /// Aborts `run`: the first abort stands. In the same transaction, every approval of the
     /// run that [`ApprovalRecord::falls_with_its_run`] (pending, or approved with its operation

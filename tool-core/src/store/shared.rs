@@ -8,12 +8,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AbortedRun, ApprovalQuery, ApprovalRecord, ApprovalStore, AttemptError, AuditEntry, AuditQuery,
-    AuditRecord, AuditStore, Begun, Claim, ClaimRequest, ClaimStore, ClaimToken, DecideRequest,
-    Decided, Decision, EventLease, EventQuery, EventSettlement, LeasedEvent, OperationLog,
-    OperationQuery, OperationRecord, OutboxEvent, OutboxStore, Resolution, RunAbort, RunKey,
-    RunLedger, RunRecord, StepOutcome, StepRecord, StepStart, StepStore, StoreError, TurnClaim,
-    TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, ApprovalStore, AttemptCharge, AttemptError,
+    AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim, ClaimRequest, ClaimStore,
+    ClaimToken, DecideRequest, Decided, Decision, EventLease, EventQuery, EventSettlement,
+    FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord, OutboxEvent,
+    OutboxStore, Resolution, RunAbort, RunKey, RunLedger, RunRecord, StepOutcome, StepRecord,
+    StepRequest, StepStart, StepStore, StoreError, TurnClaim, TurnGrant, TurnRequest,
 };
 
 /// `impl<S: Trait + ?Sized> Trait for Arc<S>`, each listed method calling the store behind.
@@ -55,8 +55,8 @@ forward! {
     RunLedger {
         async fn begin_turn(request: TurnRequest<'_>) -> TurnGrant;
         async fn begin_turn_and_claim(turn: TurnRequest<'_>, claim: ClaimRequest<'_>) -> TurnClaim;
-        async fn charge_attempt(run: RunKey<'_>, tool: &str, retry_budget: Option<u32>, now_ms: i64) -> bool;
-        async fn note_failure(run: RunKey<'_>, tool: &str, request_hash: &str, now_ms: i64) -> ();
+        async fn charge_attempt(charge: AttemptCharge<'_>) -> bool;
+        async fn note_failure(failure: FailureNote<'_>) -> ();
         async fn abort_run(run: RunKey<'_>, abort: &RunAbort, now_ms: i64) -> AbortedRun;
         async fn run(run: RunKey<'_>) -> Option<RunRecord>;
         fn claims_with_turn() -> bool;
@@ -78,8 +78,8 @@ forward! {
         async fn list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
     }
     StepStore {
-        async fn begin_step(owner: &ClaimToken, name: &str, now_ms: i64) -> StepStart;
-        async fn finish_step(owner: &ClaimToken, name: &str, outcome: StepOutcome<'_>, now_ms: i64) -> ();
+        async fn begin_step(step: StepRequest<'_>) -> StepStart;
+        async fn finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
         async fn steps(tenant: &str, key: &str) -> Vec<StepRecord>;
         async fn partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
     }

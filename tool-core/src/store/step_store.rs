@@ -4,7 +4,9 @@ use async_trait::async_trait;
 
 #[cfg(doc)]
 use super::ClaimStore;
-use super::{AttemptError, ClaimToken, StepOutcome, StepRecord, StepStart, StoreError};
+use super::{
+    AttemptError, ClaimToken, StepOutcome, StepRecord, StepRequest, StepStart, StoreError,
+};
 
 /// The step journal of an operation whose tool runs in steps: each step begun and finished
 /// under the claim of its operation, so a step that succeeded is never run again.
@@ -13,28 +15,21 @@ use super::{AttemptError, ClaimToken, StepOutcome, StepRecord, StepStart, StoreE
 /// implements, and the dispatcher calls, as a tool's steps run.
 #[async_trait]
 pub trait StepStore: Send + Sync {
-    /// Begins the step `name` of the operation `owner` holds, atomically (see [`StepStart`]):
-    /// a step never begun, or `failed`, becomes `started` under `owner.attempt` (a new one takes
-    /// the next `seq`) and answers [`StepStart::Run`]; a `succeeded` one answers
-    /// [`StepStart::Done`]; a `started` one answers [`StepStart::Unknown`] and is not changed.
-    /// [`StoreError::LostClaim`] when the record is no longer `processing` under
-    /// `owner.attempt`.
-    async fn begin_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        now_ms: i64,
-    ) -> Result<StepStart, StoreError>;
+    /// Begins the step `step.name` of the operation `step.owner` holds, atomically (see
+    /// [`StepStart`]): a step never begun, or `failed`, becomes `started` under the owner's
+    /// attempt (a new one takes the next `seq`) and answers [`StepStart::Run`]; a `succeeded` one
+    /// answers [`StepStart::Done`]; a `started` one answers [`StepStart::Unknown`] and is not
+    /// changed. [`StoreError::LostClaim`] when the record is no longer `processing` under the
+    /// owner's attempt.
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError>;
 
-    /// Records the outcome of the step `name` (`started`, or `failed` when a check found that
-    /// an unknown step was not applied) of the operation `owner` holds. Same ownership rule as
-    /// [`begin_step`](Self::begin_step).
+    /// Records `outcome` for the step `step.name` (`started`, or `failed` when a check found
+    /// that an unknown step was not applied) of the operation `step.owner` holds. Same
+    /// ownership rule as [`begin_step`](Self::begin_step).
     async fn finish_step(
         &self,
-        owner: &ClaimToken,
-        name: &str,
+        step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
-        now_ms: i64,
     ) -> Result<(), StoreError>;
 
     /// The step journal of `(tenant, key)`, by `seq`.

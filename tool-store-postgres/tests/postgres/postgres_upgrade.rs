@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use toolgate_core::AuthContext;
 use toolgate_core::store::EventSettlement;
+use toolgate_core::store::StepRequest;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, Begun, Claim,
@@ -482,13 +483,24 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
     };
     assert_eq!(
         store
-            .begin_step(&worker, "update_crm", T0 + 20)
+            .begin_step(StepRequest {
+                owner: &worker,
+                name: "update_crm",
+                now_ms: T0 + 20
+            })
             .await
             .unwrap(),
         StepStart::Run
     );
     store
-        .finish_step(&worker, "update_crm", StepOutcome::Succeeded("1"), T0 + 21)
+        .finish_step(
+            StepRequest {
+                owner: &worker,
+                name: "update_crm",
+                now_ms: T0 + 21,
+            },
+            StepOutcome::Succeeded("1"),
+        )
         .await
         .unwrap();
     let error = AttemptError {

@@ -4,7 +4,8 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::store::{
-    AbortedRun, RunAbort, RunKey, RunLedger, RunRecord, StoreError, TurnGrant, TurnRequest,
+    AbortedRun, AttemptCharge, FailureNote, RunAbort, RunKey, RunLedger, RunRecord, StoreError,
+    TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -20,23 +21,23 @@ impl RunLedger for MemoryStore {
         true
     }
 
-    async fn charge_attempt(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        retry_budget: Option<u32>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
+    async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
+        let AttemptCharge {
+            run,
+            tool,
+            retry_budget,
+            now_ms,
+        } = charge;
         Ok(self.with_run(run, |run| run.charge_attempt(tool, retry_budget, now_ms)))
     }
 
-    async fn note_failure(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        request_hash: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
+    async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
+        let FailureNote {
+            run,
+            tool,
+            request_hash,
+            now_ms,
+        } = failure;
         self.with_run(run, |run| run.note_failure(tool, request_hash, now_ms));
         Ok(())
     }

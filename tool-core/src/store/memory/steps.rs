@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use super::tables::Tables;
 use crate::store::{
-    AttemptError, ClaimToken, OperationState, StepOutcome, StepRecord, StepStart, StepStatus,
-    StepStore, StoreError,
+    AttemptError, ClaimToken, OperationState, StepOutcome, StepRecord, StepRequest, StepStart,
+    StepStatus, StepStore, StoreError,
 };
 
 impl Tables {
@@ -112,23 +112,16 @@ impl Tables {
 
 #[async_trait]
 impl StepStore for MemoryStore {
-    async fn begin_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        now_ms: i64,
-    ) -> Result<StepStart, StoreError> {
-        self.tables(|tables| tables.begin_step(owner, name, now_ms))
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        self.tables(|tables| tables.begin_step(step.owner, step.name, step.now_ms))
     }
 
     async fn finish_step(
         &self,
-        owner: &ClaimToken,
-        name: &str,
+        step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
-        now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.tables(|tables| tables.finish_step(owner, name, outcome, now_ms))
+        self.tables(|tables| tables.finish_step(step.owner, step.name, outcome, step.now_ms))
     }
 
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
