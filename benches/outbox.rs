@@ -28,8 +28,9 @@ use criterion::{
 use serde_json::Value;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
+use toolgate::store::prelude::*;
 use toolgate::store::{
-    Begun, ClaimRequest, ClaimToken, Commit, NewEvent, OperationStore, OutboxEvent, PostgresStore,
+    Begun, ClaimRequest, ClaimToken, Commit, NewEvent, OutboxEvent, PostgresStore,
 };
 use toolgate::{ToolError, outbox::OutboxWorker};
 use toolgate_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};

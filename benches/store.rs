@@ -21,7 +21,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 use toolgate::store::PostgresStore;
-use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState, OperationStore};
+use toolgate::store::prelude::*;
+use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState};
 use toolgate_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
 use toolgate_store_postgres::sqlx::{self, Row};
 use toolgate_test_postgres::test_database;
@@ -101,7 +102,7 @@ async fn with_toolgate(store: &PostgresStore) {
         key,
         attempt,
     };
-    store.succeed(&owner, RESULT, now + 1).await.unwrap();
+    store.succeed(&owner, RESULT, now + 1, None).await.unwrap();
 }
 
 async fn with_sqlx(pool: &PgPool) {
@@ -224,7 +225,7 @@ fn store(c: &mut Criterion) {
             key: done.clone(),
             attempt: 1,
         };
-        store.succeed(&owner, RESULT, now + 1).await.unwrap();
+        store.succeed(&owner, RESULT, now + 1, None).await.unwrap();
         assert_eq!(state_of(&store, &done).await, OperationState::Succeeded);
     });
     let mut group = c.benchmark_group("store/replay");

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use toolgate::prelude::*;
-use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationStore, PostgresStore};
+use toolgate::store::prelude::*;
+use toolgate::store::{Claim, ClaimRequest, ClaimToken, PostgresStore};
 use toolgate_test_postgres::test_database;
 
 /// Refund an order.
@@ -57,7 +58,7 @@ async fn claim_and_succeed(store: &PostgresStore, key: &str) {
         attempt,
     };
     store
-        .succeed(&owner, "500", now + 1)
+        .succeed(&owner, "500", now + 1, None)
         .await
         .expect("succeed");
 }

@@ -1,4 +1,5 @@
-//! Where write operations are recorded: the [`OperationStore`] trait and its records, and the
+//! Where write operations are recorded: the [`OperationStore`] trait, its capabilities (`use
+//! toolgate::store::prelude::*;` to call their methods) and its records, and the
 //! stores themselves behind the crate's features.
 //!
 //! | feature | store | for |

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 use tokio::sync::Semaphore;
 use toolgate::prelude::*;
-use toolgate::store::{OperationState, OperationStore, SqliteStore};
+use toolgate::store::prelude::*;
+use toolgate::store::{OperationState, SqliteStore};
 use toolgate::{dispatch::ManualClock, reconcile::Reconciler};
 
 /// The provider behind `send`: how often it was asked, a permit for each request it has, and

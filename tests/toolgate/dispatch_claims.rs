@@ -174,10 +174,10 @@ async fn settle(store: &dyn OperationStore, owner: &ClaimToken, then: Then) {
         what: "the other worker's attempt was refused".into(),
     };
     match then {
-        Then::Succeeds => store
-            .succeed(owner, r#"{"refund_id":"re_other"}"#, NOW)
-            .await
-            .unwrap(),
+        Then::Succeeds => {
+            let result = r#"{"refund_id":"re_other"}"#;
+            store.succeed(owner, result, NOW, None).await.unwrap();
+        }
         Then::Fails => store.fail(owner, &error, NOW).await.unwrap(),
         Then::BecomesUnknown => store.mark_unknown(owner, &error, NOW).await.unwrap(),
         Then::IsPurged => {
@@ -336,7 +336,7 @@ async fn a_record_hashed_before_keying_still_replays_and_conflicts(store: Arc<dy
         attempt: 1,
     };
     let result = r#"{"refund_id":"re_ORD-L","amount":50.0}"#;
-    store.succeed(&owner, result, NOW).await.unwrap();
+    store.succeed(&owner, result, NOW, None).await.unwrap();
 
     let replay = desk.refund("ORD-L", 50.0).await;
     assert_eq!(

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{OperationState, OperationStore};
+use toolgate::store::OperationState;
+use toolgate::store::prelude::*;
 use toolgate_test::MemoryStore;
 
 /// What the next run of the tool does.

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
+use toolgate::store::prelude::*;
 use toolgate::store::{
-    DecideRequest, EventLease, EventStatus, OperationState, OperationStore, OutboxEvent, Verdict,
+    DecideRequest, EventLease, EventStatus, OperationState, OutboxEvent, Verdict,
 };
 use toolgate::{
     dispatch::Clock, outbox::Deliver, outbox::OutboxWorker, reconcile::Reconciler, tool::RetrySpec,

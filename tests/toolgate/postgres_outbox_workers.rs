@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
+use toolgate::store::prelude::*;
 use toolgate::store::{
-    EventQuery, EventStatus, OperationQuery, OperationState, OperationStore, OutboxEvent,
-    PostgresStore,
+    EventQuery, EventStatus, OperationQuery, OperationState, OutboxEvent, PostgresStore,
 };
 use toolgate::{
     dispatch::Clock, dispatch::ManualClock, dispatch::SystemClock, outbox::Deliver,

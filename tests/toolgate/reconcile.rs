@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{ClaimRequest, OperationState, OperationStore};
+use toolgate::store::prelude::*;
+use toolgate::store::{ClaimRequest, OperationState};
 use toolgate::{dispatch::Clock, reconcile::Reconciler};
 use toolgate_test::{ManualClock, MemoryStore};
 

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use toolgate::prelude::*;
-use toolgate::store::{OperationState, OperationStore, StepStatus};
+use toolgate::store::prelude::*;
+use toolgate::store::{OperationState, StepStatus};
 use toolgate_test::{ManualClock, MemoryStore};
 
 /// The systems the steps act on: how many times each step acted, and where a call stops.

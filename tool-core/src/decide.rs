@@ -29,7 +29,8 @@ use crate::store::{
 /// ```
 /// use std::sync::Arc;
 /// use toolgate::prelude::*;
-/// use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, OperationStore, Verdict};
+/// use toolgate::store::prelude::*;
+/// use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, Verdict};
 /// // The in-memory store of the tests; an application passes its SQLite or PostgreSQL store.
 /// use toolgate_test::MemoryStore;
 ///

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ToolError};
 use crate::json_text::JsonText;
+use crate::store::StepRequest;
 use crate::store::{AttemptError, ClaimToken, OperationStore, StepOutcome, StepStart};
 
 /// Where a step of a call ended, as the model reads it in a result's `steps`.
@@ -223,7 +224,11 @@ impl StepJournal {
 
     async fn begin(&self, tool: &str, name: &str) -> Result<StepStart, ToolError> {
         self.store
-            .begin_step(&self.owner, name, self.now_ms())
+            .begin_step(StepRequest {
+                owner: &self.owner,
+                name,
+                now_ms: self.now_ms(),
+            })
             .await
             .map_err(|err| {
                 // Nothing of the step ran: the call did not act through it.
@@ -240,7 +245,14 @@ impl StepJournal {
         outcome: StepOutcome<'_>,
     ) -> Result<(), ToolError> {
         self.store
-            .finish_step(&self.owner, name, outcome, self.now_ms())
+            .finish_step(
+                StepRequest {
+                    owner: &self.owner,
+                    name,
+                    now_ms: self.now_ms(),
+                },
+                outcome,
+            )
             .await
             .map_err(|err| {
                 self.unknown(

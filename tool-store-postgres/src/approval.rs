@@ -10,18 +10,21 @@
 //! of a run (`reject_run`) takes the run's row lock before those; no claim or decision takes a
 //! run's lock, so the order stays one.
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, ClaimStep, ClaimToken,
-    DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey, StoreError,
-    Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, Claim, ClaimRequest, ClaimStep,
+    ClaimToken, DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey,
+    StoreError, Verdict,
 };
 
+use crate::PostgresStore;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, decode, encode, get, json_text};
 use crate::statement::FetchOn;
+use crate::store::backend;
 
 /// The columns of an approval, in the order [`record`] reads them.
 macro_rules! approval_columns {
@@ -205,7 +208,7 @@ pub(crate) async fn reject_run(
     Ok(rejected)
 }
 
-/// [`OperationStore::decide`](toolgate_core::store::OperationStore::decide).
+/// [`ApprovalStore::decide`](toolgate_core::store::ApprovalStore::decide).
 pub(crate) async fn decide(
     conns: &Connections,
     request: &DecideRequest<'_>,
@@ -261,7 +264,7 @@ async fn decide_on(
     Ok(decided)
 }
 
-/// [`OperationStore::list_approvals`](toolgate_core::store::OperationStore::list_approvals).
+/// [`ApprovalStore::list_approvals`](toolgate_core::store::ApprovalStore::list_approvals).
 pub(crate) async fn list(
     conns: &Connections,
     query: &ApprovalQuery<'_>,
@@ -281,7 +284,7 @@ pub(crate) async fn list(
     rows.iter().map(record).collect()
 }
 
-/// [`OperationStore::list_approved`](toolgate_core::store::OperationStore::list_approved).
+/// [`ApprovalStore::list_approved`](toolgate_core::store::ApprovalStore::list_approved).
 pub(crate) async fn list_approved(
     conns: &Connections,
     limit: u32,
@@ -301,7 +304,7 @@ pub(crate) async fn list_approved(
     rows.iter().map(record).collect()
 }
 
-/// [`OperationStore::expire_approvals`](toolgate_core::store::OperationStore::expire_approvals):
+/// [`ApprovalStore::expire_approvals`](toolgate_core::store::ApprovalStore::expire_approvals):
 /// each approval in a transaction of its own, checked again under its locks, so one decided
 /// meanwhile is left as it was decided (and not answered).
 pub(crate) async fn expire(
@@ -347,7 +350,7 @@ async fn expire_on(
     Ok(expired)
 }
 
-/// [`OperationStore::reject_claimed`](toolgate_core::store::OperationStore::reject_claimed).
+/// [`ApprovalStore::reject_claimed`](toolgate_core::store::ApprovalStore::reject_claimed).
 pub(crate) async fn reject_claimed(
     conns: &Connections,
     owner: &ClaimToken,
@@ -486,4 +489,45 @@ fn record(row: &PgRow) -> Result<ApprovalRecord, StoreError> {
 /// A failed statement while the store was `doing` something to an approval.
 fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |error| store_error(doing, error)
+}
+
+#[async_trait]
+impl ApprovalStore for PostgresStore {
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        decide(&self.conns, &request).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let read = read(lease.conn(), id, false).await;
+        lease.finish(read).await
+    }
+
+    async fn list_approvals(
+        &self,
+        query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        list(&self.conns, &query).await
+    }
+
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        list_approved(&self.conns, limit).await
+    }
+
+    async fn expire_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        expire(&self.conns, now_ms, limit).await
+    }
+
+    async fn reject_claimed(
+        &self,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        reject_claimed(&self.conns, owner, decision, now_ms).await
+    }
 }

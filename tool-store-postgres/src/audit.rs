@@ -1,12 +1,14 @@
 //! The audit trail, in the table `toolgate_audit`: appended one row at a time, numbered by an
 //! identity column, never changed; and the listing of operations by the runs that touched them.
 
+use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use toolgate_core::store::{
-    AuditEntry, AuditKind, AuditQuery, AuditRecord, ClaimToken, OperationQuery, OperationRecord,
-    OperationState, StoreError,
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStore, ClaimToken, OperationQuery,
+    OperationRecord, OperationState, StoreError,
 };
 
+use crate::PostgresStore;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns, decode, decode_optional, get, json_text};
@@ -72,7 +74,7 @@ macro_rules! bind_entry {
 
 pub(crate) use {audit_insert, bind_entry};
 
-/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit).
+/// [`AuditStore::append_audit`](toolgate_core::store::AuditStore::append_audit).
 pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i64, StoreError> {
     let query = sqlx::query_scalar(concat!(
         audit_insert!(),
@@ -86,7 +88,7 @@ pub(crate) async fn append(conns: &Connections, entry: &AuditEntry) -> Result<i6
         .map_err(fault("append an audit record"))
 }
 
-/// [`OperationStore::append_audits`](toolgate_core::store::OperationStore::append_audits): one
+/// [`AuditStore::append_audits`](toolgate_core::store::AuditStore::append_audits): one
 /// statement, whatever their number (one round trip, one commit; all of them or none). Each
 /// column goes as an array; the rows are inserted in the order given, so their numbers follow it.
 pub(crate) async fn append_all(
@@ -204,7 +206,7 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// [`OperationStore::succeed_audited`](toolgate_core::store::OperationStore::succeed_audited):
+/// [`ClaimStore::succeed`](toolgate_core::store::ClaimStore::succeed):
 /// one statement, so one round trip and one commit. The record is inserted only from the row
 /// the success changed: a lost claim writes neither.
 pub(crate) async fn succeed(
@@ -241,7 +243,7 @@ pub(crate) async fn succeed(
     }
 }
 
-/// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).
+/// [`AuditStore::audit`](toolgate_core::store::AuditStore::audit).
 pub(crate) async fn read(
     conns: &Connections,
     query: &AuditQuery<'_>,
@@ -263,7 +265,7 @@ pub(crate) async fn read(
     rows.iter().map(record).collect()
 }
 
-/// [`OperationStore::list_operations`](toolgate_core::store::OperationStore::list_operations):
+/// [`OperationLog::list_operations`](toolgate_core::store::OperationLog::list_operations):
 /// by run, the operations whose keys the run's audit records name.
 pub(crate) async fn operations(
     conns: &Connections,
@@ -326,4 +328,19 @@ fn unsigned(value: i64, column: &str) -> Result<u64, StoreError> {
 /// A failed statement while the store was `doing` something to the audit trail.
 fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |error| store_error(doing, error)
+}
+
+#[async_trait]
+impl AuditStore for PostgresStore {
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        append(&self.conns, entry).await
+    }
+
+    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        append_all(&self.conns, entries).await
+    }
+
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        read(&self.conns, &query).await
+    }
 }

@@ -1,18 +1,20 @@
-//! A claim of a key ([`OperationStore::claim`](toolgate_core::store::OperationStore::claim)):
+//! A claim of a key ([`ClaimStore::claim`](toolgate_core::store::ClaimStore::claim)):
 //! one statement for a new key or a record answered as it stands, a transaction under the
 //! record's row lock (and its approval's) for a record the claim changes.
 
-use sqlx::postgres::PgConnection;
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnection, PgQueryResult};
 use toolgate_core::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep, Journal, OperationRecord, OperationState,
-    StoreError,
+    ApprovalRecord, AttemptError, AuditEntry, Claim, ClaimRequest, ClaimStep, ClaimStore,
+    ClaimToken, Journal, OperationRecord, OperationState, StoreError,
 };
 
 use crate::connections::Connections;
 use crate::error::store_error;
-use crate::row::{self, columns};
+use crate::row::{self, append_error, columns};
+use crate::statement::{ExecuteOn, FetchOn};
 use crate::take::take_to_run;
-use crate::{approval, steps};
+use crate::{PostgresStore, approval, audit, steps};
 
 /// How many times a claim inserts again when the record it collided with was purged before it
 /// could be read. Only retention deletes records, and only settled ones, so a second round
@@ -20,7 +22,7 @@ use crate::{approval, steps};
 const CLAIM_ROUNDS: usize = 3;
 
 /// Claims `request.key` following [`ClaimRequest::step`], as
-/// [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says.
+/// [`ClaimStore::claim`](toolgate_core::store::ClaimStore::claim) says.
 pub(crate) async fn claim(
     conns: &Connections,
     request: &ClaimRequest<'_>,
@@ -32,7 +34,7 @@ pub(crate) async fn claim(
 
 /// Claims `request.key` on `conn`: a connection of the store's own, where each statement commits on
 /// its own and a change to an existing record runs in a transaction; or a connection inside
-/// an open transaction ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)),
+/// an open transaction ([`OutboxStore::begin`](toolgate_core::store::OutboxStore::begin)),
 /// where that change runs in a savepoint and everything commits or rolls back with the
 /// transaction, whose row lock on the record holds concurrent claims of the key until it ends.
 pub(crate) async fn claim_on(
@@ -247,4 +249,135 @@ pub(crate) enum Inserted {
 /// A failed statement of a claim in the store's words (see `error::store_error`).
 fn backend(error: sqlx::Error) -> StoreError {
     store_error("claim a key", error)
+}
+
+impl PostgresStore {
+    /// Turns the result of an owner-checked `UPDATE` into `LostClaim` when no row matched.
+    fn owned(owner: &ClaimToken, done: PgQueryResult) -> Result<(), StoreError> {
+        if done.rows_affected() == 0 {
+            return Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            });
+        }
+        Ok(())
+    }
+
+    /// Moves an owned `processing` record to `state`, appending `error`.
+    async fn settle_with_error(
+        &self,
+        owner: &ClaimToken,
+        state: OperationState,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET state = $4, errors = ",
+            append_error!("$5"),
+            ", updated_ms = $6 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3"
+        ))
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(state.as_str())
+        .bind(row::error_list(error)?)
+        .bind(now_ms)
+        .execute_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        Self::owned(owner, done)
+    }
+}
+
+#[async_trait]
+impl ClaimStore for PostgresStore {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        claim(&self.conns, &request).await
+    }
+
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        audit: Option<&AuditEntry>,
+    ) -> Result<Option<i64>, StoreError> {
+        if let Some(entry) = audit {
+            return audit::succeed(&self.conns, owner, result, now_ms, entry).await;
+        }
+        let done = sqlx::query(
+            "UPDATE toolgate_operations SET state = 'succeeded', result = $4, updated_ms = $5 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3",
+        )
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(result)
+        .bind(now_ms)
+        .execute_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        Self::owned(owner, done).map(|()| None)
+    }
+
+    async fn fail(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(owner, OperationState::Failed, error, now_ms)
+            .await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(owner, OperationState::OutcomeUnknown, error, now_ms)
+            .await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET errors = ",
+            append_error!("$4"),
+            ", lease_until_ms = $5 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3"
+        ))
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(row::error_list(error)?)
+        .bind(lease_until_ms)
+        .execute_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        Self::owned(owner, done)
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2"
+        ))
+        .bind(tenant)
+        .bind(key)
+        .fetch_optional_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        row.as_ref().map(row::record).transpose()
+    }
 }

@@ -54,7 +54,7 @@
 //! audit trail, `toolgate_audit`.
 //!
 //! An outbox tool (`delivery = "outbox"`) runs its body inside a transaction the store opens
-//! ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)); the tool writes its
+//! ([`OutboxStore::begin`](toolgate_core::store::OutboxStore::begin)); the tool writes its
 //! own rows with the connection [`connection`] lends it, and its operation record, those rows
 //! and its event (a row of `toolgate_outbox`) commit together or not at all. Workers on any
 //! number of machines lease the events with `FOR UPDATE SKIP LOCKED` and settle each with its

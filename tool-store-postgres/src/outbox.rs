@@ -1,10 +1,11 @@
 //! The outbox's events: one row an operation in `toolgate_outbox`, leased by workers with
 //! `FOR UPDATE SKIP LOCKED`, settled together with their operation.
 
+use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    AuditEntry, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OperationState,
-    OutboxEvent, StoreError,
+    Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
+    LeasedEvent, OperationState, OutboxEvent, OutboxStore, StoreError,
 };
 
 use crate::audit::{audit_insert, bind_entry};
@@ -12,6 +13,7 @@ use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get, json_text};
 use crate::statement::FetchOn;
+use crate::{PostgresStore, transaction};
 
 /// The columns of an event, in the order [`event`] reads them.
 macro_rules! event_columns {
@@ -98,13 +100,16 @@ pub(crate) async fn lease(
 /// under `attempt`, and nothing is written.
 pub(crate) async fn settle(
     conns: &Connections,
-    tenant: &str,
-    key: &str,
-    attempt: u32,
-    outcome: DeliveryOutcome<'_>,
-    now_ms: i64,
-    audit: Option<&AuditEntry>,
+    settlement: &EventSettlement<'_>,
 ) -> Result<OutboxEvent, StoreError> {
+    let EventSettlement {
+        tenant,
+        key,
+        attempt,
+        outcome,
+        now_ms,
+        audit,
+    } = *settlement;
     // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
     // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
     // the delivery is still owed, and it stays `queued`), $10 the error appended. $11: the
@@ -276,4 +281,41 @@ fn event(row: &PgRow) -> Result<OutboxEvent, StoreError> {
 /// A failed statement of the outbox in the store's words (see `error::store_error`).
 fn backend(error: sqlx::Error) -> StoreError {
     store_error("keep an outbox event", error)
+}
+
+#[async_trait]
+impl OutboxStore for PostgresStore {
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
+        transaction::begin(&self.conns, &request).await
+    }
+
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
+        self::lease(&self.conns, &lease).await
+    }
+
+    async fn settle_event(
+        &self,
+        settlement: EventSettlement<'_>,
+    ) -> Result<OutboxEvent, StoreError> {
+        settle(&self.conns, &settlement).await
+    }
+
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError> {
+        resume(&self.conns, tenant, key, now_ms).await
+    }
+
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let read = read(lease.conn(), tenant, key, false).await;
+        lease.finish(read).await
+    }
+
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
+        list(&self.conns, &query).await
+    }
 }

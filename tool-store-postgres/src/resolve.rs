@@ -1,15 +1,19 @@
 //! The reconciler's verdict on an `outcome_unknown` operation
-//! ([`OperationStore::resolve`](toolgate_core::store::OperationStore::resolve)), with its
+//! ([`OperationLog::resolve`](toolgate_core::store::OperationLog::resolve)), with its
 //! outbox event and its step journal, in one transaction under the operation's row lock.
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
-use toolgate_core::store::{OperationRecord, OperationState, Resolution, StoreError};
+use toolgate_core::store::{
+    OperationLog, OperationQuery, OperationRecord, OperationState, Resolution, StoreError,
+};
 
 use crate::connections::Connections;
 use crate::error::store_error;
-use crate::outbox;
 use crate::row::{self, columns};
+use crate::statement::{ExecuteOn, FetchOn};
+use crate::{PostgresStore, audit, outbox};
 
 /// Settles the `outcome_unknown` record of `(tenant, key)`; `None` when it is not
 /// `outcome_unknown` (any more).
@@ -132,4 +136,92 @@ async fn set_event(
 /// A failed statement of a resolution in the store's words (see `error::store_error`).
 fn backend(error: sqlx::Error) -> StoreError {
     store_error("settle an unknown outcome", error)
+}
+
+#[async_trait]
+impl OperationLog for PostgresStore {
+    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE toolgate_operations SET state = 'outcome_unknown', updated_ms = $1 \
+             WHERE state = 'processing' AND lease_until_ms <= $1",
+        )
+        .bind(now_ms)
+        .execute_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM toolgate_operations WHERE state = 'outcome_unknown' \
+             ORDER BY updated_ms, tenant_id, idempotency_key LIMIT $1"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(row::record).collect()
+    }
+
+    async fn resolve(
+        &self,
+        tenant: &str,
+        key: &str,
+        resolution: Resolution<'_>,
+        now_ms: i64,
+    ) -> Result<Option<OperationRecord>, StoreError> {
+        resolve(&self.conns, tenant, key, resolution, now_ms).await
+    }
+
+    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let mut tx = lease.conn().begin().await.map_err(backend)?;
+        // Their outbox events and step journals go with them (ON DELETE CASCADE).
+        let done = sqlx::query(
+            "DELETE FROM toolgate_operations \
+             WHERE state IN ('succeeded', 'failed', 'rejected') AND updated_ms < $1",
+        )
+        .bind(before_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        // The approvals of operations that are gone, whenever they were made.
+        sqlx::query(
+            "DELETE FROM toolgate_approvals AS a WHERE NOT EXISTS (SELECT FROM \
+             toolgate_operations AS o WHERE o.tenant_id = a.tenant_id \
+             AND o.idempotency_key = a.idempotency_key)",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        // Old audit records, never before their operation.
+        sqlx::query(
+            "DELETE FROM toolgate_audit AS a WHERE at_ms < $1 AND (idempotency_key IS NULL \
+             OR NOT EXISTS (SELECT FROM toolgate_operations AS o \
+             WHERE o.tenant_id = a.tenant_id AND o.idempotency_key = a.idempotency_key))",
+        )
+        .bind(before_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        // A run's attempts and failures go with it (ON DELETE CASCADE).
+        sqlx::query("DELETE FROM toolgate_runs WHERE updated_ms < $1")
+            .bind(before_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        lease.done().await;
+        Ok(done.rows_affected())
+    }
+
+    async fn list_operations(
+        &self,
+        query: OperationQuery<'_>,
+    ) -> Result<Vec<OperationRecord>, StoreError> {
+        audit::operations(&self.conns, &query).await
+    }
 }

@@ -15,21 +15,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::RunLimits;
 use toolgate_core::store::{
-    AbortedRun, Admission, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant,
-    TurnRequest,
+    AbortedRun, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunAbort, RunKey,
+    RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
-use crate::approval;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{count, get};
 use crate::statement::{ExecuteOn, FetchOn};
+use crate::{PostgresStore, approval, turn_claim};
 
-/// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn): one
+/// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn): one
 /// statement, the function `toolgate_begin_turn` (migration 0007).
 pub(crate) async fn begin_turn(
     conns: &Connections,
@@ -99,15 +100,18 @@ pub(crate) fn grant_of(row: &PgRow, limits: RunLimits) -> Result<TurnGrant, Stor
     }
 }
 
-/// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt): one
+/// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt): one
 /// statement, the function `toolgate_charge_attempt` (migration 0007).
 pub(crate) async fn charge_attempt(
     conns: &Connections,
-    run: RunKey<'_>,
-    tool: &str,
-    retry_budget: Option<u32>,
-    now_ms: i64,
+    charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
+    let AttemptCharge {
+        run,
+        tool,
+        retry_budget,
+        now_ms,
+    } = charge;
     sqlx::query_scalar("SELECT toolgate_charge_attempt($1, $2, $3, $4, $5)")
         .bind(run.tenant)
         .bind(run.run_id)
@@ -119,16 +123,19 @@ pub(crate) async fn charge_attempt(
         .map_err(fault("charge an attempt"))
 }
 
-/// [`OperationStore::note_failure`](toolgate_core::store::OperationStore::note_failure): in one
+/// [`RunLedger::note_failure`](toolgate_core::store::RunLedger::note_failure): in one
 /// statement, the run's row created or touched, then the failure inserted unless it is there
 /// (the row's foreign key is checked at the end of the statement, when the row is in).
 pub(crate) async fn note_failure(
     conns: &Connections,
-    run: RunKey<'_>,
-    tool: &str,
-    request_hash: &str,
-    now_ms: i64,
+    failure: FailureNote<'_>,
 ) -> Result<(), StoreError> {
+    let FailureNote {
+        run,
+        tool,
+        request_hash,
+        now_ms,
+    } = failure;
     sqlx::query(
         "WITH run AS (INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) \
          VALUES ($1, $2, $3) ON CONFLICT (tenant_id, run_id) \
@@ -147,7 +154,7 @@ pub(crate) async fn note_failure(
     Ok(())
 }
 
-/// [`OperationStore::abort_run`](toolgate_core::store::OperationStore::abort_run): under the
+/// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): under the
 /// run's row lock, the abort stored (the first only), then the run's approvals that fall with
 /// it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes nothing.
 pub(crate) async fn abort_run(
@@ -187,7 +194,7 @@ async fn abort_run_on(
     })
 }
 
-/// [`OperationStore::run`](toolgate_core::store::OperationStore::run): the run's row, its
+/// [`RunLedger::run`](toolgate_core::store::RunLedger::run): the run's row, its
 /// attempts and its failures, read from one snapshot so they agree.
 pub(crate) async fn run(
     conns: &Connections,
@@ -346,4 +353,48 @@ async fn save_run(
 /// A failed statement while the store was `doing` something to a run.
 fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |error| store_error(doing, error)
+}
+
+#[async_trait]
+impl RunLedger for PostgresStore {
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        begin_turn(&self.conns, &request).await
+    }
+
+    async fn begin_turn_and_claim(
+        &self,
+        turn: TurnRequest<'_>,
+        claim: ClaimRequest<'_>,
+    ) -> Result<TurnClaim, StoreError> {
+        if !turn_claim::in_one_statement(&turn, &claim) {
+            return begin_turn_then_claim(self, turn, claim).await;
+        }
+        turn_claim::begin_turn_and_claim(&self.conns, &turn, &claim).await
+    }
+
+    /// `true`: one statement counts the turn and claims the key.
+    fn claims_with_turn(&self) -> bool {
+        true
+    }
+
+    async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
+        charge_attempt(&self.conns, charge).await
+    }
+
+    async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
+        note_failure(&self.conns, failure).await
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<AbortedRun, StoreError> {
+        abort_run(&self.conns, run, abort, now_ms).await
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        self::run(&self.conns, run).await
+    }
 }

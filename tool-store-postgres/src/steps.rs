@@ -2,12 +2,15 @@
 //! the claim's holder while it holds the operation's row lock, so that a worker that lost its
 //! claim changes nothing.
 
+use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
+    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
+    StepStore, StoreError,
 };
 
+use crate::PostgresStore;
 use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get};
@@ -56,15 +59,18 @@ pub(crate) async fn clear(
     Ok(())
 }
 
-/// [`OperationStore::begin_step`](toolgate_core::store::OperationStore::begin_step): under the
+/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step): under the
 /// lock of the owned operation's row, a new or failed step becomes `started`; any other is
 /// answered as it is.
 pub(crate) async fn begin_step(
     conns: &Connections,
-    owner: &ClaimToken,
-    name: &str,
-    now_ms: i64,
+    step: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = step;
     let mut lease = conns.lease().await.map_err(backend)?;
     let started = begin_step_on(lease.conn(), owner, name, now_ms).await;
     lease.finish(started).await
@@ -119,16 +125,19 @@ async fn begin_step_on(
     Ok(answer)
 }
 
-/// [`OperationStore::finish_step`](toolgate_core::store::OperationStore::finish_step): one
+/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step): one
 /// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
 /// the claim is not held or the step is not `started`.
 pub(crate) async fn finish_step(
     conns: &Connections,
-    owner: &ClaimToken,
-    name: &str,
+    step: StepRequest<'_>,
     outcome: StepOutcome<'_>,
-    now_ms: i64,
 ) -> Result<(), StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = step;
     let (status, output, error) = match outcome {
         StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
         StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
@@ -180,7 +189,7 @@ pub(crate) async fn steps(
     rows.iter().map(step).collect()
 }
 
-/// [`OperationStore::partial`](toolgate_core::store::OperationStore::partial): the owned
+/// [`StepStore::partial`](toolgate_core::store::StepStore::partial): the owned
 /// `processing` record becomes `partial` with the report as its result, the error appended.
 pub(crate) async fn partial(
     conns: &Connections,
@@ -258,4 +267,33 @@ fn parse_status(status: &str) -> Result<StepStatus, StoreError> {
 /// A failed statement of the journal in the store's words (see `error::store_error`).
 fn backend(error: sqlx::Error) -> StoreError {
     store_error("journal a step", error)
+}
+
+#[async_trait]
+impl StepStore for PostgresStore {
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        begin_step(&self.conns, step).await
+    }
+
+    async fn finish_step(
+        &self,
+        step: StepRequest<'_>,
+        outcome: StepOutcome<'_>,
+    ) -> Result<(), StoreError> {
+        finish_step(&self.conns, step, outcome).await
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        steps(&self.conns, tenant, key).await
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        partial(&self.conns, owner, report, error, now_ms).await
+    }
 }

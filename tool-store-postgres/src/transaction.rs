@@ -1,5 +1,5 @@
 //! The transaction an outbox tool's body runs in
-//! ([`OperationStore::begin`](toolgate_core::store::OperationStore::begin)): the claim, the
+//! ([`OutboxStore::begin`](toolgate_core::store::OutboxStore::begin)): the claim, the
 //! tool's rows and the event commit together or not at all.
 
 use std::any::Any;

@@ -1,5 +1,5 @@
 //! A write's claim that begins its turn
-//! ([`OperationStore::begin_turn_and_claim`](toolgate_core::store::OperationStore::begin_turn_and_claim)):
+//! ([`RunLedger::begin_turn_and_claim`](toolgate_core::store::RunLedger::begin_turn_and_claim)):
 //! one statement that counts the turn (the function `toolgate_count_turn`, migration 0008) and,
 //! when its grant lets the write claim
 //! ([`grant_lets_claim`](toolgate_core::store::grant_lets_claim)), inserts the key's record or
@@ -27,7 +27,7 @@ pub(crate) fn in_one_statement(turn: &TurnRequest<'_>, request: &ClaimRequest<'_
     request.approval.is_none() && turn.tools == [(request.tool, 1)]
 }
 
-/// [`OperationStore::begin_turn_and_claim`](toolgate_core::store::OperationStore::begin_turn_and_claim)
+/// [`RunLedger::begin_turn_and_claim`](toolgate_core::store::RunLedger::begin_turn_and_claim)
 /// in one statement, for a claim [`in_one_statement`] takes.
 pub(crate) async fn begin_turn_and_claim(
     conns: &Connections,

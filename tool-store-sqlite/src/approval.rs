@@ -7,13 +7,15 @@
 //! between. A rejection moves the operation waiting on the approval to `rejected` in the same
 //! transaction.
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, ClaimToken, DecideRequest, DecideStep, Decided,
-    Decision, Refusal, Requester, RunKey, StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ClaimToken, DecideRequest,
+    DecideStep, Decided, Decision, Refusal, Requester, RunKey, StoreError, Verdict,
 };
 
+use crate::SqliteStore;
 use crate::error::backend;
 use crate::row::column;
 
@@ -155,7 +157,7 @@ async fn append(
     .transpose()
 }
 
-/// [`OperationStore::decide`](toolgate_core::store::OperationStore::decide).
+/// [`ApprovalStore::decide`](toolgate_core::store::ApprovalStore::decide).
 pub(crate) async fn decide(
     writer: &SqlitePool,
     request: &DecideRequest<'_>,
@@ -202,7 +204,7 @@ pub(crate) async fn decide(
     Ok(decided)
 }
 
-/// [`OperationStore::approval`](toolgate_core::store::OperationStore::approval).
+/// [`ApprovalStore::approval`](toolgate_core::store::ApprovalStore::approval).
 pub(crate) async fn get(
     reader: &SqlitePool,
     id: &str,
@@ -214,7 +216,7 @@ pub(crate) async fn get(
     read(&mut conn, id).await
 }
 
-/// [`OperationStore::list_approvals`](toolgate_core::store::OperationStore::list_approvals).
+/// [`ApprovalStore::list_approvals`](toolgate_core::store::ApprovalStore::list_approvals).
 pub(crate) async fn list(
     reader: &SqlitePool,
     query: &ApprovalQuery<'_>,
@@ -235,7 +237,7 @@ pub(crate) async fn list(
     .collect()
 }
 
-/// [`OperationStore::list_approved`](toolgate_core::store::OperationStore::list_approved).
+/// [`ApprovalStore::list_approved`](toolgate_core::store::ApprovalStore::list_approved).
 pub(crate) async fn list_approved(
     reader: &SqlitePool,
     max: u32,
@@ -255,7 +257,7 @@ pub(crate) async fn list_approved(
     .collect()
 }
 
-/// [`OperationStore::expire_approvals`](toolgate_core::store::OperationStore::expire_approvals).
+/// [`ApprovalStore::expire_approvals`](toolgate_core::store::ApprovalStore::expire_approvals).
 pub(crate) async fn expire(
     writer: &SqlitePool,
     now_ms: i64,
@@ -286,7 +288,7 @@ pub(crate) async fn expire(
     Ok(expired)
 }
 
-/// [`OperationStore::reject_claimed`](toolgate_core::store::OperationStore::reject_claimed).
+/// [`ApprovalStore::reject_claimed`](toolgate_core::store::ApprovalStore::reject_claimed).
 pub(crate) async fn reject_claimed(
     writer: &SqlitePool,
     owner: &ClaimToken,
@@ -378,4 +380,43 @@ fn approval(row: &SqliteRow) -> Result<ApprovalRecord, StoreError> {
         decisions,
         id,
     })
+}
+
+#[async_trait]
+impl ApprovalStore for SqliteStore {
+    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
+        decide(&self.writer, &request).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        get(&self.reader, id).await
+    }
+
+    async fn list_approvals(
+        &self,
+        query: ApprovalQuery<'_>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        list(&self.reader, &query).await
+    }
+
+    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        list_approved(&self.reader, limit).await
+    }
+
+    async fn expire_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        expire(&self.writer, now_ms, limit).await
+    }
+
+    async fn reject_claimed(
+        &self,
+        owner: &ClaimToken,
+        decision: &Decision,
+        now_ms: i64,
+    ) -> Result<ApprovalRecord, StoreError> {
+        reject_claimed(&self.writer, owner, decision, now_ms).await
+    }
 }

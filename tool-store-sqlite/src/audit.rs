@@ -2,15 +2,19 @@
 //! changed, numbered by SQLite (`AUTOINCREMENT`, so a number is never given twice, even after
 //! retention deleted the rows before it).
 
+use async_trait::async_trait;
 use sqlx::SqlitePool;
 use sqlx::sqlite::SqliteRow;
-use toolgate_core::store::{AuditEntry, AuditKind, AuditQuery, AuditRecord, StoreError};
+use toolgate_core::store::{
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStore, StoreError,
+};
 
+use crate::SqliteStore;
 use crate::approval::limit;
 use crate::error::backend;
 use crate::row::column;
 
-/// [`OperationStore::append_audit`](toolgate_core::store::OperationStore::append_audit), on the
+/// [`AuditStore::append_audit`](toolgate_core::store::AuditStore::append_audit), on the
 /// writer or in a transaction of it.
 pub(crate) async fn append<'c>(
     writer: impl sqlx::SqliteExecutor<'c>,
@@ -53,7 +57,7 @@ pub(crate) async fn append<'c>(
     .map_err(backend("append an audit record"))
 }
 
-/// [`OperationStore::append_audits`](toolgate_core::store::OperationStore::append_audits): one
+/// [`AuditStore::append_audits`](toolgate_core::store::AuditStore::append_audits): one
 /// immediate transaction, so all of them or none, and one commit (one fsync) for all.
 pub(crate) async fn append_all(
     writer: &SqlitePool,
@@ -74,7 +78,7 @@ pub(crate) async fn append_all(
     tx.commit().await.map_err(backend("commit audit records"))
 }
 
-/// [`OperationStore::audit`](toolgate_core::store::OperationStore::audit).
+/// [`AuditStore::audit`](toolgate_core::store::AuditStore::audit).
 pub(crate) async fn read(
     reader: &SqlitePool,
     query: &AuditQuery<'_>,
@@ -131,4 +135,19 @@ fn record(row: &SqliteRow) -> Result<AuditRecord, StoreError> {
             at_ms: column(row, "at_ms")?,
         },
     })
+}
+
+#[async_trait]
+impl AuditStore for SqliteStore {
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        append(&self.writer, entry).await
+    }
+
+    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        append_all(&self.writer, entries).await
+    }
+
+    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
+        read(&self.reader, &query).await
+    }
 }

@@ -16,7 +16,7 @@ use crate::{claim, outbox, steps};
 const STORE_NAME: &str = "SQLite";
 
 /// Opens an immediate transaction on the writer and claims `request.key` in it (see
-/// [`OperationStore::begin`](toolgate_core::store::OperationStore::begin)). An acquired claim
+/// [`OutboxStore::begin`](toolgate_core::store::OutboxStore::begin)). An acquired claim
 /// keeps the transaction, and with it the store's one writer, open until the tool's body ends.
 pub(crate) async fn begin(
     writer: &SqlitePool,

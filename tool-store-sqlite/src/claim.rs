@@ -1,15 +1,19 @@
 //! The claim: one immediate transaction that inserts the record (and its approval, for a call
 //! over its tool's threshold), or inspects the one there with its latest approval and moves it
-//! on as [`OperationStore::claim`](toolgate_core::store::OperationStore::claim) says. The same
+//! on as [`ClaimStore::claim`](toolgate_core::store::ClaimStore::claim) says. The same
 //! logic runs inside the transaction an outbox tool's body runs in ([`claim_on`]).
 
-use sqlx::{SqliteConnection, SqlitePool};
+use async_trait::async_trait;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep as Step, Journal, OperationRecord, StoreError,
+    ApprovalRecord, AttemptError, AuditEntry, Claim, ClaimRequest, ClaimStep as Step, ClaimStore,
+    ClaimToken, Journal, OperationRecord, OperationState, StoreError,
 };
 
 use crate::error::backend;
-use crate::{approval, row, steps};
+use crate::steps::error_json;
+use crate::{SqliteStore, approval, audit, row, steps};
 
 /// Claims `request.key`. `BEGIN IMMEDIATE` takes the write lock before the first read, so no
 /// other writer can change the record or its approval between the inspection and the update.
@@ -201,4 +205,165 @@ async fn run(conn: &mut SqliteConnection, request: &ClaimRequest<'_>) -> Result<
             request.tenant, request.key
         ))
     })
+}
+
+impl SqliteStore {
+    /// Runs an owner-checked write: `sql` ends with `tenant_id = ? AND idempotency_key = ? AND
+    /// state = 'processing' AND attempt = ?`, bound here; no row changed means the claim is lost.
+    /// Moves an owned `processing` record to `state`, appending `error`.
+    async fn settle_with_error(
+        &self,
+        owner: &ClaimToken,
+        state: OperationState,
+        error: &AttemptError,
+        now_ms: i64,
+        doing: &'static str,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET state = ?1, \
+                 errors = json_insert(errors, '$[#]', json(?2)), updated_ms = ?3 \
+             WHERE tenant_id = ?4 AND idempotency_key = ?5 \
+               AND state = 'processing' AND attempt = ?6",
+        )
+        .bind(state.as_str())
+        .bind(error_json(error)?)
+        .bind(now_ms);
+        self.owned(owner, query, doing).await
+    }
+
+    async fn owned(
+        &self,
+        owner: &ClaimToken,
+        query: sqlx::query::Query<'_, Sqlite, SqliteArguments>,
+        doing: &'static str,
+    ) -> Result<(), StoreError> {
+        let done = query
+            .bind(&owner.tenant)
+            .bind(&owner.key)
+            .bind(i64::from(owner.attempt))
+            .execute(&self.writer)
+            .await
+            .map_err(backend(doing))?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            })
+        }
+    }
+}
+
+/// A success of the owner's claim: binds the result and the time, then the owner.
+const SUCCEED: &str = "UPDATE operations SET state = 'succeeded', result = ?1, updated_ms = ?2 \
+     WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+       AND state = 'processing' AND attempt = ?5";
+
+#[async_trait]
+impl ClaimStore for SqliteStore {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        claim(&self.writer, &request).await
+    }
+
+    /// With `audit`, one immediate transaction: the success, then the audit record, one commit
+    /// (one fsync where the two would take two).
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        audit: Option<&AuditEntry>,
+    ) -> Result<Option<i64>, StoreError> {
+        let Some(entry) = audit else {
+            let query = sqlx::query(SUCCEED).bind(result).bind(now_ms);
+            self.owned(owner, query, "record a success").await?;
+            return Ok(None);
+        };
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin recording a success"))?;
+        let done = sqlx::query(SUCCEED)
+            .bind(result)
+            .bind(now_ms)
+            .bind(&owner.tenant)
+            .bind(&owner.key)
+            .bind(i64::from(owner.attempt))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend("record a success"))?;
+        if done.rows_affected() != 1 {
+            // Nothing was written: the transaction rolls back as it is dropped.
+            return Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            });
+        }
+        let seq = audit::append(&mut *tx, entry).await?;
+        tx.commit().await.map_err(backend("commit a success"))?;
+        Ok(Some(seq))
+    }
+
+    async fn fail(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(
+            owner,
+            OperationState::Failed,
+            error,
+            now_ms,
+            "record a failure",
+        )
+        .await
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(
+            owner,
+            OperationState::OutcomeUnknown,
+            error,
+            now_ms,
+            "record an unknown outcome",
+        )
+        .await
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(
+            "UPDATE operations SET \
+                 errors = json_insert(errors, '$[#]', json(?1)), lease_until_ms = ?2 \
+             WHERE tenant_id = ?3 AND idempotency_key = ?4 \
+               AND state = 'processing' AND attempt = ?5",
+        )
+        .bind(error_json(error)?)
+        .bind(lease_until_ms);
+        self.owned(owner, query, "record a retry").await
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        sqlx::query("SELECT * FROM operations WHERE tenant_id = ?1 AND idempotency_key = ?2")
+            .bind(tenant)
+            .bind(key)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(backend("read a record"))?
+            .as_ref()
+            .map(row::record)
+            .transpose()
+    }
 }

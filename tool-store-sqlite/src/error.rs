@@ -41,7 +41,8 @@ mod tests {
 
     use sqlx::Connection;
     use sqlx::sqlite::SqliteConnection;
-    use toolgate_core::store::{ClaimRequest, OperationStore};
+    use toolgate_core::store::ClaimRequest;
+    use toolgate_core::store::prelude::*;
 
     use super::*;
     use crate::DEFAULT_BUSY_TIMEOUT as BUSY_TIMEOUT;

@@ -22,7 +22,7 @@
 //!
 //! The transactional outbox and the step journal live in the same file. An outbox tool's body
 //! runs inside the immediate transaction of its claim
-//! ([`begin`](toolgate_core::store::OperationStore::begin)): it writes its own rows with
+//! ([`begin`](toolgate_core::store::OutboxStore::begin)): it writes its own rows with
 //! [`connection`], and the commit stores the operation (`queued`) and its one event in the table `outbox`
 //! with them, or the rollback leaves none of the three. The transaction holds the store's one
 //! writer while the body runs, so every other write of the process (a claim of the same key

@@ -2,16 +2,18 @@
 //! resumed by an operator, each change one immediate transaction on the writer (SQLite's one
 //! writer is what keeps two workers from leasing the same event).
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AuditEntry, DeliveryOutcome, EventLease, EventQuery, EventStatus, LeasedEvent, OutboxEvent,
-    StoreError,
+    Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
+    LeasedEvent, OutboxEvent, OutboxStore, StoreError,
 };
 
 use crate::error::backend;
 use crate::row::{column, count};
 use crate::steps::{error_json, parse_error};
+use crate::{SqliteStore, begin};
 
 /// Inserts the event of the operation `(tenant, key)` of `tool`, `pending`, due at `now_ms`, on
 /// `conn` (the outbox tool's transaction).
@@ -40,7 +42,7 @@ pub(crate) async fn insert(
 }
 
 /// Leases due events (see
-/// [`OperationStore::lease_events`](toolgate_core::store::OperationStore::lease_events)).
+/// [`OutboxStore::lease_events`](toolgate_core::store::OutboxStore::lease_events)).
 pub(crate) async fn lease(
     writer: &SqlitePool,
     lease: &EventLease<'_>,
@@ -95,16 +97,19 @@ pub(crate) async fn lease(
 
 /// Records a delivery's outcome with its operation, and its audit record when given, in one
 /// transaction (see
-/// [`OperationStore::settle_event_audited`](toolgate_core::store::OperationStore::settle_event_audited)).
+/// [`OutboxStore::settle_event`](toolgate_core::store::OutboxStore::settle_event)).
 pub(crate) async fn settle(
     writer: &SqlitePool,
-    tenant: &str,
-    key: &str,
-    attempt: u32,
-    outcome: DeliveryOutcome<'_>,
-    now_ms: i64,
-    audit: Option<&AuditEntry>,
+    settlement: &EventSettlement<'_>,
 ) -> Result<OutboxEvent, StoreError> {
+    let EventSettlement {
+        tenant,
+        key,
+        attempt,
+        outcome,
+        now_ms,
+        audit,
+    } = *settlement;
     let (status, due_ms, error, result) = match outcome {
         DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, None, None, Some(result)),
         DeliveryOutcome::Retry { error, due_ms, .. } => {
@@ -180,7 +185,7 @@ pub(crate) async fn settle(
 }
 
 /// An operator's resume of a `dead` event (see
-/// [`OperationStore::resume_event`](toolgate_core::store::OperationStore::resume_event)).
+/// [`OutboxStore::resume_event`](toolgate_core::store::OutboxStore::resume_event)).
 pub(crate) async fn resume(
     writer: &SqlitePool,
     tenant: &str,
@@ -283,4 +288,39 @@ fn event(row: &SqliteRow) -> Result<OutboxEvent, StoreError> {
         tenant,
         key,
     })
+}
+
+#[async_trait]
+impl OutboxStore for SqliteStore {
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
+        begin::begin(&self.writer, &request).await
+    }
+
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
+        self::lease(&self.writer, &lease).await
+    }
+
+    async fn settle_event(
+        &self,
+        settlement: EventSettlement<'_>,
+    ) -> Result<OutboxEvent, StoreError> {
+        settle(&self.writer, &settlement).await
+    }
+
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError> {
+        resume(&self.writer, tenant, key, now_ms).await
+    }
+
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
+        get(&self.reader, tenant, key).await
+    }
+
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
+        list(&self.reader, &query).await
+    }
 }

@@ -10,17 +10,19 @@
 
 use std::collections::BTreeSet;
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AbortedRun, FailedCall, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    AbortedRun, AttemptCharge, FailedCall, FailureNote, RunAbort, RunKey, RunLedger, RunRecord,
+    StoreError, TurnGrant, TurnRequest,
 };
 
-use crate::approval;
 use crate::error::backend;
 use crate::unflushed::Unflushed;
+use crate::{SqliteStore, approval};
 
-/// [`OperationStore::begin_turn`](toolgate_core::store::OperationStore::begin_turn), committed
+/// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn), committed
 /// without an fsync of its own (see [`Unflushed`]).
 pub(crate) async fn begin_turn(
     writer: &SqlitePool,
@@ -60,16 +62,19 @@ async fn begin_turn_on(
     Ok(grant)
 }
 
-/// [`OperationStore::charge_attempt`](toolgate_core::store::OperationStore::charge_attempt),
+/// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt),
 /// committed without an fsync of its own (see [`Unflushed`]): the retry's record, fsynced,
 /// follows it before the retry is sent.
 pub(crate) async fn charge_attempt(
     writer: &SqlitePool,
-    run: RunKey<'_>,
-    tool: &str,
-    retry_budget: Option<u32>,
-    now_ms: i64,
+    charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
+    let AttemptCharge {
+        run,
+        tool,
+        retry_budget,
+        now_ms,
+    } = charge;
     let mut conn = Unflushed::acquire(writer).await?;
     let charged = charge_attempt_on(&mut conn, run, tool, retry_budget, now_ms).await?;
     conn.restore().await?;
@@ -100,15 +105,18 @@ async fn charge_attempt_on(
     Ok(true)
 }
 
-/// [`OperationStore::note_failure`](toolgate_core::store::OperationStore::note_failure): the
+/// [`RunLedger::note_failure`](toolgate_core::store::RunLedger::note_failure): the
 /// run's row is created or touched, then the failure inserted unless it is there.
 pub(crate) async fn note_failure(
     writer: &SqlitePool,
-    run: RunKey<'_>,
-    tool: &str,
-    request_hash: &str,
-    now_ms: i64,
+    failure: FailureNote<'_>,
 ) -> Result<(), StoreError> {
+    let FailureNote {
+        run,
+        tool,
+        request_hash,
+        now_ms,
+    } = failure;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -137,7 +145,7 @@ pub(crate) async fn note_failure(
     tx.commit().await.map_err(backend("commit a failed call"))
 }
 
-/// [`OperationStore::abort_run`](toolgate_core::store::OperationStore::abort_run): in one
+/// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): in one
 /// immediate transaction, the abort stored (the first only), then the run's approvals that fall
 /// with it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes
 /// nothing.
@@ -169,7 +177,7 @@ pub(crate) async fn abort_run(
     })
 }
 
-/// [`OperationStore::run`](toolgate_core::store::OperationStore::run): the run's row, its
+/// [`RunLedger::run`](toolgate_core::store::RunLedger::run): the run's row, its
 /// attempts and its failures, read in one transaction so they agree.
 pub(crate) async fn run(
     reader: &SqlitePool,
@@ -332,4 +340,32 @@ fn count(row: &SqliteRow, name: &str) -> Result<u32, StoreError> {
     let value: i64 = column(row, name)?;
     u32::try_from(value)
         .map_err(|_| StoreError::Corrupt(format!("runs, column {name}: {value} is out of range")))
+}
+
+#[async_trait]
+impl RunLedger for SqliteStore {
+    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
+        begin_turn(&self.writer, &request).await
+    }
+
+    async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
+        charge_attempt(&self.writer, charge).await
+    }
+
+    async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
+        note_failure(&self.writer, failure).await
+    }
+
+    async fn abort_run(
+        &self,
+        run: RunKey<'_>,
+        abort: &RunAbort,
+        now_ms: i64,
+    ) -> Result<AbortedRun, StoreError> {
+        abort_run(&self.writer, run, abort, now_ms).await
+    }
+
+    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
+        self::run(&self.reader, run).await
+    }
 }

@@ -1,12 +1,15 @@
 //! The step journal of a multi-step operation, in the table `steps`: each step begun, finished
 //! and read under the claim that holds its operation, each change one immediate transaction.
 
+use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
+    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
+    StepStore, StoreError,
 };
 
+use crate::SqliteStore;
 use crate::error::backend;
 use crate::row::{column, count};
 
@@ -47,13 +50,16 @@ pub(crate) async fn clear(
 }
 
 /// Begins the step `name` of the operation `owner` holds (see
-/// [`OperationStore::begin_step`](toolgate_core::store::OperationStore::begin_step)).
+/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step)).
 pub(crate) async fn begin_step(
     writer: &SqlitePool,
-    owner: &ClaimToken,
-    name: &str,
-    now_ms: i64,
+    request: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = request;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -112,14 +118,17 @@ pub(crate) async fn begin_step(
 }
 
 /// Records the outcome of the step `name` (see
-/// [`OperationStore::finish_step`](toolgate_core::store::OperationStore::finish_step)).
+/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step)).
 pub(crate) async fn finish_step(
     writer: &SqlitePool,
-    owner: &ClaimToken,
-    name: &str,
+    step: StepRequest<'_>,
     outcome: StepOutcome<'_>,
-    now_ms: i64,
 ) -> Result<(), StoreError> {
+    let StepRequest {
+        owner,
+        name,
+        now_ms,
+    } = step;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -171,7 +180,7 @@ pub(crate) async fn steps(
 }
 
 /// `processing` → `partial` with the steps' report as its result (see
-/// [`OperationStore::partial`](toolgate_core::store::OperationStore::partial)).
+/// [`StepStore::partial`](toolgate_core::store::StepStore::partial)).
 pub(crate) async fn partial(
     writer: &SqlitePool,
     owner: &ClaimToken,
@@ -257,4 +266,33 @@ fn step(row: &SqliteRow) -> Result<StepRecord, StoreError> {
         error: parse_error(column(row, "error")?)?,
         updated_ms: column(row, "updated_ms")?,
     })
+}
+
+#[async_trait]
+impl StepStore for SqliteStore {
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        begin_step(&self.writer, step).await
+    }
+
+    async fn finish_step(
+        &self,
+        step: StepRequest<'_>,
+        outcome: StepOutcome<'_>,
+    ) -> Result<(), StoreError> {
+        finish_step(&self.writer, step, outcome).await
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        steps(&self.reader, tenant, key).await
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        partial(&self.writer, owner, report, error, now_ms).await
+    }
 }

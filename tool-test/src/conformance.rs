@@ -46,31 +46,31 @@
 //! # }
 //! ```
 //!
-//! The rules cover the operation records (claims, outcomes, sweeps, takeovers, text), the
-//! run ledger (steps, tool calls, retry budgets, failed calls, aborts, retention), approvals
-//! (waiting, deciding, running once, expiring, listing, rejected with their aborted run), the
-//! audit trail (order, queries, retention), the transactional outbox (begin, commit, rollback,
-//! leases, settlement, resume, reconciliation) and the step journal (steps, takeovers,
-//! `partial`, reconciliation). They use
-//! fixed times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not
-//! read the clock itself.
+//! The rules are grouped by the capability of the store they check (see
+//! [`toolgate_core::store`]): claims ([`ClaimStore`](toolgate_core::store::ClaimStore): claims,
+//! outcomes, takeovers, text), operations ([`OperationLog`](toolgate_core::store::OperationLog):
+//! sweeps, reconciliation, retention), runs ([`RunLedger`](toolgate_core::store::RunLedger):
+//! steps, tool calls, retry budgets, failed calls, aborts, retention, turns that claim),
+//! approvals ([`ApprovalStore`](toolgate_core::store::ApprovalStore): waiting, deciding, running
+//! once, expiring, listing, rejected with their aborted run), the outbox
+//! ([`OutboxStore`](toolgate_core::store::OutboxStore): begin, commit, rollback, leases,
+//! settlement, resume, reconciliation), steps ([`StepStore`](toolgate_core::store::StepStore):
+//! steps, takeovers, `partial`, reconciliation) and the audit trail
+//! ([`AuditStore`](toolgate_core::store::AuditStore): order, queries, retention). They use fixed
+//! times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not read the
+//! clock itself.
 
-mod approval_aborts;
-mod approval_lists;
+// One module a capability of the store (see `toolgate_core::store`), each with the rules of the
+// methods of its trait; a rule that needs another capability to set its scene (a claim, say)
+// goes with the capability it checks.
 mod approvals;
 mod audit;
 mod claims;
 mod fixture;
+mod operations;
 mod outbox;
-mod outbox_audit;
-mod outbox_maybe_applied;
-mod outcomes;
 mod runs;
 mod steps;
-mod sweeps;
-mod takeover;
-mod text;
-mod turn_claims;
 
 use std::fmt;
 use std::future::Future;
@@ -80,8 +80,8 @@ use std::pin::Pin;
 use futures_util::FutureExt;
 use toolgate_core::store::OperationStore;
 
-pub use approval_aborts::aborting_a_run_rejects_its_approvals_that_have_not_run;
-pub use approval_lists::{
+pub use approvals::aborts::aborting_a_run_rejects_its_approvals_that_have_not_run;
+pub use approvals::lists::{
     approvals_and_operations_are_listed_by_filter_in_order,
     list_approved_lists_only_approved_operations_not_yet_run,
     reject_claimed_rejects_an_approved_operation_before_it_runs,
@@ -99,6 +99,15 @@ pub use audit::{
     the_audit_seq_keeps_increasing_after_a_purge,
     the_audit_trail_is_read_in_append_order_by_run_key_and_tenant,
 };
+pub use claims::outcomes::{
+    a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
+};
+pub use claims::takeover::{
+    a_corrected_request_takes_over_a_failed_record,
+    a_request_takes_over_a_record_reconciled_as_not_applied,
+    another_request_is_a_conflict_while_the_first_may_have_acted,
+};
+pub use claims::text::every_text_round_trips_whatever_its_characters;
 pub use claims::{
     a_live_claim_is_in_progress, a_replay_returns_the_stored_result,
     an_expired_lease_becomes_unknown_unless_taken_over, an_unknown_outcome_is_never_claimed_again,
@@ -106,6 +115,12 @@ pub use claims::{
     concurrent_claims_acquire_once, failed_can_be_claimed_again, first_claim_acquires_attempt_one,
     reordered_arguments_are_the_same_request, tenants_never_share_records,
 };
+pub use operations::{
+    expire_leases_turns_only_expired_processing_into_unknown,
+    reconciliation_settles_unknown_outcomes, retention_purges_only_terminal_records,
+};
+pub use outbox::audit::a_delivery_and_its_audit_record_are_settled_together;
+pub use outbox::maybe_applied::an_event_remembers_a_delivery_that_may_have_been_applied;
 pub use outbox::{
     a_committed_outbox_call_is_queued_with_its_event, a_rolled_back_outbox_call_leaves_nothing,
     a_stale_or_unleased_event_is_not_settled, begin_answers_a_settled_key_as_claim_does,
@@ -115,10 +130,10 @@ pub use outbox::{
     resume_event_makes_a_dead_event_pending_again,
     settle_event_records_the_delivery_with_its_operation,
 };
-pub use outbox_audit::a_delivery_and_its_audit_record_are_settled_together;
-pub use outbox_maybe_applied::an_event_remembers_a_delivery_that_may_have_been_applied;
-pub use outcomes::{
-    a_stale_attempt_cannot_overwrite, retries_keep_every_error_and_renew_the_lease,
+pub use runs::turn_claims::{
+    a_claim_that_begins_its_turn_can_ask_for_an_approval,
+    a_claim_that_begins_its_turn_counts_it_and_claims_the_key,
+    a_turn_that_does_not_let_the_write_claim_claims_nothing,
 };
 pub use runs::{
     a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn, a_run_reads_back_every_counter,
@@ -137,21 +152,6 @@ pub use steps::{
     an_ended_lease_with_a_settled_journal_is_taken_over,
     reconciling_steps_as_not_applied_fails_the_started_ones,
     retention_purges_events_and_steps_with_their_records,
-};
-pub use sweeps::{
-    expire_leases_turns_only_expired_processing_into_unknown,
-    reconciliation_settles_unknown_outcomes, retention_purges_only_terminal_records,
-};
-pub use takeover::{
-    a_corrected_request_takes_over_a_failed_record,
-    a_request_takes_over_a_record_reconciled_as_not_applied,
-    another_request_is_a_conflict_while_the_first_may_have_acted,
-};
-pub use text::every_text_round_trips_whatever_its_characters;
-pub use turn_claims::{
-    a_claim_that_begins_its_turn_can_ask_for_an_approval,
-    a_claim_that_begins_its_turn_counts_it_and_claims_the_key,
-    a_turn_that_does_not_let_the_write_claim_claims_nothing,
 };
 
 /// What a rule returns: the rule running on a store it borrows.

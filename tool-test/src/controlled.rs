@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
-    Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
-    EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore,
-    OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
-    StoreError, TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptCharge, AttemptError, AuditEntry, AuditQuery,
+    AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision,
+    EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent, OperationQuery,
+    OperationRecord, OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord,
+    StepRequest, StepStart, StoreError, TurnGrant, TurnRequest,
 };
 
 mod request;
@@ -205,263 +206,113 @@ impl<S: ?Sized> fmt::Debug for ControlledStore<S> {
     }
 }
 
-#[async_trait]
-impl<S: OperationStore + ?Sized> OperationStore for ControlledStore<S> {
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        self.run(Request::Claim, self.inner.claim(request)).await
-    }
+/// `impl<S: OperationStore + ?Sized> Trait for ControlledStore<S>`: each method listed with its
+/// [`Request`] runs through [`ControlledStore::run`]; each listed with `_` goes to the inner
+/// store without faults; the items after `;;` are written by hand.
+macro_rules! controlled {
+    ($(
+        $trait:ident {
+            $($kind:ident => $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*
+            $(_ => $pass:ident($($parg:ident: $pty:ty),*) -> $pret:ty;)*
+            $(;; $($own:tt)+)?
+        }
+    )*) => {$(
+        #[async_trait]
+        impl<S: OperationStore + ?Sized> $trait for ControlledStore<S> {
+            $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret, StoreError> {
+                self.run(Request::$kind, self.inner.$name($($arg),*)).await
+            })*
+            $(async fn $pass(&self, $($parg: $pty),*) -> Result<$pret, StoreError> {
+                self.inner.$pass($($parg),*).await
+            })*
+            $($($own)+)?
+        }
+    )*};
+}
 
-    async fn succeed(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.run(Request::Succeed, self.inner.succeed(owner, result, now_ms))
-            .await
+// `begin_turn_and_claim` and `claims_with_turn` keep the trait's defaults (see the type's docs);
+// the outbox's and the steps' requests pass to the inner store without faults. A success or a
+// settlement with its audit record is two requests, each counted and failed apart, as on a
+// store that cannot write both at once.
+controlled! {
+    ClaimStore {
+        Claim => claim(request: ClaimRequest<'_>) -> Claim;
+        Fail => fail(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
+        MarkUnknown => mark_unknown(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
+        RecordRetry => record_retry(owner: &ClaimToken, error: &AttemptError, lease_until_ms: i64) -> ();
+        Get => get(tenant: &str, key: &str) -> Option<OperationRecord>;
+        ;;
+        async fn succeed(
+            &self,
+            owner: &ClaimToken,
+            result: &str,
+            now_ms: i64,
+            audit: Option<&AuditEntry>,
+        ) -> Result<Option<i64>, StoreError> {
+            let inner = self.inner.succeed(owner, result, now_ms, None);
+            self.run(Request::Succeed, inner).await?;
+            match audit {
+                Some(entry) => Ok(self.append_audit(entry).await.ok()),
+                None => Ok(None),
+            }
+        }
     }
-
-    async fn fail(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.run(Request::Fail, self.inner.fail(owner, error, now_ms))
-            .await
+    OperationLog {
+        ExpireLeases => expire_leases(now_ms: i64) -> u64;
+        ListUnknown => list_unknown(limit: u32) -> Vec<OperationRecord>;
+        Resolve => resolve(tenant: &str, key: &str, resolution: Resolution<'_>, now_ms: i64) -> Option<OperationRecord>;
+        Purge => purge(before_ms: i64) -> u64;
+        ListOperations => list_operations(query: OperationQuery<'_>) -> Vec<OperationRecord>;
     }
-
-    async fn mark_unknown(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.run(
-            Request::MarkUnknown,
-            self.inner.mark_unknown(owner, error, now_ms),
-        )
-        .await
+    RunLedger {
+        BeginTurn => begin_turn(request: TurnRequest<'_>) -> TurnGrant;
+        ChargeAttempt => charge_attempt(charge: AttemptCharge<'_>) -> bool;
+        NoteFailure => note_failure(failure: FailureNote<'_>) -> ();
+        AbortRun => abort_run(run: RunKey<'_>, abort: &RunAbort, now_ms: i64) -> AbortedRun;
+        Run => run(run: RunKey<'_>) -> Option<RunRecord>;
     }
-
-    async fn record_retry(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.run(
-            Request::RecordRetry,
-            self.inner.record_retry(owner, error, lease_until_ms),
-        )
-        .await
+    ApprovalStore {
+        Decide => decide(request: DecideRequest<'_>) -> Decided;
+        Approval => approval(id: &str) -> Option<ApprovalRecord>;
+        ListApprovals => list_approvals(query: ApprovalQuery<'_>) -> Vec<ApprovalRecord>;
+        ListApproved => list_approved(limit: u32) -> Vec<ApprovalRecord>;
+        ExpireApprovals => expire_approvals(now_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
+        RejectClaimed => reject_claimed(owner: &ClaimToken, decision: &Decision, now_ms: i64) -> ApprovalRecord;
     }
-
-    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
-        self.run(Request::Get, self.inner.get(tenant, key)).await
+    OutboxStore {
+        _ => begin(request: ClaimRequest<'_>) -> Begun;
+        _ => lease_events(lease: EventLease<'_>) -> Vec<LeasedEvent>;
+        _ => resume_event(tenant: &str, key: &str, now_ms: i64) -> Option<OutboxEvent>;
+        _ => event(tenant: &str, key: &str) -> Option<OutboxEvent>;
+        _ => list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
+        ;;
+        async fn settle_event(
+            &self,
+            settlement: EventSettlement<'_>,
+        ) -> Result<OutboxEvent, StoreError> {
+            let alone = EventSettlement {
+                audit: None,
+                ..settlement
+            };
+            let event = self.inner.settle_event(alone).await?;
+            if let Some(entry) = settlement.audit {
+                // A record that fails to append is dropped: the settled event stands, and the
+                // tally counts the failed request.
+                let _ = self.append_audit(entry).await;
+            }
+            Ok(event)
+        }
     }
-
-    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.run(Request::ExpireLeases, self.inner.expire_leases(now_ms))
-            .await
+    StepStore {
+        _ => begin_step(step: StepRequest<'_>) -> StepStart;
+        _ => finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
+        _ => steps(tenant: &str, key: &str) -> Vec<StepRecord>;
+        _ => partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
     }
-
-    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
-        self.run(Request::ListUnknown, self.inner.list_unknown(limit))
-            .await
-    }
-
-    async fn resolve(
-        &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Result<Option<OperationRecord>, StoreError> {
-        self.run(
-            Request::Resolve,
-            self.inner.resolve(tenant, key, resolution, now_ms),
-        )
-        .await
-    }
-
-    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        self.run(Request::Purge, self.inner.purge(before_ms)).await
-    }
-
-    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
-        self.run(Request::BeginTurn, self.inner.begin_turn(request))
-            .await
-    }
-
-    async fn charge_attempt(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        retry_budget: Option<u32>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let inner = self.inner.charge_attempt(run, tool, retry_budget, now_ms);
-        self.run(Request::ChargeAttempt, inner).await
-    }
-
-    async fn note_failure(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        request_hash: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        let inner = self.inner.note_failure(run, tool, request_hash, now_ms);
-        self.run(Request::NoteFailure, inner).await
-    }
-
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAbort,
-        now_ms: i64,
-    ) -> Result<AbortedRun, StoreError> {
-        self.run(Request::AbortRun, self.inner.abort_run(run, abort, now_ms))
-            .await
-    }
-
-    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
-        self.run(Request::Run, self.inner.run(run)).await
-    }
-
-    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        self.run(Request::Decide, self.inner.decide(request)).await
-    }
-
-    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
-        self.run(Request::Approval, self.inner.approval(id)).await
-    }
-
-    async fn list_approvals(
-        &self,
-        query: ApprovalQuery<'_>,
-    ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        self.run(Request::ListApprovals, self.inner.list_approvals(query))
-            .await
-    }
-
-    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        self.run(Request::ListApproved, self.inner.list_approved(limit))
-            .await
-    }
-
-    async fn expire_approvals(
-        &self,
-        now_ms: i64,
-        limit: u32,
-    ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        let inner = self.inner.expire_approvals(now_ms, limit);
-        self.run(Request::ExpireApprovals, inner).await
-    }
-
-    async fn reject_claimed(
-        &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
-    ) -> Result<ApprovalRecord, StoreError> {
-        let inner = self.inner.reject_claimed(owner, decision, now_ms);
-        self.run(Request::RejectClaimed, inner).await
-    }
-
-    async fn list_operations(
-        &self,
-        query: OperationQuery<'_>,
-    ) -> Result<Vec<OperationRecord>, StoreError> {
-        self.run(Request::ListOperations, self.inner.list_operations(query))
-            .await
-    }
-
-    // The outbox's and the steps' requests pass to the inner store without faults.
-    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
-        self.inner.begin(request).await
-    }
-
-    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        self.inner.lease_events(lease).await
-    }
-
-    async fn settle_event(
-        &self,
-        tenant: &str,
-        key: &str,
-        attempt: u32,
-        outcome: DeliveryOutcome<'_>,
-        now_ms: i64,
-    ) -> Result<OutboxEvent, StoreError> {
-        self.inner
-            .settle_event(tenant, key, attempt, outcome, now_ms)
-            .await
-    }
-
-    async fn resume_event(
-        &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
-    ) -> Result<Option<OutboxEvent>, StoreError> {
-        self.inner.resume_event(tenant, key, now_ms).await
-    }
-
-    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
-        self.inner.event(tenant, key).await
-    }
-
-    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
-        self.inner.list_events(query).await
-    }
-
-    async fn begin_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        now_ms: i64,
-    ) -> Result<StepStart, StoreError> {
-        self.inner.begin_step(owner, name, now_ms).await
-    }
-
-    async fn finish_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        outcome: StepOutcome<'_>,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.finish_step(owner, name, outcome, now_ms).await
-    }
-
-    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        self.inner.steps(tenant, key).await
-    }
-
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.partial(owner, report, error, now_ms).await
-    }
-
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        self.run(Request::AppendAudit, self.inner.append_audit(entry))
-            .await
-    }
-
-    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
-        self.run(Request::AppendAudits, self.inner.append_audits(entries))
-            .await
-    }
-
-    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
-        self.run(Request::Audit, self.inner.audit(query)).await
+    AuditStore {
+        AppendAudit => append_audit(entry: &AuditEntry) -> i64;
+        AppendAudits => append_audits(entries: &[AuditEntry]) -> ();
+        Audit => audit(query: AuditQuery<'_>) -> Vec<AuditRecord>;
     }
 }
 
@@ -557,7 +408,7 @@ mod tests {
         store.fail_all(&Request::OUTCOMES, Fault::Backend("disk full".into()));
         store.set_down(true);
         for _ in 0..2 {
-            let err = store.succeed(&owner, "1", NOW).await.unwrap_err();
+            let err = store.succeed(&owner, "1", NOW, None).await.unwrap_err();
             assert!(
                 matches!(&err, StoreError::Backend { what, .. } if what == "disk full"),
                 "{err}"
@@ -567,7 +418,7 @@ mod tests {
         assert!(err.is_unreachable(), "not an outcome: the store is down");
         store.set_down(false);
         store.stop_failing(&Request::OUTCOMES);
-        store.succeed(&owner, "1", NOW).await.unwrap();
+        store.succeed(&owner, "1", NOW, None).await.unwrap();
         assert_eq!(store.asked(Request::Succeed), 3);
     }
 

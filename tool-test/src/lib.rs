@@ -18,7 +18,8 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use toolgate_core::store::{Claim, ClaimRequest, OperationStore};
+//! use toolgate_core::store::prelude::*;
+//! use toolgate_core::store::{Claim, ClaimRequest};
 //! use toolgate_test::{ControlledStore, MemoryStore, Request};
 //!
 //! # #[tokio::main(flavor = "current_thread")]

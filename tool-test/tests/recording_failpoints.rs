@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{OperationState, OperationStore};
+use toolgate::store::OperationState;
+use toolgate::store::prelude::*;
 use toolgate::{dispatch::Failpoint, idempotency};
 use toolgate_test::{MemoryStore, RecordingFailpoints};
 

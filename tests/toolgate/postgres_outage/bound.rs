@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{AuditQuery, OperationStore, PostgresStore};
+use toolgate::store::prelude::*;
+use toolgate::store::{AuditQuery, PostgresStore};
 use toolgate::{dispatch::CallReport, dispatch::DEFAULT_STORE_WAIT};
 use toolgate_test_postgres::OwnCluster;
 

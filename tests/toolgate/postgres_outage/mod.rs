@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::reconcile::Reconciler;
+use toolgate::store::OperationState;
 use toolgate::store::PostgresStore;
-use toolgate::store::{OperationState, OperationStore};
+use toolgate::store::prelude::*;
 use toolgate_test::ManualClock;
 use toolgate_test_postgres::OwnCluster;
 

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{OperationState, OperationStore};
+use toolgate::store::OperationState;
+use toolgate::store::prelude::*;
 use toolgate::{dispatch::DEFAULT_STORE_RETRY, reconcile::Reconciler};
 use toolgate_test::{ControlledStore, Fault, ManualClock, MemoryStore, Request};
 

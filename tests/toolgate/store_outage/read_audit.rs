@@ -6,7 +6,8 @@
 
 use toolgate::RunLimits;
 use toolgate::prelude::ToolCall;
-use toolgate::store::{AuditQuery, OperationStore};
+use toolgate::store::AuditQuery;
+use toolgate::store::prelude::*;
 use toolgate_test::Request;
 
 use super::wait::{Desk, desk, read_call, refund_call};

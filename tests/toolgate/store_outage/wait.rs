@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{AuditQuery, OperationStore};
+use toolgate::store::AuditQuery;
+use toolgate::store::prelude::*;
 use toolgate::{
     RunLimits, dispatch::CallReport, dispatch::DEFAULT_COUNTER_WAIT, dispatch::DEFAULT_STORE_WAIT,
 };

@@ -2,9 +2,10 @@
 //! store, and every refusal with its exit code.
 
 use toolgate_core::AuthContext;
+use toolgate_core::store::FailureNote;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, OperationStore,
-    Verdict,
+    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, Verdict,
 };
 
 use crate::support::{
@@ -492,7 +493,12 @@ async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approve
         run_id: "run-1",
     };
     db.store
-        .note_failure(run, "lookup", "h", now_ms())
+        .note_failure(FailureNote {
+            run,
+            tool: "lookup",
+            request_hash: "h",
+            now_ms: now_ms(),
+        })
         .await
         .unwrap();
     let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);

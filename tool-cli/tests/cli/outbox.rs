@@ -2,7 +2,9 @@
 //! operation committed with its event, leased, and dead-lettered), what the commands print, and
 //! every refusal of a resume with its exit code.
 
-use toolgate_core::store::{AuditKind, EventStatus, OperationStore};
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::{AuditKind, EventStatus};
 
 use crate::support::{OPERATOR, all_audit, call_entry, dead_event, sqlite_file, toolgate};
 

@@ -1,7 +1,9 @@
 //! The command line on a PostgreSQL database (a real one, through the tests' harness): listing
 //! and approving.
 
-use toolgate_core::store::{ApprovalStatus, AuditKind, OperationStore};
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::{ApprovalStatus, AuditKind};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_test_postgres::test_database;
 

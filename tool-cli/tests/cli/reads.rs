@@ -1,6 +1,8 @@
 //! `ops list | show` and `audit RUN` on a SQLite file.
 
-use toolgate_core::store::{AuditKind, OperationStore};
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::AuditKind;
 
 use crate::support::{
     HOUR_MS, approval, ask, call_entry, now_ms, sqlite_file, succeeded, toolgate,

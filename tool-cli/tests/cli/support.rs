@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use toolgate_store_sqlite::SqliteStore;
 
+use toolgate_core::store::EventSettlement;
+
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, AuditRecord,
     Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease, NewEvent,
@@ -95,7 +97,7 @@ pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &st
         key: key.into(),
         attempt,
     };
-    store.succeed(&owner, result, now).await.unwrap();
+    store.succeed(&owner, result, now, None).await.unwrap();
 }
 
 /// An outbox refund under `key` in `tenant`, committed with its event, whose delivery was leased
@@ -156,13 +158,14 @@ pub(crate) async fn dead_event(store: &dyn OperationStore, tenant: &str, key: &s
         what: "the payment provider answered 503".into(),
     };
     store
-        .settle_event(
+        .settle_event(EventSettlement {
             tenant,
             key,
-            leased.event.attempt,
-            DeliveryOutcome::Dead(&error),
-            now,
-        )
+            attempt: leased.event.attempt,
+            outcome: DeliveryOutcome::Dead(&error),
+            now_ms: now,
+            audit: None,
+        })
         .await
         .unwrap()
 }

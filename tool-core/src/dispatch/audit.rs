@@ -5,7 +5,7 @@
 //!
 //! The record is drafted before the call runs and kept in that task-local. A write that
 //! succeeds takes it and records its success with it in one transaction
-//! ([`OperationStore::succeed_audited`]): one commit where two were. Any other end, or a
+//! ([`ClaimStore::succeed`]): one commit where two were. Any other end, or a
 //! success the store did not take with its record, appends the record after.
 //!
 //! A record the store cannot take because it cannot be reached (or while the store is known to
@@ -210,7 +210,7 @@ impl Dispatcher {
         }
     }
 
-    /// Appends `entries` in one statement ([`OperationStore::append_audits`]), as
+    /// Appends `entries` in one statement ([`AuditStore::append_audits`]), as
     /// [`append_audit`](Self::append_audit) appends one: after the records kept while the store
     /// could not be reached, or kept with them while it still cannot be. Not after the records
     /// of reads that wait: the caller writes those first, or is writing them.

@@ -25,6 +25,7 @@ use crate::run_limits::RunLimits;
 use crate::store::{
     ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
+use crate::store::{AttemptCharge, FailureNote};
 
 use super::turn_shared::{Refusal, TurnAtClaim};
 use super::{Dispatcher, reach};
@@ -183,7 +184,12 @@ impl<'a> Ledger<'a> {
         let budget = self.limits.retry_budget;
         let now_ms = self.dispatcher.now_ms();
         if let Some(store) = self.asked() {
-            let charge = store.charge_attempt(self.key(), tool, budget, now_ms);
+            let charge = store.charge_attempt(AttemptCharge {
+                run: self.key(),
+                tool,
+                retry_budget: budget,
+                now_ms,
+            });
             match self.counted("count a retry", charge).await {
                 Ok(charged) => {
                     if charged {
@@ -202,7 +208,12 @@ impl<'a> Ledger<'a> {
     pub(super) async fn note_failure(&self, tool: &str, request_hash: &str) {
         let now_ms = self.dispatcher.now_ms();
         if let Some(store) = self.asked() {
-            let noted = store.note_failure(self.key(), tool, request_hash, now_ms);
+            let noted = store.note_failure(FailureNote {
+                run: self.key(),
+                tool,
+                request_hash,
+                now_ms,
+            });
             if let Err(err) = self.counted("note a failed call", noted).await {
                 unreachable_store(&err, "note a failed call");
             }

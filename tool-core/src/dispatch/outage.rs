@@ -287,13 +287,10 @@ async fn write(
     now_ms: i64,
 ) -> Result<bool, StoreError> {
     match (outcome, audit) {
-        (Outcome::Succeeded(result), Some(audit)) => store
-            .succeed_audited(owner, result, now_ms, audit)
+        (Outcome::Succeeded(result), audit) => store
+            .succeed(owner, result, now_ms, audit)
             .await
             .map(|seq| seq.is_some()),
-        (Outcome::Succeeded(result), None) => {
-            store.succeed(owner, result, now_ms).await.map(|()| false)
-        }
         (Outcome::Failed(error), _) => store.fail(owner, error, now_ms).await.map(|()| false),
         (Outcome::Unknown(error), _) => store
             .mark_unknown(owner, error, now_ms)

@@ -2,7 +2,7 @@
 //! its answer does not wait for its record. The records of a turn's reads wait in this process
 //! until the turn ends (however it ends: answered, aborted, or dropped by its caller); a task
 //! then writes every record that waits in one statement
-//! ([`OperationStore::append_audits`](crate::store::OperationStore::append_audits)), off the turn's path. A write's records are not
+//! ([`AuditStore::append_audits`](crate::store::AuditStore::append_audits)), off the turn's path. A write's records are not
 //! among them: a write's answer waits for its record, which its success carries.
 //!
 //! A record waits in this process from the end of its read until that statement commits: a
@@ -127,7 +127,8 @@ impl Dispatcher {
     ///
     /// ```
     /// use toolgate::prelude::*;
-    /// use toolgate::store::{AuditQuery, MemoryStore, OperationStore};
+    /// use toolgate::store::prelude::*;
+    /// use toolgate::store::{AuditQuery, MemoryStore};
     ///
     /// /// Look up an order by its id.
     /// #[tool]

@@ -1,7 +1,7 @@
 //! The turn of a lone write begun by its claim: in a run counted in the store, a turn of one
 //! write whose first request to the store is its claim (no business check, no rate limit, no
 //! outbox) asks the store once for both, where the store does both in one transaction
-//! ([`OperationStore::claims_with_turn`]): two commits a write call (the claim, the outcome),
+//! ([`RunLedger::claims_with_turn`]): two commits a write call (the claim, the outcome),
 //! not three.
 //!
 //! The turn's grant means what it means for any turn: an aborted run or the step limit stops

@@ -19,7 +19,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{ErrorKind, ToolError};
 use crate::retry::RetrySpec;
 use crate::store::{
-    AttemptError, DeliveryOutcome, EventLease, LeasedEvent, OperationStore, OutboxEvent, StoreError,
+    AttemptError, DeliveryOutcome, EventLease, EventSettlement, LeasedEvent, OperationStore,
+    OutboxEvent, StoreError,
 };
 use crate::wiring::BuildError;
 
@@ -370,14 +371,14 @@ impl OutboxWorker {
         );
         let recorded = self
             .store
-            .settle_event_audited(
-                &event.tenant,
-                &event.key,
-                event.attempt,
+            .settle_event(EventSettlement {
+                tenant: &event.tenant,
+                key: &event.key,
+                attempt: event.attempt,
                 outcome,
                 now_ms,
-                &entry,
-            )
+                audit: Some(&entry),
+            })
             .await;
         let answer = match recorded {
             Ok(_) => return Ok(settled),

@@ -3,11 +3,11 @@
 //! A claim that carries an [`ApprovalRecord`] (the dispatcher's, for a call over the threshold)
 //! stores its operation as `awaiting_approval` and the approval as [`ApprovalStatus::Pending`]
 //! instead of running it ([`ClaimStep::Await`](super::ClaimStep::Await)). An approver decides
-//! through [`OperationStore::decide`](super::OperationStore::decide), which follows
+//! through [`ApprovalStore::decide`](super::ApprovalStore::decide), which follows
 //! [`ApprovalRecord::decide_step`] in every store. An approved operation runs once: the next
 //! claim of its key with the same request takes it into `processing`
 //! ([`ClaimStep::RunApproved`](super::ClaimStep::RunApproved)), whoever makes it first. The
-//! abort of its run ([`OperationStore::abort_run`](super::OperationStore::abort_run)) rejects an
+//! abort of its run ([`RunLedger::abort_run`](super::RunLedger::abort_run)) rejects an
 //! approval that has not run as [`RUN_ABORTED`].
 
 use crate::auth::AuthContext;
@@ -176,7 +176,7 @@ impl ApprovalRecord {
     }
 
     /// What a decision asked for by `request` does with this approval: the rules of
-    /// [`OperationStore::decide`](super::OperationStore::decide), in one place for every store.
+    /// [`ApprovalStore::decide`](super::ApprovalStore::decide), in one place for every store.
     ///
     /// In order: an approval of another tenant is not found (no tenant learns of another's);
     /// one rejected with its aborted run is refused as [`Refusal::RunAborted`], whatever the
@@ -240,7 +240,7 @@ impl ApprovalRecord {
 pub const EXPIRED: &str = "expired";
 
 /// The reason of the rejection of an approval whose run was aborted: by the abort itself
-/// ([`OperationStore::abort_run`](super::OperationStore::abort_run)), or by the checks made
+/// ([`RunLedger::abort_run`](super::RunLedger::abort_run)), or by the checks made
 /// before an approved operation runs. Such an approval never runs and is never decided again.
 pub const RUN_ABORTED: &str = "run_aborted";
 
@@ -334,7 +334,7 @@ impl Refusal {
     }
 }
 
-/// The answer to [`OperationStore::decide`](super::OperationStore::decide).
+/// The answer to [`ApprovalStore::decide`](super::ApprovalStore::decide).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decided {
     /// The decision was stored; the approval after it.

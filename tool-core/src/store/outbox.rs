@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 use super::approval::ApprovalRecord;
 use super::attempt_error::AttemptError;
+use super::audit::AuditEntry;
 use super::record::{Claim, ClaimToken, StoreError};
 
 /// The event an outbox tool enqueued, before the store keeps it. An operation has at most one.
@@ -31,7 +32,7 @@ pub enum EventStatus {
     /// Its attempts are spent, or the provider refused it for good, and none of its deliveries
     /// may have been applied ([`OutboxEvent::maybe_applied`] is `false`); the last error is
     /// kept. An operator resumes it
-    /// ([`OperationStore::resume_event`](super::OperationStore::resume_event)).
+    /// ([`OutboxStore::resume_event`](super::OutboxStore::resume_event)).
     Dead,
     /// It may have been applied and nobody knows: its operation is `outcome_unknown`, for the
     /// reconciler.
@@ -154,6 +155,24 @@ pub struct LeasedEvent {
     pub taken_over: bool,
 }
 
+/// What a worker records of a delivery ([`OutboxStore::settle_event`](super::OutboxStore::settle_event)):
+/// the event it leased, what came of it, and its audit record.
+#[derive(Debug, Clone, Copy)]
+pub struct EventSettlement<'a> {
+    /// The event's tenant.
+    pub tenant: &'a str,
+    /// The event's key (its operation's).
+    pub key: &'a str,
+    /// The attempt the worker leased the event under.
+    pub attempt: u32,
+    /// What the delivery came to.
+    pub outcome: DeliveryOutcome<'a>,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+    /// The delivery's audit record, appended with the outcome.
+    pub audit: Option<&'a AuditEntry>,
+}
+
 /// What a delivery came to, recorded by the worker that holds the event's lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryOutcome<'a> {
@@ -204,7 +223,7 @@ pub struct EventQuery<'a> {
     pub limit: u32,
 }
 
-/// What [`OperationStore::begin`](super::OperationStore::begin) answers.
+/// What [`OutboxStore::begin`](super::OutboxStore::begin) answers.
 pub enum Begun {
     /// The claim was acquired inside a transaction that is still open: the outbox tool's body
     /// runs in it, then the dispatcher commits it ([`StoreTransaction::commit`]) or rolls it
@@ -218,7 +237,7 @@ pub enum Begun {
         approved: Option<ApprovalRecord>,
     },
     /// Anything but an acquired claim, already committed: answered as
-    /// [`OperationStore::claim`](super::OperationStore::claim) answers.
+    /// [`ClaimStore::claim`](super::ClaimStore::claim) answers.
     Settled(Claim),
 }
 

@@ -210,7 +210,7 @@ impl ClaimRequest<'_> {
     /// What this claim does with `record`, the record already under its key, `approval`, the
     /// record's latest approval ([`OperationRecord::approval_id`]) if it has one, and `journal`,
     /// what its steps say (see [`ClaimRequest::needs_journal`]): the rules of
-    /// [`OperationStore::claim`](super::OperationStore::claim), in one place for every store.
+    /// [`ClaimStore::claim`](super::ClaimStore::claim), in one place for every store.
     ///
     /// An ended lease is taken over (attempt + 1) when the tool's downstream honours the key, or
     /// when the journal is [`Journal::Settled`]: every step the crashed worker began has its

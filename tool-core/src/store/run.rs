@@ -2,9 +2,9 @@
 //! it (for repeat detection), and why it was aborted, if it was.
 //!
 //! A run is identified by its tenant and its run id ([`RunKey`]). The dispatcher asks the store
-//! once a turn ([`OperationStore::begin_turn`](super::OperationStore::begin_turn)), once more
+//! once a turn ([`RunLedger::begin_turn`](super::RunLedger::begin_turn)), once more
 //! for each retry below the model
-//! ([`OperationStore::charge_attempt`](super::OperationStore::charge_attempt)), and writes only
+//! ([`RunLedger::charge_attempt`](super::RunLedger::charge_attempt)), and writes only
 //! when a call fails or the run aborts, so a restarted process keeps every counter.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +20,33 @@ pub struct RunKey<'a> {
     pub tenant: &'a str,
     /// The run id (the session's).
     pub run_id: &'a str,
+}
+
+/// One more attempt of a tool in a run, a retry below the model
+/// ([`RunLedger::charge_attempt`](super::RunLedger::charge_attempt)).
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptCharge<'a> {
+    /// The run.
+    pub run: RunKey<'a>,
+    /// The tool the attempt calls.
+    pub tool: &'a str,
+    /// The tool's retry budget: how many attempts the run may make of it (`None`: no limit).
+    pub retry_budget: Option<u32>,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// A call that failed in a run ([`RunLedger::note_failure`](super::RunLedger::note_failure)).
+#[derive(Debug, Clone, Copy)]
+pub struct FailureNote<'a> {
+    /// The run.
+    pub run: RunKey<'a>,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The call's request hash.
+    pub request_hash: &'a str,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
 }
 
 /// A model turn about to run: how many calls of each tool it holds.
@@ -54,7 +81,7 @@ pub struct RunAbort {
     pub reason: String,
 }
 
-/// What [`OperationStore::abort_run`](super::OperationStore::abort_run) did: the abort that
+/// What [`RunLedger::abort_run`](super::RunLedger::abort_run) did: the abort that
 /// stands, and the approvals of the run it rejected as
 /// [`RUN_ABORTED`](super::RUN_ABORTED).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +103,7 @@ pub struct FailedCall {
     pub request_hash: String,
 }
 
-/// What [`OperationStore::begin_turn`](super::OperationStore::begin_turn) decided.
+/// What [`RunLedger::begin_turn`](super::RunLedger::begin_turn) decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TurnGrant {
     /// The run was aborted earlier; nothing was counted.
@@ -131,7 +158,7 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// [`OperationStore::begin_turn`](super::OperationStore::begin_turn) on this record: the
+    /// [`RunLedger::begin_turn`](super::RunLedger::begin_turn) on this record: the
     /// rules every store follows, for the stores that keep a run in memory.
     pub fn begin_turn(&mut self, request: &TurnRequest<'_>) -> TurnGrant {
         if let Some(abort) = &self.aborted {
@@ -195,7 +222,7 @@ impl RunRecord {
         })
     }
 
-    /// [`OperationStore::charge_attempt`](super::OperationStore::charge_attempt) on this record.
+    /// [`RunLedger::charge_attempt`](super::RunLedger::charge_attempt) on this record.
     pub fn charge_attempt(&mut self, tool: &str, retry_budget: Option<u32>, now_ms: i64) -> bool {
         let spent = self.attempts.get(tool).copied().unwrap_or(0);
         if retry_budget.is_some_and(|budget| spent >= budget) {
@@ -244,7 +271,7 @@ impl RunRecord {
         }
     }
 
-    /// [`OperationStore::note_failure`](super::OperationStore::note_failure) on this record.
+    /// [`RunLedger::note_failure`](super::RunLedger::note_failure) on this record.
     pub fn note_failure(&mut self, tool: &str, request_hash: &str, now_ms: i64) {
         self.failed.insert(FailedCall {
             tool: tool.to_owned(),
@@ -253,7 +280,7 @@ impl RunRecord {
         self.updated_ms = now_ms;
     }
 
-    /// [`OperationStore::abort_run`](super::OperationStore::abort_run) on this record.
+    /// [`RunLedger::abort_run`](super::RunLedger::abort_run) on this record.
     pub fn abort(&mut self, abort: &RunAbort, now_ms: i64) -> RunAbort {
         if self.aborted.is_none() {
             self.aborted = Some(abort.clone());

@@ -1,284 +1,91 @@
 //! A store behind an [`Arc`] is a store: a caller that keeps a handle on its store (to read
 //! records, or to give the same store to a reconciler) hands the dispatcher a clone.
+//!
+//! Each capability forwards every method to the store behind, written from one list.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::{
-    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptError, AuditEntry, AuditQuery, AuditRecord,
-    Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision, DeliveryOutcome,
-    EventLease, EventQuery, LeasedEvent, OperationQuery, OperationRecord, OperationStore,
-    OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord, StepStart,
-    StoreError, TurnClaim, TurnGrant, TurnRequest,
+    AbortedRun, ApprovalQuery, ApprovalRecord, ApprovalStore, AttemptCharge, AttemptError,
+    AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim, ClaimRequest, ClaimStore,
+    ClaimToken, DecideRequest, Decided, Decision, EventLease, EventQuery, EventSettlement,
+    FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord, OutboxEvent,
+    OutboxStore, Resolution, RunAbort, RunKey, RunLedger, RunRecord, StepOutcome, StepRecord,
+    StepRequest, StepStart, StepStore, StoreError, TurnClaim, TurnGrant, TurnRequest,
 };
 
-#[async_trait]
-impl<S: OperationStore + ?Sized> OperationStore for Arc<S> {
-    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
-        (**self).claim(request).await
-    }
+/// `impl<S: Trait + ?Sized> Trait for Arc<S>`, each listed method calling the store behind.
+macro_rules! forward {
+    ($(
+        $trait:ident {
+            $(async fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*
+            $(fn $sync:ident() -> $sync_ret:ty;)*
+        }
+    )*) => {$(
+        #[async_trait]
+        impl<S: $trait + ?Sized> $trait for Arc<S> {
+            $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret, StoreError> {
+                (**self).$name($($arg),*).await
+            })*
+            $(fn $sync(&self) -> $sync_ret {
+                (**self).$sync()
+            })*
+        }
+    )*};
+}
 
-    async fn succeed(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).succeed(owner, result, now_ms).await
+forward! {
+    ClaimStore {
+        async fn claim(request: ClaimRequest<'_>) -> Claim;
+        async fn succeed(owner: &ClaimToken, result: &str, now_ms: i64, audit: Option<&AuditEntry>) -> Option<i64>;
+        async fn fail(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
+        async fn mark_unknown(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
+        async fn record_retry(owner: &ClaimToken, error: &AttemptError, lease_until_ms: i64) -> ();
+        async fn get(tenant: &str, key: &str) -> Option<OperationRecord>;
     }
-
-    async fn succeed_audited(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-        audit: &AuditEntry,
-    ) -> Result<Option<i64>, StoreError> {
-        (**self).succeed_audited(owner, result, now_ms, audit).await
+    OperationLog {
+        async fn expire_leases(now_ms: i64) -> u64;
+        async fn list_unknown(limit: u32) -> Vec<OperationRecord>;
+        async fn resolve(tenant: &str, key: &str, resolution: Resolution<'_>, now_ms: i64) -> Option<OperationRecord>;
+        async fn purge(before_ms: i64) -> u64;
+        async fn list_operations(query: OperationQuery<'_>) -> Vec<OperationRecord>;
     }
-
-    async fn fail(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).fail(owner, error, now_ms).await
+    RunLedger {
+        async fn begin_turn(request: TurnRequest<'_>) -> TurnGrant;
+        async fn begin_turn_and_claim(turn: TurnRequest<'_>, claim: ClaimRequest<'_>) -> TurnClaim;
+        async fn charge_attempt(charge: AttemptCharge<'_>) -> bool;
+        async fn note_failure(failure: FailureNote<'_>) -> ();
+        async fn abort_run(run: RunKey<'_>, abort: &RunAbort, now_ms: i64) -> AbortedRun;
+        async fn run(run: RunKey<'_>) -> Option<RunRecord>;
+        fn claims_with_turn() -> bool;
     }
-
-    async fn mark_unknown(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).mark_unknown(owner, error, now_ms).await
+    ApprovalStore {
+        async fn decide(request: DecideRequest<'_>) -> Decided;
+        async fn approval(id: &str) -> Option<ApprovalRecord>;
+        async fn list_approvals(query: ApprovalQuery<'_>) -> Vec<ApprovalRecord>;
+        async fn list_approved(limit: u32) -> Vec<ApprovalRecord>;
+        async fn expire_approvals(now_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
+        async fn reject_claimed(owner: &ClaimToken, decision: &Decision, now_ms: i64) -> ApprovalRecord;
     }
-
-    async fn record_retry(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).record_retry(owner, error, lease_until_ms).await
+    OutboxStore {
+        async fn begin(request: ClaimRequest<'_>) -> Begun;
+        async fn lease_events(lease: EventLease<'_>) -> Vec<LeasedEvent>;
+        async fn settle_event(settlement: EventSettlement<'_>) -> OutboxEvent;
+        async fn resume_event(tenant: &str, key: &str, now_ms: i64) -> Option<OutboxEvent>;
+        async fn event(tenant: &str, key: &str) -> Option<OutboxEvent>;
+        async fn list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
     }
-
-    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
-        (**self).get(tenant, key).await
+    StepStore {
+        async fn begin_step(step: StepRequest<'_>) -> StepStart;
+        async fn finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
+        async fn steps(tenant: &str, key: &str) -> Vec<StepRecord>;
+        async fn partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
     }
-
-    async fn expire_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        (**self).expire_leases(now_ms).await
-    }
-
-    async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError> {
-        (**self).list_unknown(limit).await
-    }
-
-    async fn resolve(
-        &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Result<Option<OperationRecord>, StoreError> {
-        (**self).resolve(tenant, key, resolution, now_ms).await
-    }
-
-    async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
-        (**self).purge(before_ms).await
-    }
-
-    async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
-        (**self).begin_turn(request).await
-    }
-
-    async fn begin_turn_and_claim(
-        &self,
-        turn: TurnRequest<'_>,
-        claim: ClaimRequest<'_>,
-    ) -> Result<TurnClaim, StoreError> {
-        (**self).begin_turn_and_claim(turn, claim).await
-    }
-
-    fn claims_with_turn(&self) -> bool {
-        (**self).claims_with_turn()
-    }
-
-    async fn charge_attempt(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        retry_budget: Option<u32>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        (**self)
-            .charge_attempt(run, tool, retry_budget, now_ms)
-            .await
-    }
-
-    async fn note_failure(
-        &self,
-        run: RunKey<'_>,
-        tool: &str,
-        request_hash: &str,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).note_failure(run, tool, request_hash, now_ms).await
-    }
-
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAbort,
-        now_ms: i64,
-    ) -> Result<AbortedRun, StoreError> {
-        (**self).abort_run(run, abort, now_ms).await
-    }
-
-    async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
-        (**self).run(run).await
-    }
-
-    async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        (**self).decide(request).await
-    }
-
-    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
-        (**self).approval(id).await
-    }
-
-    async fn list_approvals(
-        &self,
-        query: ApprovalQuery<'_>,
-    ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        (**self).list_approvals(query).await
-    }
-
-    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        (**self).list_approved(limit).await
-    }
-
-    async fn expire_approvals(
-        &self,
-        now_ms: i64,
-        limit: u32,
-    ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        (**self).expire_approvals(now_ms, limit).await
-    }
-
-    async fn reject_claimed(
-        &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
-    ) -> Result<ApprovalRecord, StoreError> {
-        (**self).reject_claimed(owner, decision, now_ms).await
-    }
-
-    async fn list_operations(
-        &self,
-        query: OperationQuery<'_>,
-    ) -> Result<Vec<OperationRecord>, StoreError> {
-        (**self).list_operations(query).await
-    }
-
-    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
-        (**self).begin(request).await
-    }
-
-    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        (**self).lease_events(lease).await
-    }
-
-    async fn settle_event(
-        &self,
-        tenant: &str,
-        key: &str,
-        attempt: u32,
-        outcome: DeliveryOutcome<'_>,
-        now_ms: i64,
-    ) -> Result<OutboxEvent, StoreError> {
-        (**self)
-            .settle_event(tenant, key, attempt, outcome, now_ms)
-            .await
-    }
-
-    async fn settle_event_audited(
-        &self,
-        tenant: &str,
-        key: &str,
-        attempt: u32,
-        outcome: DeliveryOutcome<'_>,
-        now_ms: i64,
-        audit: &AuditEntry,
-    ) -> Result<OutboxEvent, StoreError> {
-        (**self)
-            .settle_event_audited(tenant, key, attempt, outcome, now_ms, audit)
-            .await
-    }
-
-    async fn resume_event(
-        &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
-    ) -> Result<Option<OutboxEvent>, StoreError> {
-        (**self).resume_event(tenant, key, now_ms).await
-    }
-
-    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
-        (**self).event(tenant, key).await
-    }
-
-    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
-        (**self).list_events(query).await
-    }
-
-    async fn begin_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        now_ms: i64,
-    ) -> Result<StepStart, StoreError> {
-        (**self).begin_step(owner, name, now_ms).await
-    }
-
-    async fn finish_step(
-        &self,
-        owner: &ClaimToken,
-        name: &str,
-        outcome: StepOutcome<'_>,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).finish_step(owner, name, outcome, now_ms).await
-    }
-
-    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        (**self).steps(tenant, key).await
-    }
-
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        (**self).partial(owner, report, error, now_ms).await
-    }
-
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
-        (**self).append_audit(entry).await
-    }
-
-    async fn append_audits(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
-        (**self).append_audits(entries).await
-    }
-
-    async fn audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditRecord>, StoreError> {
-        (**self).audit(query).await
+    AuditStore {
+        async fn append_audit(entry: &AuditEntry) -> i64;
+        async fn append_audits(entries: &[AuditEntry]) -> ();
+        async fn audit(query: AuditQuery<'_>) -> Vec<AuditRecord>;
     }
 }

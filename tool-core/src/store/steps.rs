@@ -2,6 +2,7 @@
 //! operation, so that a retry or a takeover skips the steps already done.
 
 use super::attempt_error::AttemptError;
+use super::record::ClaimToken;
 
 /// Where a step stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,7 +57,20 @@ pub struct StepRecord {
     pub updated_ms: i64,
 }
 
-/// What [`OperationStore::begin_step`](super::OperationStore::begin_step) answers.
+/// A step of the operation a claim holds, begun or finished
+/// ([`StepStore::begin_step`](super::StepStore::begin_step),
+/// [`StepStore::finish_step`](super::StepStore::finish_step)).
+#[derive(Debug, Clone, Copy)]
+pub struct StepRequest<'a> {
+    /// The claim of the step's operation.
+    pub owner: &'a ClaimToken,
+    /// The step's name.
+    pub name: &'a str,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// What [`StepStore::begin_step`](super::StepStore::begin_step) answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepStart {
     /// Not done before (new, or failed): it is `started` now under the claim's attempt; run it

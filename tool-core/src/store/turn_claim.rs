@@ -1,14 +1,14 @@
 //! A write's claim that begins its turn too
-//! ([`OperationStore::begin_turn_and_claim`](super::OperationStore::begin_turn_and_claim)): the
+//! ([`RunLedger::begin_turn_and_claim`](super::RunLedger::begin_turn_and_claim)): the
 //! turn of a lone write in a run counted in the store costs the store one transaction, not two.
 
-use super::{Claim, ClaimRequest, OperationStore, StoreError, TurnGrant, TurnRequest};
+use super::{Claim, ClaimRequest, RunLedger, StoreError, TurnGrant, TurnRequest};
 
-/// What [`OperationStore::begin_turn_and_claim`](super::OperationStore::begin_turn_and_claim)
+/// What [`RunLedger::begin_turn_and_claim`](super::RunLedger::begin_turn_and_claim)
 /// did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnClaim {
-    /// The turn's grant, as [`OperationStore::begin_turn`](super::OperationStore::begin_turn)
+    /// The turn's grant, as [`RunLedger::begin_turn`](super::RunLedger::begin_turn)
     /// answers it.
     pub grant: TurnGrant,
     /// The claim of the write's key: `Some` exactly when [`grant_lets_claim`] says the grant
@@ -54,10 +54,10 @@ pub fn grant_lets_claim(grant: &TurnGrant, claim: &ClaimRequest<'_>) -> bool {
     }
 }
 
-/// [`OperationStore::begin_turn_and_claim`] in two steps: `store` begins the turn, then claims
+/// [`RunLedger::begin_turn_and_claim`] in two steps: `store` begins the turn, then claims
 /// when the grant lets the write claim. The trait's default; a store that does both at once
 /// falls back on it for a claim it cannot do that way.
-pub async fn begin_turn_then_claim<S: OperationStore + ?Sized>(
+pub async fn begin_turn_then_claim<S: RunLedger + ?Sized>(
     store: &S,
     turn: TurnRequest<'_>,
     claim: ClaimRequest<'_>,

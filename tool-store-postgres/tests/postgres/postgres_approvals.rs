@@ -7,9 +7,10 @@ use std::time::Duration;
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use toolgate_core::AuthContext;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, DecideRequest, Decided, OperationState,
-    OperationStore, Requester, Verdict,
+    Requester, Verdict,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;

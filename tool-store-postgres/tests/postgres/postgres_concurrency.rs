@@ -5,9 +5,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
-use toolgate_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
-};
+use toolgate_core::store::prelude::*;
+use toolgate_core::store::{AttemptError, Claim, ClaimRequest, ClaimToken, OperationState};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_test_postgres::test_database;

@@ -11,9 +11,9 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AttemptError, Begun, Claim, ClaimRequest, ClaimToken, OperationStore, Resolution, StoreError,
-    StoreTransaction,
+    AttemptError, Begun, Claim, ClaimRequest, ClaimToken, Resolution, StoreError, StoreTransaction,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, Connection, PgConnection, postgres::PgConnectOptions};
@@ -200,7 +200,7 @@ async fn the_store_holds_at_most_max_connections_and_a_call_waits_for_one_at_mos
                         let key = format!("k{i}-{round}");
                         let claim = store.claim(request(&key)).await?;
                         assert!(matches!(claim, Claim::Acquired { .. }), "{claim:?}");
-                        store.succeed(&owner(&key, 1), "{}", T0).await?;
+                        store.succeed(&owner(&key, 1), "{}", T0, None).await?;
                         store.get("acme", &key).await?;
                     }
                     Ok::<_, StoreError>(())

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use toolgate_core::store::{Claim, ClaimRequest, OperationStore};
+use toolgate_core::store::prelude::*;
+use toolgate_core::store::{Claim, ClaimRequest};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx;
 use toolgate_test_postgres::test_database;

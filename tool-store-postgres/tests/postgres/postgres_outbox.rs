@@ -7,9 +7,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::EventSettlement;
+
 use toolgate_core::store::{
     Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease, EventStatus,
-    NewEvent, OperationState, OperationStore, StoreError, StoreTransaction,
+    NewEvent, OperationState, StoreError, StoreTransaction,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, PgConnection, PgPool};
@@ -315,13 +319,14 @@ async fn eight_workers_lease_four_hundred_events_each_exactly_once() {
                     let event = lease.event;
                     *counts.lock().unwrap().entry(event.key.clone()).or_default() += 1;
                     let settled = store
-                        .settle_event(
-                            &event.tenant,
-                            &event.key,
-                            event.attempt,
-                            DeliveryOutcome::Delivered(r#"{"paid":true}"#),
-                            T0 + 11,
-                        )
+                        .settle_event(EventSettlement {
+                            tenant: &event.tenant,
+                            key: &event.key,
+                            attempt: event.attempt,
+                            outcome: DeliveryOutcome::Delivered(r#"{"paid":true}"#),
+                            now_ms: T0 + 11,
+                            audit: None,
+                        })
                         .await
                         .unwrap();
                     assert_eq!(settled.status, EventStatus::Delivered);
@@ -379,13 +384,14 @@ async fn an_ended_lease_is_taken_over_and_the_first_worker_can_no_longer_settle(
     assert_eq!(second[0].event.worker.as_deref(), Some("w2"));
 
     let late = store
-        .settle_event(
-            "acme",
-            "ORD-8",
-            1,
-            DeliveryOutcome::Delivered("{}"),
-            T0 + 40_000,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "ORD-8",
+            attempt: 1,
+            outcome: DeliveryOutcome::Delivered("{}"),
+            now_ms: T0 + 40_000,
+            audit: None,
+        })
         .await;
     assert!(
         matches!(late, Err(StoreError::LostClaim { .. })),

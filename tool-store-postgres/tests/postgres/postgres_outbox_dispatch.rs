@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::store::{EventStatus, OperationState, OperationStore, OutboxEvent};
+use toolgate::store::prelude::*;
+use toolgate::store::{EventStatus, OperationState, OutboxEvent};
 use toolgate::{ToolError, outbox::OutboxWorker};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, PgPool};

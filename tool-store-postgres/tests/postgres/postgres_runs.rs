@@ -4,7 +4,9 @@
 
 use tokio::task::JoinSet;
 use toolgate_core::RunLimits;
-use toolgate_core::store::{OperationStore, RunAbort, RunKey, StoreError, TurnGrant, TurnRequest};
+use toolgate_core::store::prelude::*;
+use toolgate_core::store::{AttemptCharge, FailureNote};
+use toolgate_core::store::{RunAbort, RunKey, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_store_postgres::{PostgresStore, sqlx};
 use toolgate_test_postgres::test_database;
@@ -60,7 +62,12 @@ async fn turns_and_retries_racing_from_two_processes_never_grant_past_the_budget
                         other => panic!("expected the turn to run, got {other:?}"),
                     }
                 } else if store
-                    .charge_attempt(RUN, "issue_refund", Some(50), T0)
+                    .charge_attempt(AttemptCharge {
+                        run: RUN,
+                        tool: "issue_refund",
+                        retry_budget: Some(50),
+                        now_ms: T0,
+                    })
                     .await?
                 {
                     granted += 1;
@@ -103,7 +110,12 @@ async fn a_new_process_goes_on_from_the_runs_counters_and_abort() -> Result<(), 
                 .begin_turn(turn(run, &[("issue_refund", 2)], limits))
                 .await?;
             store
-                .note_failure(run, "issue_refund", "h1", T0 + 1)
+                .note_failure(FailureNote {
+                    run,
+                    tool: "issue_refund",
+                    request_hash: "h1",
+                    now_ms: T0 + 1,
+                })
                 .await?;
         }
         store.abort_run(RUN, &abort, T0 + 2).await?;
@@ -142,7 +154,14 @@ async fn a_purged_run_leaves_no_row_behind() -> Result<(), StoreError> {
     store
         .begin_turn(turn(RUN, &[("issue_refund", 1)], RunLimits::DEFAULT))
         .await?;
-    store.note_failure(RUN, "issue_refund", "h1", T0).await?;
+    store
+        .note_failure(FailureNote {
+            run: RUN,
+            tool: "issue_refund",
+            request_hash: "h1",
+            now_ms: T0,
+        })
+        .await?;
     for table in [
         "toolgate_runs",
         "toolgate_run_attempts",

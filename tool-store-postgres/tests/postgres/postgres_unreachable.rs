@@ -6,7 +6,9 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use toolgate_core::store::{ClaimRequest, OperationStore};
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::ClaimRequest;
 use toolgate_store_postgres::{DEFAULT_ACQUIRE_TIMEOUT, PostgresStore};
 
 /// A listener that accepts every connection and keeps it open, silent. Answers its URL.

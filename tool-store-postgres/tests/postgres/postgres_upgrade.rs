@@ -10,11 +10,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use toolgate_core::AuthContext;
+use toolgate_core::store::EventSettlement;
+use toolgate_core::store::StepRequest;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, Begun, Claim,
     ClaimRequest, ClaimToken, Commit, DecideRequest, Decided, EventStatus, FailedCall, NewEvent,
-    OperationQuery, OperationRecord, OperationState, OperationStore, Requester, Resolution, RunKey,
-    RunRecord, StepOutcome, StepStart, StepStatus, Verdict,
+    OperationQuery, OperationRecord, OperationState, Requester, Resolution, RunKey, RunRecord,
+    StepOutcome, StepStart, StepStatus, Verdict,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, SqlSafeStr};
@@ -276,7 +279,7 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
         key: "processing".into(),
         attempt: 1,
     };
-    store.succeed(&worker, "{}", T0 + 5).await.unwrap();
+    store.succeed(&worker, "{}", T0 + 5, None).await.unwrap();
     // A replay of the old succeeded one is answered from the store.
     let replay = store
         .claim(claim_of(&succeeded, None, T0 + 5))
@@ -480,13 +483,24 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
     };
     assert_eq!(
         store
-            .begin_step(&worker, "update_crm", T0 + 20)
+            .begin_step(StepRequest {
+                owner: &worker,
+                name: "update_crm",
+                now_ms: T0 + 20
+            })
             .await
             .unwrap(),
         StepStart::Run
     );
     store
-        .finish_step(&worker, "update_crm", StepOutcome::Succeeded("1"), T0 + 21)
+        .finish_step(
+            StepRequest {
+                owner: &worker,
+                name: "update_crm",
+                now_ms: T0 + 21,
+            },
+            StepOutcome::Succeeded("1"),
+        )
         .await
         .unwrap();
     let error = AttemptError {
@@ -572,7 +586,14 @@ async fn a_database_of_the_outbox_release_keeps_its_events_as_not_maybe_applied(
         maybe_applied: true,
     };
     let event = store
-        .settle_event("acme", "retried", 2, retry, T0 + 20)
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "retried",
+            attempt: 2,
+            outcome: retry,
+            now_ms: T0 + 20,
+            audit: None,
+        })
         .await
         .unwrap();
     assert!(event.maybe_applied, "{event:?}");

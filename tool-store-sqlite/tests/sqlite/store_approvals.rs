@@ -8,9 +8,10 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 use tokio::task::JoinSet;
 use toolgate_core::AuthContext;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, DecideRequest, Decided, OperationState,
-    OperationStore, Requester, StoreError, Verdict,
+    Requester, StoreError, Verdict,
 };
 use toolgate_store_sqlite::SqliteStore;
 

@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
+use toolgate_core::store::prelude::*;
+
 use toolgate_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore, StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, StoreError,
 };
 use toolgate_store_sqlite::SqliteStore;
 
@@ -56,7 +58,12 @@ async fn a_settled_record_survives_dropping_the_store_and_a_replay_gets_its_resu
             .record_retry(&owner("refund", attempt), &error, T0 + 40_000)
             .await?;
         store
-            .succeed(&owner("refund", attempt), r#"{"refund_id":"re_1"}"#, T0 + 5)
+            .succeed(
+                &owner("refund", attempt),
+                r#"{"refund_id":"re_1"}"#,
+                T0 + 5,
+                None,
+            )
             .await?;
         // Dropped without `close`: whatever was committed must be on disk already.
     }

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use toolgate_core::store::{Claim, ClaimRequest, OperationState, OperationStore, StoreError};
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::{Claim, ClaimRequest, OperationState, StoreError};
 use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;

@@ -8,9 +8,10 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    Begun, Claim, ClaimRequest, ClaimToken, Commit, NewEvent, OperationState, OperationStore,
-    StoreError, StoreTransaction,
+    Begun, Claim, ClaimRequest, ClaimToken, Commit, NewEvent, OperationState, StoreError,
+    StoreTransaction,
 };
 use toolgate_store_sqlite::SqliteStore;
 

@@ -6,9 +6,9 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 use tokio::task::JoinSet;
 use toolgate_core::RunLimits;
-use toolgate_core::store::{
-    OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
-};
+use toolgate_core::store::prelude::*;
+use toolgate_core::store::{AttemptCharge, FailureNote};
+use toolgate_core::store::{RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;
@@ -63,11 +63,21 @@ async fn a_runs_counters_and_abort_survive_reopening_the_file() -> Result<(), St
                 .await?;
             assert!(
                 store
-                    .charge_attempt(run, "issue_refund", Some(4), T0 + 1)
+                    .charge_attempt(AttemptCharge {
+                        run,
+                        tool: "issue_refund",
+                        retry_budget: Some(4),
+                        now_ms: T0 + 1
+                    })
                     .await?
             );
             store
-                .note_failure(run, "issue_refund", "h1", T0 + 2)
+                .note_failure(FailureNote {
+                    run,
+                    tool: "issue_refund",
+                    request_hash: "h1",
+                    now_ms: T0 + 2,
+                })
                 .await?;
         }
         store.abort_run(RUN, &abort, T0 + 3).await?;
@@ -122,7 +132,12 @@ async fn concurrent_turns_and_retries_never_grant_past_the_budget() -> Result<()
                         other => panic!("expected the turn to run, got {other:?}"),
                     }
                 } else if store
-                    .charge_attempt(RUN, "issue_refund", Some(50), T0)
+                    .charge_attempt(AttemptCharge {
+                        run: RUN,
+                        tool: "issue_refund",
+                        retry_budget: Some(50),
+                        now_ms: T0,
+                    })
                     .await?
                 {
                     granted += 1;
@@ -152,7 +167,14 @@ async fn a_purged_run_leaves_no_row_behind() -> Result<(), StoreError> {
     store
         .begin_turn(turn(RUN, &[("issue_refund", 1)], RunLimits::DEFAULT))
         .await?;
-    store.note_failure(RUN, "issue_refund", "h1", T0).await?;
+    store
+        .note_failure(FailureNote {
+            run: RUN,
+            tool: "issue_refund",
+            request_hash: "h1",
+            now_ms: T0,
+        })
+        .await?;
     for table in ["runs", "run_attempts", "run_failures"] {
         assert_eq!(rows(&path, table).await, 1, "{table}");
     }

@@ -10,10 +10,11 @@ use std::time::Duration;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
 use toolgate_core::AuthContext;
+use toolgate_core::store::EventSettlement;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AuditEntry, AuditKind, AuditQuery, Claim, ClaimRequest,
-    DecideRequest, Decided, OperationQuery, OperationState, OperationStore, Requester, RunKey,
-    StoreError, Verdict,
+    DecideRequest, Decided, OperationQuery, OperationState, Requester, RunKey, StoreError, Verdict,
 };
 use toolgate_store_sqlite::SqliteStore;
 
@@ -462,7 +463,14 @@ DELETE FROM audit WHERE seq = 7;
         maybe_applied: true,
     };
     let event = store
-        .settle_event("acme", "retried", 2, retry, T0 + 20)
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "retried",
+            attempt: 2,
+            outcome: retry,
+            now_ms: T0 + 20,
+            audit: None,
+        })
         .await?;
     assert!(event.maybe_applied, "{event:?}");
     assert_eq!(store.event("acme", "retried").await?, Some(event));

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use toolgate_core::store::StepRequest;
+use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     AttemptError, Begun, Claim, ClaimRequest, ClaimToken, Commit, EventStatus, NewEvent,
-    OperationState, OperationStore, StepOutcome, StepStart, StoreError,
+    OperationState, StepOutcome, StepStart, StoreError,
 };
 use toolgate_store_sqlite::SqliteStore;
 
@@ -277,12 +279,25 @@ async fn the_outbox_and_the_step_journal_work_on_an_upgraded_file() -> Result<()
     let owner = holder("broken", 2);
     for name in ["crm", "notify"] {
         assert_eq!(
-            store.begin_step(&owner, name, T0 + 20_001).await?,
+            store
+                .begin_step(StepRequest {
+                    owner: &owner,
+                    name,
+                    now_ms: T0 + 20_001
+                })
+                .await?,
             StepStart::Run
         );
     }
     store
-        .finish_step(&owner, "crm", StepOutcome::Succeeded("1"), T0 + 20_002)
+        .finish_step(
+            StepRequest {
+                owner: &owner,
+                name: "crm",
+                now_ms: T0 + 20_002,
+            },
+            StepOutcome::Succeeded("1"),
+        )
         .await?;
     let failure = AttemptError {
         attempt: 2,
@@ -290,7 +305,14 @@ async fn the_outbox_and_the_step_journal_work_on_an_upgraded_file() -> Result<()
         what: "HTTP 503".into(),
     };
     store
-        .finish_step(&owner, "notify", StepOutcome::Failed(&failure), T0 + 20_003)
+        .finish_step(
+            StepRequest {
+                owner: &owner,
+                name: "notify",
+                now_ms: T0 + 20_003,
+            },
+            StepOutcome::Failed(&failure),
+        )
         .await?;
     store
         .partial(&owner, r#"{"steps":[]}"#, &failure, T0 + 20_004)

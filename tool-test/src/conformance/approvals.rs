@@ -2,6 +2,9 @@
 //! follows [`ApprovalRecord::decide_step`]; an approved operation runs once; an expired approval
 //! is rejected as `expired` whichever way the store learns of it.
 
+pub(super) mod aborts;
+pub(super) mod lists;
+
 use futures_util::future::join_all;
 use toolgate_core::AuthContext;
 use toolgate_core::store::{
@@ -184,7 +187,12 @@ pub async fn an_approved_operation_runs_exactly_once(store: &dyn OperationStore)
     assert_eq!(store.list_approved(10).await.unwrap(), vec![]);
 
     store
-        .succeed(&owner("acme", "k1", 1), r#"{"refund_id":"re_1"}"#, T0 + 30)
+        .succeed(
+            &owner("acme", "k1", 1),
+            r#"{"refund_id":"re_1"}"#,
+            T0 + 30,
+            None,
+        )
         .await
         .unwrap();
     match store

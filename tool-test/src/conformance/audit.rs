@@ -144,12 +144,12 @@ pub async fn retention_keeps_waiting_approvals_and_the_audit_of_living_operation
     decide(store, "apr_5", &manager, Verdict::Approve, T0 + 1).await;
     assert_eq!(acquire(store, request("acme", "k5", "h1", T0 + 2)).await, 1);
     store
-        .succeed(&owner("acme", "k5", 1), "{}", T0 + 3)
+        .succeed(&owner("acme", "k5", 1), "{}", T0 + 3, None)
         .await
         .unwrap();
     let done = acquire(store, request("acme", "k4", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "k4", done), "{}", T0 + 1)
+        .succeed(&owner("acme", "k4", done), "{}", T0 + 1, None)
         .await
         .unwrap();
 
@@ -215,11 +215,11 @@ pub async fn a_success_and_its_audit_record_are_written_together(store: &dyn Ope
         ..entry("acme", "run-audited", "call_1", Some("k-audited"), T0 + 5)
     };
     let seq = store
-        .succeed_audited(
+        .succeed(
             &owner("acme", "k-audited", attempt),
             "{\"ok\":1}",
             T0 + 5,
-            &ran,
+            Some(&ran),
         )
         .await
         .expect("record the success with its audit record");
@@ -247,11 +247,11 @@ pub async fn a_success_and_its_audit_record_are_written_together(store: &dyn Ope
         ..ran.clone()
     };
     let lost = store
-        .succeed_audited(
+        .succeed(
             &owner("acme", "k-audited", attempt),
             "{\"ok\":2}",
             T0 + 6,
-            &again,
+            Some(&again),
         )
         .await
         .expect_err("the claim is no longer held");

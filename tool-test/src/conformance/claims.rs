@@ -1,5 +1,9 @@
 //! What a claim answers: a new key, a replay, a conflict, another tenant, a record that failed,
 //! an unknown outcome, a live or an expired lease, many claims at once.
+pub(super) mod outcomes;
+pub(super) mod takeover;
+pub(super) mod text;
+
 use futures_util::future::join_all;
 use toolgate_core::store::{Claim, OperationState, OperationStore, StoreError};
 
@@ -28,6 +32,7 @@ pub async fn a_replay_returns_the_stored_result(store: &dyn OperationStore) {
             &owner("acme", "k1", attempt),
             r#"{"refund_id":"re_1"}"#,
             T0 + 5,
+            None,
         )
         .await
         .unwrap();
@@ -65,7 +70,7 @@ pub async fn reordered_arguments_are_the_same_request(store: &dyn OperationStore
     claim.arguments = &text_1;
     let attempt = acquire(store, claim).await;
     store
-        .succeed(&owner("acme", "k1", attempt), r#""done""#, T0 + 1)
+        .succeed(&owner("acme", "k1", attempt), r#""done""#, T0 + 1, None)
         .await
         .unwrap();
     let mut again = request("acme", "k1", &hash_2, T0 + 2);
@@ -108,14 +113,14 @@ pub async fn another_request_under_the_same_key_is_a_conflict_and_stores_nothing
 pub async fn tenants_never_share_records(store: &dyn OperationStore) {
     let a = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "k1", a), r#""acme's""#, T0)
+        .succeed(&owner("acme", "k1", a), r#""acme's""#, T0, None)
         .await
         .unwrap();
     assert_eq!(store.get("globex", "k1").await.unwrap(), None);
     let b = acquire(store, request("globex", "k1", "h1", T0)).await;
     assert_eq!(b, 1);
     store
-        .succeed(&owner("globex", "k1", b), r#""globex's""#, T0)
+        .succeed(&owner("globex", "k1", b), r#""globex's""#, T0, None)
         .await
         .unwrap();
     let acme = store.get("acme", "k1").await.unwrap().unwrap();

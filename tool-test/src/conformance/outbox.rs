@@ -2,10 +2,14 @@
 //! its event or leaves nothing; workers lease due events, never one twice, and settle them with
 //! their operation; an operator resumes a dead one; the reconciler settles an unknown delivery.
 
+pub(super) mod audit;
+pub(super) mod maybe_applied;
+
 use std::collections::HashSet;
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use toolgate_core::store::EventSettlement;
 use toolgate_core::store::{
     Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery, EventStatus,
     LeasedEvent, NewEvent, OperationState, OperationStore, OutboxEvent, Resolution, StoreError,
@@ -184,7 +188,7 @@ pub async fn begin_answers_a_settled_key_as_claim_does(store: &dyn OperationStor
     queue(store, "acme", "queued", "issue_refund", T0).await;
     let done = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", done), "1", T0)
+        .succeed(&owner("acme", "done", done), "1", T0, None)
         .await
         .unwrap();
     for key in ["queued", "done"] {
@@ -241,17 +245,18 @@ pub async fn lease_events_takes_due_events_oldest_first(store: &dyn OperationSto
     );
     // k3 retried later: not due before its time.
     store
-        .settle_event(
-            "acme",
-            "k3",
-            1,
-            DeliveryOutcome::Retry {
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "k3",
+            attempt: 1,
+            outcome: DeliveryOutcome::Retry {
                 error: &error(1, "provider_unavailable"),
                 due_ms: now + 40_000,
                 maybe_applied: false,
             },
-            now + 1,
-        )
+            now_ms: now + 1,
+            audit: None,
+        })
         .await
         .unwrap();
     let none = store
@@ -341,7 +346,16 @@ pub async fn settle_event_records_the_delivery_with_its_operation(store: &dyn Op
     let failure = error(1, "provider_unavailable");
     let unknown = error(1, "outcome_unknown");
     let now = T0 + 20;
-    let settle = |key: &'static str, outcome| store.settle_event("acme", key, 1, outcome, now);
+    let settle = |key: &'static str, outcome| {
+        store.settle_event(EventSettlement {
+            tenant: "acme",
+            key,
+            attempt: 1,
+            outcome,
+            now_ms: now,
+            audit: None,
+        })
+    };
 
     let event = settle("delivered", DeliveryOutcome::Delivered(PAID))
         .await
@@ -395,14 +409,28 @@ pub async fn a_stale_or_unleased_event_is_not_settled(store: &dyn OperationStore
     queue(store, "acme", "pending", "issue_refund", T0).await;
     let delivered = DeliveryOutcome::Delivered(PAID);
     let lost = store
-        .settle_event("acme", "pending", 0, delivered, T0 + 1)
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "pending",
+            attempt: 0,
+            outcome: delivered,
+            now_ms: T0 + 1,
+            audit: None,
+        })
         .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
         "{lost:?}"
     );
     let lost = store
-        .settle_event("acme", "pending", 1, delivered, T0 + 1)
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "pending",
+            attempt: 1,
+            outcome: delivered,
+            now_ms: T0 + 1,
+            audit: None,
+        })
         .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
@@ -419,7 +447,14 @@ pub async fn a_stale_or_unleased_event_is_not_settled(store: &dyn OperationStore
     let before = event_of(store, "acme", "pending").await;
     for outcome in [delivered, DeliveryOutcome::Dead(&error(1, "refused"))] {
         let lost = store
-            .settle_event("acme", "pending", 1, outcome, T0 + 30_011)
+            .settle_event(EventSettlement {
+                tenant: "acme",
+                key: "pending",
+                attempt: 1,
+                outcome,
+                now_ms: T0 + 30_011,
+                audit: None,
+            })
             .await;
         assert!(
             matches!(lost, Err(StoreError::LostClaim { .. })),
@@ -442,13 +477,14 @@ pub async fn resume_event_makes_a_dead_event_pending_again(store: &dyn Operation
         .unwrap();
     assert_eq!(keys(&leased), ["dead"]);
     store
-        .settle_event(
-            "acme",
-            "dead",
-            1,
-            DeliveryOutcome::Dead(&error(1, "refused")),
-            T0 + 11,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "dead",
+            attempt: 1,
+            outcome: DeliveryOutcome::Dead(&error(1, "refused")),
+            now_ms: T0 + 11,
+            audit: None,
+        })
         .await
         .unwrap();
     let resumed = store
@@ -497,13 +533,14 @@ pub async fn resolve_settles_an_outbox_operation_with_its_event(store: &dyn Oper
         .unwrap();
     for key in ["applied", "not_applied"] {
         store
-            .settle_event(
-                "acme",
+            .settle_event(EventSettlement {
+                tenant: "acme",
                 key,
-                1,
-                DeliveryOutcome::Unknown(&error(1, "outcome_unknown")),
-                T0 + 11,
-            )
+                attempt: 1,
+                outcome: DeliveryOutcome::Unknown(&error(1, "outcome_unknown")),
+                now_ms: T0 + 11,
+                audit: None,
+            })
             .await
             .unwrap();
     }

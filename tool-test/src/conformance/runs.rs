@@ -2,6 +2,8 @@
 //! its abort, and their retention. Each rule checks a store's answers against the rules of
 //! [`RunRecord`], which every store follows.
 
+pub(super) mod turn_claims;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::future::{join, join_all};
@@ -10,6 +12,7 @@ use toolgate_core::store::{
     Admission, FailedCall, Grants, OperationStore, RunAbort, RunKey, RunRecord, TurnGrant,
     TurnRequest,
 };
+use toolgate_core::store::{AttemptCharge, FailureNote};
 
 use super::fixture::T0;
 
@@ -195,7 +198,12 @@ pub async fn charge_attempt_counts_until_the_budget_and_then_nothing(store: &dyn
     ];
     for (now_ms, counted) in charges {
         let charged = store
-            .charge_attempt(run, "issue_refund", Some(3), now_ms)
+            .charge_attempt(AttemptCharge {
+                run,
+                tool: "issue_refund",
+                retry_budget: Some(3),
+                now_ms,
+            })
             .await
             .unwrap();
         assert_eq!(charged, counted, "at {now_ms}");
@@ -209,7 +217,12 @@ pub async fn charge_attempt_counts_until_the_budget_and_then_nothing(store: &dyn
     );
     for now_ms in [T0 + 5, T0 + 6] {
         let charged = store
-            .charge_attempt(run, "issue_refund", None, now_ms)
+            .charge_attempt(AttemptCharge {
+                run,
+                tool: "issue_refund",
+                retry_budget: None,
+                now_ms,
+            })
             .await
             .unwrap();
         assert!(charged, "no budget, no limit");
@@ -236,10 +249,23 @@ pub async fn a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn(
         ("issue_refund", "h2"),
         ("cancel_order", "h3"),
     ] {
-        store.note_failure(run, tool, hash, T0 + 1).await.unwrap();
+        store
+            .note_failure(FailureNote {
+                run,
+                tool,
+                request_hash: hash,
+                now_ms: T0 + 1,
+            })
+            .await
+            .unwrap();
     }
     store
-        .note_failure(run, "issue_refund", "h2", T0 + 2)
+        .note_failure(FailureNote {
+            run,
+            tool: "issue_refund",
+            request_hash: "h2",
+            now_ms: T0 + 2,
+        })
         .await
         .unwrap();
     let stored = record(store, run).await;
@@ -335,7 +361,12 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
     admitted(store, acme, &[("issue_refund", 2)], limits, T0).await;
     admitted(store, acme, &[("issue_refund", 1)], limits, T0 + 1).await;
     store
-        .note_failure(acme, "issue_refund", "h1", T0 + 1)
+        .note_failure(FailureNote {
+            run: acme,
+            tool: "issue_refund",
+            request_hash: "h1",
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let abort = RunAbort {
@@ -354,7 +385,12 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
     );
     assert!(
         store
-            .charge_attempt(globex, "get_order", Some(2), T0 + 4)
+            .charge_attempt(AttemptCharge {
+                run: globex,
+                tool: "get_order",
+                retry_budget: Some(2),
+                now_ms: T0 + 4
+            })
             .await
             .unwrap()
     );
@@ -387,12 +423,22 @@ pub async fn a_run_reads_back_every_counter(store: &dyn OperationStore) {
     .await;
     assert!(
         store
-            .charge_attempt(run, "issue_refund", Some(4), T0 + 1)
+            .charge_attempt(AttemptCharge {
+                run,
+                tool: "issue_refund",
+                retry_budget: Some(4),
+                now_ms: T0 + 1
+            })
             .await
             .unwrap()
     );
     store
-        .note_failure(run, "issue_refund", "9f86d081", T0 + 2)
+        .note_failure(FailureNote {
+            run,
+            tool: "issue_refund",
+            request_hash: "9f86d081",
+            now_ms: T0 + 2,
+        })
         .await
         .unwrap();
     admitted(store, run, &[("issue_refund", 1)], limits, T0 + 3).await;
@@ -428,7 +474,12 @@ pub async fn retention_purges_old_runs_and_keeps_recent_ones(store: &dyn Operati
     for run in [old, recent] {
         admitted(store, run, &[("issue_refund", 1)], limits, T0).await;
         store
-            .note_failure(run, "issue_refund", "h1", T0)
+            .note_failure(FailureNote {
+                run,
+                tool: "issue_refund",
+                request_hash: "h1",
+                now_ms: T0,
+            })
             .await
             .unwrap();
         let abort = RunAbort {
@@ -438,7 +489,12 @@ pub async fn retention_purges_old_runs_and_keeps_recent_ones(store: &dyn Operati
         store.abort_run(run, &abort, T0).await.unwrap();
     }
     store
-        .note_failure(recent, "issue_refund", "h2", T0 + 10)
+        .note_failure(FailureNote {
+            run: recent,
+            tool: "issue_refund",
+            request_hash: "h2",
+            now_ms: T0 + 10,
+        })
         .await
         .unwrap();
     let kept = record(store, recent).await;
@@ -474,8 +530,14 @@ pub async fn concurrent_turns_never_grant_past_the_budget(store: &dyn OperationS
             now_ms: T0,
         })
     }));
-    let charges =
-        join_all((0..16).map(|_| store.charge_attempt(run, "issue_refund", Some(12), T0)));
+    let charges = join_all((0..16).map(|_| {
+        store.charge_attempt(AttemptCharge {
+            run,
+            tool: "issue_refund",
+            retry_budget: Some(12),
+            now_ms: T0,
+        })
+    }));
     let (turns, charges) = join(turns, charges).await;
     let granted: u32 = turns
         .into_iter()

@@ -4,6 +4,8 @@
 //! hash included); other arguments never see the steps of earlier ones.
 
 use toolgate_core::idempotency::UnkeyedRequest;
+use toolgate_core::store::EventSettlement;
+use toolgate_core::store::StepRequest;
 use toolgate_core::store::{
     Claim, ClaimToken, OperationState, OperationStore, Resolution, StepOutcome, StepRecord,
     StepStart, StepStatus, StoreError,
@@ -24,7 +26,11 @@ async fn begin(
     now_ms: i64,
 ) -> StepStart {
     store
-        .begin_step(holder, name, now_ms)
+        .begin_step(StepRequest {
+            owner: holder,
+            name,
+            now_ms,
+        })
         .await
         .unwrap_or_else(|err| panic!("begin {name}: {err}"))
 }
@@ -43,7 +49,14 @@ async fn run(
         "{name}"
     );
     store
-        .finish_step(holder, name, outcome, now_ms)
+        .finish_step(
+            StepRequest {
+                owner: holder,
+                name,
+                now_ms,
+            },
+            outcome,
+        )
         .await
         .unwrap_or_else(|err| panic!("finish {name}: {err}"));
 }
@@ -87,10 +100,12 @@ pub async fn a_step_runs_until_its_outcome_is_recorded(store: &dyn OperationStor
     );
     store
         .finish_step(
-            &holder,
-            "crm",
+            StepRequest {
+                owner: &holder,
+                name: "crm",
+                now_ms: T0 + 3,
+            },
             StepOutcome::Succeeded(r#"{"crm":"ok"}"#),
-            T0 + 3,
         )
         .await
         .unwrap();
@@ -105,7 +120,14 @@ pub async fn a_step_runs_until_its_outcome_is_recorded(store: &dyn OperationStor
 
     let failure = error(1, "provider_unavailable");
     store
-        .finish_step(&holder, "notify", StepOutcome::Failed(&failure), T0 + 5)
+        .finish_step(
+            StepRequest {
+                owner: &holder,
+                name: "notify",
+                now_ms: T0 + 5,
+            },
+            StepOutcome::Failed(&failure),
+        )
         .await
         .unwrap();
     let failed = store.steps("acme", "k1").await.unwrap().remove(1);
@@ -151,18 +173,37 @@ pub async fn a_step_of_a_claim_not_held_is_refused(store: &dyn OperationStore) {
     .await;
     let before = store.steps("acme", "k1").await.unwrap();
     let stranger = owner("acme", "k1", 2);
-    let lost = store.begin_step(&stranger, "crm", T0 + 1).await;
-    assert!(
-        matches!(lost, Err(StoreError::LostClaim { .. })),
-        "{lost:?}"
-    );
-    let lost = store.begin_step(&stranger, "other", T0 + 1).await;
+    let lost = store
+        .begin_step(StepRequest {
+            owner: &stranger,
+            name: "crm",
+            now_ms: T0 + 1,
+        })
+        .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
         "{lost:?}"
     );
     let lost = store
-        .finish_step(&stranger, "crm", StepOutcome::Succeeded("1"), T0 + 1)
+        .begin_step(StepRequest {
+            owner: &stranger,
+            name: "other",
+            now_ms: T0 + 1,
+        })
+        .await;
+    assert!(
+        matches!(lost, Err(StoreError::LostClaim { .. })),
+        "{lost:?}"
+    );
+    let lost = store
+        .finish_step(
+            StepRequest {
+                owner: &stranger,
+                name: "crm",
+                now_ms: T0 + 1,
+            },
+            StepOutcome::Succeeded("1"),
+        )
         .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
@@ -171,18 +212,38 @@ pub async fn a_step_of_a_claim_not_held_is_refused(store: &dyn OperationStore) {
     // A step never begun has no outcome to record: refused (the trait does not say with which
     // error).
     let refused = store
-        .finish_step(&holder, "never", StepOutcome::Succeeded("1"), T0 + 1)
+        .finish_step(
+            StepRequest {
+                owner: &holder,
+                name: "never",
+                now_ms: T0 + 1,
+            },
+            StepOutcome::Succeeded("1"),
+        )
         .await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(store.steps("acme", "k1").await.unwrap(), before);
-    store.succeed(&holder, "1", T0 + 2).await.unwrap();
-    let lost = store.begin_step(&holder, "crm", T0 + 3).await;
+    store.succeed(&holder, "1", T0 + 2, None).await.unwrap();
+    let lost = store
+        .begin_step(StepRequest {
+            owner: &holder,
+            name: "crm",
+            now_ms: T0 + 3,
+        })
+        .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
         "{lost:?}"
     );
     let lost = store
-        .finish_step(&holder, "crm", StepOutcome::Succeeded("1"), T0 + 3)
+        .finish_step(
+            StepRequest {
+                owner: &holder,
+                name: "crm",
+                now_ms: T0 + 3,
+            },
+            StepOutcome::Succeeded("1"),
+        )
         .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
@@ -454,13 +515,14 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         .unwrap();
     assert_eq!(leased[0].event.key, "queued");
     store
-        .settle_event(
-            "acme",
-            "queued",
-            1,
-            toolgate_core::store::DeliveryOutcome::Dead(&error(1, "refused")),
-            T0 + 2,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "queued",
+            attempt: 1,
+            outcome: toolgate_core::store::DeliveryOutcome::Dead(&error(1, "refused")),
+            now_ms: T0 + 2,
+            audit: None,
+        })
         .await
         .unwrap();
     let leased = store
@@ -475,13 +537,14 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         .unwrap();
     assert_eq!(leased[0].event.key, "delivered");
     store
-        .settle_event(
-            "acme",
-            "delivered",
-            1,
-            toolgate_core::store::DeliveryOutcome::Delivered("1"),
-            T0 + 4,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "delivered",
+            attempt: 1,
+            outcome: toolgate_core::store::DeliveryOutcome::Delivered("1"),
+            now_ms: T0 + 4,
+            audit: None,
+        })
         .await
         .unwrap();
     let stepped = owner(
@@ -490,7 +553,7 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         acquire(store, request("acme", "stepped", "h1", T0)).await,
     );
     run(store, &stepped, "crm", StepOutcome::Succeeded("1"), T0).await;
-    store.succeed(&stepped, "1", T0 + 5).await.unwrap();
+    store.succeed(&stepped, "1", T0 + 5, None).await.unwrap();
 
     assert_eq!(store.purge(T0 + 10).await.unwrap(), 2);
     assert_eq!(store.get("acme", "delivered").await.unwrap(), None);

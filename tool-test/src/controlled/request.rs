@@ -2,62 +2,64 @@
 //! [`OperationStore`] trait, one variant a method, the faults a request can be made to meet, and
 //! the tally of requests answered.
 
-#[cfg(doc)]
-use toolgate_core::store::OperationStore;
 use toolgate_core::store::StoreError;
+#[cfg(doc)]
+use toolgate_core::store::{
+    ApprovalStore, AuditStore, ClaimStore, OperationLog, OperationStore, RunLedger,
+};
 
 /// A request of the [`OperationStore`] trait: one variant a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Request {
-    /// [`OperationStore::claim`].
+    /// [`ClaimStore::claim`].
     Claim,
-    /// [`OperationStore::succeed`].
+    /// [`ClaimStore::succeed`].
     Succeed,
-    /// [`OperationStore::fail`].
+    /// [`ClaimStore::fail`].
     Fail,
-    /// [`OperationStore::mark_unknown`].
+    /// [`ClaimStore::mark_unknown`].
     MarkUnknown,
-    /// [`OperationStore::record_retry`].
+    /// [`ClaimStore::record_retry`].
     RecordRetry,
-    /// [`OperationStore::get`].
+    /// [`ClaimStore::get`].
     Get,
-    /// [`OperationStore::expire_leases`].
+    /// [`OperationLog::expire_leases`].
     ExpireLeases,
-    /// [`OperationStore::list_unknown`].
+    /// [`OperationLog::list_unknown`].
     ListUnknown,
-    /// [`OperationStore::resolve`].
+    /// [`OperationLog::resolve`].
     Resolve,
-    /// [`OperationStore::purge`].
+    /// [`OperationLog::purge`].
     Purge,
-    /// [`OperationStore::begin_turn`].
+    /// [`RunLedger::begin_turn`].
     BeginTurn,
-    /// [`OperationStore::charge_attempt`].
+    /// [`RunLedger::charge_attempt`].
     ChargeAttempt,
-    /// [`OperationStore::note_failure`].
+    /// [`RunLedger::note_failure`].
     NoteFailure,
-    /// [`OperationStore::abort_run`].
+    /// [`RunLedger::abort_run`].
     AbortRun,
-    /// [`OperationStore::run`].
+    /// [`RunLedger::run`].
     Run,
-    /// [`OperationStore::decide`].
+    /// [`ApprovalStore::decide`].
     Decide,
-    /// [`OperationStore::approval`].
+    /// [`ApprovalStore::approval`].
     Approval,
-    /// [`OperationStore::list_approvals`].
+    /// [`ApprovalStore::list_approvals`].
     ListApprovals,
-    /// [`OperationStore::list_approved`].
+    /// [`ApprovalStore::list_approved`].
     ListApproved,
-    /// [`OperationStore::expire_approvals`].
+    /// [`ApprovalStore::expire_approvals`].
     ExpireApprovals,
-    /// [`OperationStore::reject_claimed`].
+    /// [`ApprovalStore::reject_claimed`].
     RejectClaimed,
-    /// [`OperationStore::list_operations`].
+    /// [`OperationLog::list_operations`].
     ListOperations,
-    /// [`OperationStore::append_audit`].
+    /// [`AuditStore::append_audit`].
     AppendAudit,
-    /// [`OperationStore::append_audits`].
+    /// [`AuditStore::append_audits`].
     AppendAudits,
-    /// [`OperationStore::audit`].
+    /// [`AuditStore::audit`].
     Audit,
 }
 

@@ -1,11 +1,14 @@
 //! The claim of the [`MemoryStore`](super::MemoryStore), on its tables under their one lock:
 //! what `claim` does, and what `begin` does inside its transaction.
 
-use crate::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimStep, Journal, OperationRecord, OperationState,
-};
+use async_trait::async_trait;
 
+use super::MemoryStore;
 use super::tables::Tables;
+use crate::store::{
+    ApprovalRecord, AttemptError, AuditEntry, AuditStore, Claim, ClaimRequest, ClaimStep,
+    ClaimStore, ClaimToken, Journal, OperationRecord, OperationState, StoreError,
+};
 
 impl Tables {
     /// Claims `request.key`, following [`ClaimRequest::step`].
@@ -114,5 +117,65 @@ impl Tables {
                 .flatten()
                 .map(|step| &step.status),
         )
+    }
+}
+
+#[async_trait]
+impl ClaimStore for MemoryStore {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        Ok(self.tables(|tables| tables.claim(&request)))
+    }
+
+    /// With `audit`: the success, then the audit record, as two steps.
+    async fn succeed(
+        &self,
+        owner: &ClaimToken,
+        result: &str,
+        now_ms: i64,
+        audit: Option<&AuditEntry>,
+    ) -> Result<Option<i64>, StoreError> {
+        self.owned(owner, |record| {
+            record.state = OperationState::Succeeded;
+            record.result = Some(result.to_owned());
+            record.updated_ms = now_ms;
+        })?;
+        Ok(match audit {
+            Some(entry) => self.append_audit(entry).await.ok(),
+            None => None,
+        })
+    }
+
+    async fn fail(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(owner, OperationState::Failed, error, now_ms)
+    }
+
+    async fn mark_unknown(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.settle_with_error(owner, OperationState::OutcomeUnknown, error, now_ms)
+    }
+
+    async fn record_retry(
+        &self,
+        owner: &ClaimToken,
+        error: &AttemptError,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.errors.push(error.clone());
+            record.lease_until_ms = lease_until_ms;
+        })
+    }
+
+    async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {
+        Ok(self.with(|records| records.get(&(tenant.to_owned(), key.to_owned())).cloned()))
     }
 }

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use crate::store::{
-    Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery, EventStatus,
-    LeasedEvent, OperationRecord, OperationState, OutboxEvent, StepRecord, StoreError,
-    StoreTransaction,
-};
-
+use super::MemoryStore;
 use super::tables::{Tables, truncate};
+use crate::store::{
+    AuditStore, Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery,
+    EventSettlement, EventStatus, LeasedEvent, OperationRecord, OperationState, OutboxEvent,
+    OutboxStore, StepRecord, StoreError, StoreTransaction,
+};
 
 type Id = (String, String);
 
@@ -273,5 +273,57 @@ impl Tables {
         });
         truncate(&mut listed, query.limit);
         listed
+    }
+}
+
+#[async_trait]
+impl OutboxStore for MemoryStore {
+    async fn begin(&self, request: ClaimRequest<'_>) -> Result<Begun, StoreError> {
+        Ok(begin(&self.tables, &request))
+    }
+
+    async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
+        Ok(self.tables(|tables| tables.lease_events(&lease)))
+    }
+
+    /// With `settlement.audit`: the outcome, then the audit record, as two steps.
+    async fn settle_event(
+        &self,
+        settlement: EventSettlement<'_>,
+    ) -> Result<OutboxEvent, StoreError> {
+        let id = (settlement.tenant.to_owned(), settlement.key.to_owned());
+        let event = self.tables(|tables| {
+            tables.settle_event(
+                &id,
+                settlement.attempt,
+                settlement.outcome,
+                settlement.now_ms,
+            )
+        })?;
+        if let Some(entry) = settlement.audit
+            && let Err(err) = self.append_audit(entry).await
+        {
+            tracing::warn!(error = %err, "the audit record of a delivery could not be appended");
+        }
+        Ok(event)
+    }
+
+    async fn resume_event(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<OutboxEvent>, StoreError> {
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.resume_event(&id, now_ms)))
+    }
+
+    async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.events.get(&id).cloned()))
+    }
+
+    async fn list_events(&self, query: EventQuery<'_>) -> Result<Vec<OutboxEvent>, StoreError> {
+        Ok(self.tables(|tables| tables.list_events(&query)))
     }
 }

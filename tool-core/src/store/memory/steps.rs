@@ -1,10 +1,13 @@
 //! The step journals of the [`MemoryStore`](super::MemoryStore).
 
-use crate::store::{
-    ClaimToken, OperationState, StepOutcome, StepRecord, StepStart, StepStatus, StoreError,
-};
+use async_trait::async_trait;
 
+use super::MemoryStore;
 use super::tables::Tables;
+use crate::store::{
+    AttemptError, ClaimToken, OperationState, StepOutcome, StepRecord, StepRequest, StepStart,
+    StepStatus, StepStore, StoreError,
+};
 
 impl Tables {
     /// Whether `owner` holds its record: `processing` under its attempt.
@@ -104,5 +107,40 @@ impl Tables {
             }
         }
         any_succeeded
+    }
+}
+
+#[async_trait]
+impl StepStore for MemoryStore {
+    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        self.tables(|tables| tables.begin_step(step.owner, step.name, step.now_ms))
+    }
+
+    async fn finish_step(
+        &self,
+        step: StepRequest<'_>,
+        outcome: StepOutcome<'_>,
+    ) -> Result<(), StoreError> {
+        self.tables(|tables| tables.finish_step(step.owner, step.name, outcome, step.now_ms))
+    }
+
+    async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
+        let id = (tenant.to_owned(), key.to_owned());
+        Ok(self.tables(|tables| tables.steps.get(&id).cloned().unwrap_or_default()))
+    }
+
+    async fn partial(
+        &self,
+        owner: &ClaimToken,
+        report: &str,
+        error: &AttemptError,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.owned(owner, |record| {
+            record.state = OperationState::Partial;
+            record.result = Some(report.to_owned());
+            record.errors.push(error.clone());
+            record.updated_ms = now_ms;
+        })
     }
 }

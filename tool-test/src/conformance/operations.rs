@@ -11,7 +11,7 @@ pub async fn expire_leases_turns_only_expired_processing_into_unknown(store: &dy
     acquire(store, request("acme", "live", "h1", T0 + 20_000)).await;
     let done = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", done), "1", T0)
+        .succeed(&owner("acme", "done", done), "1", T0, None)
         .await
         .unwrap();
     assert_eq!(store.expire_leases(T0 + 40_000).await.unwrap(), 2);
@@ -133,7 +133,9 @@ pub async fn retention_purges_only_terminal_records(store: &dyn OperationStore) 
         let attempt = acquire(store, request("acme", key, "h1", at)).await;
         let me = owner("acme", key, attempt);
         match state {
-            OperationState::Succeeded => store.succeed(&me, "1", at).await.unwrap(),
+            OperationState::Succeeded => {
+                store.succeed(&me, "1", at, None).await.unwrap();
+            }
             OperationState::Failed => store.fail(&me, &error(1, "x"), at).await.unwrap(),
             OperationState::OutcomeUnknown => {
                 store.mark_unknown(&me, &error(1, "x"), at).await.unwrap()

@@ -7,8 +7,8 @@ use toolgate_core::store::{
     Refusal, RunAbort, RunKey, Verdict,
 };
 
-use super::approvals::{ask, decision, ids, record, stored};
-use super::fixture::{T0, acquire, approval, approver, awaiting, decide};
+use super::{ask, decision, ids, record, stored};
+use crate::conformance::fixture::{T0, acquire, approval, approver, awaiting, decide};
 
 /// Aborts `run_id` of `tenant` at `now_ms`.
 async fn abort(

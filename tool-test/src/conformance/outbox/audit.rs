@@ -1,12 +1,14 @@
 //! A delivery settled with its audit record: both written together, or neither.
 
+use toolgate_core::store::EventSettlement;
+
 use toolgate_core::store::{
     AuditEntry, AuditKind, AuditQuery, DeliveryOutcome, EventStatus, OperationState,
     OperationStore, StoreError,
 };
 
-use super::fixture::{T0, entry, error};
-use super::outbox::{PAID, event_of, lease_one, queue};
+use super::{PAID, event_of, lease_one, queue};
+use crate::conformance::fixture::{T0, entry, error};
 
 /// A delivery settled with its audit record: the event, its operation and the record are
 /// written, the record read back whole; under a lease no longer held, none is, and the store
@@ -26,14 +28,14 @@ pub async fn a_delivery_and_its_audit_record_are_settled_together(store: &dyn Op
         ..entry("acme", "", "", Some("k-delivery"), T0 + 20)
     };
     let event = store
-        .settle_event_audited(
-            "acme",
-            "k-delivery",
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "k-delivery",
             attempt,
-            DeliveryOutcome::Delivered(PAID),
-            T0 + 20,
-            &delivered,
-        )
+            outcome: DeliveryOutcome::Delivered(PAID),
+            now_ms: T0 + 20,
+            audit: Some(&delivered),
+        })
         .await
         .expect("settle the delivery with its audit record");
     assert_eq!(event.status, EventStatus::Delivered);
@@ -58,14 +60,14 @@ pub async fn a_delivery_and_its_audit_record_are_settled_together(store: &dyn Op
         ..delivered.clone()
     };
     let lost = store
-        .settle_event_audited(
-            "acme",
-            "k-delivery",
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "k-delivery",
             attempt,
-            DeliveryOutcome::Dead(&error(attempt, "refused")),
-            T0 + 30,
-            &dead,
-        )
+            outcome: DeliveryOutcome::Dead(&error(attempt, "refused")),
+            now_ms: T0 + 30,
+            audit: Some(&dead),
+        })
         .await
         .expect_err("the lease is no longer held");
     assert!(matches!(lost, StoreError::LostClaim { .. }), "{lost:?}");

@@ -2,10 +2,12 @@
 //! says so, an unknown outcome, and a lease taken over from a worker whose lease ended each set
 //! it for good; only the reconciler's "not applied" clears it.
 
+use toolgate_core::store::EventSettlement;
+
 use toolgate_core::store::{DeliveryOutcome, OperationStore, Resolution};
 
-use super::fixture::{T0, error};
-use super::outbox::{event_of, lease, queue};
+use super::{event_of, lease, queue};
+use crate::conformance::fixture::{T0, error};
 
 /// A retry whose delivery may have applied sets [`maybe_applied`]; a later retry that says
 /// nothing keeps it; one that never may have applied leaves it unset; a lease taken over sets
@@ -37,7 +39,14 @@ pub async fn an_event_remembers_a_delivery_that_may_have_been_applied(store: &dy
                 maybe_applied,
             };
             store
-                .settle_event("acme", key, attempt, outcome, T0 + 20)
+                .settle_event(EventSettlement {
+                    tenant: "acme",
+                    key,
+                    attempt,
+                    outcome,
+                    now_ms: T0 + 20,
+                    audit: None,
+                })
                 .await
                 .unwrap()
         }
@@ -69,13 +78,14 @@ pub async fn an_event_remembers_a_delivery_that_may_have_been_applied(store: &dy
     assert!(event.maybe_applied, "kept by a later 503: {event:?}");
     let unknown = error(2, "outcome_unknown");
     let event = store
-        .settle_event(
-            "acme",
-            "plain",
-            2,
-            DeliveryOutcome::Unknown(&unknown),
-            T0 + 30_020,
-        )
+        .settle_event(EventSettlement {
+            tenant: "acme",
+            key: "plain",
+            attempt: 2,
+            outcome: DeliveryOutcome::Unknown(&unknown),
+            now_ms: T0 + 30_020,
+            audit: None,
+        })
         .await
         .unwrap();
     assert!(event.maybe_applied, "an unknown outcome: {event:?}");

@@ -3,12 +3,13 @@
 //! ([`grant_lets_claim`]); a refused turn claims nothing.
 
 use toolgate_core::RunLimits;
+use toolgate_core::store::FailureNote;
 use toolgate_core::store::{
     Admission, Claim, ClaimRequest, FailedCall, OperationState, OperationStore, RunAbort, RunKey,
     TurnClaim, TurnGrant, TurnRequest, grant_lets_claim,
 };
 
-use super::fixture::{T0, approval, request};
+use crate::conformance::fixture::{T0, approval, request};
 
 /// The run `run-1` of `acme`.
 const RUN: RunKey<'static> = RunKey {
@@ -134,7 +135,12 @@ pub async fn a_turn_that_does_not_let_the_write_claim_claims_nothing(store: &dyn
     assert_eq!(store.get("acme", "k4").await.unwrap(), None);
 
     store
-        .note_failure(RUN, "issue_refund", "h5", T0 + 4)
+        .note_failure(FailureNote {
+            run: RUN,
+            tool: "issue_refund",
+            request_hash: "h5",
+            now_ms: T0 + 4,
+        })
         .await
         .unwrap();
     let repeated = turn_claim(store, "k5", "h5", RunLimits::DEFAULT, T0 + 5).await;

@@ -1,7 +1,7 @@
 //! A `failed` record is taken over by the next request under its key, corrected or not; another
 //! request is a conflict only while the first may have acted.
 
-use super::fixture::{T0, acquire, error, owner, request};
+use crate::conformance::fixture::{T0, acquire, error, owner, request};
 use toolgate_core::store::{Claim, OperationState, OperationStore, Resolution};
 
 /// The arguments a model sends after it corrected them.
@@ -27,7 +27,12 @@ pub async fn a_corrected_request_takes_over_a_failed_record(store: &dyn Operatio
     assert_eq!(record.lease_until_ms, T0 + 2 + 30_000);
     assert_eq!(record.errors, vec![error(1, "refused")]);
     store
-        .succeed(&owner("acme", "k1", 2), r#"{"refund_id":"re_2"}"#, T0 + 3)
+        .succeed(
+            &owner("acme", "k1", 2),
+            r#"{"refund_id":"re_2"}"#,
+            T0 + 3,
+            None,
+        )
         .await
         .unwrap();
     let before = store.get("acme", "k1").await.unwrap();
@@ -76,7 +81,7 @@ pub async fn another_request_is_a_conflict_while_the_first_may_have_acted(
 ) {
     let succeeded = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", succeeded), "1", T0 + 1)
+        .succeed(&owner("acme", "done", succeeded), "1", T0 + 1, None)
         .await
         .unwrap();
     let unknown = acquire(store, request("acme", "unknown", "h1", T0)).await;

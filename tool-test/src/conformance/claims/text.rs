@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::fixture::{T0, acquire, owner, request};
+use crate::conformance::fixture::{T0, acquire, owner, request};
 use toolgate_core::store::{AttemptError, OperationStore, Resolution};
 
 /// Words with every kind of character a tool may write: NUL, other C0 controls, DEL, C1,
@@ -49,7 +49,7 @@ pub async fn every_text_round_trips_whatever_its_characters(store: &dyn Operatio
     req.now_ms = T0 + 2;
     let second = acquire(store, req).await;
     store
-        .succeed(&owner("acme", "k1", second), &result, T0 + 3)
+        .succeed(&owner("acme", "k1", second), &result, T0 + 3, None)
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().expect("stored");

@@ -7,8 +7,10 @@ use toolgate_core::store::{
     OperationState, OperationStore, SYSTEM_DECIDER, StoreError, Verdict,
 };
 
-use super::approvals::{ask, human, ids, record, stored};
-use super::fixture::{T0, acquire, approval, approval_of, approver, decide, entry, owner, request};
+use super::{ask, human, ids, record, stored};
+use crate::conformance::fixture::{
+    T0, acquire, approval, approval_of, approver, decide, entry, owner, request,
+};
 
 /// `list_approved` lists the approved approvals whose operation has not run yet, of every
 /// tenant, oldest first, at most the limit.
@@ -132,7 +134,9 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
         1,
     );
     assert!(matches!(
-        store.succeed(&owner("acme", "k1", 1), "{}", T0 + 40).await,
+        store
+            .succeed(&owner("acme", "k1", 1), "{}", T0 + 40, None)
+            .await,
         Err(StoreError::LostClaim { .. })
     ));
     assert_eq!(
@@ -185,7 +189,7 @@ pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn 
     .await;
     let done = acquire(store, request("globex", "s1", "h1", T0 + 4)).await;
     store
-        .succeed(&owner("globex", "s1", done), "{}", T0 + 5)
+        .succeed(&owner("globex", "s1", done), "{}", T0 + 5, None)
         .await
         .unwrap();
 

@@ -2,7 +2,7 @@
 //! retried attempt keeps its error.
 use toolgate_core::store::{OperationState, OperationStore, StoreError};
 
-use super::fixture::{T0, acquire, error, owner, request};
+use crate::conformance::fixture::{T0, acquire, error, owner, request};
 
 /// A worker that lost its claim (taken over after its lease expired) changes nothing.
 pub async fn a_stale_attempt_cannot_overwrite(store: &dyn OperationStore) {
@@ -13,7 +13,10 @@ pub async fn a_stale_attempt_cannot_overwrite(store: &dyn OperationStore) {
     assert_eq!((first, second), (1, 2));
     let stale = owner("acme", "k1", first);
     for result in [
-        store.succeed(&stale, r#""stale""#, T0 + 32_000).await,
+        store
+            .succeed(&stale, r#""stale""#, T0 + 32_000, None)
+            .await
+            .map(drop),
         store.fail(&stale, &error(1, "x"), T0 + 32_000).await,
         store
             .mark_unknown(&stale, &error(1, "x"), T0 + 32_000)
@@ -32,7 +35,7 @@ pub async fn a_stale_attempt_cannot_overwrite(store: &dyn OperationStore) {
     assert_eq!(record.attempt, 2);
     assert!(record.result.is_none() && record.errors.is_empty());
     store
-        .succeed(&owner("acme", "k1", 2), r#""fresh""#, T0 + 33_000)
+        .succeed(&owner("acme", "k1", 2), r#""fresh""#, T0 + 33_000, None)
         .await
         .unwrap();
     // Once settled, even the owner's attempt cannot write again.
@@ -59,7 +62,7 @@ pub async fn retries_keep_every_error_and_renew_the_lease(store: &dyn OperationS
     let record = store.get("acme", "k1").await.unwrap().unwrap();
     assert_eq!(record.state, OperationState::Processing);
     assert_eq!(record.lease_until_ms, T0 + 50_000);
-    store.succeed(&me, "true", T0 + 2).await.unwrap();
+    store.succeed(&me, "true", T0 + 2, None).await.unwrap();
     let record = store.get("acme", "k1").await.unwrap().unwrap();
     assert_eq!(
         record.errors,
