@@ -1224,15 +1224,16 @@ async fn an_aborted_runs_approvals_are_rejected_and_never_run(store: Arc<dyn Ope
 /// abort's own rejection cannot see) is rejected as `run_aborted` by the checks made before it
 /// runs.
 async fn an_approval_the_abort_missed_is_rejected_before_it_runs(store: Arc<dyn OperationStore>) {
-    use toolgate::store::{ApprovalRecord, Claim, ClaimRequest, RunAbort, RunKey};
+    use toolgate::run::RunAborted;
+    use toolgate::store::{ApprovalRecord, Claim, ClaimRequest, RunKey};
     let rig = Rig::new(store);
     let dispatcher = rig.with(scoped_registry(), None);
     let run = RunKey {
         tenant: "acme",
         run_id: "run-1",
     };
-    let abort = RunAbort {
-        kind: "policy_violation".to_owned(),
+    let abort = RunAborted {
+        kind: ErrorKind::PolicyViolation,
         reason: "the agent tried to close an account".to_owned(),
     };
     rig.store.abort_run(run, &abort, NOW).await.unwrap();

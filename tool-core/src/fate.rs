@@ -13,7 +13,7 @@ pub enum Fate {
     /// [`CallResult::outcome`](crate::CallResult::outcome).
     Answered(CallResult),
     /// This call aborted the run (its tool needs a permission the session lacks, say).
-    AbortedRun,
+    Aborted,
     /// A read that was running when the run aborted, stopped there. Reads change nothing.
     Cancelled,
     /// It never started. Nothing of it was sent anywhere.
@@ -26,7 +26,7 @@ impl Fate {
     pub fn status(&self) -> &'static str {
         match self {
             Fate::Answered(result) => result.status.as_str(),
-            Fate::AbortedRun => "aborted",
+            Fate::Aborted => "aborted",
             Fate::Cancelled => "cancelled",
             Fate::NotStarted => "not_started",
         }

@@ -18,6 +18,16 @@ pub struct RunAborted {
 }
 
 impl RunAborted {
+    /// An abort as a store keeps it: the [`ErrorKind`]'s name and the reason. A name this
+    /// version does not know (written by a later one) reads as `policy_violation`, which aborts
+    /// a run as every abort does.
+    pub fn from_stored(kind: &str, reason: String) -> RunAborted {
+        RunAborted {
+            kind: ErrorKind::from_name(kind).unwrap_or(ErrorKind::PolicyViolation),
+            reason,
+        }
+    }
+
     pub(crate) fn from_error(err: &ToolError) -> Self {
         let reason = match err.why() {
             Some(why) => format!("{}: {why}", err.what()),

@@ -298,7 +298,7 @@ mod tests {
         };
         assert_eq!(aborted.reason.kind, ErrorKind::PermissionDenied);
         assert_eq!(aborted.calls.len(), 1);
-        assert_eq!(aborted.calls[0].fate, crate::run::Fate::AbortedRun);
+        assert_eq!(aborted.calls[0].fate, crate::run::Fate::Aborted);
         assert!(session.aborted().is_some());
     }
 }

@@ -19,8 +19,9 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::RunLimits;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortedRun, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunAbort, RunKey,
+    AbortReport, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunKey,
     RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
@@ -66,10 +67,10 @@ pub(crate) async fn begin_turn(
 pub(crate) fn grant_of(row: &PgRow, limits: RunLimits) -> Result<TurnGrant, StoreError> {
     let outcome: String = get(row, "outcome")?;
     match outcome.as_str() {
-        "aborted" => Ok(TurnGrant::Aborted(RunAbort {
-            kind: get(row, "aborted_kind")?,
-            reason: abort_reason(get(row, "aborted_reason")?)?,
-        })),
+        "aborted" => Ok(TurnGrant::Aborted(RunAborted::from_stored(
+            &get::<String>(row, "aborted_kind")?,
+            abort_reason(get(row, "aborted_reason")?)?,
+        ))),
         "step_limit" => Ok(TurnGrant::StepLimit {
             max_steps: limits.max_steps.unwrap_or_default(),
         }),
@@ -160,9 +161,9 @@ pub(crate) async fn note_failure(
 pub(crate) async fn abort_run(
     conns: &Connections,
     run: RunKey<'_>,
-    abort: &RunAbort,
+    abort: &RunAborted,
     now_ms: i64,
-) -> Result<AbortedRun, StoreError> {
+) -> Result<AbortReport, StoreError> {
     let mut lease = conns.lease().await.map_err(fault("begin aborting a run"))?;
     let aborted = abort_run_on(lease.conn(), run, abort, now_ms).await;
     lease.finish(aborted).await
@@ -172,9 +173,9 @@ pub(crate) async fn abort_run(
 async fn abort_run_on(
     conn: &mut PgConnection,
     run: RunKey<'_>,
-    abort: &RunAbort,
+    abort: &RunAborted,
     now_ms: i64,
-) -> Result<AbortedRun, StoreError> {
+) -> Result<AbortReport, StoreError> {
     let mut tx = conn.begin().await.map_err(fault("begin aborting a run"))?;
     let mut record = lock(&mut tx, run, now_ms).await?;
     let first = record.aborted.is_none();
@@ -188,7 +189,7 @@ async fn abort_run_on(
     } else {
         tx.rollback().await.map_err(fault("end a second abort"))?;
     }
-    Ok(AbortedRun {
+    Ok(AbortReport {
         abort: stands,
         rejected,
     })
@@ -263,7 +264,7 @@ fn counters(row: &PgRow) -> Result<RunRecord, StoreError> {
         tool_calls: count(get(row, "tool_calls")?, "tool_calls")?,
         aborted: kind
             .zip(reason)
-            .map(|(kind, reason)| RunAbort { kind, reason }),
+            .map(|(kind, reason)| RunAborted::from_stored(&kind, reason)),
         updated_ms: get(row, "updated_ms")?,
         ..RunRecord::default()
     })
@@ -388,9 +389,9 @@ impl RunLedger for PostgresStore {
     async fn abort_run(
         &self,
         run: RunKey<'_>,
-        abort: &RunAbort,
+        abort: &RunAborted,
         now_ms: i64,
-    ) -> Result<AbortedRun, StoreError> {
+    ) -> Result<AbortReport, StoreError> {
         abort_run(&self.conns, run, abort, now_ms).await
     }
 

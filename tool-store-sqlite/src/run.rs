@@ -13,9 +13,10 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortedRun, AttemptCharge, FailedCall, FailureNote, RunAbort, RunKey, RunLedger, RunRecord,
-    StoreError, TurnGrant, TurnRequest,
+    AbortReport, AttemptCharge, FailedCall, FailureNote, RunKey, RunLedger, RunRecord, StoreError,
+    TurnGrant, TurnRequest,
 };
 
 use crate::error::backend;
@@ -152,9 +153,9 @@ pub(crate) async fn note_failure(
 pub(crate) async fn abort_run(
     writer: &SqlitePool,
     run: RunKey<'_>,
-    abort: &RunAbort,
+    abort: &RunAborted,
     now_ms: i64,
-) -> Result<AbortedRun, StoreError> {
+) -> Result<AbortReport, StoreError> {
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -171,7 +172,7 @@ pub(crate) async fn abort_run(
     } else {
         tx.rollback().await.map_err(backend("end a second abort"))?;
     }
-    Ok(AbortedRun {
+    Ok(AbortReport {
         abort: stands,
         rejected,
     })
@@ -219,7 +220,7 @@ async fn counters(
         tool_calls: count(&row, "tool_calls")?,
         aborted: kind
             .zip(reason)
-            .map(|(kind, reason)| RunAbort { kind, reason }),
+            .map(|(kind, reason)| RunAborted::from_stored(&kind, reason)),
         updated_ms: column(&row, "updated_ms")?,
         ..RunRecord::default()
     };
@@ -359,9 +360,9 @@ impl RunLedger for SqliteStore {
     async fn abort_run(
         &self,
         run: RunKey<'_>,
-        abort: &RunAbort,
+        abort: &RunAborted,
         now_ms: i64,
-    ) -> Result<AbortedRun, StoreError> {
+    ) -> Result<AbortReport, StoreError> {
         abort_run(&self.writer, run, abort, now_ms).await
     }
 

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AbortedRun, ApprovalQuery, ApprovalRecord, AttemptCharge, AttemptError, AuditEntry, AuditQuery,
-    AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided, Decision,
-    EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent, OperationQuery,
-    OperationRecord, OutboxEvent, Resolution, RunAbort, RunKey, RunRecord, StepOutcome, StepRecord,
+    AbortReport, ApprovalQuery, ApprovalRecord, AttemptCharge, AttemptError, AuditEntry,
+    AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided,
+    Decision, EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent, OperationQuery,
+    OperationRecord, OutboxEvent, Resolution, RunKey, RunRecord, StepOutcome, StepRecord,
     StepRequest, StepStart, StoreError, TurnGrant, TurnRequest,
 };
 
@@ -268,7 +269,7 @@ controlled! {
         BeginTurn => begin_turn(request: TurnRequest<'_>) -> TurnGrant;
         ChargeAttempt => charge_attempt(charge: AttemptCharge<'_>) -> bool;
         NoteFailure => note_failure(failure: FailureNote<'_>) -> ();
-        AbortRun => abort_run(run: RunKey<'_>, abort: &RunAbort, now_ms: i64) -> AbortedRun;
+        AbortRun => abort_run(run: RunKey<'_>, abort: &RunAborted, now_ms: i64) -> AbortReport;
         Run => run(run: RunKey<'_>) -> Option<RunRecord>;
     }
     ApprovalStore {

@@ -355,7 +355,7 @@ impl Desk {
                     &format!("{head}: ran, {}{detail}", result.status.as_str()),
                 );
             }
-            Fate::AbortedRun => self.say(Voice::Bad, &format!("{head}: aborted the run")),
+            Fate::Aborted => self.say(Voice::Bad, &format!("{head}: aborted the run")),
             Fate::Cancelled => self.say(
                 Voice::Bad,
                 &format!("{head}: cancelled while it ran (a read: it changed nothing)"),

@@ -476,7 +476,9 @@ async fn the_identity_file_decides_and_is_never_mixed_with_flags() {
 /// rejected as `run_aborted` by the abort, and approving it is refused, saying why.
 #[tokio::test]
 async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approved() {
-    use toolgate_core::store::{RunAbort, RunKey};
+    use toolgate_core::ErrorKind;
+    use toolgate_core::run::RunAborted;
+    use toolgate_core::store::RunKey;
     let db = sqlite_file().await;
     let expires = now_ms() + HOUR_MS;
     ask(&db.store, &approval("apr_a1", "acme", "k1", expires)).await;
@@ -509,8 +511,8 @@ async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approve
         ran.stdout
     );
 
-    let abort = RunAbort {
-        kind: "permission_denied".into(),
+    let abort = RunAborted {
+        kind: ErrorKind::PermissionDenied,
         reason: "close_account needs\n`accounts:close`".into(),
     };
     let aborted = db.store.abort_run(run, &abort, now_ms()).await.unwrap();

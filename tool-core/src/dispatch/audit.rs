@@ -308,7 +308,7 @@ fn complete(
 ) {
     match fate {
         Fate::Answered(result) => complete_answered(entry, result, notes, now_ms),
-        Fate::AbortedRun => {
+        Fate::Aborted => {
             let kind = session
                 .aborted()
                 .map_or(ErrorKind::PermissionDenied, |abort| abort.kind);

@@ -18,7 +18,7 @@ use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::TurnGrant;
 
-use super::ledger::{Ledger, aborted_from, step_limit_reached};
+use super::ledger::{Ledger, step_limit_reached};
 use super::plan::{self, Planned, Step};
 use super::read_audit::WriteReadsAfter;
 use super::turn_end::{Ended, aborted, reports};
@@ -165,7 +165,7 @@ impl Dispatcher {
             let reason = Box::pin(ledger.abort(RunAborted::from_error(err))).await;
             let ended = planned.into_iter().map(|call| {
                 let fate = match call.step.abort() {
-                    Some(_) => Fate::AbortedRun,
+                    Some(_) => Fate::Aborted,
                     None => Fate::NotStarted,
                 };
                 self.ended(call, fate)
@@ -191,7 +191,7 @@ impl Dispatcher {
         shared.counters_waited = waited;
         match grant {
             TurnGrant::Aborted(record) => {
-                let reason = session.abort(aborted_from(record));
+                let reason = session.abort(record);
                 let ended = planned
                     .into_iter()
                     .map(|call| self.ended(call, Fate::NotStarted));
@@ -573,7 +573,7 @@ impl Dispatcher {
                 Err(err) if err.class() == ErrorClass::Abort => {
                     Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
                     shared.signal.fire();
-                    Fate::AbortedRun
+                    Fate::Aborted
                 }
                 Err(err) => {
                     if let Some((tool, fingerprint)) = note

@@ -69,7 +69,7 @@ pub(super) fn record_end(span: &Span, session: &Session, fate: &Fate, attempts: 
     }
     let status = match fate {
         Fate::Answered(result) => result.status.as_str(),
-        Fate::AbortedRun => "run_aborted",
+        Fate::Aborted => "run_aborted",
         other => other.status(),
     };
     span.record("toolgate.status", status);
@@ -108,7 +108,7 @@ fn failure<'a>(
             ),
         }),
         Fate::Answered(_) => None,
-        Fate::AbortedRun => Some(("run_aborted", why("the call aborted the run"))),
+        Fate::Aborted => Some(("run_aborted", why("the call aborted the run"))),
         Fate::NotStarted => Some((
             "run_aborted",
             why("the call did not start: the run is aborted"),
@@ -183,7 +183,7 @@ mod tests {
                 Some(("error", "the call answered error")),
             ),
             (
-                Fate::AbortedRun,
+                Fate::Aborted,
                 Some(&aborted),
                 Some((
                     "run_aborted",
@@ -192,7 +192,7 @@ mod tests {
                 )),
             ),
             (
-                Fate::AbortedRun,
+                Fate::Aborted,
                 None,
                 Some(("run_aborted", "the call aborted the run")),
             ),

@@ -23,7 +23,7 @@ use crate::error::ErrorKind;
 use crate::run::RunAborted;
 use crate::run_limits::RunLimits;
 use crate::store::{
-    ApprovalRecord, OperationStore, RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    ApprovalRecord, OperationStore, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 use crate::store::{AttemptCharge, FailureNote};
 
@@ -231,8 +231,7 @@ impl<'a> Ledger<'a> {
     pub(super) async fn abort(&self, abort: RunAborted) -> RunAborted {
         let standing = self.session.abort(abort);
         if !self.store_abort(&standing).await {
-            let record = stored_form(&standing);
-            self.local().abort(&record, self.dispatcher.now_ms());
+            self.local().abort(&standing, self.dispatcher.now_ms());
         }
         standing
     }
@@ -244,7 +243,7 @@ impl<'a> Ledger<'a> {
         let (Some(store), Some(standing)) = (self.store, self.session.aborted()) else {
             return Vec::new();
         };
-        match self.stored_abort(store, &stored_form(standing)).await {
+        match self.stored_abort(store, standing).await {
             Ok(rejected) => rejected,
             Err(err) => {
                 unreachable_store(&err, "store the abort of a run again");
@@ -259,7 +258,7 @@ impl<'a> Ledger<'a> {
         let Some(store) = self.store else {
             return false;
         };
-        match self.stored_abort(store, &stored_form(standing)).await {
+        match self.stored_abort(store, standing).await {
             Ok(_) => true,
             Err(err) => {
                 unreachable_store(&err, "store the abort of a run");
@@ -273,7 +272,7 @@ impl<'a> Ledger<'a> {
     async fn stored_abort(
         &self,
         store: &dyn OperationStore,
-        record: &RunAbort,
+        record: &RunAborted,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
         let now_ms = self.dispatcher.now_ms();
         let seed = self.dispatcher.inner.seed ^ seed_of(self.session.run_id());
@@ -291,27 +290,11 @@ impl<'a> Ledger<'a> {
     }
 }
 
-/// `abort` as a store keeps it.
-fn stored_form(abort: &RunAborted) -> RunAbort {
-    RunAbort {
-        kind: abort.kind.as_str().to_owned(),
-        reason: abort.reason.clone(),
-    }
-}
-
 /// The abort of a run that reached its limit of `max_steps` turns.
 pub(super) fn step_limit_reached(max_steps: u32) -> RunAborted {
     RunAborted {
         kind: ErrorKind::RunBudgetExhausted,
         reason: format!("the run reached its limit of {max_steps} model turns"),
-    }
-}
-
-/// The abort a store holds, as the session reads it.
-pub(super) fn aborted_from(record: RunAbort) -> RunAborted {
-    RunAborted {
-        kind: ErrorKind::from_name(&record.kind).unwrap_or(ErrorKind::PolicyViolation),
-        reason: record.reason,
     }
 }
 

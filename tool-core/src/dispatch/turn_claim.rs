@@ -16,7 +16,7 @@ use crate::error::{ErrorKind, ToolError};
 use crate::fate::TurnAborted;
 use crate::store::{Claim, ClaimRequest, OperationStore, TurnClaim, TurnGrant, grant_lets_claim};
 
-use super::ledger::{Ledger, aborted_from, step_limit_reached};
+use super::ledger::{Ledger, step_limit_reached};
 use super::plan::{Planned, Step};
 use super::reach::StoreWait;
 use super::turn_end::{aborted, reports};
@@ -43,7 +43,7 @@ impl Dispatcher {
         let reason = match refusal {
             Some(Refusal::Aborted(record)) => {
                 // As a turn of a run aborted earlier: no call reported.
-                let reason = session.abort(aborted_from(record));
+                let reason = session.abort(record);
                 return Err(aborted(reason, Vec::new()));
             }
             Some(Refusal::StepLimit(max_steps)) => {

@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::call::CallReport;
 use crate::result::CallResult;
-use crate::store::RunAbort;
+use crate::run::RunAborted;
 
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
@@ -103,7 +103,7 @@ pub(super) struct TurnAtClaim {
 #[derive(Debug, Clone)]
 pub(super) enum Refusal {
     /// The run was aborted earlier, as stored.
-    Aborted(RunAbort),
+    Aborted(RunAborted),
     /// The run has had its `max_steps` turns.
     StepLimit(u32),
 }

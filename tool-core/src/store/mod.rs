@@ -82,8 +82,8 @@ pub use record::{
     Resolution, StoreError,
 };
 pub use run::{
-    AbortedRun, Admission, AttemptCharge, FailedCall, FailureNote, RunAbort, RunKey, RunRecord,
-    TurnGrant, TurnRequest,
+    AbortReport, Admission, AttemptCharge, FailedCall, FailureNote, RunKey, RunRecord, TurnGrant,
+    TurnRequest,
 };
 pub use run_ledger::RunLedger;
 pub use step_store::StepStore;

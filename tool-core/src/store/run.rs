@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::run::RunAborted;
 use crate::run_limits::RunLimits;
 
 use super::{ApprovalRecord, Grants};
@@ -71,23 +72,14 @@ impl TurnRequest<'_> {
     }
 }
 
-/// Why a run stopped, as stored: the name of the [`ErrorKind`](crate::ErrorKind)
-/// (`permission_denied`, `run_budget_exhausted`, …) and the reason for the operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunAbort {
-    /// The kind's name.
-    pub kind: String,
-    /// The reason.
-    pub reason: String,
-}
-
 /// What [`RunLedger::abort_run`](super::RunLedger::abort_run) did: the abort that
-/// stands, and the approvals of the run it rejected as
+/// stands (the kind of a stored abort that this version does not know reads as
+/// `policy_violation`: [`RunAborted::from_stored`]), and the approvals of the run it rejected as
 /// [`RUN_ABORTED`](super::RUN_ABORTED).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AbortedRun {
+pub struct AbortReport {
     /// The abort that stands (the first one).
-    pub abort: RunAbort,
+    pub abort: RunAborted,
     /// The approvals this abort rejected, after the change, oldest first (by creation, then
     /// id); the dispatcher adds each to the audit trail.
     pub rejected: Vec<ApprovalRecord>,
@@ -107,7 +99,7 @@ pub struct FailedCall {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TurnGrant {
     /// The run was aborted earlier; nothing was counted.
-    Aborted(RunAbort),
+    Aborted(RunAborted),
     /// The run has had `max_steps` turns already; nothing was counted. The dispatcher aborts
     /// the run.
     StepLimit {
@@ -152,7 +144,7 @@ pub struct RunRecord {
     /// Calls that failed, by tool and request hash.
     pub failed: BTreeSet<FailedCall>,
     /// Why the run stopped, if it did.
-    pub aborted: Option<RunAbort>,
+    pub aborted: Option<RunAborted>,
     /// When it last changed.
     pub updated_ms: i64,
 }
@@ -281,7 +273,7 @@ impl RunRecord {
     }
 
     /// [`RunLedger::abort_run`](super::RunLedger::abort_run) on this record.
-    pub fn abort(&mut self, abort: &RunAbort, now_ms: i64) -> RunAbort {
+    pub fn abort(&mut self, abort: &RunAborted, now_ms: i64) -> RunAborted {
         if self.aborted.is_none() {
             self.aborted = Some(abort.clone());
             self.updated_ms = now_ms;

@@ -5,9 +5,10 @@ use async_trait::async_trait;
 #[cfg(doc)]
 use super::ApprovalRecord;
 use super::{
-    AbortedRun, AttemptCharge, ClaimRequest, ClaimStore, FailureNote, RunAbort, RunKey, RunRecord,
+    AbortReport, AttemptCharge, ClaimRequest, ClaimStore, FailureNote, RunKey, RunRecord,
     StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
+use crate::run::RunAborted;
 
 /// The ledger of an agent's runs: one record a `(tenant, run)` counting its steps, tool calls
 /// and attempts, with its failed calls and its abort.
@@ -70,13 +71,13 @@ pub trait RunLedger: ClaimStore {
     /// still `awaiting_approval` under it) is rejected with [`ApprovalRecord::run_aborted`] at
     /// `now_ms`, its operation `rejected`; this is done at every call, so an abort stored again
     /// also rejects an approval asked since. Answers the abort that stands and the approvals
-    /// rejected now ([`AbortedRun`]).
+    /// rejected now ([`AbortReport`]).
     async fn abort_run(
         &self,
         run: RunKey<'_>,
-        abort: &RunAbort,
+        abort: &RunAborted,
         now_ms: i64,
-    ) -> Result<AbortedRun, StoreError>;
+    ) -> Result<AbortReport, StoreError>;
 
     /// The record of `run`, if it has one.
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError>;

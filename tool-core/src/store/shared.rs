@@ -8,13 +8,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AbortedRun, ApprovalQuery, ApprovalRecord, ApprovalStore, AttemptCharge, AttemptError,
+    AbortReport, ApprovalQuery, ApprovalRecord, ApprovalStore, AttemptCharge, AttemptError,
     AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim, ClaimRequest, ClaimStore,
     ClaimToken, DecideRequest, Decided, Decision, EventLease, EventQuery, EventSettlement,
     FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord, OutboxEvent,
-    OutboxStore, Resolution, RunAbort, RunKey, RunLedger, RunRecord, StepOutcome, StepRecord,
-    StepRequest, StepStart, StepStore, StoreError, TurnClaim, TurnGrant, TurnRequest,
+    OutboxStore, Resolution, RunKey, RunLedger, RunRecord, StepOutcome, StepRecord, StepRequest,
+    StepStart, StepStore, StoreError, TurnClaim, TurnGrant, TurnRequest,
 };
+use crate::run::RunAborted;
 
 /// `impl<S: Trait + ?Sized> Trait for Arc<S>`, each listed method calling the store behind.
 macro_rules! forward {
@@ -57,7 +58,7 @@ forward! {
         async fn begin_turn_and_claim(turn: TurnRequest<'_>, claim: ClaimRequest<'_>) -> TurnClaim;
         async fn charge_attempt(charge: AttemptCharge<'_>) -> bool;
         async fn note_failure(failure: FailureNote<'_>) -> ();
-        async fn abort_run(run: RunKey<'_>, abort: &RunAbort, now_ms: i64) -> AbortedRun;
+        async fn abort_run(run: RunKey<'_>, abort: &RunAborted, now_ms: i64) -> AbortReport;
         async fn run(run: RunKey<'_>) -> Option<RunRecord>;
         fn claims_with_turn() -> bool;
     }

@@ -3,10 +3,12 @@
 //! (a restarted process) reads the run as it was left, and retention deletes a run whole.
 
 use tokio::task::JoinSet;
+use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{AttemptCharge, FailureNote};
-use toolgate_core::store::{RunAbort, RunKey, StoreError, TurnGrant, TurnRequest};
+use toolgate_core::store::{RunKey, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_store_postgres::{PostgresStore, sqlx};
 use toolgate_test_postgres::test_database;
@@ -99,8 +101,8 @@ async fn a_new_process_goes_on_from_the_runs_counters_and_abort() -> Result<(), 
         tenant: "acme",
         run_id: "run-2",
     };
-    let abort = RunAbort {
-        kind: "permission_denied".into(),
+    let abort = RunAborted {
+        kind: ErrorKind::PermissionDenied,
         reason: "get_order needs orders:read".into(),
     };
     let before = {

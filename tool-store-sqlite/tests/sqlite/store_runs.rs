@@ -5,10 +5,12 @@
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 use tokio::task::JoinSet;
+use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{AttemptCharge, FailureNote};
-use toolgate_core::store::{RunAbort, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest};
+use toolgate_core::store::{RunKey, RunRecord, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;
@@ -51,8 +53,8 @@ async fn a_runs_counters_and_abort_survive_reopening_the_file() -> Result<(), St
         tenant: "acme",
         run_id: "run-2",
     };
-    let abort = RunAbort {
-        kind: "permission_denied".into(),
+    let abort = RunAborted {
+        kind: ErrorKind::PermissionDenied,
         reason: "get_order needs orders:read".into(),
     };
     let before = {

@@ -7,10 +7,11 @@ pub(super) mod turn_claims;
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::future::{join, join_all};
+use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    Admission, FailedCall, Grants, OperationStore, RunAbort, RunKey, RunRecord, TurnGrant,
-    TurnRequest,
+    Admission, FailedCall, Grants, OperationStore, RunKey, RunRecord, TurnGrant, TurnRequest,
 };
 use toolgate_core::store::{AttemptCharge, FailureNote};
 
@@ -302,12 +303,12 @@ pub async fn a_failure_is_noted_once_and_listed_for_the_tools_of_a_turn(
 pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn OperationStore) {
     let run = key("acme");
     admitted(store, run, &[("get_order", 1)], RunLimits::DEFAULT, T0).await;
-    let first = RunAbort {
-        kind: "permission_denied".into(),
+    let first = RunAborted {
+        kind: ErrorKind::PermissionDenied,
         reason: "get_order needs \"orders:read\"\n\0 (none) \u{1f980}".into(),
     };
-    let second = RunAbort {
-        kind: "run_budget_exhausted".into(),
+    let second = RunAborted {
+        kind: ErrorKind::RunBudgetExhausted,
         reason: "the run has had 50 turns".into(),
     };
     assert_eq!(
@@ -369,8 +370,8 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
         })
         .await
         .unwrap();
-    let abort = RunAbort {
-        kind: "policy_violation".into(),
+    let abort = RunAborted {
+        kind: ErrorKind::PolicyViolation,
         reason: "refunds over the limit".into(),
     };
     store.abort_run(acme, &abort, T0 + 2).await.unwrap();
@@ -442,8 +443,8 @@ pub async fn a_run_reads_back_every_counter(store: &dyn OperationStore) {
         .await
         .unwrap();
     admitted(store, run, &[("issue_refund", 1)], limits, T0 + 3).await;
-    let abort = RunAbort {
-        kind: "credentials_revoked".into(),
+    let abort = RunAborted {
+        kind: ErrorKind::CredentialsRevoked,
         reason: "the agent's token was revoked".into(),
     };
     store.abort_run(run, &abort, T0 + 4).await.unwrap();
@@ -482,8 +483,8 @@ pub async fn retention_purges_old_runs_and_keeps_recent_ones(store: &dyn Operati
             })
             .await
             .unwrap();
-        let abort = RunAbort {
-            kind: "permission_denied".into(),
+        let abort = RunAborted {
+            kind: ErrorKind::PermissionDenied,
             reason: "no refunds".into(),
         };
         store.abort_run(run, &abort, T0).await.unwrap();

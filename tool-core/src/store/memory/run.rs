@@ -3,9 +3,10 @@
 use async_trait::async_trait;
 
 use super::MemoryStore;
+use crate::run::RunAborted;
 use crate::store::{
-    AbortedRun, AttemptCharge, FailureNote, RunAbort, RunKey, RunLedger, RunRecord, StoreError,
-    TurnGrant, TurnRequest,
+    AbortReport, AttemptCharge, FailureNote, RunKey, RunLedger, RunRecord, StoreError, TurnGrant,
+    TurnRequest,
 };
 
 #[async_trait]
@@ -45,11 +46,11 @@ impl RunLedger for MemoryStore {
     async fn abort_run(
         &self,
         run: RunKey<'_>,
-        abort: &RunAbort,
+        abort: &RunAborted,
         now_ms: i64,
-    ) -> Result<AbortedRun, StoreError> {
+    ) -> Result<AbortReport, StoreError> {
         // The run's lock, then the tables': no other path takes them the other way round.
-        Ok(self.with_run(run, |record| AbortedRun {
+        Ok(self.with_run(run, |record| AbortReport {
             abort: record.abort(abort, now_ms),
             rejected: self.tables(|tables| tables.reject_run(run.tenant, run.run_id, now_ms)),
         }))

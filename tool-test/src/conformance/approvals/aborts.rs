@@ -2,9 +2,11 @@
 //! run that has not run (pending, or approved with its operation still waiting) as
 //! `run_aborted`, and such an approval is never decided again nor run.
 
+use toolgate_core::ErrorKind;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortedRun, ApprovalRecord, ApprovalStatus, Claim, Decided, OperationState, OperationStore,
-    Refusal, RunAbort, RunKey, Verdict,
+    AbortReport, ApprovalRecord, ApprovalStatus, Claim, Decided, OperationState, OperationStore,
+    Refusal, RunKey, Verdict,
 };
 
 use super::{ask, decision, ids, record, stored};
@@ -15,9 +17,9 @@ async fn abort(
     store: &dyn OperationStore,
     tenant: &str,
     run_id: &str,
-    why: &RunAbort,
+    why: &RunAborted,
     now_ms: i64,
-) -> AbortedRun {
+) -> AbortReport {
     store
         .abort_run(RunKey { tenant, run_id }, why, now_ms)
         .await
@@ -53,8 +55,8 @@ pub async fn aborting_a_run_rejects_its_approvals_that_have_not_run(store: &dyn 
     let attempt = acquire(store, awaiting(&running, T0 + 11)).await;
     assert_eq!(attempt, 1);
 
-    let first = RunAbort {
-        kind: "permission_denied".into(),
+    let first = RunAborted {
+        kind: ErrorKind::PermissionDenied,
         reason: "close_account needs \"accounts:close\"".into(),
     };
     let aborted = abort(store, "acme", "run-1", &first, T0 + 20).await;
@@ -119,8 +121,8 @@ pub async fn aborting_a_run_rejects_its_approvals_that_have_not_run(store: &dyn 
 
     // The first abort stands; a later one rejects what was asked since, and only that.
     ask(store, &in_run("apr_7", "acme", "k7", "run-1", T0 + 30)).await;
-    let second = RunAbort {
-        kind: "run_budget_exhausted".into(),
+    let second = RunAborted {
+        kind: ErrorKind::RunBudgetExhausted,
         reason: "the run has had 50 turns".into(),
     };
     let again = abort(store, "acme", "run-1", &second, T0 + 40).await;

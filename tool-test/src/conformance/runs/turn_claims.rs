@@ -2,11 +2,13 @@
 //! `begin_turn` counts it, and the key is claimed exactly when the grant lets the write claim
 //! ([`grant_lets_claim`]); a refused turn claims nothing.
 
+use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
+use toolgate_core::run::RunAborted;
 use toolgate_core::store::FailureNote;
 use toolgate_core::store::{
-    Admission, Claim, ClaimRequest, FailedCall, OperationState, OperationStore, RunAbort, RunKey,
-    TurnClaim, TurnGrant, TurnRequest, grant_lets_claim,
+    Admission, Claim, ClaimRequest, FailedCall, OperationState, OperationStore, RunKey, TurnClaim,
+    TurnGrant, TurnRequest, grant_lets_claim,
 };
 
 use crate::conformance::fixture::{T0, approval, request};
@@ -151,8 +153,8 @@ pub async fn a_turn_that_does_not_let_the_write_claim_claims_nothing(store: &dyn
     assert_eq!(repeated.grant, admission(4, 1, vec![failed]));
     assert_eq!(store.get("acme", "k5").await.unwrap(), None);
 
-    let abort = RunAbort {
-        kind: "permission_denied".into(),
+    let abort = RunAborted {
+        kind: ErrorKind::PermissionDenied,
         reason: "the session lost orders:refund".into(),
     };
     store.abort_run(RUN, &abort, T0 + 6).await.unwrap();
