@@ -94,7 +94,8 @@ impl Dispatcher {
     ) -> Result<TurnAnswer, TurnError> {
         // Each call's arguments are left for the tool to check as it reads them: one pass over
         // their text, and the same answers as `parse_calls_text` and `dispatch_turn` give.
-        let calls = format.parse_calls_unread(turn, crate::provider::sealed::Unread(()))?;
+        let unread = crate::provider::Turn::Unread(turn, crate::provider::sealed::Unread(()));
+        let calls = format.read_calls(unread)?;
         let reports = self.dispatch_turn(session, calls).await?;
         Ok(TurnAnswer {
             message: format.render_results_text(&reports).map(JsonText::written),

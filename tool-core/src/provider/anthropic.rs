@@ -6,9 +6,8 @@
 use serde_json::{Map, Value, json};
 
 use super::parse::{CallParts, calls_among, describe, missing_id, present, str_field};
-use super::raw_turn::{ArgumentFields, turn_with_raw};
-use super::sealed::Unread;
-use super::{FormatError, WireFormat};
+use super::raw_turn::ArgumentFields;
+use super::{FormatError, Turn, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
 
@@ -90,19 +89,12 @@ impl WireFormat for Anthropic {
     /// block without an id gets `missing_id_N` (N its position among the calls, or the next number whose id the turn
     /// does not have) and is
     /// malformed, as is one whose `input` is not an object.
-    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        self.read(turn, ArgumentFields::Values)
-    }
-
-    /// As [`WireFormat::parse_calls`], with each block's `input` read on its own.
-    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Text)
-    }
-
-    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Unread)
+    ///
+    /// From text, each call's arguments are read on their own.
+    fn read_calls(&self, turn: Turn<'_>) -> Result<Vec<ToolCall>, FormatError> {
+        turn.read_with(self.name(), ARGUMENTS, |tree, fields| {
+            self.read(tree, fields)
+        })
     }
 
     /// `{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",

@@ -6,9 +6,8 @@
 use serde_json::{Map, Value, json};
 
 use super::parse::{CallParts, ReadCall, calls_among, describe, not_an_object, present};
-use super::raw_turn::{ArgumentFields, turn_with_raw};
-use super::sealed::Unread;
-use super::{FormatError, WireFormat};
+use super::raw_turn::ArgumentFields;
+use super::{FormatError, Turn, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::{RegisteredTool, Registry};
 
@@ -86,19 +85,12 @@ impl WireFormat for Gemini {
     /// response (its first candidate's content). Each part with a `functionCall` (or
     /// `function_call`) is a call; a call whose `args` is absent or `null` has no arguments
     /// (`{}`), one whose `args` is not an object or that names no tool is malformed.
-    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        self.read(turn, ArgumentFields::Values)
-    }
-
-    /// As [`WireFormat::parse_calls`], with each call's `args` read on its own.
-    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Text)
-    }
-
-    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Unread)
+    ///
+    /// From text, each call's arguments are read on their own.
+    fn read_calls(&self, turn: Turn<'_>) -> Result<Vec<ToolCall>, FormatError> {
+        turn.read_with(self.name(), ARGUMENTS, |tree, fields| {
+            self.read(tree, fields)
+        })
     }
 
     /// `{"role": "user", "parts": [{"functionResponse": {"id"?, "name", "response":

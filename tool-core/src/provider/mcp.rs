@@ -6,9 +6,8 @@
 use serde_json::{Value, json};
 
 use super::parse::{CallParts, ReadCall, describe, missing_id, with_ids};
-use super::raw_turn::{ArgumentFields, turn_with_raw};
-use super::sealed::Unread;
-use super::{FormatError, WireFormat};
+use super::raw_turn::ArgumentFields;
+use super::{FormatError, Turn, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::error::ErrorKind;
 use crate::registry::Registry;
@@ -217,19 +216,12 @@ impl WireFormat for Mcp {
     /// Reads one `tools/call` request (or an array of them). Absent `arguments` are `{}`; a
     /// request without `params.name`, or whose `arguments` is not an object, is a malformed
     /// call. Anything that is not a `tools/call` request is a [`FormatError`].
-    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        self.read(turn, ArgumentFields::Values)
-    }
-
-    /// As [`WireFormat::parse_calls`], with each request's `params.arguments` read on its own.
-    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Text)
-    }
-
-    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Unread)
+    ///
+    /// From text, each call's arguments are read on their own.
+    fn read_calls(&self, turn: Turn<'_>) -> Result<Vec<ToolCall>, FormatError> {
+        turn.read_with(self.name(), ARGUMENTS, |tree, fields| {
+            self.read(tree, fields)
+        })
     }
 
     /// One response object for one report ([`Mcp::render_response`]); an array of them (a

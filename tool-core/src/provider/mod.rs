@@ -46,19 +46,21 @@ mod parse;
 mod raw_turn;
 
 pub(crate) mod sealed {
-    /// The proof that a caller of [`WireFormat::parse_calls_unread`](super::WireFormat) is this
-    /// crate: public, so that it may appear in the method's signature, in a module no other
-    /// crate can reach.
+    /// The proof that a [`Turn::Unread`](super::Turn) was made by this crate: public, so that it
+    /// may appear in the variant, in a module no other crate can reach.
     #[derive(Debug, Clone, Copy)]
     pub struct Unread(pub(crate) ());
 }
 #[cfg(test)]
 mod test_support;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::call::{CallReport, ToolCall};
 use crate::registry::Registry;
+use raw_turn::{ArgumentFields, turn_with_raw};
 
 pub use anthropic::Anthropic;
 pub use gemini::Gemini;
@@ -106,6 +108,54 @@ pub struct FormatError {
     pub reason: String,
 }
 
+/// A model turn as [`WireFormat::read_calls`] gets it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Turn<'a> {
+    /// A tree the caller parsed ([`WireFormat::parse_calls`]).
+    Tree(&'a Value),
+    /// The JSON text the provider sent ([`WireFormat::parse_calls_text`]).
+    Text(&'a str),
+    /// The text, each call's arguments left for the tool to check as it reads them
+    /// ([`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn)). Only this crate makes one;
+    /// a format outside it reads it as [`Turn::Text`].
+    #[doc(hidden)]
+    Unread(&'a str, sealed::Unread),
+}
+
+impl<'a> Turn<'a> {
+    /// The turn as a tree: the tree itself, or the text parsed (a [`FormatError`] naming
+    /// `format` when it is not JSON). This is how a format outside this crate reads any turn.
+    pub fn tree(self, format: &'static str) -> Result<Cow<'a, Value>, FormatError> {
+        match self {
+            Turn::Tree(tree) => Ok(Cow::Borrowed(tree)),
+            Turn::Text(text) | Turn::Unread(text, _) => turn_json(format, text).map(Cow::Owned),
+        }
+    }
+
+    /// The reading of this crate's formats: `read` on the tree, or on the text read as a tree
+    /// in which the members named `arguments` keep their JSON text, for each call to read its
+    /// arguments on its own.
+    fn read_with(
+        self,
+        format: &'static str,
+        arguments: &'static str,
+        read: impl FnOnce(&Value, ArgumentFields) -> Result<Vec<ToolCall>, FormatError>,
+    ) -> Result<Vec<ToolCall>, FormatError> {
+        match self {
+            Turn::Tree(tree) => read(tree, ArgumentFields::Values),
+            Turn::Text(text) => read(
+                &turn_with_raw(format, text, arguments)?,
+                ArgumentFields::Text,
+            ),
+            Turn::Unread(text, _) => read(
+                &turn_with_raw(format, text, arguments)?,
+                ArgumentFields::Unread,
+            ),
+        }
+    }
+}
+
 /// One provider's wire format. `Send + Sync`, so that one format serves every task of an
 /// application (an `Arc<dyn WireFormat>`, or a `&'static` one).
 pub trait WireFormat: Send + Sync {
@@ -115,6 +165,13 @@ pub trait WireFormat: Send + Sync {
     /// One tool declaration per registered tool, in registration order.
     fn catalog(&self, registry: &Registry) -> Vec<Value>;
 
+    /// The one reading every format implements: the calls of one model turn, in the order the
+    /// model emitted them, from a tree or from the provider's text ([`Turn`]). Every call the
+    /// turn contains yields a [`ToolCall`], malformed ones included; a call that came without
+    /// a usable id gets one that no other call of the turn has. [`WireFormat::parse_calls`]
+    /// and [`WireFormat::parse_calls_text`] are this, written once.
+    fn read_calls(&self, turn: Turn<'_>) -> Result<Vec<ToolCall>, FormatError>;
+
     /// The calls of one model turn, in the order the model emitted them. Every call the turn
     /// contains yields a [`ToolCall`], malformed ones included. A call that came without a
     /// usable id gets one that no other call of the turn has.
@@ -122,7 +179,9 @@ pub trait WireFormat: Send + Sync {
     /// A tree cannot show a key that the model gave twice in one object (`{"amount": 5,
     /// "amount": 5000}`): the parser that built it kept one of the values. With the provider's
     /// bytes, use [`WireFormat::parse_calls_text`], which refuses such arguments.
-    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError>;
+    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
+        self.read_calls(Turn::Tree(turn))
+    }
 
     /// The calls of one model turn given as JSON text, as it arrives from the provider: the
     /// same calls as [`WireFormat::parse_calls`] on the parsed text, except that each call's
@@ -133,8 +192,8 @@ pub trait WireFormat: Send + Sync {
     /// leave its siblings alone. Only a turn whose own JSON, outside the arguments, cannot be
     /// read is a [`FormatError`]. This is the reading to use with what the provider sent.
     ///
-    /// The default implementation, for formats outside this crate, parses the whole turn into
-    /// a tree and has neither property.
+    /// A format outside this crate that reads a text turn as a tree ([`Turn::tree`]) has
+    /// neither property.
     ///
     /// ```
     /// use toolgate::provider::format_by_name;
@@ -153,20 +212,7 @@ pub trait WireFormat: Send + Sync {
     /// # Ok::<(), toolgate::provider::FormatError>(())
     /// ```
     fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        self.parse_calls(&turn_json(self.name(), turn)?)
-    }
-
-    /// [`WireFormat::parse_calls_text`], for [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn)
-    /// alone: the formats of this crate leave each call's arguments unread, for the tool to check
-    /// as it reads them. Only this crate can call it or implement it (`Unread` cannot be named
-    /// outside); the default is `parse_calls_text`.
-    #[doc(hidden)]
-    fn parse_calls_unread(
-        &self,
-        turn: &str,
-        _: sealed::Unread,
-    ) -> Result<Vec<ToolCall>, FormatError> {
-        self.parse_calls_text(turn)
+        self.read_calls(Turn::Text(turn))
     }
 
     /// The message (or messages) that answer a turn: one result per report, in order; `None`

@@ -8,8 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse::{CallParts, ReadCall, describe, missing_id, not_an_object, present, with_ids};
 use super::raw_turn::{ArgumentFields, turn_with_raw};
-use super::sealed::Unread;
-use super::{FormatError, WireFormat};
+use super::{FormatError, Turn, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::json_text::escape_into;
 use crate::registry::{RegisteredTool, Registry};
@@ -78,20 +77,17 @@ impl WireFormat for OpenAiChat {
     /// without `tool_calls` has no calls. Each entry of `tool_calls` yields one call; an entry
     /// without an id gets `missing_id_N` (N its position, or the next number whose id the turn does not have) and is malformed, as is one with
     /// arguments that are not JSON text of an object.
-    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        self.read(turn, ArgumentFields::Values)
-    }
-
-    /// Reads a well-formed assistant message straight into calls; anything unusual (a whole
+    ///
+    /// A text turn that is a well-formed assistant message is read straight into calls; anything unusual (a whole
     /// completion, a call without an id, arguments that are not text or whose string cannot be
-    /// decoded) takes the path of [`WireFormat::parse_calls`], on a tree in which each call's
+    /// decoded) takes the path of the tree, on a tree in which each call's
     /// `function.arguments` is read on its own, so the answer is the same either way.
-    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        self.read_text(turn, ArgumentFields::Text)
-    }
-
-    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
-        self.read_text(turn, ArgumentFields::Unread)
+    fn read_calls(&self, turn: Turn<'_>) -> Result<Vec<ToolCall>, FormatError> {
+        match turn {
+            Turn::Text(text) => self.read_text(text, ArgumentFields::Text),
+            Turn::Unread(text, _) => self.read_text(text, ArgumentFields::Unread),
+            Turn::Tree(tree) => self.read(tree, ArgumentFields::Values),
+        }
     }
 
     /// The same messages as [`WireFormat::render_results`], written without a JSON tree: each

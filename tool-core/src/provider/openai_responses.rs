@@ -7,9 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::openai_chat::strict_parameters;
 use super::parse::{CallParts, calls_among, describe, missing_id, present, str_field};
-use super::raw_turn::{ArgumentFields, turn_with_raw};
-use super::sealed::Unread;
-use super::{FormatError, WireFormat};
+use super::raw_turn::ArgumentFields;
+use super::{FormatError, Turn, WireFormat};
 use crate::call::{CallReport, ToolCall, json_kind};
 use crate::registry::Registry;
 
@@ -75,19 +74,12 @@ impl WireFormat for OpenAiResponses {
     /// `function_call` item. Only `function_call` items are calls; the id to answer with is
     /// their `call_id` (a call without one gets `missing_id_N`, N its position among the calls or the next number free,
     /// and is malformed). Other items (messages, reasoning) are skipped.
-    fn parse_calls(&self, turn: &Value) -> Result<Vec<ToolCall>, FormatError> {
-        self.read(turn, ArgumentFields::Values)
-    }
-
-    /// As [`WireFormat::parse_calls`], with each call's `arguments` read on its own.
-    fn parse_calls_text(&self, turn: &str) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Text)
-    }
-
-    fn parse_calls_unread(&self, turn: &str, _: Unread) -> Result<Vec<ToolCall>, FormatError> {
-        let tree = turn_with_raw(self.name(), turn, ARGUMENTS)?;
-        self.read(&tree, ArgumentFields::Unread)
+    ///
+    /// From text, each call's arguments are read on their own.
+    fn read_calls(&self, turn: Turn<'_>) -> Result<Vec<ToolCall>, FormatError> {
+        turn.read_with(self.name(), ARGUMENTS, |tree, fields| {
+            self.read(tree, fields)
+        })
     }
 
     /// `[{"type": "function_call_output", "call_id", "output": "<result object as JSON text>"}, …]`,
