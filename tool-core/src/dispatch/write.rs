@@ -158,14 +158,8 @@ impl Dispatcher {
             lease,
             attempt: AtomicU32::new(1),
         };
-        let attempts = AssertUnwindSafe(self.attempts(
-            registered,
-            &ctx,
-            Input::Tree(&args),
-            None,
-            Some(&claim),
-            ledger,
-        ));
+        let attempts = self.attempts(registered, &ctx, Input::Tree(&args), ledger);
+        let attempts = AssertUnwindSafe(attempts.under(&claim).run(None));
         let outcome = match attempts.catch_unwind().await {
             Ok(outcome) => outcome,
             Err(payload) => {
