@@ -10,7 +10,6 @@ use tracing::Instrument;
 
 use crate::auth::Session;
 use crate::call::{CallReport, ToolCall};
-use crate::call_ids::{self, Split};
 use crate::error::{ErrorClass, ToolError};
 use crate::fate::{Fate, TurnAborted};
 use crate::registry::RegisteredTool;
@@ -132,15 +131,7 @@ impl Dispatcher {
                 calls: Vec::new(),
             });
         }
-        let plan = |(place, call)| self.prepare(session, place, call);
-        let (mut planned, answered): (Vec<Planned>, _) = match call_ids::split_shared(calls) {
-            Ok(Split { runs, answered }) => (runs.into_iter().map(plan).collect(), answered),
-            // The common turn, no id shared: each call planned in its place.
-            Err(calls) => (
-                calls.into_iter().enumerate().map(plan).collect(),
-                Vec::new(),
-            ),
-        };
+        let (mut planned, answered) = self.planner(session).plan(calls);
         let mut shared = Shared {
             answering,
             lone: planned.len() == 1,
