@@ -61,6 +61,7 @@ pub(crate) mod runner;
 mod turn_claim;
 mod turn_end;
 mod turn_shared;
+mod under_claim;
 mod unwind;
 mod write;
 
