@@ -17,12 +17,12 @@ use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::TurnGrant;
 
-use super::ledger::{Ledger, aborted_from, step_limit_reached};
+use super::ledger::Ledger;
 use super::plan::{self, Planned, Step};
 use super::read_audit::WriteReadsAfter;
-use super::turn_end::{Ended, aborted, reports};
+use super::turn_end::{self, Ended};
 use super::turn_shared::{Answering, Shared, TurnAtClaim};
-use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
+use super::{Dispatcher, answers, attempt, audit, call_span, repeat};
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.
@@ -111,25 +111,9 @@ impl Dispatcher {
     ) -> Result<Vec<CallReport>, TurnAborted> {
         // The records of the turn's reads are written after it, however it ends.
         let _reads = WriteReadsAfter(self);
-        if let Some(aborted) = session.aborted() {
+        if session.aborted().is_some() {
             // A turn of an aborted run: none of its calls runs, each has its span and record.
-            let reason = aborted.clone();
-            let ended = calls
-                .into_iter()
-                .enumerate()
-                .map(|(place, call)| Ended {
-                    place,
-                    id: call.id,
-                    name: call.name,
-                    fate: Fate::NotStarted,
-                    owed: Some(audit::Owed(None)),
-                })
-                .collect();
-            self.settle_owed(session, ended).await;
-            return Err(TurnAborted {
-                reason,
-                calls: Vec::new(),
-            });
+            return Err(self.turn_of_aborted_run(session, calls).await);
         }
         let (mut planned, answered) = self.planner(session).plan(calls);
         let mut shared = Shared {
@@ -137,34 +121,13 @@ impl Dispatcher {
             lone: planned.len() == 1,
             ..Shared::default()
         };
-        for (_, report) in &answered {
-            shared.answered(&report.call_id, &report.tool, &report.result);
-        }
-        let answered: Vec<Ended> = answered
-            .into_iter()
-            .map(|(place, report)| Ended {
-                place,
-                id: report.call_id,
-                name: report.tool,
-                fate: Fate::Answered(report.result),
-                owed: Some(audit::Owed(None)),
-            })
-            .collect();
+        let answered = turn_end::answered_now(answered, &shared);
         let ledger = self.ledger(session);
-        if let Some(err) = planned.iter().find_map(|call| call.step.abort()) {
+        if planned.iter().any(|call| call.step.abort().is_some()) {
             // A call the session may not make: the run stops before anything starts.
-            let reason = Box::pin(ledger.abort(RunAborted::from_error(err))).await;
-            let ended = planned.into_iter().map(|call| {
-                let fate = match call.step.abort() {
-                    Some(_) => Fate::AbortedRun,
-                    None => Fate::NotStarted,
-                };
-                self.ended(call, fate)
-            });
-            let ended = self
-                .settle_owed(session, ended.chain(answered).collect())
-                .await;
-            return Err(aborted(reason, ended));
+            return Err(self
+                .abort_before_start(session, &ledger, planned, answered)
+                .await);
         }
         if planned.len() == 1
             && answered.is_empty()
@@ -180,53 +143,16 @@ impl Dispatcher {
         let counts = plan::tool_counts(&planned);
         let (grant, waited) = ledger.begin_turn(counts.as_slice()).await;
         shared.counters_waited = waited;
-        match grant {
-            TurnGrant::Aborted(record) => {
-                let reason = session.abort(aborted_from(record));
-                let ended = planned
-                    .into_iter()
-                    .map(|call| self.ended(call, Fate::NotStarted));
-                self.settle_owed(session, ended.chain(answered).collect())
+        let admission = match grant {
+            TurnGrant::Admitted(admission) => admission,
+            refused => {
+                return self
+                    .turn_not_admitted(session, &ledger, refused, planned, answered, &shared)
                     .await;
-                return Err(aborted(reason, Vec::new()));
             }
-            TurnGrant::StepLimit { max_steps } => {
-                let reason = Box::pin(ledger.abort(step_limit_reached(max_steps))).await;
-                let ended = planned
-                    .into_iter()
-                    .map(|call| self.ended(call, Fate::NotStarted));
-                let ended = self
-                    .settle_owed(session, ended.chain(answered).collect())
-                    .await;
-                return Err(aborted(reason, ended));
-            }
-            TurnGrant::CallLimit {
-                used,
-                max_tool_calls,
-            } => {
-                let calls = planned.len() + answered.len();
-                let ended = planned.into_iter().map(|call| {
-                    let err = answers::call_budget_spent(used, max_tool_calls, calls);
-                    let result = CallResult::from_error(&err);
-                    shared.answered(&call.id, &call.name, &result);
-                    self.ended(call, Fate::Answered(result))
-                });
-                let ended = self
-                    .settle_owed(session, ended.chain(answered).collect())
-                    .await;
-                return Ok(reports(ended));
-            }
-            TurnGrant::Admitted(admission) => {
-                plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
-                for failed in admission.failed {
-                    shared
-                        .failed
-                        .entry(failed.tool)
-                        .or_default()
-                        .insert(failed.request_hash);
-                }
-            }
-        }
+        };
+        plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
+        shared.note_failed(admission.failed);
         let several = planned.len() > 1;
         let (mut ended, fired) = if planned.len() == 1 {
             // The common turn: one call, run here, in place (a box of its future on every turn
@@ -234,16 +160,7 @@ impl Dispatcher {
             let ended = self.run_unit(session, planned, &shared).await;
             (ended, shared.signal.is_fired())
         } else {
-            let units = plan::units(&mut planned);
-            let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
-            let units: Vec<Vec<Planned>> = units
-                .into_iter()
-                .map(|unit| {
-                    unit.into_iter()
-                        .filter_map(|index| slots[index].take())
-                        .collect()
-                })
-                .collect();
+            let units = units_of(planned);
             let shared = Arc::new(shared);
             // On the heap: the futures of the calls are large, and a turn's future that held
             // them would be moved whole at every step of building it.
@@ -251,24 +168,7 @@ impl Dispatcher {
             (ended, shared.signal.is_fired())
         };
         ended.extend(answered);
-        let mut ended = self.settle_owed(session, ended).await;
-        if fired {
-            let reason = session
-                .aborted()
-                .cloned()
-                .expect("the signal is raised after the session is aborted");
-            if several {
-                // A call of the turn may have asked for an approval after the abort was stored.
-                let late = Box::pin(ledger.reject_late_approvals()).await;
-                for call in &mut ended {
-                    if let Fate::Answered(result) = &mut call.fate {
-                        approval::answer_late_rejection(result, &late);
-                    }
-                }
-            }
-            return Err(aborted(reason, ended));
-        }
-        Ok(reports(ended))
+        self.end_turn(session, &ledger, ended, fired, several).await
     }
 
     /// Runs one call through the pipeline: a turn of one call. `Err` means the run is aborted
@@ -586,4 +486,19 @@ impl Dispatcher {
             .get(tool)
             .expect("a planned call names a registered tool")
     }
+}
+
+/// The units of a turn of several calls (see [`plan::units`]), each holding its calls in the
+/// order they run.
+fn units_of(mut planned: Vec<Planned>) -> Vec<Vec<Planned>> {
+    let units = plan::units(&mut planned);
+    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+    units
+        .into_iter()
+        .map(|unit| {
+            unit.into_iter()
+                .filter_map(|index| slots[index].take())
+                .collect()
+        })
+        .collect()
 }

@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::call::CallReport;
 use crate::result::CallResult;
-use crate::store::RunAbort;
+use crate::store::{FailedCall, RunAbort};
 
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
@@ -75,6 +75,16 @@ impl Shared {
             std::future::pending::<()>().await;
         }
         self.signal.raised().await;
+    }
+
+    /// Notes the run's `failed` calls of the turn's tools, for repeat detection.
+    pub(super) fn note_failed(&mut self, failed: Vec<FailedCall>) {
+        for failed in failed {
+            self.failed
+                .entry(failed.tool)
+                .or_default()
+                .insert(failed.request_hash);
+        }
     }
 
     /// Sends the answer of call `id` of `tool`, when the caller asked for each as it comes.
