@@ -9,20 +9,32 @@ use futures_util::future::{Either, join_all, select};
 use tracing::Instrument;
 
 use crate::auth::Session;
-use crate::call::{CallReport, ToolCall};
+use crate::call::{Arguments, CallReport, ToolCall};
 use crate::error::{ErrorClass, ToolError};
 use crate::fate::{Fate, TurnAborted};
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::TurnGrant;
+use crate::tool::ReadArgs;
 
 use super::ledger::Ledger;
-use super::plan::{self, Planned, Step};
+use super::plan::{self, Planned, PreparedWrite, Step};
 use super::read_audit::WriteReadsAfter;
 use super::turn_end::{self, Ended};
 use super::turn_shared::{Answering, Shared, TurnAtClaim};
 use super::{Dispatcher, answers, attempt, audit, call_span, repeat};
+
+/// A call's tool and fingerprint, when a failure of it is to be noted for repeat detection.
+type Noted<'n> = Option<(&'n str, String)>;
+
+/// How a call's step ran: an outcome, with what to note if it failed, or a fate decided
+/// already (a read stopped by the run's abort, a write whose turn the store refused); and the
+/// call id, given back.
+enum Ran<'n> {
+    Outcome(Result<CallResult, ToolError>, Noted<'n>, String),
+    Ended(Fate, String),
+}
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.
@@ -116,11 +128,7 @@ impl Dispatcher {
             return Err(self.turn_of_aborted_run(session, calls).await);
         }
         let (mut planned, answered) = self.planner(session).plan(calls);
-        let mut shared = Shared {
-            answering,
-            lone: planned.len() == 1,
-            ..Shared::default()
-        };
+        let mut shared = Shared::new(answering, planned.len() == 1);
         let answered = turn_end::answered_now(answered, &shared);
         let ledger = self.ledger(session);
         if planned.iter().any(|call| call.step.abort().is_some()) {
@@ -160,12 +168,9 @@ impl Dispatcher {
             let ended = self.run_unit(session, planned, &shared).await;
             (ended, shared.signal.is_fired())
         } else {
-            let units = units_of(planned);
-            let shared = Arc::new(shared);
             // On the heap: the futures of the calls are large, and a turn's future that held
             // them would be moved whole at every step of building it.
-            let ended = Box::pin(self.run_units(session, units, &shared)).await;
-            (ended, shared.signal.is_fired())
+            Box::pin(self.run_several(session, planned, shared)).await
         };
         ended.extend(answered);
         self.end_turn(session, &ledger, ended, fired, several).await
@@ -183,6 +188,20 @@ impl Dispatcher {
             Ok(mut reports) => Ok(reports.pop().expect("one report per call")),
             Err(aborted) => Err(aborted.reason),
         }
+    }
+
+    /// The calls of a turn of several, each unit of them concurrently (see [`plan::units`]);
+    /// and whether one of them aborted the run.
+    async fn run_several(
+        &self,
+        session: &Session,
+        planned: Vec<Planned>,
+        shared: Shared,
+    ) -> (Vec<Ended>, bool) {
+        let units = units_of(planned);
+        let shared = Arc::new(shared);
+        let ended = self.run_units(session, units, &shared).await;
+        (ended, shared.signal.is_fired())
     }
 
     /// Every unit, concurrently: on tasks of their own when there are several and the
@@ -269,18 +288,7 @@ impl Dispatcher {
                 (Fate::NotStarted, Some(self.owed(&step)), id)
             } else if let Some(first) = copy_of {
                 // The same write as an earlier one of the turn: its outcome, as a replay.
-                let fate = match ended
-                    .iter()
-                    .find(|done| done.place == first)
-                    .map(|done| &done.fate)
-                {
-                    Some(Fate::Answered(result)) => Fate::Answered(CallResult {
-                        replayed: true,
-                        ..result.clone()
-                    }),
-                    _ => Fate::NotStarted,
-                };
-                (fate, Some(self.owed(&step)), id)
+                (copy_of_fate(&ended, first), Some(self.owed(&step)), id)
             } else {
                 let go = Go {
                     id,
@@ -374,10 +382,7 @@ impl Dispatcher {
             ..
         } = call;
         async move {
-            // The outcome, and the call's fingerprint when a failure of it is to be noted.
-            type Noted<'n> = Option<(&'n str, String)>;
-            let (outcome, note, id): (Result<CallResult, ToolError>, Noted<'_>, String) = match step
-            {
+            let (outcome, note, id) = match step {
                 Step::Refused {
                     tool,
                     err,
@@ -393,89 +398,141 @@ impl Dispatcher {
                     ref arguments,
                     ref mut read,
                 } => {
-                    let registered = self.registered(tool);
-                    let failed = shared.failed.get(tool);
-                    let fingerprint = failed
-                        .map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, arguments));
-                    if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
-                        && failed.contains(fingerprint)
-                    {
-                        (Err(answers::repeated_call(tool)), None, id)
-                    } else {
-                        // The call id is lent to the context, not copied, and taken back.
-                        let ctx = self.ctx_owning(session, id, registered);
-                        let read = {
-                            // Pinned in place: a box on every read cost more than this
-                            // future's size.
-                            let read = std::pin::pin!(self.read(
-                                registered,
-                                &ctx,
-                                arguments,
-                                read.take(),
-                                ledger
-                            ));
-                            let raised = std::pin::pin!(shared.raised());
-                            match select(read, raised).await {
-                                Either::Left((read, _)) => Some(read),
-                                Either::Right(((), _)) => None,
-                            }
-                        };
-                        let id = ctx.into_call_id();
-                        let Some(read) = read else {
-                            // The run aborted while the read ran: it is stopped here.
-                            return (Fate::Cancelled, id);
-                        };
-                        match read {
-                            Ok(result) => (Ok(result), None, id),
-                            Err(err) => {
-                                let fingerprint = fingerprint.unwrap_or_else(|| {
-                                    repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
-                                });
-                                (Err(err), Some((tool, fingerprint)), id)
-                            }
-                        }
+                    let read = self.read_step(session, ledger, shared, tool, arguments, read, id);
+                    match read.await {
+                        Ran::Outcome(outcome, note, id) => (outcome, note, id),
+                        Ran::Ended(fate, id) => return (fate, id),
                     }
                 }
                 Step::Write(write) => {
-                    let tool = write.tool;
-                    let repeated = shared
-                        .failed
-                        .get(tool)
-                        .is_some_and(|failed| failed.contains(&write.hash));
-                    if repeated {
-                        (Err(answers::repeated_call(tool)), None, id)
-                    } else {
-                        let hash = write.hash.clone();
-                        let registered = self.registered(tool);
-                        let outcome = self
-                            .write_on_heap(session, &id, registered, *write, ledger)
-                            .await;
-                        if ledger.turn_refused_at_claim().is_some() {
-                            // The store refused the turn this write's claim began: it did not
-                            // start, and the turn stops the run (see `turn_claim`).
-                            return (Fate::NotStarted, id);
-                        }
-                        (outcome, Some((tool, hash)), id)
+                    match self.write_step(session, ledger, shared, *write, id).await {
+                        Ran::Outcome(outcome, note, id) => (outcome, note, id),
+                        Ran::Ended(fate, id) => return (fate, id),
                     }
                 }
             };
-            let fate = match outcome {
-                Ok(result) => Fate::Answered(result),
-                Err(err) if err.class() == ErrorClass::Abort => {
-                    Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
-                    shared.signal.fire();
-                    Fate::AbortedRun
-                }
-                Err(err) => {
-                    if let Some((tool, fingerprint)) = note
-                        && err.kind().fails_again()
-                    {
-                        ledger.note_failure(tool, &fingerprint).await;
-                    }
-                    Fate::Answered(CallResult::from_error(&err))
-                }
-            };
+            let fate = self.fate_of(ledger, shared, outcome, note).await;
             (fate, id)
+        }
+    }
+
+    /// A read's step: refused as a repeat of a call that failed earlier in the run, or run,
+    /// and stopped when the run aborts meanwhile. Not an `async fn`, for the reason
+    /// `run_planned` is not.
+    #[expect(clippy::too_many_arguments, reason = "what one call's read uses")]
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice"
+    )]
+    fn read_step<'a>(
+        &'a self,
+        session: &'a Session,
+        ledger: &'a Ledger<'_>,
+        shared: &'a Shared,
+        tool: &'static str,
+        arguments: &'a Arguments,
+        read: &'a mut Option<ReadArgs>,
+        id: String,
+    ) -> impl Future<Output = Ran<'static>> + 'a {
+        async move {
+            let registered = self.registered(tool);
+            let failed = shared.failed.get(tool);
+            let fingerprint =
+                failed.map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, arguments));
+            if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
+                && failed.contains(fingerprint)
+            {
+                return Ran::Outcome(Err(answers::repeated_call(tool)), None, id);
+            }
+            // The call id is lent to the context, not copied, and taken back.
+            let ctx = self.ctx_owning(session, id, registered);
+            let read = {
+                // Pinned in place: a box on every read cost more than this future's size.
+                let read =
+                    std::pin::pin!(self.read(registered, &ctx, arguments, read.take(), ledger));
+                let raised = std::pin::pin!(shared.raised());
+                match select(read, raised).await {
+                    Either::Left((read, _)) => Some(read),
+                    Either::Right(((), _)) => None,
+                }
+            };
+            let id = ctx.into_call_id();
+            match read {
+                // The run aborted while the read ran: it is stopped here.
+                None => Ran::Ended(Fate::Cancelled, id),
+                Some(Ok(result)) => Ran::Outcome(Ok(result), None, id),
+                Some(Err(err)) => {
+                    let fingerprint = fingerprint.unwrap_or_else(|| {
+                        repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
+                    });
+                    Ran::Outcome(Err(err), Some((tool, fingerprint)), id)
+                }
+            }
+        }
+    }
+
+    /// A write's step: refused as a repeat of a call that failed earlier in the run, or run
+    /// on the heap (see `attempt`). Not an `async fn`, for the reason `run_planned` is not.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice"
+    )]
+    fn write_step<'a>(
+        &'a self,
+        session: &'a Session,
+        ledger: &'a Ledger<'_>,
+        shared: &'a Shared,
+        write: PreparedWrite,
+        id: String,
+    ) -> impl Future<Output = Ran<'static>> + 'a {
+        async move {
+            let tool = write.tool;
+            let repeated = shared
+                .failed
+                .get(tool)
+                .is_some_and(|failed| failed.contains(&write.hash));
+            if repeated {
+                return Ran::Outcome(Err(answers::repeated_call(tool)), None, id);
+            }
+            let hash = write.hash.clone();
+            let registered = self.registered(tool);
+            let outcome = self
+                .write_on_heap(session, &id, registered, write, ledger)
+                .await;
+            if ledger.turn_refused_at_claim().is_some() {
+                // The store refused the turn this write's claim began: it did not start, and
+                // the turn stops the run (see `turn_claim`).
+                return Ran::Ended(Fate::NotStarted, id);
+            }
+            Ran::Outcome(outcome, Some((tool, hash)), id)
+        }
+    }
+
+    /// The fate of a call whose step ended with `outcome`: an abort aborts the run and raises
+    /// the turn's signal; a failure that fails again is noted (`note`, the call's tool and
+    /// fingerprint) for repeat detection.
+    async fn fate_of(
+        &self,
+        ledger: &Ledger<'_>,
+        shared: &Shared,
+        outcome: Result<CallResult, ToolError>,
+        note: Noted<'_>,
+    ) -> Fate {
+        match outcome {
+            Ok(result) => Fate::Answered(result),
+            Err(err) if err.class() == ErrorClass::Abort => {
+                Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
+                shared.signal.fire();
+                Fate::AbortedRun
+            }
+            Err(err) => {
+                if let Some((tool, fingerprint)) = note
+                    && err.kind().fails_again()
+                {
+                    ledger.note_failure(tool, &fingerprint).await;
+                }
+                Fate::Answered(CallResult::from_error(&err))
+            }
         }
     }
 
@@ -501,4 +558,20 @@ fn units_of(mut planned: Vec<Planned>) -> Vec<Vec<Planned>> {
                 .collect()
         })
         .collect()
+}
+
+/// The fate of a copy of the write at place `first` of the unit (`ended` so far): that
+/// write's answer, as a replay; not started when it was not answered.
+fn copy_of_fate(ended: &[Ended], first: usize) -> Fate {
+    match ended
+        .iter()
+        .find(|done| done.place == first)
+        .map(|done| &done.fate)
+    {
+        Some(Fate::Answered(result)) => Fate::Answered(CallResult {
+            replayed: true,
+            ..result.clone()
+        }),
+        _ => Fate::NotStarted,
+    }
 }

@@ -67,6 +67,16 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// What the calls of a turn share, their answers sent on `answering` if given; `lone` when
+    /// one call of the turn runs.
+    pub(super) fn new(answering: Option<Answering>, lone: bool) -> Self {
+        Shared {
+            answering,
+            lone,
+            ..Shared::default()
+        }
+    }
+
     /// Ready once a call of the turn aborts the run; never, when this call is the only one
     /// that runs (no other can raise the signal while it runs, and listening costs a waiter's
     /// registration on every call).
