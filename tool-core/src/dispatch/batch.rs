@@ -16,7 +16,6 @@ use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::TurnGrant;
-use crate::tool::ReadArgs;
 
 use super::ledger::Ledger;
 use super::plan::{self, Planned, PreparedWrite, Step};
@@ -397,13 +396,34 @@ impl Dispatcher {
                     tool,
                     ref arguments,
                     ref mut read,
-                } => {
-                    let read = self.read_step(session, ledger, shared, tool, arguments, read, id);
-                    match read.await {
-                        Ran::Outcome(outcome, note, id) => (outcome, note, id),
-                        Ran::Ended(fate, id) => return (fate, id),
+                } => match self.not_repeated(shared, tool, arguments) {
+                    Err(repeated) => (Err(repeated), None, id),
+                    Ok(fingerprint) => {
+                        // Run here, not in a future of its own: a read's future is not moved
+                        // again. The call id is lent to the context, not copied, and taken back.
+                        let registered = self.registered(tool);
+                        let ctx = self.ctx_owning(session, id, registered);
+                        let read = {
+                            // Pinned in place: a box on every read cost more than this
+                            // future's size.
+                            let read = read.take();
+                            let read = std::pin::pin!(
+                                self.read(registered, &ctx, arguments, read, ledger)
+                            );
+                            let raised = std::pin::pin!(shared.raised());
+                            match select(read, raised).await {
+                                Either::Left((read, _)) => Some(read),
+                                Either::Right(((), _)) => None,
+                            }
+                        };
+                        let id = ctx.into_call_id();
+                        let Some(read) = read else {
+                            // The run aborted while the read ran: it is stopped here.
+                            return (Fate::Cancelled, id);
+                        };
+                        self.read_noted(tool, arguments, read, fingerprint, id)
                     }
-                }
+                },
                 Step::Write(write) => {
                     match self.write_step(session, ledger, shared, *write, id).await {
                         Ran::Outcome(outcome, note, id) => (outcome, note, id),
@@ -411,62 +431,50 @@ impl Dispatcher {
                     }
                 }
             };
-            let fate = self.fate_of(ledger, shared, outcome, note).await;
+            let fate = match outcome {
+                Ok(result) => Fate::Answered(result),
+                // Only a failure builds the future that notes it.
+                Err(err) => self.fate_of_error(ledger, shared, err, note).await,
+            };
             (fate, id)
         }
     }
 
-    /// A read's step: refused as a repeat of a call that failed earlier in the run, or run,
-    /// and stopped when the run aborts meanwhile. Not an `async fn`, for the reason
-    /// `run_planned` is not.
-    #[expect(clippy::too_many_arguments, reason = "what one call's read uses")]
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an async fn would hold its arguments twice"
-    )]
-    fn read_step<'a>(
-        &'a self,
-        session: &'a Session,
-        ledger: &'a Ledger<'_>,
-        shared: &'a Shared,
+    /// The fingerprint of a read of `tool` with `arguments`, when the run has failed calls of
+    /// `tool` (`None` when it has none); a repeat of one of them is refused.
+    fn not_repeated(
+        &self,
+        shared: &Shared,
         tool: &'static str,
-        arguments: &'a Arguments,
-        read: &'a mut Option<ReadArgs>,
+        arguments: &Arguments,
+    ) -> Result<Option<String>, ToolError> {
+        let Some(failed) = shared.failed.get(tool) else {
+            return Ok(None);
+        };
+        let fingerprint = repeat::fingerprint(&self.inner.hash_secret, tool, arguments);
+        if failed.contains(&fingerprint) {
+            return Err(answers::repeated_call(tool));
+        }
+        Ok(Some(fingerprint))
+    }
+
+    /// A read's outcome, with what to note if it failed: the call's tool and fingerprint
+    /// (`fingerprint`, when one was taken already).
+    fn read_noted(
+        &self,
+        tool: &'static str,
+        arguments: &Arguments,
+        read: Result<CallResult, ToolError>,
+        fingerprint: Option<String>,
         id: String,
-    ) -> impl Future<Output = Ran<'static>> + 'a {
-        async move {
-            let registered = self.registered(tool);
-            let failed = shared.failed.get(tool);
-            let fingerprint =
-                failed.map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, arguments));
-            if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
-                && failed.contains(fingerprint)
-            {
-                return Ran::Outcome(Err(answers::repeated_call(tool)), None, id);
-            }
-            // The call id is lent to the context, not copied, and taken back.
-            let ctx = self.ctx_owning(session, id, registered);
-            let read = {
-                // Pinned in place: a box on every read cost more than this future's size.
-                let read =
-                    std::pin::pin!(self.read(registered, &ctx, arguments, read.take(), ledger));
-                let raised = std::pin::pin!(shared.raised());
-                match select(read, raised).await {
-                    Either::Left((read, _)) => Some(read),
-                    Either::Right(((), _)) => None,
-                }
-            };
-            let id = ctx.into_call_id();
-            match read {
-                // The run aborted while the read ran: it is stopped here.
-                None => Ran::Ended(Fate::Cancelled, id),
-                Some(Ok(result)) => Ran::Outcome(Ok(result), None, id),
-                Some(Err(err)) => {
-                    let fingerprint = fingerprint.unwrap_or_else(|| {
-                        repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
-                    });
-                    Ran::Outcome(Err(err), Some((tool, fingerprint)), id)
-                }
+    ) -> (Result<CallResult, ToolError>, Noted<'static>, String) {
+        match read {
+            Ok(result) => (Ok(result), None, id),
+            Err(err) => {
+                let fingerprint = fingerprint.unwrap_or_else(|| {
+                    repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
+                });
+                (Err(err), Some((tool, fingerprint)), id)
             }
         }
     }
@@ -508,32 +516,27 @@ impl Dispatcher {
         }
     }
 
-    /// The fate of a call whose step ended with `outcome`: an abort aborts the run and raises
-    /// the turn's signal; a failure that fails again is noted (`note`, the call's tool and
+    /// The fate of a call whose step failed with `err`: an abort aborts the run and raises the
+    /// turn's signal; a failure that fails again is noted (`note`, the call's tool and
     /// fingerprint) for repeat detection.
-    async fn fate_of(
+    async fn fate_of_error(
         &self,
         ledger: &Ledger<'_>,
         shared: &Shared,
-        outcome: Result<CallResult, ToolError>,
+        err: ToolError,
         note: Noted<'_>,
     ) -> Fate {
-        match outcome {
-            Ok(result) => Fate::Answered(result),
-            Err(err) if err.class() == ErrorClass::Abort => {
-                Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
-                shared.signal.fire();
-                Fate::AbortedRun
-            }
-            Err(err) => {
-                if let Some((tool, fingerprint)) = note
-                    && err.kind().fails_again()
-                {
-                    ledger.note_failure(tool, &fingerprint).await;
-                }
-                Fate::Answered(CallResult::from_error(&err))
-            }
+        if err.class() == ErrorClass::Abort {
+            Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
+            shared.signal.fire();
+            return Fate::AbortedRun;
         }
+        if let Some((tool, fingerprint)) = note
+            && err.kind().fails_again()
+        {
+            ledger.note_failure(tool, &fingerprint).await;
+        }
+        Fate::Answered(CallResult::from_error(&err))
     }
 
     /// The registered tool named `tool`, which the plan found.
