@@ -89,22 +89,7 @@ impl Dispatcher {
         args: &Value,
         ctx: &Ctx,
     ) -> Result<(), String> {
-        if let Some(store) = self.inner.store.as_deref() {
-            let run = RunKey {
-                tenant: &approval.tenant,
-                run_id: &approval.run_id,
-            };
-            match store.run(run).await {
-                Ok(Some(record)) if record.aborted.is_some() => return Err(RUN_ABORTED.to_owned()),
-                Ok(_) => {}
-                Err(err) => {
-                    return Err(format!(
-                        "the state of its run {} could not be read: {err}",
-                        approval.run_id
-                    ));
-                }
-            }
-        }
+        self.run_not_aborted(approval).await?;
         let descriptor = registered.descriptor();
         let violations = registered.validator().violations_if_invalid(args);
         if let Some(first) = violations.first() {
@@ -120,29 +105,7 @@ impl Dispatcher {
             ));
         }
         if let Some(permission) = descriptor.permission {
-            let user = &approval.requester.user;
-            let held = match &self.inner.permission_source {
-                None => approval
-                    .requester
-                    .permissions
-                    .iter()
-                    .any(|p| p == permission),
-                Some(source) => match source.permissions(&approval.tenant, user).await {
-                    Ok(Some(now)) => now.iter().any(|p| p == permission),
-                    Ok(None) => false,
-                    Err(err) => {
-                        return Err(format!(
-                            "the permissions of {user} could not be checked: {}",
-                            err.what()
-                        ));
-                    }
-                },
-            };
-            if !held {
-                return Err(format!(
-                    "{user} no longer holds the permission `{permission}`"
-                ));
-            }
+            self.requester_holds(approval, permission).await?;
         }
         match self.check(registered, ctx, args).await {
             Ok(()) => Ok(()),
@@ -151,6 +114,59 @@ impl Dispatcher {
                 None => refused.what().to_owned(),
             }),
         }
+    }
+
+    /// That the run of `approval` was not aborted, read from the store when there is one; or
+    /// why it is rejected.
+    async fn run_not_aborted(&self, approval: &ApprovalRecord) -> Result<(), String> {
+        let Some(store) = self.inner.store.as_deref() else {
+            return Ok(());
+        };
+        let run = RunKey {
+            tenant: &approval.tenant,
+            run_id: &approval.run_id,
+        };
+        match store.run(run).await {
+            Ok(Some(record)) if record.aborted.is_some() => Err(RUN_ABORTED.to_owned()),
+            Ok(_) => Ok(()),
+            Err(err) => Err(format!(
+                "the state of its run {} could not be read: {err}",
+                approval.run_id
+            )),
+        }
+    }
+
+    /// That the requester of `approval` still holds `permission`: as the approval recorded it,
+    /// or as the permission source says now, when there is one; or why it is rejected.
+    async fn requester_holds(
+        &self,
+        approval: &ApprovalRecord,
+        permission: &str,
+    ) -> Result<(), String> {
+        let user = &approval.requester.user;
+        let held = match &self.inner.permission_source {
+            None => approval
+                .requester
+                .permissions
+                .iter()
+                .any(|p| p == permission),
+            Some(source) => match source.permissions(&approval.tenant, user).await {
+                Ok(Some(now)) => now.iter().any(|p| p == permission),
+                Ok(None) => false,
+                Err(err) => {
+                    return Err(format!(
+                        "the permissions of {user} could not be checked: {}",
+                        err.what()
+                    ));
+                }
+            },
+        };
+        if !held {
+            return Err(format!(
+                "{user} no longer holds the permission `{permission}`"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -192,10 +208,30 @@ pub(super) fn redacted(descriptor: &ToolDescriptor, args: &Value) -> String {
 /// rejected (by an approver, an expiry, the abort of its run, or the checks before it ran).
 /// `replayed` when the call found the approval asked by an earlier one.
 pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> CallResult {
+    let explanation = Explanation {
+        approval_id: Some(approval.id.clone()),
+        ..approval_words(approval)
+    };
+    let status = if explanation.kind == ErrorKind::Rejected {
+        Status::Rejected
+    } else {
+        Status::AwaitingApproval
+    };
+    CallResult {
+        status,
+        replayed,
+        data: None,
+        error: Some(Box::new(explanation)),
+        steps: None,
+        delivery: None,
+    }
+}
+
+/// What the model reads of an operation whose approval is `approval`, but the approval's id.
+fn approval_words(approval: &ApprovalRecord) -> Explanation {
     let tool = &approval.tool;
-    let explanation = match approval.status {
+    match approval.status {
         ApprovalStatus::Pending => Explanation {
-            approval_id: Some(approval.id.clone()),
             expires_at_ms: Some(approval.expires_ms),
             ..explanation(
                 ErrorKind::AwaitingApproval,
@@ -210,64 +246,47 @@ pub(super) fn approval_answer(approval: &ApprovalRecord, replayed: bool) -> Call
                 "tell the user the operation waits for approval; do not call it again with other arguments; calling it again with the same arguments later answers its outcome".to_owned(),
             )
         },
-        ApprovalStatus::Approved => Explanation {
-            approval_id: Some(approval.id.clone()),
-            ..explanation(
-                ErrorKind::AwaitingApproval,
-                format!("{tool} is approved and has not run yet"),
-                Some(format!(
-                    "approval {} was approved; the operation runs at the next call with the same arguments",
-                    approval.id
-                )),
-                "tell the user it is approved; call it again with the same arguments to run it".to_owned(),
-            )
-        },
-        ApprovalStatus::Rejected if approval.is_run_aborted() => Explanation {
-            approval_id: Some(approval.id.clone()),
-            ..explanation(
-                ErrorKind::Rejected,
-                format!("{tool} was rejected and has not run"),
-                Some(format!(
-                    "the run that asked for it was aborted, so its approval was rejected ({RUN_ABORTED}); it never runs"
-                )),
-                "do not repeat this call: it will not run; tell the user it was not carried out because the run that asked for it was stopped".to_owned(),
-            )
-        },
-        ApprovalStatus::Rejected => {
-            let decision = approval.last_decision();
-            let why = match decision {
-                Some(d) if d.reason == crate::store::EXPIRED => {
-                    "the approval expired before anyone decided".to_owned()
-                }
-                Some(d) if d.by == SYSTEM_DECIDER => {
-                    format!("it was approved, then failed the checks before it ran: {}", d.reason)
-                }
-                Some(d) => format!("{} rejected it: {}", d.by, d.reason),
-                None => "it was rejected".to_owned(),
-            };
-            Explanation {
-                approval_id: Some(approval.id.clone()),
-                ..explanation(
-                    ErrorKind::Rejected,
-                    format!("{tool} was rejected and has not run"),
-                    Some(why),
-                    "do not repeat this call; tell the user it was rejected and why".to_owned(),
-                )
-            }
+        ApprovalStatus::Approved => explanation(
+            ErrorKind::AwaitingApproval,
+            format!("{tool} is approved and has not run yet"),
+            Some(format!(
+                "approval {} was approved; the operation runs at the next call with the same arguments",
+                approval.id
+            )),
+            "tell the user it is approved; call it again with the same arguments to run it".to_owned(),
+        ),
+        ApprovalStatus::Rejected if approval.is_run_aborted() => explanation(
+            ErrorKind::Rejected,
+            format!("{tool} was rejected and has not run"),
+            Some(format!(
+                "the run that asked for it was aborted, so its approval was rejected ({RUN_ABORTED}); it never runs"
+            )),
+            "do not repeat this call: it will not run; tell the user it was not carried out because the run that asked for it was stopped".to_owned(),
+        ),
+        ApprovalStatus::Rejected => explanation(
+            ErrorKind::Rejected,
+            format!("{tool} was rejected and has not run"),
+            Some(rejection_why(approval)),
+            "do not repeat this call; tell the user it was rejected and why".to_owned(),
+        ),
+    }
+}
+
+/// Why `approval` was rejected, by its last decision: it expired, it failed the checks before
+/// it ran, or an approver rejected it.
+fn rejection_why(approval: &ApprovalRecord) -> String {
+    match approval.last_decision() {
+        Some(d) if d.reason == crate::store::EXPIRED => {
+            "the approval expired before anyone decided".to_owned()
         }
-    };
-    let status = if explanation.kind == ErrorKind::Rejected {
-        Status::Rejected
-    } else {
-        Status::AwaitingApproval
-    };
-    CallResult {
-        status,
-        replayed,
-        data: None,
-        error: Some(Box::new(explanation)),
-        steps: None,
-        delivery: None,
+        Some(d) if d.by == SYSTEM_DECIDER => {
+            format!(
+                "it was approved, then failed the checks before it ran: {}",
+                d.reason
+            )
+        }
+        Some(d) => format!("{} rejected it: {}", d.by, d.reason),
+        None => "it was rejected".to_owned(),
     }
 }
 

@@ -9,8 +9,7 @@ use futures_util::future::{Either, join_all, select};
 use tracing::Instrument;
 
 use crate::auth::Session;
-use crate::call::{CallReport, ToolCall};
-use crate::call_ids::{self, Split};
+use crate::call::{Arguments, CallReport, ToolCall};
 use crate::error::{ErrorClass, ToolError};
 use crate::fate::{Fate, TurnAborted};
 use crate::registry::RegisteredTool;
@@ -18,12 +17,23 @@ use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::TurnGrant;
 
-use super::ledger::{Ledger, step_limit_reached};
-use super::plan::{self, Planned, Step};
+use super::ledger::Ledger;
+use super::plan::{self, Planned, PreparedWrite, Step};
 use super::read_audit::WriteReadsAfter;
-use super::turn_end::{Ended, aborted, reports};
+use super::turn_end::{self, Ended};
 use super::turn_shared::{Answering, Shared, TurnAtClaim};
-use super::{Dispatcher, answers, approval, attempt, audit, call_span, repeat};
+use super::{Dispatcher, answers, attempt, audit, call_span, repeat};
+
+/// A call's tool and fingerprint, when a failure of it is to be noted for repeat detection.
+type Noted<'n> = Option<(&'n str, String)>;
+
+/// How a call's step ran: an outcome, with what to note if it failed, or a fate decided
+/// already (a read stopped by the run's abort, a write whose turn the store refused); and the
+/// call id, given back.
+enum Ran<'n> {
+    Outcome(Result<CallResult, ToolError>, Noted<'n>, String),
+    Ended(Fate, String),
+}
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.
@@ -112,68 +122,19 @@ impl Dispatcher {
     ) -> Result<Vec<CallReport>, TurnAborted> {
         // The records of the turn's reads are written after it, however it ends.
         let _reads = WriteReadsAfter(self);
-        if let Some(aborted) = session.aborted() {
+        if session.aborted().is_some() {
             // A turn of an aborted run: none of its calls runs, each has its span and record.
-            let reason = aborted.clone();
-            let ended = calls
-                .into_iter()
-                .enumerate()
-                .map(|(place, call)| Ended {
-                    place,
-                    id: call.id,
-                    name: call.name,
-                    fate: Fate::NotStarted,
-                    owed: Some(audit::Owed(None)),
-                })
-                .collect();
-            self.settle_owed(session, ended).await;
-            return Err(TurnAborted {
-                reason,
-                calls: Vec::new(),
-            });
+            return Err(self.turn_of_aborted_run(session, calls).await);
         }
-        let plan = |(place, call)| self.prepare(session, place, call);
-        let (mut planned, answered): (Vec<Planned>, _) = match call_ids::split_shared(calls) {
-            Ok(Split { runs, answered }) => (runs.into_iter().map(plan).collect(), answered),
-            // The common turn, no id shared: each call planned in its place.
-            Err(calls) => (
-                calls.into_iter().enumerate().map(plan).collect(),
-                Vec::new(),
-            ),
-        };
-        let mut shared = Shared {
-            answering,
-            lone: planned.len() == 1,
-            ..Shared::default()
-        };
-        for (_, report) in &answered {
-            shared.answered(&report.call_id, &report.tool, &report.result);
-        }
-        let answered: Vec<Ended> = answered
-            .into_iter()
-            .map(|(place, report)| Ended {
-                place,
-                id: report.call_id,
-                name: report.tool,
-                fate: Fate::Answered(report.result),
-                owed: Some(audit::Owed(None)),
-            })
-            .collect();
+        let (mut planned, answered) = self.planner(session).plan(calls);
+        let mut shared = Shared::new(answering, planned.len() == 1);
+        let answered = turn_end::answered_now(answered, &shared);
         let ledger = self.ledger(session);
-        if let Some(err) = planned.iter().find_map(|call| call.step.abort()) {
+        if planned.iter().any(|call| call.step.abort().is_some()) {
             // A call the session may not make: the run stops before anything starts.
-            let reason = Box::pin(ledger.abort(RunAborted::from_error(err))).await;
-            let ended = planned.into_iter().map(|call| {
-                let fate = match call.step.abort() {
-                    Some(_) => Fate::Aborted,
-                    None => Fate::NotStarted,
-                };
-                self.ended(call, fate)
-            });
-            let ended = self
-                .settle_owed(session, ended.chain(answered).collect())
-                .await;
-            return Err(aborted(reason, ended));
+            return Err(self
+                .abort_before_start(session, &ledger, planned, answered)
+                .await);
         }
         if planned.len() == 1
             && answered.is_empty()
@@ -189,53 +150,16 @@ impl Dispatcher {
         let counts = plan::tool_counts(&planned);
         let (grant, waited) = ledger.begin_turn(counts.as_slice()).await;
         shared.counters_waited = waited;
-        match grant {
-            TurnGrant::Aborted(record) => {
-                let reason = session.abort(record);
-                let ended = planned
-                    .into_iter()
-                    .map(|call| self.ended(call, Fate::NotStarted));
-                self.settle_owed(session, ended.chain(answered).collect())
+        let admission = match grant {
+            TurnGrant::Admitted(admission) => admission,
+            refused => {
+                return self
+                    .turn_not_admitted(session, &ledger, refused, planned, answered, &shared)
                     .await;
-                return Err(aborted(reason, Vec::new()));
             }
-            TurnGrant::StepLimit { max_steps } => {
-                let reason = Box::pin(ledger.abort(step_limit_reached(max_steps))).await;
-                let ended = planned
-                    .into_iter()
-                    .map(|call| self.ended(call, Fate::NotStarted));
-                let ended = self
-                    .settle_owed(session, ended.chain(answered).collect())
-                    .await;
-                return Err(aborted(reason, ended));
-            }
-            TurnGrant::CallLimit {
-                used,
-                max_tool_calls,
-            } => {
-                let calls = planned.len() + answered.len();
-                let ended = planned.into_iter().map(|call| {
-                    let err = answers::call_budget_spent(used, max_tool_calls, calls);
-                    let result = CallResult::from_error(&err);
-                    shared.answered(&call.id, &call.name, &result);
-                    self.ended(call, Fate::Answered(result))
-                });
-                let ended = self
-                    .settle_owed(session, ended.chain(answered).collect())
-                    .await;
-                return Ok(reports(ended));
-            }
-            TurnGrant::Admitted(admission) => {
-                plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
-                for failed in admission.failed {
-                    shared
-                        .failed
-                        .entry(failed.tool)
-                        .or_default()
-                        .insert(failed.request_hash);
-                }
-            }
-        }
+        };
+        plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
+        shared.note_failed(admission.failed);
         let several = planned.len() > 1;
         let (mut ended, fired) = if planned.len() == 1 {
             // The common turn: one call, run here, in place (a box of its future on every turn
@@ -243,41 +167,12 @@ impl Dispatcher {
             let ended = self.run_unit(session, planned, &shared).await;
             (ended, shared.signal.is_fired())
         } else {
-            let units = plan::units(&mut planned);
-            let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
-            let units: Vec<Vec<Planned>> = units
-                .into_iter()
-                .map(|unit| {
-                    unit.into_iter()
-                        .filter_map(|index| slots[index].take())
-                        .collect()
-                })
-                .collect();
-            let shared = Arc::new(shared);
             // On the heap: the futures of the calls are large, and a turn's future that held
             // them would be moved whole at every step of building it.
-            let ended = Box::pin(self.run_units(session, units, &shared)).await;
-            (ended, shared.signal.is_fired())
+            Box::pin(self.run_several(session, planned, shared)).await
         };
         ended.extend(answered);
-        let mut ended = self.settle_owed(session, ended).await;
-        if fired {
-            let reason = session
-                .aborted()
-                .cloned()
-                .expect("the signal is raised after the session is aborted");
-            if several {
-                // A call of the turn may have asked for an approval after the abort was stored.
-                let late = Box::pin(ledger.reject_late_approvals()).await;
-                for call in &mut ended {
-                    if let Fate::Answered(result) = &mut call.fate {
-                        approval::answer_late_rejection(result, &late);
-                    }
-                }
-            }
-            return Err(aborted(reason, ended));
-        }
-        Ok(reports(ended))
+        self.end_turn(session, &ledger, ended, fired, several).await
     }
 
     /// Runs one call through the pipeline: a turn of one call. `Err` means the run is aborted
@@ -292,6 +187,20 @@ impl Dispatcher {
             Ok(mut reports) => Ok(reports.pop().expect("one report per call")),
             Err(aborted) => Err(aborted.reason),
         }
+    }
+
+    /// The calls of a turn of several, each unit of them concurrently (see [`plan::units`]);
+    /// and whether one of them aborted the run.
+    async fn run_several(
+        &self,
+        session: &Session,
+        planned: Vec<Planned>,
+        shared: Shared,
+    ) -> (Vec<Ended>, bool) {
+        let units = units_of(planned);
+        let shared = Arc::new(shared);
+        let ended = self.run_units(session, units, &shared).await;
+        (ended, shared.signal.is_fired())
     }
 
     /// Every unit, concurrently: on tasks of their own when there are several and the
@@ -378,18 +287,7 @@ impl Dispatcher {
                 (Fate::NotStarted, Some(self.owed(&step)), id)
             } else if let Some(first) = copy_of {
                 // The same write as an earlier one of the turn: its outcome, as a replay.
-                let fate = match ended
-                    .iter()
-                    .find(|done| done.place == first)
-                    .map(|done| &done.fate)
-                {
-                    Some(Fate::Answered(result)) => Fate::Answered(CallResult {
-                        replayed: true,
-                        ..result.clone()
-                    }),
-                    _ => Fate::NotStarted,
-                };
-                (fate, Some(self.owed(&step)), id)
+                (copy_of_fate(&ended, first), Some(self.owed(&step)), id)
             } else {
                 let go = Go {
                     id,
@@ -483,10 +381,7 @@ impl Dispatcher {
             ..
         } = call;
         async move {
-            // The outcome, and the call's fingerprint when a failure of it is to be noted.
-            type Noted<'n> = Option<(&'n str, String)>;
-            let (outcome, note, id): (Result<CallResult, ToolError>, Noted<'_>, String) = match step
-            {
+            let (outcome, note, id) = match step {
                 Step::Refused {
                     tool,
                     err,
@@ -501,28 +396,20 @@ impl Dispatcher {
                     tool,
                     ref arguments,
                     ref mut read,
-                } => {
-                    let registered = self.registered(tool);
-                    let failed = shared.failed.get(tool);
-                    let fingerprint = failed
-                        .map(|_| repeat::fingerprint(&self.inner.hash_secret, tool, arguments));
-                    if let (Some(failed), Some(fingerprint)) = (failed, &fingerprint)
-                        && failed.contains(fingerprint)
-                    {
-                        (Err(answers::repeated_call(tool)), None, id)
-                    } else {
-                        // The call id is lent to the context, not copied, and taken back.
+                } => match self.not_repeated(shared, tool, arguments) {
+                    Err(repeated) => (Err(repeated), None, id),
+                    Ok(fingerprint) => {
+                        // Run here, not in a future of its own: a read's future is not moved
+                        // again. The call id is lent to the context, not copied, and taken back.
+                        let registered = self.registered(tool);
                         let ctx = self.ctx_owning(session, id, registered);
                         let read = {
                             // Pinned in place: a box on every read cost more than this
                             // future's size.
-                            let read = std::pin::pin!(self.read(
-                                registered,
-                                &ctx,
-                                arguments,
-                                read.take(),
-                                ledger
-                            ));
+                            let read = read.take();
+                            let read = std::pin::pin!(
+                                self.read(registered, &ctx, arguments, read, ledger)
+                            );
                             let raised = std::pin::pin!(shared.raised());
                             match select(read, raised).await {
                                 Either::Left((read, _)) => Some(read),
@@ -534,58 +421,122 @@ impl Dispatcher {
                             // The run aborted while the read ran: it is stopped here.
                             return (Fate::Cancelled, id);
                         };
-                        match read {
-                            Ok(result) => (Ok(result), None, id),
-                            Err(err) => {
-                                let fingerprint = fingerprint.unwrap_or_else(|| {
-                                    repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
-                                });
-                                (Err(err), Some((tool, fingerprint)), id)
-                            }
-                        }
+                        self.read_noted(tool, arguments, read, fingerprint, id)
                     }
-                }
+                },
                 Step::Write(write) => {
-                    let tool = write.tool;
-                    let repeated = shared
-                        .failed
-                        .get(tool)
-                        .is_some_and(|failed| failed.contains(&write.hash));
-                    if repeated {
-                        (Err(answers::repeated_call(tool)), None, id)
-                    } else {
-                        let hash = write.hash.clone();
-                        let registered = self.registered(tool);
-                        let outcome = self
-                            .write_on_heap(session, &id, registered, *write, ledger)
-                            .await;
-                        if ledger.turn_refused_at_claim().is_some() {
-                            // The store refused the turn this write's claim began: it did not
-                            // start, and the turn stops the run (see `turn_claim`).
-                            return (Fate::NotStarted, id);
-                        }
-                        (outcome, Some((tool, hash)), id)
+                    match self.write_step(session, ledger, shared, *write, id).await {
+                        Ran::Outcome(outcome, note, id) => (outcome, note, id),
+                        Ran::Ended(fate, id) => return (fate, id),
                     }
                 }
             };
             let fate = match outcome {
                 Ok(result) => Fate::Answered(result),
-                Err(err) if err.class() == ErrorClass::Abort => {
-                    Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
-                    shared.signal.fire();
-                    Fate::Aborted
-                }
-                Err(err) => {
-                    if let Some((tool, fingerprint)) = note
-                        && err.kind().fails_again()
-                    {
-                        ledger.note_failure(tool, &fingerprint).await;
-                    }
-                    Fate::Answered(CallResult::from_error(&err))
-                }
+                // Only a failure builds the future that notes it.
+                Err(err) => self.fate_of_error(ledger, shared, err, note).await,
             };
             (fate, id)
         }
+    }
+
+    /// The fingerprint of a read of `tool` with `arguments`, when the run has failed calls of
+    /// `tool` (`None` when it has none); a repeat of one of them is refused.
+    fn not_repeated(
+        &self,
+        shared: &Shared,
+        tool: &'static str,
+        arguments: &Arguments,
+    ) -> Result<Option<String>, ToolError> {
+        let Some(failed) = shared.failed.get(tool) else {
+            return Ok(None);
+        };
+        let fingerprint = repeat::fingerprint(&self.inner.hash_secret, tool, arguments);
+        if failed.contains(&fingerprint) {
+            return Err(answers::repeated_call(tool));
+        }
+        Ok(Some(fingerprint))
+    }
+
+    /// A read's outcome, with what to note if it failed: the call's tool and fingerprint
+    /// (`fingerprint`, when one was taken already).
+    fn read_noted(
+        &self,
+        tool: &'static str,
+        arguments: &Arguments,
+        read: Result<CallResult, ToolError>,
+        fingerprint: Option<String>,
+        id: String,
+    ) -> (Result<CallResult, ToolError>, Noted<'static>, String) {
+        match read {
+            Ok(result) => (Ok(result), None, id),
+            Err(err) => {
+                let fingerprint = fingerprint.unwrap_or_else(|| {
+                    repeat::fingerprint(&self.inner.hash_secret, tool, arguments)
+                });
+                (Err(err), Some((tool, fingerprint)), id)
+            }
+        }
+    }
+
+    /// A write's step: refused as a repeat of a call that failed earlier in the run, or run
+    /// on the heap (see `attempt`). Not an `async fn`, for the reason `run_planned` is not.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice"
+    )]
+    fn write_step<'a>(
+        &'a self,
+        session: &'a Session,
+        ledger: &'a Ledger<'_>,
+        shared: &'a Shared,
+        write: PreparedWrite,
+        id: String,
+    ) -> impl Future<Output = Ran<'static>> + 'a {
+        async move {
+            let tool = write.tool;
+            let repeated = shared
+                .failed
+                .get(tool)
+                .is_some_and(|failed| failed.contains(&write.hash));
+            if repeated {
+                return Ran::Outcome(Err(answers::repeated_call(tool)), None, id);
+            }
+            let hash = write.hash.clone();
+            let registered = self.registered(tool);
+            let outcome = self
+                .write_on_heap(session, &id, registered, write, ledger)
+                .await;
+            if ledger.turn_refused_at_claim().is_some() {
+                // The store refused the turn this write's claim began: it did not start, and
+                // the turn stops the run (see `turn_claim`).
+                return Ran::Ended(Fate::NotStarted, id);
+            }
+            Ran::Outcome(outcome, Some((tool, hash)), id)
+        }
+    }
+
+    /// The fate of a call whose step failed with `err`: an abort aborts the run and raises the
+    /// turn's signal; a failure that fails again is noted (`note`, the call's tool and
+    /// fingerprint) for repeat detection.
+    async fn fate_of_error(
+        &self,
+        ledger: &Ledger<'_>,
+        shared: &Shared,
+        err: ToolError,
+        note: Noted<'_>,
+    ) -> Fate {
+        if err.class() == ErrorClass::Abort {
+            Box::pin(ledger.abort(RunAborted::from_error(&err))).await;
+            shared.signal.fire();
+            return Fate::Aborted;
+        }
+        if let Some((tool, fingerprint)) = note
+            && err.kind().fails_again()
+        {
+            ledger.note_failure(tool, &fingerprint).await;
+        }
+        Fate::Answered(CallResult::from_error(&err))
     }
 
     /// The registered tool named `tool`, which the plan found.
@@ -594,5 +545,36 @@ impl Dispatcher {
             .registry
             .get(tool)
             .expect("a planned call names a registered tool")
+    }
+}
+
+/// The units of a turn of several calls (see [`plan::units`]), each holding its calls in the
+/// order they run.
+fn units_of(mut planned: Vec<Planned>) -> Vec<Vec<Planned>> {
+    let units = plan::units(&mut planned);
+    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+    units
+        .into_iter()
+        .map(|unit| {
+            unit.into_iter()
+                .filter_map(|index| slots[index].take())
+                .collect()
+        })
+        .collect()
+}
+
+/// The fate of a copy of the write at place `first` of the unit (`ended` so far): that
+/// write's answer, as a replay; not started when it was not answered.
+fn copy_of_fate(ended: &[Ended], first: usize) -> Fate {
+    match ended
+        .iter()
+        .find(|done| done.place == first)
+        .map(|done| &done.fate)
+    {
+        Some(Fate::Answered(result)) => Fate::Answered(CallResult {
+            replayed: true,
+            ..result.clone()
+        }),
+        _ => Fate::NotStarted,
     }
 }

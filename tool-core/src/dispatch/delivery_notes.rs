@@ -47,38 +47,32 @@ fn with_note(status: Status, data: JsonText, note: DeliveryNote, replayed: bool)
 
 /// The delivery note of `event`, in words true of where it stands.
 fn note_of(event: &OutboxEvent) -> DeliveryNote {
-    let attempts = event.attempt;
     let last = event.last_error.as_ref();
-    let (what, next) = match event.status {
-        EventStatus::Pending if attempts == 0 => (
-            "accepted: its records are committed and its delivery to the provider is queued; \
-             the provider has not acted yet"
-                .to_owned(),
-            READ_PROGRESS.to_owned(),
-        ),
-        EventStatus::Pending if event.maybe_applied => (
-            format!(
-                "accepted and queued: its delivery to the provider was tried {attempts} {}, and \
-                 one of those may have been applied (its answer was lost){}; it is tried again \
-                 under the same idempotency key, which the provider applies once",
-                plural(attempts, "time", "times"),
-                last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
-            ),
-            READ_PROGRESS.to_owned(),
-        ),
-        EventStatus::Pending => (
-            format!(
-                "accepted and queued: its delivery to the provider was tried {attempts} {} \
-                 without being applied{}, and is tried again",
-                plural(attempts, "time", "times"),
-                last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
-            ),
-            READ_PROGRESS.to_owned(),
-        ),
+    let (what, next) = words_of(event);
+    DeliveryNote {
+        operation: event.key.clone(),
+        state: event.status,
+        attempts: event.attempt,
+        last_error: last.map(step_error),
+        result: event
+            .result
+            .as_deref()
+            .and_then(|text| JsonText::parse(text).ok()),
+        what,
+        next,
+    }
+}
+
+/// What the model reads of `event`'s delivery, and what it does next.
+fn words_of(event: &OutboxEvent) -> (String, String) {
+    let last = event.last_error.as_ref();
+    match event.status {
+        EventStatus::Pending => (pending(event), READ_PROGRESS.to_owned()),
         EventStatus::Leased => (
             format!(
                 "accepted and queued: a worker is delivering it to the provider now (attempt \
-                 {attempts})"
+                 {})",
+                event.attempt
             ),
             READ_PROGRESS.to_owned(),
         ),
@@ -106,18 +100,33 @@ fn note_of(event: &OutboxEvent) -> DeliveryNote {
              checked"
                 .to_owned(),
         ),
-    };
-    DeliveryNote {
-        operation: event.key.clone(),
-        state: event.status,
-        attempts,
-        last_error: last.map(step_error),
-        result: event
-            .result
-            .as_deref()
-            .and_then(|text| JsonText::parse(text).ok()),
-        what,
-        next,
+    }
+}
+
+/// What the model reads of a pending event: not tried yet, tried and maybe applied once (its
+/// answer lost), or tried without being applied.
+fn pending(event: &OutboxEvent) -> String {
+    let attempts = event.attempt;
+    let last = event.last_error.as_ref();
+    if attempts == 0 {
+        "accepted: its records are committed and its delivery to the provider is queued; \
+         the provider has not acted yet"
+            .to_owned()
+    } else if event.maybe_applied {
+        format!(
+            "accepted and queued: its delivery to the provider was tried {attempts} {}, and \
+             one of those may have been applied (its answer was lost){}; it is tried again \
+             under the same idempotency key, which the provider applies once",
+            plural(attempts, "time", "times"),
+            last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
+        )
+    } else {
+        format!(
+            "accepted and queued: its delivery to the provider was tried {attempts} {} \
+             without being applied{}, and is tried again",
+            plural(attempts, "time", "times"),
+            last.map_or_else(String::new, |err| format!(" (last: {})", err.what)),
+        )
     }
 }
 

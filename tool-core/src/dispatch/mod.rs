@@ -1,34 +1,54 @@
 //! The pipeline every call goes through: look up, validate, authorise, execute under a deadline,
 //! and one result per call id.
 //!
-//! This file is the public face: [`Dispatcher`]. The rest, one concept a file:
+//! This file is the public face: [`Dispatcher`]. The rest, one concept a file; the stages a
+//! call goes through are types that hold what they use (`Planner`, `Attempts`, `WriteCall`,
+//! `UnderClaim`), each tested in its file:
 //!
-//! - `batch`: [`Dispatcher::dispatch_turn`] and [`Dispatcher::dispatch`]: a turn counted, its
-//!   calls run concurrently, and an abort that loses nothing;
+//! - `batch`: [`Dispatcher::dispatch_turn`] and [`Dispatcher::dispatch`]: a turn planned,
+//!   counted, its calls run concurrently, and an abort that loses nothing; each call's step (a
+//!   read's, a write's) and the fate its outcome makes;
 //! - `answering`: [`Dispatcher::dispatch_turn_answering`], a turn whose answers come one by one;
-//! - `turn_end`: how a turn's calls end: the spans and audit records owed, the reports or the
-//!   abort;
+//! - `turn_end`: how a turn's calls end: a turn of an aborted run, an abort before any call
+//!   starts, a turn its counters did not admit, the spans and audit records owed, the reports
+//!   or the abort;
+//! - `turn_shared`: what every call of one turn shares while it runs (the abort's signal, the
+//!   run's failed calls, where each answer goes);
+//! - `turn_claim`: the turn of a lone write, begun by its claim;
 //! - `call_span`: the `execute_tool` span every call id answered has, and what failed in it;
-//! - `plan`: a turn's calls before any runs (looked up, permitted, a write's key derived) and
-//!   the order they run in;
+//! - `plan`: `Planner`, a turn's calls before any runs (looked up, permitted, a write's key
+//!   derived), and the order they run in (`Units`: writes on one resource or key in order);
 //! - `ledger`: the run's counters, in the store or in the session;
 //! - `repeat`: which failed calls a repeat of is refused;
 //! - `builder`: [`DispatcherBuilder`] and the defaults;
 //! - `admit`: the tool looked up, its arguments validated, the session's permission checked;
+//! - `check`: a tool's business check;
 //! - `read`: the read path;
-//! - `write`: the write path (claim the key, run under the claim with its steps journaled,
-//!   record the outcome);
+//! - `read_audit`: the audit records of reads, written after their turn;
+//! - `audit`: the audit record of every call answered;
+//! - `write`: the write path: the business check, the claim of the key (`WriteCall`, a write on
+//!   its way to its claim), the run under the claim;
+//! - `under_claim`: `UnderClaim`, a write under its claim: its attempts, and its outcome
+//!   recorded (a success, a failure, or steps done halfway) or kept until the store takes it;
+//! - `held_claim`: the claim a write's attempts run under;
 //! - `outbox`: the write path of an outbox tool (claim in a transaction, run once, commit);
+//! - `approval`: a write over its approval threshold: its approval, its words, and the checks
+//!   made again before it runs;
+//! - `runner`: the runner of approved operations;
 //! - `partial`: a multi-step write that ended halfway, as the model reads it;
 //! - `recorded`: answering a claim that found a record under its key;
 //! - `delivery_notes`: what the model reads about an outbox operation's delivery;
-//! - `attempt`: one attempt under its deadline, and how a call's future is kept small;
-//! - `retries`: the attempts after a transient fault (which faults may be sent again is
+//! - `attempt`: `Attempts`, the attempts of one call (the tool, its context and arguments, the
+//!   deadline, a write's claim, the ledger), one attempt under its deadline, and how a call's
+//!   future is kept small;
+//! - `retries`: the attempts after a transient fault, and when one is sent again
+//!   (`Schedule::next`; which faults may be sent again is
 //!   [`RetryPolicy::may_send_again`](crate::tool::RetryPolicy::may_send_again));
 //! - `outage`: an operation store that cannot be reached;
 //! - `reach`: how long a call waits for it, and what the dispatcher knows of its reach;
 //! - `failure`: how the attempts of a call ended without a result;
 //! - `unwind`: a tool that panics;
+//! - `future_sizes` (a test): the size of a turn's future, bounded;
 //! - `answers`: every error the dispatcher itself writes for the model.
 
 mod admit;
@@ -61,6 +81,7 @@ pub(crate) mod runner;
 mod turn_claim;
 mod turn_end;
 mod turn_shared;
+mod under_claim;
 mod unwind;
 mod write;
 

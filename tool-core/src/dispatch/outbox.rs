@@ -12,14 +12,30 @@ use crate::ctx::Ctx;
 use crate::error::ToolError;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoint;
+use crate::json_text::JsonText;
 use crate::outbox::OutboxSlot;
 use crate::result::CallResult;
-use crate::store::{ApprovalRecord, Begun, Claim, ClaimToken, Commit, StoreTransaction};
+use crate::store::{ApprovalRecord, Begun, Claim, ClaimToken, Commit, NewEvent, StoreTransaction};
 
 use super::attempt::{self, Input};
 use super::recorded::CLAIM_ROUNDS;
 use super::write::{Claimed, WriteCall};
 use super::{Dispatcher, answers, audit, delivery_notes, unwind};
+
+/// Where an outbox write's claim ended: open in a transaction, for its body to run in, or
+/// answered without running.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "answered once and taken apart at once, as the store's `Begun` is"
+)]
+enum Opened {
+    Run {
+        tx: Box<dyn StoreTransaction>,
+        attempt: u32,
+        approved: Option<ApprovalRecord>,
+    },
+    Answer(Result<CallResult, ToolError>),
+}
 
 impl Dispatcher {
     /// An outbox write: claim in a transaction, run the body once in it, commit or roll back.
@@ -28,36 +44,13 @@ impl Dispatcher {
         call: &WriteCall<'_>,
         ctx: Ctx,
     ) -> Result<CallResult, ToolError> {
-        let descriptor = call.registered.descriptor();
-        let mut rounds = 0;
-        let mut wait = call.wait;
-        let (tx, attempt, approved) = loop {
-            let begun = self
-                .reaching(call.seed, &mut wait, "claim a key", || {
-                    call.store.begin(call.request(self.now_ms()))
-                })
-                .await
-                .map_err(|err| {
-                    tracing::warn!(error = %err, tool = descriptor.name, "the operation store failed; the call did not run");
-                    answers::store_failed(descriptor.name, &err)
-                })?;
-            let claim = match begun {
-                Begun::Open {
-                    tx,
-                    attempt,
-                    approved,
-                } => break (tx, attempt, approved),
-                Begun::Settled(claim) => claim,
-            };
-            match self.on_claim(call, claim).await {
-                Claimed::Run { .. } => {
-                    // Acquired without a transaction: its body has nowhere to write its rows.
-                    return Err(answers::no_transaction(descriptor.name));
-                }
-                Claimed::Answer(answer) => return answer,
-                Claimed::Again if rounds < CLAIM_ROUNDS => rounds += 1,
-                Claimed::Again => return Err(answers::claims_exhausted(descriptor.name)),
-            }
+        let (tx, attempt, approved) = match self.claim_in_transaction(call).await {
+            Opened::Run {
+                tx,
+                attempt,
+                approved,
+            } => (tx, attempt, approved),
+            Opened::Answer(answer) => return answer,
         };
         let owner = ClaimToken {
             tenant: call.tenant.to_owned(),
@@ -77,54 +70,115 @@ impl Dispatcher {
         self.reached(Failpoint::Claimed);
         let slot = Arc::new(OutboxSlot::new(tx));
         let ctx = ctx.with_outbox(slot.clone());
-        let deadline = self.timeout_of(call.registered);
-        audit::count_attempt(1);
-        // Once: its only effects are rows in the transaction, and a retry would need another.
-        let body = AssertUnwindSafe(async {
-            let run = Input::Tree(call.args).invoke(call.registered, &ctx);
-            attempt::attempt(call.registered, run, deadline).await
-        });
-        let outcome = match body.catch_unwind().await {
-            Ok(Ok(data)) => Ok(data),
-            Ok(Err(err)) => Err(answers::rolled_back(descriptor.name, err, deadline)),
-            Err(payload) => {
-                unwind::trace(descriptor.name, &*payload);
-                Err(answers::outbox_panicked(descriptor.name))
-            }
-        };
+        let outcome = self.run_body(call, &ctx).await;
         drop(ctx);
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Executed);
         let (tx, event) = slot.take().await;
         let Some(tx) = tx else {
-            return Err(answers::no_transaction(descriptor.name));
+            return Err(answers::no_transaction(call.registered.descriptor().name));
         };
         let result = match outcome {
-            Ok(data) => {
-                let commit = Commit {
-                    owner: &owner,
-                    result: data.as_str(),
-                    event: event.as_ref(),
-                    now_ms: self.now_ms(),
-                };
-                match tx.commit(commit).await {
-                    Ok(()) if event.is_some() => Ok(delivery_notes::queued_now(call.key, data)),
-                    // No event: its rows were the whole effect, committed.
-                    Ok(()) => Ok(CallResult::succeeded(data)),
-                    Err(err) => {
-                        tracing::warn!(error = %err, tool = descriptor.name, "the commit of an outbox operation failed");
-                        Err(answers::commit_unknown(descriptor.name, &err))
-                    }
-                }
-            }
+            Ok(data) => self.commit_outbox(call, &owner, tx, data, event).await,
             Err(err) => {
-                rollback(descriptor.name, tx).await;
+                rollback(call.registered.descriptor().name, tx).await;
                 Err(err)
             }
         };
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Recorded);
         result
+    }
+
+    /// Claims `call`'s key inside a transaction the store opens, claiming again while the
+    /// record it found says to (up to [`CLAIM_ROUNDS`] times).
+    async fn claim_in_transaction(&self, call: &WriteCall<'_>) -> Opened {
+        let tool = call.registered.descriptor().name;
+        let mut rounds = 0;
+        let mut wait = call.wait;
+        loop {
+            let begun = self
+                .reaching(call.seed, &mut wait, "claim a key", || {
+                    call.store.begin(call.request(self.now_ms()))
+                })
+                .await;
+            let claim = match begun {
+                Ok(Begun::Open {
+                    tx,
+                    attempt,
+                    approved,
+                }) => {
+                    return Opened::Run {
+                        tx,
+                        attempt,
+                        approved,
+                    };
+                }
+                Ok(Begun::Settled(claim)) => claim,
+                Err(err) => {
+                    tracing::warn!(error = %err, tool, "the operation store failed; the call did not run");
+                    return Opened::Answer(Err(answers::store_failed(tool, &err)));
+                }
+            };
+            match self.on_claim(call, claim).await {
+                Claimed::Run { .. } => {
+                    // Acquired without a transaction: its body has nowhere to write its rows.
+                    return Opened::Answer(Err(answers::no_transaction(tool)));
+                }
+                Claimed::Answer(answer) => return Opened::Answer(answer),
+                Claimed::Again if rounds < CLAIM_ROUNDS => rounds += 1,
+                Claimed::Again => return Opened::Answer(Err(answers::claims_exhausted(tool))),
+            }
+        }
+    }
+
+    /// The body of `call`, once, under its deadline: its only effects are rows in the
+    /// transaction, and a retry would need another. A failure, a panic or a deadline passed is
+    /// answered as rolled back.
+    async fn run_body(&self, call: &WriteCall<'_>, ctx: &Ctx) -> Result<JsonText, ToolError> {
+        let tool = call.registered.descriptor().name;
+        let deadline = self.timeout_of(call.registered);
+        audit::count_attempt(1);
+        let body = AssertUnwindSafe(async {
+            let run = Input::Tree(call.args).invoke(call.registered, ctx);
+            attempt::attempt(call.registered, run, deadline).await
+        });
+        match body.catch_unwind().await {
+            Ok(Ok(data)) => Ok(data),
+            Ok(Err(err)) => Err(answers::rolled_back(tool, err, deadline)),
+            Err(payload) => {
+                unwind::trace(tool, &*payload);
+                Err(answers::outbox_panicked(tool))
+            }
+        }
+    }
+
+    /// Commits `tx`: the record of `owner` with the body's `data`, its rows and its `event`
+    /// together. The model reads `queued` when there is an event to deliver.
+    async fn commit_outbox(
+        &self,
+        call: &WriteCall<'_>,
+        owner: &ClaimToken,
+        tx: Box<dyn StoreTransaction>,
+        data: JsonText,
+        event: Option<NewEvent>,
+    ) -> Result<CallResult, ToolError> {
+        let commit = Commit {
+            owner,
+            result: data.as_str(),
+            event: event.as_ref(),
+            now_ms: self.now_ms(),
+        };
+        match tx.commit(commit).await {
+            Ok(()) if event.is_some() => Ok(delivery_notes::queued_now(call.key, data)),
+            // No event: its rows were the whole effect, committed.
+            Ok(()) => Ok(CallResult::succeeded(data)),
+            Err(err) => {
+                let tool = call.registered.descriptor().name;
+                tracing::warn!(error = %err, tool, "the commit of an outbox operation failed");
+                Err(answers::commit_unknown(tool, &err))
+            }
+        }
     }
 
     /// An approved outbox operation that failed the checks before it ran: its transaction is

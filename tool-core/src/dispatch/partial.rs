@@ -117,29 +117,11 @@ pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> Call
         .find(|step| step.status == StepState::Failed)
         .and_then(|step| step.error.as_ref());
     let kind = first_failed.map_or(ErrorKind::Internal, |err| err.kind);
-    let why = steps
-        .iter()
-        .filter_map(|step| match (&step.status, &step.error) {
-            (StepState::Failed, Some(err)) => Some(format!("{}: {}", step.name, err.what)),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
+    let why = failures(&steps);
     let (done_list, failed_list) = (list(&done), list(&failed));
     // The opening gives the one advice of the failed step's kind; what follows says what a
     // call with the same arguments does.
-    let opening = match kind.advice() {
-        Advice::TryAgain => "try again in a moment".to_owned(),
-        Advice::Wait => "wait a moment".to_owned(),
-        Advice::FixArguments => format!("fix what made {failed_list} fail"),
-        Advice::CheckTheIdentifier => {
-            format!("check the identifier that made {failed_list} fail")
-        }
-        Advice::DoNotRepeat => {
-            format!("do not repeat this call until what made {failed_list} fail is fixed")
-        }
-        _ => kind.default_next().to_owned(),
-    };
+    let opening = opening(kind, &failed_list);
     let explanation = Explanation {
         kind,
         what: format!(
@@ -167,6 +149,35 @@ pub(super) fn answer(tool: &str, steps: Vec<StepReport>, replayed: bool) -> Call
         error: Some(Box::new(explanation)),
         steps: Some(Box::new(steps)),
         delivery: None,
+    }
+}
+
+/// Each failed step with its error's words, `name: what`, separated by `; `.
+fn failures(steps: &[StepReport]) -> String {
+    steps
+        .iter()
+        .filter_map(|step| match (&step.status, &step.error) {
+            (StepState::Failed, Some(err)) => Some(format!("{}: {}", step.name, err.what)),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The advice of a partial outcome whose first failed step (of `failed_list`) failed with
+/// `kind`, before what a call with the same arguments does.
+fn opening(kind: ErrorKind, failed_list: &str) -> String {
+    match kind.advice() {
+        Advice::TryAgain => "try again in a moment".to_owned(),
+        Advice::Wait => "wait a moment".to_owned(),
+        Advice::FixArguments => format!("fix what made {failed_list} fail"),
+        Advice::CheckTheIdentifier => {
+            format!("check the identifier that made {failed_list} fail")
+        }
+        Advice::DoNotRepeat => {
+            format!("do not repeat this call until what made {failed_list} fail is fixed")
+        }
+        _ => kind.default_next().to_owned(),
     }
 }
 

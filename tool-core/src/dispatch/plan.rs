@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::auth::Session;
-use crate::call::{Arguments, ToolCall};
+use crate::call::{Arguments, CallReport, ToolCall};
+use crate::call_ids::{self, Split};
 use crate::error::{ErrorClass, ToolError};
 use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::schema::normalize_numbers;
@@ -89,15 +90,49 @@ impl Step {
     }
 }
 
+/// The planner of a session's turns: each call looked up, permitted and, for a write, validated
+/// and keyed, before any runs. It uses the dispatcher's registry (through
+/// [`Dispatcher::admit`]), its hash secret and its tools' state (a read's arguments are checked
+/// by building its call).
+pub(super) struct Planner<'a> {
+    dispatcher: &'a Dispatcher,
+    session: &'a Session,
+}
+
 impl Dispatcher {
+    /// The planner of `session`'s turns.
+    pub(super) fn planner<'a>(&'a self, session: &'a Session) -> Planner<'a> {
+        Planner {
+            dispatcher: self,
+            session,
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// A turn's `calls`, each planned in its place; the calls that share an id are answered
+    /// instead, each id once, at the place of its first call (see [`call_ids::split_shared`]).
+    pub(super) fn plan(&self, calls: Vec<ToolCall>) -> (Vec<Planned>, Vec<(usize, CallReport)>) {
+        let plan = |(place, call)| self.prepare(place, call);
+        match call_ids::split_shared(calls) {
+            Ok(Split { runs, answered }) => (runs.into_iter().map(plan).collect(), answered),
+            // The common turn, no id shared: each call planned in its place.
+            Err(calls) => (
+                calls.into_iter().enumerate().map(plan).collect(),
+                Vec::new(),
+            ),
+        }
+    }
+
     /// `call`, looked up, permitted and, for a write, validated.
-    pub(super) fn prepare(&self, session: &Session, place: usize, call: ToolCall) -> Planned {
+    pub(super) fn prepare(&self, place: usize, call: ToolCall) -> Planned {
         let ToolCall {
             id,
             name,
             arguments,
         } = call;
-        let step = match self.admit(session, &name, arguments) {
+        let (dispatcher, session) = (self.dispatcher, self.session);
+        let step = match dispatcher.admit(session, &name, arguments) {
             Err(err) => Step::Refused {
                 tool: None,
                 err,
@@ -108,18 +143,16 @@ impl Dispatcher {
                 let permitted = admit::permitted(session, descriptor);
                 // A read the session may make reads text nothing has checked in one pass.
                 let read = descriptor.side_effect.is_read();
-                match self.checked(registered, arguments, read && permitted.is_ok()) {
+                match Self::checked(registered, arguments, read && permitted.is_ok()) {
                     Err((tool, err)) => Step::Refused {
                         tool,
                         err,
                         fingerprint: None,
                     },
                     Ok((arguments, taken)) if read => {
-                        self.prepare_read(session, &id, registered, arguments, taken, permitted)
+                        self.prepare_read(&id, registered, arguments, taken, permitted)
                     }
-                    Ok((arguments, _)) => {
-                        self.prepare_write(session, registered, arguments, permitted)
-                    }
+                    Ok((arguments, _)) => self.prepare_write(registered, arguments, permitted),
                 }
             }
         };
@@ -132,7 +165,6 @@ impl Dispatcher {
     /// that is malformed gets the answer [`Dispatcher::admit`] gives checked text that is; the
     /// error comes with the tool to count the call under, if any (see [`Step::Refused`]).
     fn checked(
-        &self,
         registered: &RegisteredTool,
         arguments: Arguments,
         one_pass: bool,
@@ -169,13 +201,12 @@ impl Planned {
     }
 }
 
-impl Dispatcher {
+impl Planner<'_> {
     /// A read the session may make, with its arguments as checked (and read, when the tool read
     /// them); one it may not make is refused, after its arguments are validated: the model hears
     /// of invalid arguments first, and a valid call the session may not make aborts.
     fn prepare_read(
         &self,
-        session: &Session,
         call_id: &str,
         registered: &RegisteredTool,
         arguments: Arguments,
@@ -190,12 +221,12 @@ impl Dispatcher {
                 read,
             };
         };
-        match self.valid_read(session, call_id, registered, &arguments) {
+        match self.valid_read(call_id, registered, &arguments) {
             Err(invalid) => Step::Refused {
                 tool: Some(tool),
                 err: invalid,
                 fingerprint: Some(repeat::fingerprint(
-                    &self.inner.hash_secret,
+                    &self.dispatcher.inner.hash_secret,
                     tool,
                     &arguments,
                 )),
@@ -212,7 +243,6 @@ impl Dispatcher {
     /// its key.
     fn prepare_write(
         &self,
-        session: &Session,
         registered: &RegisteredTool,
         arguments: Arguments,
         permitted: Result<(), ToolError>,
@@ -222,7 +252,7 @@ impl Dispatcher {
         let mut args = arguments.into_value();
         normalize_numbers(&mut args);
         let canonical = canonical_json(&args);
-        let hash = request_hash(&self.inner.hash_secret, tool, &canonical);
+        let hash = request_hash(&self.dispatcher.inner.hash_secret, tool, &canonical);
         let violations = registered.validator().violations_if_invalid(&args);
         if !violations.is_empty() {
             return Step::Refused {
@@ -238,8 +268,8 @@ impl Dispatcher {
                 fingerprint: None,
             };
         }
-        let tenant = session.auth().tenant();
-        let key = operation_key(descriptor, tenant, session.run_id(), &args);
+        let session = self.session;
+        let key = operation_key(descriptor, session.auth().tenant(), session.run_id(), &args);
         let resource = descriptor
             .resource
             .and_then(|field| args.get(field))
@@ -260,19 +290,20 @@ impl Dispatcher {
     /// of invalid arguments first.
     fn valid_read(
         &self,
-        session: &Session,
         call_id: &str,
         registered: &RegisteredTool,
         arguments: &Arguments,
     ) -> Result<(), ToolError> {
         if let Some(text) = arguments.as_text() {
-            let ctx = self.ctx(session, call_id, registered);
+            let ctx = self.dispatcher.ctx(self.session, call_id, registered);
             let name = registered.descriptor().name;
             if unwind::reading(name, || registered.tool().invoke_text(&ctx, text).is_some())? {
                 return Ok(());
             }
         }
-        self.validated(registered, arguments.to_value()).map(drop)
+        self.dispatcher
+            .validated(registered, arguments.to_value())
+            .map(drop)
     }
 }
 
@@ -350,56 +381,42 @@ pub(super) fn apply_grants(
 /// the other. Writes on one resource value or key share a unit (in the order emitted, merged
 /// when a write joins two); every other call is a unit of its own. Marks identical writes.
 pub(super) fn units(planned: &mut [Planned]) -> Vec<Vec<usize>> {
-    let mut units: Vec<Vec<usize>> = Vec::with_capacity(planned.len());
-    let mut unit_of_label: HashMap<String, usize> = HashMap::new();
+    let mut units = Units {
+        units: Vec::with_capacity(planned.len()),
+        unit_of_label: HashMap::new(),
+    };
+    for (index, call) in planned.iter().enumerate() {
+        match &call.step {
+            Step::Write(write) => units.add_write(index, labels(write)),
+            _ => units.units.push(vec![index]),
+        }
+    }
+    mark_identical(planned);
+    let mut units = units.units;
+    units.retain(|unit| !unit.is_empty());
+    units
+}
+
+/// What orders a write after others: its `resource` value, when its tool declares one, and
+/// its key.
+fn labels(write: &PreparedWrite) -> Vec<String> {
+    write
+        .resource
+        .iter()
+        .map(|value| format!("resource:{value}"))
+        .chain(std::iter::once(format!("key:{}", write.key)))
+        .collect()
+}
+
+/// Marks each write identical to an earlier one of the turn (same key, same arguments) as a
+/// copy of the first of them.
+fn mark_identical(planned: &mut [Planned]) {
     let mut first_of: HashMap<(String, String), usize> = HashMap::new();
     for index in 0..planned.len() {
         let Step::Write(write) = &planned[index].step else {
-            units.push(vec![index]);
             continue;
         };
-        let labels: Vec<String> = write
-            .resource
-            .iter()
-            .map(|value| format!("resource:{value}"))
-            .chain(std::iter::once(format!("key:{}", write.key)))
-            .collect();
         let identical = (write.key.clone(), write.hash.clone());
-        let mut joined: Option<usize> = None;
-        for label in &labels {
-            let Some(&found) = unit_of_label.get(label) else {
-                continue;
-            };
-            joined = Some(match joined {
-                None => found,
-                Some(kept) if kept == found => kept,
-                Some(kept) => {
-                    // This write joins two units: one unit, still in the order emitted.
-                    let moved = std::mem::take(&mut units[found]);
-                    units[kept].extend(moved);
-                    units[kept].sort_unstable();
-                    for unit in unit_of_label.values_mut() {
-                        if *unit == found {
-                            *unit = kept;
-                        }
-                    }
-                    kept
-                }
-            });
-        }
-        let unit = match joined {
-            Some(unit) => {
-                units[unit].push(index);
-                unit
-            }
-            None => {
-                units.push(vec![index]);
-                units.len() - 1
-            }
-        };
-        for label in labels {
-            unit_of_label.insert(label, unit);
-        }
         match first_of.get(&identical) {
             Some(&first) => planned[index].copy_of = Some(planned[first].place),
             None => {
@@ -407,6 +424,294 @@ pub(super) fn units(planned: &mut [Planned]) -> Vec<Vec<usize>> {
             }
         }
     }
-    units.retain(|unit| !unit.is_empty());
-    units
+}
+
+/// The units of a turn as its writes join them; a unit merged into another is left empty.
+struct Units {
+    units: Vec<Vec<usize>>,
+    /// The unit of each label a write of it has (see [`labels`]).
+    unit_of_label: HashMap<String, usize>,
+}
+
+impl Units {
+    /// The write at `index`, with its `labels`, in the unit of an earlier write that shares a
+    /// label (the units of several merged into one), or in a unit of its own.
+    fn add_write(&mut self, index: usize, labels: Vec<String>) {
+        let unit = match self.joined(&labels) {
+            Some(unit) => {
+                self.units[unit].push(index);
+                unit
+            }
+            None => {
+                self.units.push(vec![index]);
+                self.units.len() - 1
+            }
+        };
+        for label in labels {
+            self.unit_of_label.insert(label, unit);
+        }
+    }
+
+    /// The unit that holds the writes sharing one of `labels`, if any: when they are in
+    /// several, those are merged into the first found.
+    fn joined(&mut self, labels: &[String]) -> Option<usize> {
+        let mut joined: Option<usize> = None;
+        for label in labels {
+            let Some(&found) = self.unit_of_label.get(label) else {
+                continue;
+            };
+            joined = Some(match joined {
+                None => found,
+                Some(kept) if kept == found => kept,
+                Some(kept) => self.merge(kept, found),
+            });
+        }
+        joined
+    }
+
+    /// Unit `found` moved into unit `kept`, still in the order emitted; answers `kept`.
+    fn merge(&mut self, kept: usize, found: usize) -> usize {
+        let moved = std::mem::take(&mut self.units[found]);
+        self.units[kept].extend(moved);
+        self.units[kept].sort_unstable();
+        for unit in self.unit_of_label.values_mut() {
+            if *unit == found {
+                *unit = kept;
+            }
+        }
+        kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ctx::Ctx;
+    use crate::error::ErrorKind;
+    use crate::json_text::JsonText;
+    use crate::store::MemoryStore;
+    use crate::tool::{Tool, ToolDescriptor, ToolFuture};
+    use crate::{AuthContext, Registry, SideEffect};
+
+    /// A tool that answers with its arguments, which are `{"order": <string>}`.
+    struct Orders(&'static ToolDescriptor);
+
+    impl Tool for Orders {
+        fn descriptor(&self) -> &'static ToolDescriptor {
+            self.0
+        }
+
+        fn args_schema(&self) -> Value {
+            json!({"type": "object", "properties": {"order": {"type": "string"}},
+                   "required": ["order"], "additionalProperties": false})
+        }
+
+        fn invoke<'a>(&'a self, _ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a> {
+            Box::pin(async move { Ok(JsonText::of(args).expect("a value serializes")) })
+        }
+    }
+
+    static LOOKUP: ToolDescriptor =
+        ToolDescriptor::new("lookup", "Looks an order up.").with_permission("orders:read");
+    static REFUND: ToolDescriptor = ToolDescriptor::new("refund", "Refunds an order.")
+        .with_side_effect(SideEffect::Write)
+        .with_permission("orders:refund")
+        .with_resource("order");
+
+    fn dispatcher() -> Dispatcher {
+        let mut registry = Registry::new();
+        registry.register_tool(Orders(&LOOKUP)).unwrap();
+        registry.register_tool(Orders(&REFUND)).unwrap();
+        Dispatcher::builder(registry)
+            .store(MemoryStore::new())
+            .build()
+    }
+
+    fn session(permissions: &[&str]) -> Session {
+        let auth = AuthContext::new("acme", "agent").with_permissions(permissions.iter().copied());
+        Session::new(auth, "run-1")
+    }
+
+    fn call(id: &str, tool: &str, order: &str) -> ToolCall {
+        ToolCall::new(id, tool, json!({"order": order}))
+    }
+
+    /// The kind of error a refused step answers, and whether it aborts the run.
+    fn refused(step: &Step) -> Option<(ErrorKind, bool)> {
+        match step {
+            Step::Refused { err, .. } => Some((err.kind(), step.abort().is_some())),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn each_call_is_planned_as_what_it_does() {
+        let dispatcher = dispatcher();
+        let session = session(&["orders:read", "orders:refund"]);
+        let planner = dispatcher.planner(&session);
+        let read = planner.prepare(0, call("c1", "lookup", "ORD-1"));
+        assert!(matches!(read.step, Step::Read { tool: "lookup", .. }));
+        let write = planner.prepare(1, call("c2", "refund", "ORD-1"));
+        let Step::Write(prepared) = &write.step else {
+            panic!("a write");
+        };
+        assert_eq!((write.place, &*write.id), (1, "c2"));
+        assert_eq!(prepared.resource.as_deref(), Some(r#""ORD-1""#));
+        assert_eq!(prepared.canonical, r#"{"order":"ORD-1"}"#);
+        // The same arguments, the same key; other arguments, another.
+        let again = planner.prepare(2, call("c3", "refund", "ORD-1"));
+        let other = planner.prepare(3, call("c4", "refund", "ORD-2"));
+        let key = |planned: &Planned| match &planned.step {
+            Step::Write(write) => write.key.clone(),
+            _ => panic!("a write"),
+        };
+        assert_eq!(key(&write), key(&again));
+        assert_ne!(key(&write), key(&other));
+    }
+
+    #[test]
+    fn a_call_is_refused_before_it_runs() {
+        use ErrorKind::*;
+        let dispatcher = dispatcher();
+        let bad = ToolCall::new("c", "refund", json!({"order": 7}));
+        let bad_read = ToolCall::new("c", "lookup", json!({"order": 7}));
+        // (the session's permissions, the call, the error, whether it aborts the run)
+        let cases = [
+            (
+                &["orders:read"][..],
+                call("c", "nothing", "ORD-1"),
+                Some((UnknownTool, false)),
+            ),
+            (&["orders:refund"], bad, Some((InvalidArguments, false))),
+            (&[], bad_read, Some((InvalidArguments, false))),
+            // Valid arguments the session may not send abort the run.
+            (
+                &["orders:read"],
+                call("c", "refund", "ORD-1"),
+                Some((PermissionDenied, true)),
+            ),
+            (
+                &["orders:refund"],
+                call("c", "lookup", "ORD-1"),
+                Some((PermissionDenied, true)),
+            ),
+            (&["orders:refund"], call("c", "refund", "ORD-1"), None),
+        ];
+        for (permissions, call, expected) in cases {
+            let session = session(permissions);
+            let described = format!("{} {:?} with {permissions:?}", call.name, call.arguments);
+            let planned = dispatcher.planner(&session).prepare(0, call);
+            assert_eq!(refused(&planned.step), expected, "{described}");
+        }
+    }
+
+    #[test]
+    fn calls_sharing_an_id_are_answered_instead_of_planned() {
+        let dispatcher = dispatcher();
+        let session = session(&["orders:read"]);
+        let calls = vec![
+            call("c1", "lookup", "ORD-1"),
+            call("c2", "lookup", "ORD-2"),
+            call("c1", "lookup", "ORD-3"),
+        ];
+        let (planned, answered) = dispatcher.planner(&session).plan(calls);
+        let planned: Vec<_> = planned.iter().map(|call| (call.place, &*call.id)).collect();
+        assert_eq!(planned, [(1, "c2")]);
+        assert_eq!(answered.len(), 1);
+        assert_eq!((answered[0].0, &*answered[0].1.call_id), (0, "c1"));
+    }
+
+    /// A planned write of `tool`'s `key`, with `resource` and `hash`.
+    fn write(place: usize, key: &str, resource: Option<&str>, hash: &str) -> Planned {
+        let write = PreparedWrite {
+            tool: "refund",
+            args: json!({}),
+            canonical: "{}".to_owned(),
+            hash: hash.to_owned(),
+            key: key.to_owned(),
+            resource: resource.map(str::to_owned),
+        };
+        Planned::new(
+            place,
+            format!("c{place}"),
+            "refund".to_owned(),
+            Step::Write(Box::new(write)),
+        )
+    }
+
+    fn read(place: usize) -> Planned {
+        let step = Step::Read {
+            tool: "lookup",
+            arguments: Arguments::from(json!({})),
+            read: None,
+        };
+        Planned::new(place, format!("c{place}"), "lookup".to_owned(), step)
+    }
+
+    #[test]
+    fn writes_on_one_resource_or_key_run_in_order_and_the_rest_concurrently() {
+        // (the turn, its units)
+        let cases: Vec<(Vec<Planned>, Vec<Vec<usize>>)> = vec![
+            (vec![read(0), read(1)], vec![vec![0], vec![1]]),
+            (
+                vec![
+                    write(0, "k1", Some("a"), "h1"),
+                    write(1, "k2", Some("b"), "h2"),
+                ],
+                vec![vec![0], vec![1]],
+            ),
+            // One resource: one unit, in the order emitted.
+            (
+                vec![
+                    write(0, "k1", Some("a"), "h1"),
+                    read(1),
+                    write(2, "k2", Some("a"), "h2"),
+                ],
+                vec![vec![0, 2], vec![1]],
+            ),
+            // One key, no resource.
+            (
+                vec![write(0, "k1", None, "h1"), write(1, "k1", None, "h2")],
+                vec![vec![0, 1]],
+            ),
+            // A write on resource `a` with key `k2` joins the units of `a` and of `k2`.
+            (
+                vec![
+                    write(0, "k1", Some("a"), "h1"),
+                    write(1, "k2", Some("b"), "h2"),
+                    write(2, "k3", Some("c"), "h3"),
+                    write(3, "k2", Some("a"), "h4"),
+                ],
+                vec![vec![0, 1, 3], vec![2]],
+            ),
+        ];
+        for (mut planned, expected) in cases {
+            assert_eq!(units(&mut planned), expected);
+        }
+    }
+
+    #[test]
+    fn a_write_identical_to_an_earlier_one_is_its_copy() {
+        let mut planned = vec![
+            write(0, "k1", None, "h1"),
+            write(1, "k1", None, "h2"),
+            write(2, "k1", None, "h1"),
+            write(3, "k2", None, "h1"),
+        ];
+        units(&mut planned);
+        let copies: Vec<_> = planned.iter().map(|call| call.copy_of).collect();
+        assert_eq!(copies, [None, None, Some(0), None]);
+    }
+
+    #[test]
+    fn the_calls_of_a_tool_beyond_its_grant_are_not_granted() {
+        let mut planned = vec![read(0), write(1, "k1", None, "h1"), read(2), read(3)];
+        let counts = tool_counts(&planned);
+        assert_eq!(counts.as_slice(), [("lookup", 3), ("refund", 1)]);
+        apply_grants(&mut planned, counts.as_slice(), &[1, 1]);
+        let granted: Vec<_> = planned.iter().map(|call| call.granted).collect();
+        assert_eq!(granted, [true, true, false, false]);
+    }
 }

@@ -63,7 +63,7 @@ impl Dispatcher {
             };
             self.check(registered, ctx, &args).await?;
         }
-        let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, first, None, ledger));
+        let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, ledger).run(first));
         match attempts.catch_unwind().await {
             Ok(outcome) => outcome
                 .map(CallResult::succeeded)

@@ -23,7 +23,6 @@ impl Dispatcher {
         record: OperationRecord,
         give_up: tokio::time::Instant,
     ) -> Recorded {
-        let mut record = record;
         if record.state == OperationState::Processing
             && self.holds_unrecorded(&record.tenant, &record.key)
         {
@@ -32,77 +31,88 @@ impl Dispatcher {
                 &record.tool,
             ))));
         }
-        let mut poll = Duration::from_millis(20);
-        while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
-            tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
-            poll = (poll * 2).min(Duration::from_millis(500));
-            match store.get(&record.tenant, &record.key).await {
-                Ok(Some(latest)) => record = latest,
-                Ok(None) => return Recorded::Claimable,
-                Err(err) => {
-                    tracing::warn!(error = %err, tool = record.tool.as_str(), "the operation store failed; the call did not run");
-                    return Recorded::Answer(Err(answers::store_failed(&record.tool, &err)));
-                }
+        let record = match settled(store, record, give_up).await {
+            Ok(record) => record,
+            Err(next) => return next,
+        };
+        match self.stored_answer(store, &record).await {
+            Ok(mut result) => {
+                result.replayed = record.state != OperationState::Processing;
+                Recorded::Answer(Ok(result))
             }
+            Err(next) => next,
         }
-        let mut result = match record.state {
-            OperationState::Succeeded => {
-                let data = match stored_data(&record) {
-                    Ok(data) => data,
-                    Err(err) => return Recorded::Answer(Err(err)),
-                };
-                if !self.is_outbox(&record.tool) {
-                    CallResult::succeeded(data)
-                } else {
-                    // Delivered by a worker: the provider's answer goes with the tool's result.
-                    match store.event(&record.tenant, &record.key).await {
-                        Ok(Some(event)) => {
-                            delivery_notes::of_event(Status::Succeeded, data, &event)
-                        }
-                        // Its body enqueued nothing: its rows were the whole effect.
-                        Ok(None) => CallResult::succeeded(data),
-                        Err(err) => return Recorded::Answer(Err(self.event_unread(&record, &err))),
-                    }
-                }
-            }
-            OperationState::Queued => {
-                let data = match stored_data(&record) {
-                    Ok(data) => data,
-                    Err(err) => return Recorded::Answer(Err(err)),
-                };
-                match store.event(&record.tenant, &record.key).await {
-                    Ok(Some(event)) => delivery_notes::of_event(Status::Queued, data, &event),
-                    Ok(None) => {
-                        return Recorded::Answer(Err(answers::event_missing(&record.tool)));
-                    }
-                    Err(err) => return Recorded::Answer(Err(self.event_unread(&record, &err))),
-                }
-            }
+    }
+
+    /// What a call answers from `record`, settled or still `processing` after its wait (not
+    /// marked a replay yet); or what it does instead: answer an error, or claim the key again.
+    async fn stored_answer(
+        &self,
+        store: &dyn OperationStore,
+        record: &OperationRecord,
+    ) -> Result<CallResult, Recorded> {
+        let error = |err| Err(Recorded::Answer(Err(err)));
+        match record.state {
+            OperationState::Succeeded => self
+                .stored_success(store, record)
+                .await
+                .map_err(|err| Recorded::Answer(Err(err))),
+            OperationState::Queued => self
+                .stored_queued(store, record)
+                .await
+                .map_err(|err| Recorded::Answer(Err(err))),
             OperationState::Partial => {
                 match record.result.as_deref().and_then(partial::read_report) {
-                    Some(steps) => partial::answer(&record.tool, steps, true),
-                    None => {
-                        return Recorded::Answer(Err(answers::stored_result_unreadable(
-                            &record.tool,
-                        )));
-                    }
+                    Some(steps) => Ok(partial::answer(&record.tool, steps, true)),
+                    None => error(answers::stored_result_unreadable(&record.tool)),
                 }
             }
-            OperationState::OutcomeUnknown => {
-                CallResult::from_error(&answers::unknown_replayed(&record.tool))
-            }
-            OperationState::Processing => {
-                CallResult::from_error(&answers::held_elsewhere(&record.tool))
-            }
+            OperationState::OutcomeUnknown => Ok(CallResult::from_error(
+                &answers::unknown_replayed(&record.tool),
+            )),
+            OperationState::Processing => Ok(CallResult::from_error(&answers::held_elsewhere(
+                &record.tool,
+            ))),
             // Definitely not applied: the key is free to claim again, by this request or another.
-            OperationState::Failed => return Recorded::Claimable,
+            OperationState::Failed => Err(Recorded::Claimable),
             // An approval's record without its approval (a store that lost it): never run it.
             OperationState::AwaitingApproval | OperationState::Rejected => {
-                return Recorded::Answer(Err(answers::approval_missing(&record.tool)));
+                error(answers::approval_missing(&record.tool))
             }
-        };
-        result.replayed = record.state != OperationState::Processing;
-        Recorded::Answer(Ok(result))
+        }
+    }
+
+    /// The stored success of `record`; for an outbox tool, with its delivery (the provider's
+    /// answer goes with the tool's result).
+    async fn stored_success(
+        &self,
+        store: &dyn OperationStore,
+        record: &OperationRecord,
+    ) -> Result<CallResult, ToolError> {
+        let data = stored_data(record)?;
+        if !self.is_outbox(&record.tool) {
+            return Ok(CallResult::succeeded(data));
+        }
+        match store.event(&record.tenant, &record.key).await {
+            Ok(Some(event)) => Ok(delivery_notes::of_event(Status::Succeeded, data, &event)),
+            // Its body enqueued nothing: its rows were the whole effect.
+            Ok(None) => Ok(CallResult::succeeded(data)),
+            Err(err) => Err(self.event_unread(record, &err)),
+        }
+    }
+
+    /// The stored result of a `queued` outbox operation, with where its delivery stands.
+    async fn stored_queued(
+        &self,
+        store: &dyn OperationStore,
+        record: &OperationRecord,
+    ) -> Result<CallResult, ToolError> {
+        let data = stored_data(record)?;
+        match store.event(&record.tenant, &record.key).await {
+            Ok(Some(event)) => Ok(delivery_notes::of_event(Status::Queued, data, &event)),
+            Ok(None) => Err(answers::event_missing(&record.tool)),
+            Err(err) => Err(self.event_unread(record, &err)),
+        }
     }
 
     /// Whether `tool` delivers through the outbox.
@@ -118,6 +128,33 @@ impl Dispatcher {
         tracing::warn!(error = %err, tool = record.tool.as_str(), "the outbox event of an operation could not be read");
         answers::store_failed(&record.tool, err)
     }
+}
+
+/// `record`, read again while it is `processing` until it is not or `give_up` comes, after
+/// waits that double from 20 ms to 500 ms; or what the call does when the record was purged
+/// meanwhile (claims the key again) or could not be read (answers the store's failure).
+async fn settled(
+    store: &dyn OperationStore,
+    mut record: OperationRecord,
+    give_up: tokio::time::Instant,
+) -> Result<OperationRecord, Recorded> {
+    let mut poll = Duration::from_millis(20);
+    while record.state == OperationState::Processing && tokio::time::Instant::now() < give_up {
+        tokio::time::sleep(poll.min(give_up - tokio::time::Instant::now())).await;
+        poll = (poll * 2).min(Duration::from_millis(500));
+        match store.get(&record.tenant, &record.key).await {
+            Ok(Some(latest)) => record = latest,
+            Ok(None) => return Err(Recorded::Claimable),
+            Err(err) => {
+                tracing::warn!(error = %err, tool = record.tool.as_str(), "the operation store failed; the call did not run");
+                return Err(Recorded::Answer(Err(answers::store_failed(
+                    &record.tool,
+                    &err,
+                ))));
+            }
+        }
+    }
+    Ok(record)
 }
 
 /// The tool's result the record holds, as the model reads it.

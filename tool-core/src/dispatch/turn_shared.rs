@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::call::CallReport;
 use crate::result::CallResult;
 use crate::run::RunAborted;
+use crate::store::FailedCall;
 
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
@@ -67,6 +68,16 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// What the calls of a turn share, their answers sent on `answering` if given; `lone` when
+    /// one call of the turn runs.
+    pub(super) fn new(answering: Option<Answering>, lone: bool) -> Self {
+        Shared {
+            answering,
+            lone,
+            ..Shared::default()
+        }
+    }
+
     /// Ready once a call of the turn aborts the run; never, when this call is the only one
     /// that runs (no other can raise the signal while it runs, and listening costs a waiter's
     /// registration on every call).
@@ -75,6 +86,16 @@ impl Shared {
             std::future::pending::<()>().await;
         }
         self.signal.raised().await;
+    }
+
+    /// Notes the run's `failed` calls of the turn's tools, for repeat detection.
+    pub(super) fn note_failed(&mut self, failed: Vec<FailedCall>) {
+        for failed in failed {
+            self.failed
+                .entry(failed.tool)
+                .or_default()
+                .insert(failed.request_hash);
+        }
     }
 
     /// Sends the answer of call `id` of `tool`, when the caller asked for each as it comes.

@@ -2,39 +2,35 @@
 //! duplicate answers the stored outcome), the attempts run under the claim, and the outcome
 //! recorded, or kept until the store can take it.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::auth::Session;
 use crate::backoff::seed_of;
+use crate::ctx::Ctx;
 use crate::delivery::Delivery;
 use crate::error::ToolError;
 #[cfg(feature = "test-util")]
 use crate::failpoint::Failpoint;
 use crate::idempotency::UnkeyedRequest;
-use crate::json_text::JsonText;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::retry::RetryPolicy;
-use crate::steps::{StepJournal, StepReport};
+use crate::steps::StepJournal;
 use crate::store::{
     ApprovalRecord, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
 };
 
-use super::attempt::Input;
-use super::failure::Failure;
 use super::held_claim::HeldClaim;
 use super::ledger::Ledger;
-use super::outage::Outcome;
 use super::plan::PreparedWrite;
 use super::reach::StoreWait;
 use super::recorded::{CLAIM_ROUNDS, Recorded};
-use super::{Dispatcher, answers, approval, audit, partial, unwind};
+use super::under_claim::UnderClaim;
+use super::{Dispatcher, answers, approval, audit};
 
 impl Dispatcher {
     /// A write: claim the operation's key, run it (with retries while the fault proves nothing
@@ -58,87 +54,130 @@ impl Dispatcher {
         let ctx = self
             .ctx(session, call_id, registered)
             .with_idempotency_key(write.key.clone());
-        // The business check: a refusal stores nothing and sends nothing. A call whose key
-        // already holds its request is answered from the record instead (a replay is never
-        // refused because the state it changed no longer passes the check).
         // The store's faults are retried within the tool's deadline and the call's store wait,
         // of which the turn's counters may have spent some (see `reach`).
         let budget = self.timeout_of(registered);
         let mut wait = self.store_wait(budget);
         wait.spend(ledger.store_waited());
-        if descriptor.check.is_some() && self.claim_may_act(store, tenant, &write, &mut wait).await
-        {
-            self.check(registered, &ctx, &write.args).await?;
-        }
+        self.check_before_claim(store, registered, &ctx, &write, &mut wait)
+            .await?;
         let approval = self.approval_request(&ctx, registered, &write);
-        let PreparedWrite {
-            args,
-            canonical,
-            hash,
-            key,
-            ..
-        } = write;
         // The record keeps the arguments for the reconcile hook and the runner of approved
         // operations, but never a sensitive one.
         let redacted =
-            (!descriptor.sensitive.is_empty()).then(|| approval::redacted(descriptor, &args));
-        let stored = redacted.as_deref().unwrap_or(&canonical);
-        let policy = RetryPolicy::of(descriptor);
-        let lease = self.lease(registered, policy);
-        let seed = self.inner.seed ^ seed_of(call_id);
-        // A duplicate waits for the outcome of the call it found running until then.
-        let give_up = tokio::time::Instant::now() + self.inner.in_progress_wait;
+            (!descriptor.sensitive.is_empty()).then(|| approval::redacted(descriptor, &write.args));
         let call = WriteCall {
             store,
             registered,
             tenant,
-            key: &key,
-            hash: &hash,
-            canonical: &canonical,
-            stored,
-            args: &args,
+            key: &write.key,
+            hash: &write.hash,
+            canonical: &write.canonical,
+            stored: redacted.as_deref().unwrap_or(&write.canonical),
+            args: &write.args,
             approval: approval.as_ref(),
-            lease,
-            seed,
+            lease: self.lease(registered, RetryPolicy::of(descriptor)),
+            seed: self.inner.seed ^ seed_of(call_id),
             wait,
-            give_up,
+            // A duplicate waits for the outcome of the call it found running until then.
+            give_up: tokio::time::Instant::now() + self.inner.in_progress_wait,
         };
         if descriptor.delivery == Delivery::Outbox {
             return self.write_outbox(&call, ctx).await;
         }
+        match self.claim_to_run(&call, ledger, &mut wait).await {
+            Claimed::Run { attempt, approved } => {
+                self.run_claimed(&call, ctx, attempt, approved, ledger, budget)
+                    .await
+            }
+            Claimed::Answer(answer) => answer,
+            Claimed::Again => Err(answers::claims_exhausted(descriptor.name)),
+        }
+    }
+
+    /// The business check, when the tool has one, before the claim: a refusal stores nothing
+    /// and sends nothing. A call whose key already holds its request is answered from the
+    /// record instead (a replay is never refused because the state it changed no longer passes
+    /// the check).
+    async fn check_before_claim(
+        &self,
+        store: &dyn OperationStore,
+        registered: &RegisteredTool,
+        ctx: &Ctx,
+        write: &PreparedWrite,
+        wait: &mut StoreWait,
+    ) -> Result<(), ToolError> {
+        let tenant = ctx.auth().tenant();
+        if registered.descriptor().check.is_some()
+            && self.claim_may_act(store, tenant, write, wait).await
+        {
+            self.check(registered, ctx, &write.args).await?;
+        }
+        Ok(())
+    }
+
+    /// Claims `call`'s key until the store's answer is to run it ([`Claimed::Run`]) or to
+    /// answer without running ([`Claimed::Answer`]); never [`Claimed::Again`]: a key claimed
+    /// again too often is answered `claims_exhausted`.
+    async fn claim_to_run(
+        &self,
+        call: &WriteCall<'_>,
+        ledger: &Ledger<'_>,
+        wait: &mut StoreWait,
+    ) -> Claimed {
+        let (store, seed) = (call.store, call.seed);
         let mut rounds = 0;
-        let (attempt, approved) = loop {
+        loop {
             let request = call.request(self.now_ms());
             let claim = match ledger.take_turn_at_claim() {
                 // The first claim of a lone write begins its turn (see `turn_claim`).
                 Some(turn) => {
-                    self.claim_with_turn(store, ledger, turn, request, seed, &mut wait)
-                        .await?
+                    self.claim_with_turn(store, ledger, turn, request, seed, wait)
+                        .await
                 }
-                None => self.claim_reaching(store, request, seed, &mut wait).await?,
+                None => self.claim_reaching(store, request, seed, wait).await,
             };
-            match self.on_claim(&call, claim).await {
-                Claimed::Run { attempt, approved } => break (attempt, approved),
-                Claimed::Answer(answer) => return answer,
+            let claim = match claim {
+                Ok(claim) => claim,
+                Err(err) => return Claimed::Answer(Err(err)),
+            };
+            match self.on_claim(call, claim).await {
                 // The call waited on failed, or its record was purged: claim the key again.
                 Claimed::Again if rounds < CLAIM_ROUNDS => rounds += 1,
-                Claimed::Again => return Err(answers::claims_exhausted(descriptor.name)),
+                Claimed::Again => {
+                    let tool = call.registered.descriptor().name;
+                    return Claimed::Answer(Err(answers::claims_exhausted(tool)));
+                }
+                run_or_answer => return run_or_answer,
             }
-        };
+        }
+    }
+
+    /// A write that claimed its key, as attempt `attempt` of the operation: the approval it
+    /// runs under checked again, its attempts run with their steps journaled under the claim
+    /// (a retry or a takeover skips those done), its outcome recorded.
+    async fn run_claimed(
+        &self,
+        call: &WriteCall<'_>,
+        ctx: Ctx,
+        attempt: u32,
+        approved: Option<Box<ApprovalRecord>>,
+        ledger: &Ledger<'_>,
+        budget: Duration,
+    ) -> Result<CallResult, ToolError> {
+        let tool = call.registered.descriptor().name;
         let owner = ClaimToken {
-            tenant: tenant.to_owned(),
-            key: key.clone(),
+            tenant: call.tenant.to_owned(),
+            key: call.key.to_owned(),
             attempt,
         };
         if let Some(approved) = approved {
             audit::note_approval(&approved.id);
-            if let Err(reason) = self.revalidate(registered, &approved, &args, &ctx).await {
-                return self
-                    .reject_approved(store, &owner, descriptor.name, reason)
-                    .await;
+            let revalidated = self.revalidate(call.registered, &approved, call.args, &ctx);
+            if let Err(reason) = revalidated.await {
+                return self.reject_approved(call.store, &owner, tool, reason).await;
             }
         }
-        // Its steps are journaled under the claim: a retry or a takeover skips those done.
         let journal = self.inner.store.as_ref().map(|store| {
             Arc::new(StepJournal::new(
                 store.clone(),
@@ -152,48 +191,25 @@ impl Dispatcher {
         };
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Claimed);
-        let claim = HeldClaim {
-            store,
-            owner: &owner,
-            lease,
-            attempt: AtomicU32::new(1),
+        let under = UnderClaim {
+            dispatcher: self,
+            claim: HeldClaim {
+                store: call.store,
+                owner: &owner,
+                lease: call.lease,
+                attempt: AtomicU32::new(1),
+            },
+            tool,
+            seed: call.seed,
+            budget,
         };
-        let attempts = AssertUnwindSafe(self.attempts(
-            registered,
-            &ctx,
-            Input::Tree(&args),
-            None,
-            Some(&claim),
-            ledger,
-        ));
-        let outcome = match attempts.catch_unwind().await {
-            Ok(outcome) => outcome,
-            Err(payload) => {
-                // The tool may have acted before it panicked: its outcome is unknown.
-                unwind::trace(descriptor.name, &*payload);
-                let failure = Failure::new(
-                    unwind::recorded(descriptor.name),
-                    claim.attempt.load(Ordering::Relaxed),
-                );
-                Err(failure.answered(answers::write_panicked(descriptor.name)))
-            }
-        };
+        let outcome = under
+            .attempts(call.registered, &ctx, call.args, ledger)
+            .await;
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Executed);
-        let mut steps = journal.map(|journal| journal.reports()).unwrap_or_default();
-        if let Err(failure) = &outcome {
-            partial::note_error_after_steps(descriptor.name, &mut steps, failure.answer());
-        }
-        let result = if partial::is_partial(&steps) {
-            // A step succeeded and a later one failed (or the tool failed after it), whether
-            // the tool answered the failure or swallowed it: never a success, never a failure.
-            Ok(self
-                .record_partial(&claim, descriptor.name, steps, seed, budget)
-                .await)
-        } else {
-            self.record(&claim, descriptor.name, outcome, steps, seed, budget)
-                .await
-        };
+        let steps = journal.map(|journal| journal.reports()).unwrap_or_default();
+        let result = under.settle(outcome, steps).await;
         #[cfg(feature = "test-util")]
         self.reached(Failpoint::Recorded);
         result
@@ -222,102 +238,6 @@ impl Dispatcher {
                 }
             }
         }
-    }
-
-    /// Records the outcome of a write's attempts and answers it.
-    async fn record(
-        &self,
-        claim: &HeldClaim<'_>,
-        tool: &str,
-        outcome: Result<JsonText, Failure>,
-        steps: Vec<StepReport>,
-        seed: u64,
-        budget: Duration,
-    ) -> Result<CallResult, ToolError> {
-        match outcome {
-            Ok(data) => {
-                let recorded = Outcome::Succeeded(data.as_str().to_owned());
-                let answer = CallResult::succeeded(data);
-                // The call's audit record goes with its success, in one transaction.
-                let audit = self
-                    .audit_goes_with_outcome()
-                    .then(|| audit::take_success(&answer, self.now_ms()))
-                    .flatten();
-                if audit.is_some() {
-                    // After the records of reads that ended before it.
-                    self.reads_first().await;
-                }
-                let written = self
-                    .record_outcome(claim, recorded, audit.as_ref(), seed, budget)
-                    .await;
-                if let Some(audit) = audit
-                    && !matches!(written, Ok(true))
-                {
-                    audit::give_back(audit);
-                }
-                match written {
-                    Ok(_) => Ok(answer),
-                    // Applied, but the store does not hold it: never claim a success it does
-                    // not hold.
-                    Err(err) => {
-                        tracing::warn!(error = %err, tool, "a write ran and its result could not be recorded");
-                        Err(answers::ran_unrecorded(tool, &err))
-                    }
-                }
-            }
-            Err(failure) => {
-                // The record keeps the last attempt's own error; the model gets the answer.
-                let unknown = failure.may_have_acted();
-                let recorded = if unknown {
-                    Outcome::Unknown(failure.recorded())
-                } else {
-                    // Every other error proves the operation was not applied.
-                    Outcome::Failed(failure.recorded())
-                };
-                // The answer stays true whether or not it was recorded: the store's error goes
-                // to the trace, and an unrecorded outcome is kept to be written later.
-                if let Err(store_err) = self
-                    .record_outcome(claim, recorded, None, seed, budget)
-                    .await
-                {
-                    tracing::warn!(error = %store_err, tool, "the outcome of a write could not be recorded");
-                }
-                if unknown && !steps.is_empty() {
-                    // Which steps are done and which one may have acted.
-                    let mut result = CallResult::from_error(&failure.into_answer());
-                    result.steps = Some(Box::new(steps));
-                    return Ok(result);
-                }
-                Err(failure.into_answer())
-            }
-        }
-    }
-
-    /// Records a partial outcome: the steps' report becomes the record's result, so that the
-    /// same call again reads it, and claims the operation again to run only what is not done.
-    async fn record_partial(
-        &self,
-        claim: &HeldClaim<'_>,
-        tool: &str,
-        steps: Vec<StepReport>,
-        seed: u64,
-        budget: Duration,
-    ) -> CallResult {
-        let HeldClaim { store, owner, .. } = *claim;
-        let report = partial::report_json(&steps);
-        let error = partial::recorded_error(owner.attempt, &steps);
-        let mut wait = self.store_wait(budget);
-        let written = self
-            .reaching(seed, &mut wait, "record a partial outcome", || {
-                store.partial(owner, &report, &error, self.now_ms())
-            })
-            .await;
-        if let Err(err) = written {
-            // The journal holds each step's outcome: the answer is true, and the record, left
-            // `processing`, is taken over at the end of its lease by the same call again.
-            tracing::warn!(error = %err, tool, "a partial outcome could not be recorded");
-        }
-        partial::answer(tool, steps, false)
     }
 
     /// An approved operation that failed the checks before it ran: rejected, with `reason`, in
