@@ -22,7 +22,7 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 use toolgate::store::PostgresStore;
 use toolgate::store::prelude::*;
-use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState};
+use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState, Success};
 use toolgate_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
 use toolgate_store_postgres::sqlx::{self, Row};
 use toolgate_test_postgres::test_database;
@@ -102,7 +102,15 @@ async fn with_toolgate(store: &PostgresStore) {
         key,
         attempt,
     };
-    store.succeed(&owner, RESULT, now + 1, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &owner,
+            result: RESULT,
+            now_ms: now + 1,
+            audit: None,
+        })
+        .await
+        .unwrap();
 }
 
 async fn with_sqlx(pool: &PgPool) {
@@ -225,7 +233,15 @@ fn store(c: &mut Criterion) {
             key: done.clone(),
             attempt: 1,
         };
-        store.succeed(&owner, RESULT, now + 1, None).await.unwrap();
+        store
+            .succeed(Success {
+                owner: &owner,
+                result: RESULT,
+                now_ms: now + 1,
+                audit: None,
+            })
+            .await
+            .unwrap();
         assert_eq!(state_of(&store, &done).await, OperationState::Succeeded);
     });
     let mut group = c.benchmark_group("store/replay");

@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, Claim, ClaimRequest, ClaimStep,
-    ClaimToken, DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey,
-    StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ApprovalSweep, Claim,
+    ClaimRequest, ClaimStep, ClaimedRejection, DecideRequest, DecideStep, Decided, Decision,
+    OperationRecord, Refusal, RunKey, StoreError, Verdict,
 };
 
 use crate::PostgresStore;
@@ -304,22 +304,6 @@ pub(crate) async fn list_approved(
     rows.iter().map(record).collect()
 }
 
-/// [`ApprovalStore::expire_approvals`](toolgate_core::store::ApprovalStore::expire_approvals):
-/// each approval in a transaction of its own, checked again under its locks, so one decided
-/// meanwhile is left as it was decided (and not answered).
-pub(crate) async fn expire(
-    conns: &Connections,
-    now_ms: i64,
-    limit: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    let mut lease = conns
-        .lease()
-        .await
-        .map_err(fault("find expired approvals"))?;
-    let expired = expire_on(lease.conn(), now_ms, limit).await;
-    lease.finish(expired).await
-}
-
 /// [`expire`] on `conn`.
 async fn expire_on(
     conn: &mut PgConnection,
@@ -350,25 +334,12 @@ async fn expire_on(
     Ok(expired)
 }
 
-/// [`ApprovalStore::reject_claimed`](toolgate_core::store::ApprovalStore::reject_claimed).
-pub(crate) async fn reject_claimed(
-    conns: &Connections,
-    owner: &ClaimToken,
-    decision: &Decision,
-    now_ms: i64,
-) -> Result<ApprovalRecord, StoreError> {
-    let mut lease = conns.lease().await.map_err(fault("begin a rejection"))?;
-    let rejected = reject_claimed_on(lease.conn(), owner, decision, now_ms).await;
-    lease.finish(rejected).await
-}
-
-/// [`reject_claimed`] on `conn`, in a transaction.
+/// [`ApprovalStore::reject_claimed`] on `conn`, in a transaction.
 async fn reject_claimed_on(
     conn: &mut PgConnection,
-    owner: &ClaimToken,
-    decision: &Decision,
-    now_ms: i64,
+    rejection: ClaimedRejection<'_>,
 ) -> Result<ApprovalRecord, StoreError> {
+    let (owner, decision, now_ms) = (rejection.owner, rejection.decision, rejection.now_ms);
     let lost = || StoreError::LostClaim {
         key: owner.key.clone(),
         attempt: owner.attempt,
@@ -514,20 +485,31 @@ impl ApprovalStore for PostgresStore {
         list_approved(&self.conns, limit).await
     }
 
+    /// each approval in a transaction of its own, checked again under its locks, so one decided
+    /// meanwhile is left as it was decided (and not answered).
     async fn expire_approvals(
         &self,
-        now_ms: i64,
-        limit: u32,
+        sweep: ApprovalSweep,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        expire(&self.conns, now_ms, limit).await
+        let mut lease = self
+            .conns
+            .lease()
+            .await
+            .map_err(fault("find expired approvals"))?;
+        let expired = expire_on(lease.conn(), sweep.now_ms, sweep.limit).await;
+        lease.finish(expired).await
     }
 
     async fn reject_claimed(
         &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
+        rejection: ClaimedRejection<'_>,
     ) -> Result<ApprovalRecord, StoreError> {
-        reject_claimed(&self.conns, owner, decision, now_ms).await
+        let mut lease = self
+            .conns
+            .lease()
+            .await
+            .map_err(fault("begin a rejection"))?;
+        let rejected = reject_claimed_on(lease.conn(), rejection).await;
+        lease.finish(rejected).await
     }
 }

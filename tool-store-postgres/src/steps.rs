@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
-    StepStore, StoreError,
+    ClaimToken, Journal, PartialOutcome, StepOutcome, StepRecord, StepRequest, StepStart,
+    StepStatus, StepStore, StoreError,
 };
 
 use crate::PostgresStore;
@@ -189,37 +189,6 @@ pub(crate) async fn steps(
     rows.iter().map(step).collect()
 }
 
-/// [`StepStore::partial`](toolgate_core::store::StepStore::partial): the owned
-/// `processing` record becomes `partial` with the report as its result, the error appended.
-pub(crate) async fn partial(
-    conns: &Connections,
-    owner: &ClaimToken,
-    report: &str,
-    error: &AttemptError,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let done = sqlx::query(concat!(
-        "UPDATE toolgate_operations SET state = 'partial', result = $4, errors = ",
-        append_error!("$5"),
-        ", updated_ms = $6 \
-         WHERE tenant_id = $1 AND idempotency_key = $2 \
-         AND state = 'processing' AND attempt = $3"
-    ))
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(row::attempt(owner.attempt))
-    .bind(report)
-    .bind(row::error_list(error)?)
-    .bind(now_ms)
-    .execute_on(conns)
-    .await
-    .map_err(backend)?;
-    if done.rows_affected() == 0 {
-        return Err(lost(owner));
-    }
-    Ok(())
-}
-
 /// Locks the row of the operation `owner` holds (`processing` under its attempt), or answers
 /// [`StoreError::LostClaim`].
 async fn lock_owned(conn: &mut PgConnection, owner: &ClaimToken) -> Result<(), StoreError> {
@@ -287,13 +256,28 @@ impl StepStore for PostgresStore {
         steps(&self.conns, tenant, key).await
     }
 
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        partial(&self.conns, owner, report, error, now_ms).await
+    /// `processing` record becomes `partial` with the report as its result, the error appended.
+    async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError> {
+        let owner = outcome.owner;
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET state = 'partial', result = $4, errors = ",
+            append_error!("$5"),
+            ", updated_ms = $6 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3"
+        ))
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(outcome.report)
+        .bind(row::error_list(outcome.error)?)
+        .bind(outcome.now_ms)
+        .execute_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(lost(owner));
+        }
+        Ok(())
     }
 }

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
-    StepStore, StoreError,
+    AttemptError, ClaimToken, Journal, PartialOutcome, StepOutcome, StepRecord, StepRequest,
+    StepStart, StepStatus, StepStore, StoreError,
 };
 
 use crate::SqliteStore;
@@ -179,37 +179,6 @@ pub(crate) async fn steps(
         .collect()
 }
 
-/// `processing` → `partial` with the steps' report as its result (see
-/// [`StepStore::partial`](toolgate_core::store::StepStore::partial)).
-pub(crate) async fn partial(
-    writer: &SqlitePool,
-    owner: &ClaimToken,
-    report: &str,
-    error: &AttemptError,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "UPDATE operations SET state = 'partial', result = ?1, \
-             errors = json_insert(errors, '$[#]', json(?2)), updated_ms = ?3 \
-         WHERE tenant_id = ?4 AND idempotency_key = ?5 \
-           AND state = 'processing' AND attempt = ?6",
-    )
-    .bind(report)
-    .bind(error_json(error)?)
-    .bind(now_ms)
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(i64::from(owner.attempt))
-    .execute(writer)
-    .await
-    .map_err(backend("record a partial success"))?;
-    if done.rows_affected() == 1 {
-        Ok(())
-    } else {
-        Err(lost(owner))
-    }
-}
-
 /// Whether `owner` still holds its operation (`processing` under its attempt), on `conn`.
 async fn held(conn: &mut SqliteConnection, owner: &ClaimToken) -> Result<(), StoreError> {
     let held: Option<i64> = sqlx::query_scalar(
@@ -286,13 +255,28 @@ impl StepStore for SqliteStore {
         steps(&self.reader, tenant, key).await
     }
 
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        partial(&self.writer, owner, report, error, now_ms).await
+    /// `processing` → `partial` with the steps' report as its result (see
+    async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError> {
+        let owner = outcome.owner;
+        let done = sqlx::query(
+            "UPDATE operations SET state = 'partial', result = ?1, \
+                 errors = json_insert(errors, '$[#]', json(?2)), updated_ms = ?3 \
+             WHERE tenant_id = ?4 AND idempotency_key = ?5 \
+               AND state = 'processing' AND attempt = ?6",
+        )
+        .bind(outcome.report)
+        .bind(error_json(outcome.error)?)
+        .bind(outcome.now_ms)
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(i64::from(owner.attempt))
+        .execute(&self.writer)
+        .await
+        .map_err(backend("record a partial success"))?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(lost(owner))
+        }
     }
 }

@@ -13,11 +13,12 @@ use tokio::sync::watch;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AbortReport, ApprovalQuery, ApprovalRecord, AttemptCharge, AttemptError, AuditEntry,
-    AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided,
-    Decision, EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent, OperationQuery,
-    OperationRecord, OutboxEvent, Resolution, RunKey, RunRecord, StepOutcome, StepRecord,
-    StepRequest, StepStart, StoreError, TurnGrant, TurnRequest,
+    AbortReport, ApprovalQuery, ApprovalRecord, ApprovalSweep, AttemptCharge, AttemptFailure,
+    AuditEntry, AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimedRejection,
+    DecideRequest, Decided, EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent,
+    OperationQuery, OperationRecord, OutboxEvent, PartialOutcome, ResolveRequest, RetryNote,
+    RunKey, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart, StoreError, Success,
+    TurnGrant, TurnRequest,
 };
 
 mod request;
@@ -238,21 +239,18 @@ macro_rules! controlled {
 controlled! {
     ClaimStore {
         Claim => claim(request: ClaimRequest<'_>) -> Claim;
-        Fail => fail(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
-        MarkUnknown => mark_unknown(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
-        RecordRetry => record_retry(owner: &ClaimToken, error: &AttemptError, lease_until_ms: i64) -> ();
+        Fail => fail(failure: AttemptFailure<'_>) -> ();
+        MarkUnknown => mark_unknown(failure: AttemptFailure<'_>) -> ();
+        RecordRetry => record_retry(retry: RetryNote<'_>) -> ();
         Get => get(tenant: &str, key: &str) -> Option<OperationRecord>;
         ;;
-        async fn succeed(
-            &self,
-            owner: &ClaimToken,
-            result: &str,
-            now_ms: i64,
-            audit: Option<&AuditEntry>,
-        ) -> Result<Option<i64>, StoreError> {
-            let inner = self.inner.succeed(owner, result, now_ms, None);
-            self.run(Request::Succeed, inner).await?;
-            match audit {
+        async fn succeed(&self, success: Success<'_>) -> Result<Option<i64>, StoreError> {
+            let alone = Success {
+                audit: None,
+                ..success
+            };
+            self.run(Request::Succeed, self.inner.succeed(alone)).await?;
+            match success.audit {
                 Some(entry) => Ok(self.append_audit(entry).await.ok()),
                 None => Ok(None),
             }
@@ -261,7 +259,7 @@ controlled! {
     OperationLog {
         ExpireLeases => expire_leases(now_ms: i64) -> u64;
         ListUnknown => list_unknown(limit: u32) -> Vec<OperationRecord>;
-        Resolve => resolve(tenant: &str, key: &str, resolution: Resolution<'_>, now_ms: i64) -> Option<OperationRecord>;
+        Resolve => resolve(request: ResolveRequest<'_>) -> Option<OperationRecord>;
         Purge => purge(before_ms: i64) -> u64;
         ListOperations => list_operations(query: OperationQuery<'_>) -> Vec<OperationRecord>;
     }
@@ -277,8 +275,8 @@ controlled! {
         Approval => approval(id: &str) -> Option<ApprovalRecord>;
         ListApprovals => list_approvals(query: ApprovalQuery<'_>) -> Vec<ApprovalRecord>;
         ListApproved => list_approved(limit: u32) -> Vec<ApprovalRecord>;
-        ExpireApprovals => expire_approvals(now_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
-        RejectClaimed => reject_claimed(owner: &ClaimToken, decision: &Decision, now_ms: i64) -> ApprovalRecord;
+        ExpireApprovals => expire_approvals(sweep: ApprovalSweep) -> Vec<ApprovalRecord>;
+        RejectClaimed => reject_claimed(rejection: ClaimedRejection<'_>) -> ApprovalRecord;
     }
     OutboxStore {
         _ => begin(request: ClaimRequest<'_>) -> Begun;
@@ -308,7 +306,7 @@ controlled! {
         _ => begin_step(step: StepRequest<'_>) -> StepStart;
         _ => finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
         _ => steps(tenant: &str, key: &str) -> Vec<StepRecord>;
-        _ => partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
+        _ => partial(outcome: PartialOutcome<'_>) -> ();
     }
     AuditStore {
         AppendAudit => append_audit(entry: &AuditEntry) -> i64;
@@ -321,7 +319,7 @@ controlled! {
 mod tests {
     use std::time::Duration;
 
-    use toolgate_core::store::MemoryStore;
+    use toolgate_core::store::{ClaimToken, MemoryStore};
 
     use super::*;
 
@@ -409,7 +407,15 @@ mod tests {
         store.fail_all(&Request::OUTCOMES, Fault::Backend("disk full".into()));
         store.set_down(true);
         for _ in 0..2 {
-            let err = store.succeed(&owner, "1", NOW, None).await.unwrap_err();
+            let err = store
+                .succeed(Success {
+                    owner: &owner,
+                    result: "1",
+                    now_ms: NOW,
+                    audit: None,
+                })
+                .await
+                .unwrap_err();
             assert!(
                 matches!(&err, StoreError::Backend { what, .. } if what == "disk full"),
                 "{err}"
@@ -419,7 +425,15 @@ mod tests {
         assert!(err.is_unreachable(), "not an outcome: the store is down");
         store.set_down(false);
         store.stop_failing(&Request::OUTCOMES);
-        store.succeed(&owner, "1", NOW, None).await.unwrap();
+        store
+            .succeed(Success {
+                owner: &owner,
+                result: "1",
+                now_ms: NOW,
+                audit: None,
+            })
+            .await
+            .unwrap();
         assert_eq!(store.asked(Request::Succeed), 3);
     }
 

@@ -10,7 +10,7 @@ use crate::error::ToolError;
 use crate::json_text::JsonText;
 use crate::registry::RegisteredTool;
 use crate::retry::RetryPolicy;
-use crate::store::AttemptError;
+use crate::store::{AttemptError, RetryNote};
 
 use super::attempt::{Input, attempt};
 use super::failure::Failure;
@@ -96,7 +96,11 @@ impl Dispatcher {
                     .saturating_add(i64::try_from(claim.lease.as_millis()).unwrap_or(i64::MAX));
                 let recorded = claim
                     .store
-                    .record_retry(claim.owner, &record, lease_until)
+                    .record_retry(RetryNote {
+                        owner: claim.owner,
+                        error: &record,
+                        lease_until_ms: lease_until,
+                    })
                     .await;
                 if let Err(store_err) = recorded {
                     // No retry without its record: stop here, saying what the last attempt did.

@@ -23,7 +23,8 @@ use crate::result::CallResult;
 use crate::retry::RetryPolicy;
 use crate::steps::{StepJournal, StepReport};
 use crate::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+    ApprovalRecord, Claim, ClaimRequest, ClaimToken, ClaimedRejection, OperationState,
+    OperationStore, PartialOutcome,
 };
 
 use super::attempt::Input;
@@ -309,7 +310,12 @@ impl Dispatcher {
         let mut wait = self.store_wait(budget);
         let written = self
             .reaching(seed, &mut wait, "record a partial outcome", || {
-                store.partial(owner, &report, &error, self.now_ms())
+                store.partial(PartialOutcome {
+                    owner,
+                    report: &report,
+                    error: &error,
+                    now_ms: self.now_ms(),
+                })
             })
             .await;
         if let Err(err) = written {
@@ -331,7 +337,14 @@ impl Dispatcher {
     ) -> Result<CallResult, ToolError> {
         let now_ms = self.now_ms();
         let decision = approval::revalidation_rejected(reason, now_ms);
-        match store.reject_claimed(owner, &decision, now_ms).await {
+        match store
+            .reject_claimed(ClaimedRejection {
+                owner,
+                decision: &decision,
+                now_ms,
+            })
+            .await
+        {
             Ok(rejected) => {
                 let entry = crate::decide::decision_entry(&rejected, &decision);
                 if let Err(err) = store.append_audit(&entry).await {

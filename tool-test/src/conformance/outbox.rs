@@ -11,9 +11,9 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use toolgate_core::store::EventSettlement;
 use toolgate_core::store::{
-    Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery, EventStatus,
-    LeasedEvent, NewEvent, OperationState, OperationStore, OutboxEvent, Resolution, StoreError,
-    StoreTransaction,
+    AttemptFailure, Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery,
+    EventStatus, LeasedEvent, NewEvent, OperationState, OperationStore, OutboxEvent, Resolution,
+    ResolveRequest, StoreError, StoreTransaction, Success,
 };
 
 use super::fixture::{T0, acquire, error, owner, request};
@@ -169,7 +169,11 @@ pub async fn a_rolled_back_outbox_call_leaves_nothing(store: &dyn OperationStore
 
     let first = acquire(store, request("acme", "k3", "h1", T0)).await;
     store
-        .fail(&owner("acme", "k3", first), &error(1, "refused"), T0 + 1)
+        .fail(AttemptFailure {
+            owner: &owner("acme", "k3", first),
+            error: &error(1, "refused"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let before = store.get("acme", "k3").await.unwrap();
@@ -188,7 +192,12 @@ pub async fn begin_answers_a_settled_key_as_claim_does(store: &dyn OperationStor
     queue(store, "acme", "queued", "issue_refund", T0).await;
     let done = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", done), "1", T0, None)
+        .succeed(Success {
+            owner: &owner("acme", "done", done),
+            result: "1",
+            now_ms: T0,
+            audit: None,
+        })
         .await
         .unwrap();
     for key in ["queued", "done"] {
@@ -545,7 +554,12 @@ pub async fn resolve_settles_an_outbox_operation_with_its_event(store: &dyn Oper
             .unwrap();
     }
     let record = store
-        .resolve("acme", "applied", Resolution::Applied(PAID), T0 + 100)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "applied",
+            resolution: Resolution::Applied(PAID),
+            now_ms: T0 + 100,
+        })
         .await
         .unwrap()
         .expect("settled");
@@ -559,7 +573,12 @@ pub async fn resolve_settles_an_outbox_operation_with_its_event(store: &dyn Oper
     );
 
     let record = store
-        .resolve("acme", "not_applied", Resolution::NotApplied, T0 + 200)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "not_applied",
+            resolution: Resolution::NotApplied,
+            now_ms: T0 + 200,
+        })
         .await
         .unwrap()
         .expect("settled");
