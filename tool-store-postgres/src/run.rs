@@ -107,18 +107,12 @@ pub(crate) async fn charge_attempt(
     conns: &Connections,
     charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
-    let AttemptCharge {
-        run,
-        tool,
-        retry_budget,
-        now_ms,
-    } = charge;
     sqlx::query_scalar("SELECT toolgate_charge_attempt($1, $2, $3, $4, $5)")
-        .bind(run.tenant)
-        .bind(run.run_id)
-        .bind(tool)
-        .bind(retry_budget.map(i64::from))
-        .bind(now_ms)
+        .bind(charge.run.tenant)
+        .bind(charge.run.run_id)
+        .bind(charge.tool)
+        .bind(charge.retry_budget.map(i64::from))
+        .bind(charge.now_ms)
         .fetch_one_on(conns)
         .await
         .map_err(fault("charge an attempt"))
@@ -131,12 +125,6 @@ pub(crate) async fn note_failure(
     conns: &Connections,
     failure: FailureNote<'_>,
 ) -> Result<(), StoreError> {
-    let FailureNote {
-        run,
-        tool,
-        request_hash,
-        now_ms,
-    } = failure;
     sqlx::query(
         "WITH run AS (INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) \
          VALUES ($1, $2, $3) ON CONFLICT (tenant_id, run_id) \
@@ -144,11 +132,11 @@ pub(crate) async fn note_failure(
          INSERT INTO toolgate_run_failures (tenant_id, run_id, tool, request_hash) \
          SELECT tenant_id, run_id, $4, $5 FROM run ON CONFLICT DO NOTHING",
     )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(now_ms)
-    .bind(tool)
-    .bind(request_hash)
+    .bind(failure.run.tenant)
+    .bind(failure.run.run_id)
+    .bind(failure.now_ms)
+    .bind(failure.tool)
+    .bind(failure.request_hash)
     .execute_on(conns)
     .await
     .map_err(fault("note a failed call"))?;

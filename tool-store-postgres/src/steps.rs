@@ -66,25 +66,18 @@ pub(crate) async fn begin_step(
     conns: &Connections,
     step: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = step;
     let mut lease = conns.lease().await.map_err(backend)?;
-    let started = begin_step_on(lease.conn(), owner, name, now_ms).await;
+    let started = begin_step_on(lease.conn(), step).await;
     lease.finish(started).await
 }
 
 /// [`begin_step`] on `conn`, in a transaction.
 async fn begin_step_on(
     conn: &mut PgConnection,
-    owner: &ClaimToken,
-    name: &str,
-    now_ms: i64,
+    request: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
     let mut tx = conn.begin().await.map_err(backend)?;
-    lock_owned(&mut tx, owner).await?;
+    lock_owned(&mut tx, request.owner).await?;
     let started = sqlx::query(
         "INSERT INTO toolgate_steps AS s (tenant_id, idempotency_key, name, seq, status, \
          attempt, updated_ms) \
@@ -93,11 +86,11 @@ async fn begin_step_on(
          ON CONFLICT (tenant_id, idempotency_key, name) DO UPDATE \
          SET status = 'started', attempt = $4, updated_ms = $5 WHERE s.status = 'failed'",
     )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(name)
-    .bind(row::attempt(owner.attempt))
-    .bind(now_ms)
+    .bind(&request.owner.tenant)
+    .bind(&request.owner.key)
+    .bind(request.name)
+    .bind(row::attempt(request.owner.attempt))
+    .bind(request.now_ms)
     .execute(&mut *tx)
     .await
     .map_err(backend)?;
@@ -109,9 +102,9 @@ async fn begin_step_on(
             step_columns!(),
             " FROM toolgate_steps WHERE tenant_id = $1 AND idempotency_key = $2 AND name = $3"
         ))
-        .bind(&owner.tenant)
-        .bind(&owner.key)
-        .bind(name)
+        .bind(&request.owner.tenant)
+        .bind(&request.owner.key)
+        .bind(request.name)
         .fetch_one(&mut *tx)
         .await
         .map_err(backend)?;
@@ -133,11 +126,6 @@ pub(crate) async fn finish_step(
     step: StepRequest<'_>,
     outcome: StepOutcome<'_>,
 ) -> Result<(), StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = step;
     let (status, output, error) = match outcome {
         StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
         StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
@@ -151,21 +139,21 @@ pub(crate) async fn finish_step(
          AND o.tenant_id = $1 AND o.idempotency_key = $2 \
          AND o.state = 'processing' AND o.attempt = $3",
     )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(row::attempt(owner.attempt))
-    .bind(name)
+    .bind(&step.owner.tenant)
+    .bind(&step.owner.key)
+    .bind(row::attempt(step.owner.attempt))
+    .bind(step.name)
     .bind(status.as_str())
     .bind(output)
     .bind(error)
-    .bind(now_ms)
+    .bind(step.now_ms)
     .execute_on(conns)
     .await
     .map_err(backend)?;
     if done.rows_affected() == 0 {
         // The claim was lost, or the step is not `started` (never begun, failed or succeeded):
         // there is no outcome of this claim's to record.
-        return Err(lost(owner));
+        return Err(lost(step.owner));
     }
     Ok(())
 }

@@ -70,38 +70,29 @@ pub(crate) async fn charge_attempt(
     writer: &SqlitePool,
     charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
-    let AttemptCharge {
-        run,
-        tool,
-        retry_budget,
-        now_ms,
-    } = charge;
     let mut conn = Unflushed::acquire(writer).await?;
-    let charged = charge_attempt_on(&mut conn, run, tool, retry_budget, now_ms).await?;
+    let charged = charge_attempt_on(&mut conn, charge).await?;
     conn.restore().await?;
     Ok(charged)
 }
 
 async fn charge_attempt_on(
     conn: &mut SqliteConnection,
-    run: RunKey<'_>,
-    tool: &str,
-    retry_budget: Option<u32>,
-    now_ms: i64,
+    charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
     let mut tx = conn
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin charging an attempt"))?;
-    let mut record = counters(&mut tx, run).await?.unwrap_or_default();
-    if !record.charge_attempt(tool, retry_budget, now_ms) {
+    let mut record = counters(&mut tx, charge.run).await?.unwrap_or_default();
+    if !record.charge_attempt(charge.tool, charge.retry_budget, charge.now_ms) {
         tx.rollback()
             .await
             .map_err(backend("end a refused attempt"))?;
         return Ok(false);
     }
-    save_run(&mut tx, run, &record).await?;
-    save_attempts(&mut tx, run, &record, &[tool]).await?;
+    save_run(&mut tx, charge.run, &record).await?;
+    save_attempts(&mut tx, charge.run, &record, &[charge.tool]).await?;
     tx.commit().await.map_err(backend("commit an attempt"))?;
     Ok(true)
 }
@@ -112,12 +103,6 @@ pub(crate) async fn note_failure(
     writer: &SqlitePool,
     failure: FailureNote<'_>,
 ) -> Result<(), StoreError> {
-    let FailureNote {
-        run,
-        tool,
-        request_hash,
-        now_ms,
-    } = failure;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -126,9 +111,9 @@ pub(crate) async fn note_failure(
         "INSERT INTO runs (tenant_id, run_id, updated_ms) VALUES (?1, ?2, ?3) \
          ON CONFLICT (tenant_id, run_id) DO UPDATE SET updated_ms = excluded.updated_ms",
     )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(now_ms)
+    .bind(failure.run.tenant)
+    .bind(failure.run.run_id)
+    .bind(failure.now_ms)
     .execute(&mut *tx)
     .await
     .map_err(backend("touch a run"))?;
@@ -136,10 +121,10 @@ pub(crate) async fn note_failure(
         "INSERT INTO run_failures (tenant_id, run_id, tool, request_hash) \
          VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
     )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(tool)
-    .bind(request_hash)
+    .bind(failure.run.tenant)
+    .bind(failure.run.run_id)
+    .bind(failure.tool)
+    .bind(failure.request_hash)
     .execute(&mut *tx)
     .await
     .map_err(backend("note a failed call"))?;

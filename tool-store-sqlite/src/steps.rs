@@ -55,22 +55,17 @@ pub(crate) async fn begin_step(
     writer: &SqlitePool,
     request: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = request;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin a step"))?;
-    held(&mut tx, owner).await?;
+    held(&mut tx, request.owner).await?;
     let found = sqlx::query(
         "SELECT * FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3",
     )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(name)
+    .bind(&request.owner.tenant)
+    .bind(&request.owner.key)
+    .bind(request.name)
     .fetch_optional(&mut *tx)
     .await
     .map_err(backend("read a step"))?;
@@ -83,11 +78,11 @@ pub(crate) async fn begin_step(
                      updated_ms = ?5 \
                  WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3",
             )
-            .bind(&owner.tenant)
-            .bind(&owner.key)
-            .bind(name)
-            .bind(i64::from(owner.attempt))
-            .bind(now_ms)
+            .bind(&request.owner.tenant)
+            .bind(&request.owner.key)
+            .bind(request.name)
+            .bind(i64::from(request.owner.attempt))
+            .bind(request.now_ms)
             .execute(&mut *tx)
             .await
             .map_err(backend("begin a failed step again"))?;
@@ -100,11 +95,11 @@ pub(crate) async fn begin_step(
                  SELECT ?1, ?2, ?3, COALESCE(MAX(seq), 0) + 1, 'started', ?4, ?5 \
                  FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2",
             )
-            .bind(&owner.tenant)
-            .bind(&owner.key)
-            .bind(name)
-            .bind(i64::from(owner.attempt))
-            .bind(now_ms)
+            .bind(&request.owner.tenant)
+            .bind(&request.owner.key)
+            .bind(request.name)
+            .bind(i64::from(request.owner.attempt))
+            .bind(request.now_ms)
             .execute(&mut *tx)
             .await
             .map_err(backend("begin a new step"))?;
@@ -124,16 +119,11 @@ pub(crate) async fn finish_step(
     step: StepRequest<'_>,
     outcome: StepOutcome<'_>,
 ) -> Result<(), StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = step;
     let mut tx = writer
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin a step's outcome"))?;
-    held(&mut tx, owner).await?;
+    held(&mut tx, step.owner).await?;
     let (status, output, error) = match outcome {
         StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
         StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(error_json(error)?)),
@@ -143,19 +133,19 @@ pub(crate) async fn finish_step(
         "UPDATE steps SET status = ?4, output = ?5, error = ?6, updated_ms = ?7 \
          WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3 AND status = 'started'",
     )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(name)
+    .bind(&step.owner.tenant)
+    .bind(&step.owner.key)
+    .bind(step.name)
     .bind(status.as_str())
     .bind(output)
     .bind(error)
-    .bind(now_ms)
+    .bind(step.now_ms)
     .execute(&mut *tx)
     .await
     .map_err(backend("record a step's outcome"))?;
     if done.rows_affected() != 1 {
         // Not begun, or its outcome already recorded: not this holder's to record.
-        return Err(lost(owner));
+        return Err(lost(step.owner));
     }
     tx.commit()
         .await

@@ -23,23 +23,15 @@ impl RunLedger for MemoryStore {
     }
 
     async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
-        let AttemptCharge {
-            run,
-            tool,
-            retry_budget,
-            now_ms,
-        } = charge;
-        Ok(self.with_run(run, |run| run.charge_attempt(tool, retry_budget, now_ms)))
+        Ok(self.with_run(charge.run, |run| {
+            run.charge_attempt(charge.tool, charge.retry_budget, charge.now_ms)
+        }))
     }
 
     async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
-        let FailureNote {
-            run,
-            tool,
-            request_hash,
-            now_ms,
-        } = failure;
-        self.with_run(run, |run| run.note_failure(tool, request_hash, now_ms));
+        self.with_run(failure.run, |run| {
+            run.note_failure(failure.tool, failure.request_hash, failure.now_ms)
+        });
         Ok(())
     }
 
