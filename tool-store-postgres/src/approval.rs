@@ -208,16 +208,6 @@ pub(crate) async fn reject_run(
     Ok(rejected)
 }
 
-/// [`ApprovalStore::decide`](toolgate_core::store::ApprovalStore::decide).
-pub(crate) async fn decide(
-    conns: &Connections,
-    request: &DecideRequest<'_>,
-) -> Result<Decided, StoreError> {
-    let mut lease = conns.lease().await.map_err(fault("begin a decision"))?;
-    let decided = decide_on(lease.conn(), request).await;
-    lease.finish(decided).await
-}
-
 /// [`decide`] on `conn`, in a transaction.
 async fn decide_on(
     conn: &mut PgConnection,
@@ -281,26 +271,6 @@ pub(crate) async fn list(
     .fetch_all_on(conns)
     .await
     .map_err(fault("list approvals"))?;
-    rows.iter().map(record).collect()
-}
-
-/// [`ApprovalStore::list_approved`](toolgate_core::store::ApprovalStore::list_approved).
-pub(crate) async fn list_approved(
-    conns: &Connections,
-    limit: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        approval_columns!(),
-        " FROM toolgate_approvals AS a WHERE status = 'approved' AND EXISTS ( \
-         SELECT FROM toolgate_operations AS o WHERE o.tenant_id = a.tenant_id \
-         AND o.idempotency_key = a.idempotency_key AND o.state = 'awaiting_approval' \
-         AND o.approval_id = a.id) ORDER BY created_ms, id LIMIT NULLIF($1, 0)"
-    ))
-    .bind(row::limit(limit))
-    .fetch_all_on(conns)
-    .await
-    .map_err(fault("list approved operations"))?;
     rows.iter().map(record).collect()
 }
 
@@ -465,7 +435,11 @@ fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
 #[async_trait]
 impl ApprovalStore for PostgresStore {
     async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        decide(&self.conns, &request).await
+        let conns = &self.conns;
+        let request = &request;
+        let mut lease = conns.lease().await.map_err(fault("begin a decision"))?;
+        let decided = decide_on(lease.conn(), request).await;
+        lease.finish(decided).await
     }
 
     async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
@@ -482,10 +456,23 @@ impl ApprovalStore for PostgresStore {
     }
 
     async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        list_approved(&self.conns, limit).await
+        let conns = &self.conns;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            approval_columns!(),
+            " FROM toolgate_approvals AS a WHERE status = 'approved' AND EXISTS ( \
+             SELECT FROM toolgate_operations AS o WHERE o.tenant_id = a.tenant_id \
+             AND o.idempotency_key = a.idempotency_key AND o.state = 'awaiting_approval' \
+             AND o.approval_id = a.id) ORDER BY created_ms, id LIMIT NULLIF($1, 0)"
+        ))
+        .bind(row::limit(limit))
+        .fetch_all_on(conns)
+        .await
+        .map_err(fault("list approved operations"))?;
+        rows.iter().map(record).collect()
     }
 
-    /// each approval in a transaction of its own, checked again under its locks, so one decided
+    /// Each approval in a transaction of its own, checked again under its locks, so one decided
     /// meanwhile is left as it was decided (and not answered).
     async fn expire_approvals(
         &self,

@@ -11,7 +11,6 @@ use toolgate_core::store::{
 };
 
 use crate::PostgresStore;
-use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get};
 use crate::statement::{ExecuteOn, FetchOn};
@@ -59,18 +58,6 @@ pub(crate) async fn clear(
     Ok(())
 }
 
-/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step): under the
-/// lock of the owned operation's row, a new or failed step becomes `started`; any other is
-/// answered as it is.
-pub(crate) async fn begin_step(
-    conns: &Connections,
-    step: StepRequest<'_>,
-) -> Result<StepStart, StoreError> {
-    let mut lease = conns.lease().await.map_err(backend)?;
-    let started = begin_step_on(lease.conn(), step).await;
-    lease.finish(started).await
-}
-
 /// [`begin_step`] on `conn`, in a transaction.
 async fn begin_step_on(
     conn: &mut PgConnection,
@@ -116,65 +103,6 @@ async fn begin_step_on(
     };
     tx.commit().await.map_err(backend)?;
     Ok(answer)
-}
-
-/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step): one
-/// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
-/// the claim is not held or the step is not `started`.
-pub(crate) async fn finish_step(
-    conns: &Connections,
-    step: StepRequest<'_>,
-    outcome: StepOutcome<'_>,
-) -> Result<(), StoreError> {
-    let (status, output, error) = match outcome {
-        StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
-        StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
-    };
-    let done = sqlx::query(
-        "UPDATE toolgate_steps AS s SET status = $5, output = $6, \
-         error = $7::json, updated_ms = $8 \
-         FROM toolgate_operations AS o \
-         WHERE s.tenant_id = $1 AND s.idempotency_key = $2 AND s.name = $4 \
-         AND s.status = 'started' \
-         AND o.tenant_id = $1 AND o.idempotency_key = $2 \
-         AND o.state = 'processing' AND o.attempt = $3",
-    )
-    .bind(&step.owner.tenant)
-    .bind(&step.owner.key)
-    .bind(row::attempt(step.owner.attempt))
-    .bind(step.name)
-    .bind(status.as_str())
-    .bind(output)
-    .bind(error)
-    .bind(step.now_ms)
-    .execute_on(conns)
-    .await
-    .map_err(backend)?;
-    if done.rows_affected() == 0 {
-        // The claim was lost, or the step is not `started` (never begun, failed or succeeded):
-        // there is no outcome of this claim's to record.
-        return Err(lost(step.owner));
-    }
-    Ok(())
-}
-
-/// The journal of `(tenant, key)`, by `seq`.
-pub(crate) async fn steps(
-    conns: &Connections,
-    tenant: &str,
-    key: &str,
-) -> Result<Vec<StepRecord>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        step_columns!(),
-        " FROM toolgate_steps WHERE tenant_id = $1 AND idempotency_key = $2 ORDER BY seq"
-    ))
-    .bind(tenant)
-    .bind(key)
-    .fetch_all_on(conns)
-    .await
-    .map_err(backend)?;
-    rows.iter().map(step).collect()
 }
 
 /// Locks the row of the operation `owner` holds (`processing` under its attempt), or answers
@@ -228,23 +156,75 @@ fn backend(error: sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl StepStore for PostgresStore {
+    /// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step): under the
+    /// lock of the owned operation's row, a new or failed step becomes `started`; any other is
+    /// answered as it is.
     async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
-        begin_step(&self.conns, step).await
+        let conns = &self.conns;
+        let mut lease = conns.lease().await.map_err(backend)?;
+        let started = begin_step_on(lease.conn(), step).await;
+        lease.finish(started).await
     }
 
+    /// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step): one
+    /// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
+    /// the claim is not held or the step is not `started`.
     async fn finish_step(
         &self,
         step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
     ) -> Result<(), StoreError> {
-        finish_step(&self.conns, step, outcome).await
+        let conns = &self.conns;
+        let (status, output, error) = match outcome {
+            StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
+            StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
+        };
+        let done = sqlx::query(
+            "UPDATE toolgate_steps AS s SET status = $5, output = $6, \
+             error = $7::json, updated_ms = $8 \
+             FROM toolgate_operations AS o \
+             WHERE s.tenant_id = $1 AND s.idempotency_key = $2 AND s.name = $4 \
+             AND s.status = 'started' \
+             AND o.tenant_id = $1 AND o.idempotency_key = $2 \
+             AND o.state = 'processing' AND o.attempt = $3",
+        )
+        .bind(&step.owner.tenant)
+        .bind(&step.owner.key)
+        .bind(row::attempt(step.owner.attempt))
+        .bind(step.name)
+        .bind(status.as_str())
+        .bind(output)
+        .bind(error)
+        .bind(step.now_ms)
+        .execute_on(conns)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            // The claim was lost, or the step is not `started` (never begun, failed or succeeded):
+            // there is no outcome of this claim's to record.
+            return Err(lost(step.owner));
+        }
+        Ok(())
     }
 
+    /// The journal of `(tenant, key)`, by `seq`.
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        steps(&self.conns, tenant, key).await
+        let conns = &self.conns;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM toolgate_steps WHERE tenant_id = $1 AND idempotency_key = $2 ORDER BY seq"
+        ))
+        .bind(tenant)
+        .bind(key)
+        .fetch_all_on(conns)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(step).collect()
     }
 
-    /// `processing` record becomes `partial` with the report as its result, the error appended.
+    /// The owned `processing` record becomes `partial` with the report as its result, the error
+    /// appended.
     async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError> {
         let owner = outcome.owner;
         let done = sqlx::query(concat!(

@@ -157,53 +157,6 @@ async fn append(
     .transpose()
 }
 
-/// [`ApprovalStore::decide`](toolgate_core::store::ApprovalStore::decide).
-pub(crate) async fn decide(
-    writer: &SqlitePool,
-    request: &DecideRequest<'_>,
-) -> Result<Decided, StoreError> {
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a decision"))?;
-    let found = read(&mut tx, request.id).await?;
-    let refused = |refusal: Refusal, approval: Option<ApprovalRecord>| Decided::Refused {
-        refusal,
-        approval: approval.filter(|_| refusal != Refusal::NotFound),
-    };
-    let Some(found) = found else {
-        tx.rollback()
-            .await
-            .map_err(backend("end a refused decision"))?;
-        return Ok(refused(Refusal::NotFound, None));
-    };
-    let decided = match found.decide_step(request) {
-        DecideStep::Refuse(refusal) => {
-            tx.rollback()
-                .await
-                .map_err(backend("end a refused decision"))?;
-            return Ok(refused(refusal, Some(found)));
-        }
-        DecideStep::Expire => {
-            let expiry = ApprovalRecord::expiry(request.now_ms);
-            let expired = reject(&mut tx, request.id, &expiry, request.now_ms).await?;
-            refused(Refusal::Expired, expired)
-        }
-        DecideStep::Apply => {
-            let decision = ApprovalRecord::decision_of(request);
-            let applied = match request.verdict {
-                Verdict::Reject => reject(&mut tx, request.id, &decision, request.now_ms).await?,
-                Verdict::Approve => {
-                    append(&mut tx, request.id, ApprovalStatus::Approved, &decision).await?
-                }
-            };
-            Decided::Applied(applied.ok_or_else(|| vanished(request.id))?)
-        }
-    };
-    tx.commit().await.map_err(backend("commit a decision"))?;
-    Ok(decided)
-}
-
 /// [`ApprovalStore::approval`](toolgate_core::store::ApprovalStore::approval).
 pub(crate) async fn get(
     reader: &SqlitePool,
@@ -232,26 +185,6 @@ pub(crate) async fn list(
     .fetch_all(reader)
     .await
     .map_err(backend("list approvals"))?
-    .iter()
-    .map(approval)
-    .collect()
-}
-
-/// [`ApprovalStore::list_approved`](toolgate_core::store::ApprovalStore::list_approved).
-pub(crate) async fn list_approved(
-    reader: &SqlitePool,
-    max: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    sqlx::query(
-        "SELECT a.* FROM approvals a \
-         JOIN operations o ON o.tenant_id = a.tenant_id AND o.idempotency_key = a.idempotency_key \
-         WHERE a.status = 'approved' AND o.state = 'awaiting_approval' AND o.approval_id = a.id \
-         ORDER BY a.created_ms, a.id LIMIT ?1",
-    )
-    .bind(limit(max))
-    .fetch_all(reader)
-    .await
-    .map_err(backend("list approved operations"))?
     .iter()
     .map(approval)
     .collect()
@@ -314,7 +247,50 @@ fn approval(row: &SqliteRow) -> Result<ApprovalRecord, StoreError> {
 #[async_trait]
 impl ApprovalStore for SqliteStore {
     async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        decide(&self.writer, &request).await
+        let writer = &self.writer;
+        let request = &request;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a decision"))?;
+        let found = read(&mut tx, request.id).await?;
+        let refused = |refusal: Refusal, approval: Option<ApprovalRecord>| Decided::Refused {
+            refusal,
+            approval: approval.filter(|_| refusal != Refusal::NotFound),
+        };
+        let Some(found) = found else {
+            tx.rollback()
+                .await
+                .map_err(backend("end a refused decision"))?;
+            return Ok(refused(Refusal::NotFound, None));
+        };
+        let decided = match found.decide_step(request) {
+            DecideStep::Refuse(refusal) => {
+                tx.rollback()
+                    .await
+                    .map_err(backend("end a refused decision"))?;
+                return Ok(refused(refusal, Some(found)));
+            }
+            DecideStep::Expire => {
+                let expiry = ApprovalRecord::expiry(request.now_ms);
+                let expired = reject(&mut tx, request.id, &expiry, request.now_ms).await?;
+                refused(Refusal::Expired, expired)
+            }
+            DecideStep::Apply => {
+                let decision = ApprovalRecord::decision_of(request);
+                let applied = match request.verdict {
+                    Verdict::Reject => {
+                        reject(&mut tx, request.id, &decision, request.now_ms).await?
+                    }
+                    Verdict::Approve => {
+                        append(&mut tx, request.id, ApprovalStatus::Approved, &decision).await?
+                    }
+                };
+                Decided::Applied(applied.ok_or_else(|| vanished(request.id))?)
+            }
+        };
+        tx.commit().await.map_err(backend("commit a decision"))?;
+        Ok(decided)
     }
 
     async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
@@ -328,8 +304,21 @@ impl ApprovalStore for SqliteStore {
         list(&self.reader, &query).await
     }
 
-    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        list_approved(&self.reader, limit).await
+    async fn list_approved(&self, max: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let reader = &self.reader;
+        sqlx::query(
+            "SELECT a.* FROM approvals a \
+             JOIN operations o ON o.tenant_id = a.tenant_id AND o.idempotency_key = a.idempotency_key \
+             WHERE a.status = 'approved' AND o.state = 'awaiting_approval' AND o.approval_id = a.id \
+             ORDER BY a.created_ms, a.id LIMIT ?1",
+        )
+        .bind(limit(max))
+        .fetch_all(reader)
+        .await
+        .map_err(backend("list approved operations"))?
+        .iter()
+        .map(approval)
+        .collect()
     }
 
     async fn expire_approvals(

@@ -39,7 +39,6 @@ impl OperationLog for SqliteStore {
         .collect()
     }
 
-    /// Settles `(tenant, key)` as
     async fn resolve(
         &self,
         request: ResolveRequest<'_>,
