@@ -186,20 +186,11 @@ impl OutboxStore for PostgresStore {
         settlement: EventSettlement<'_>,
     ) -> Result<OutboxEvent, StoreError> {
         let conns = &self.conns;
-        let settlement = &settlement;
-        let EventSettlement {
-            tenant,
-            key,
-            attempt,
-            outcome,
-            now_ms,
-            audit,
-        } = *settlement;
         // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
         // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
         // the delivery is still owed, and it stays `queued`), $10 the error appended. $11: the
         // event may now have been applied (kept when false).
-        let (status, result, error, due, state) = match outcome {
+        let (status, result, error, due, state) = match settlement.outcome {
             DeliveryOutcome::Delivered(result) => (
                 EventStatus::Delivered,
                 Some(result),
@@ -219,12 +210,12 @@ impl OutboxStore for PostgresStore {
                 Some(OperationState::OutcomeUnknown),
             ),
         };
-        let appended = match outcome {
+        let appended = match settlement.outcome {
             DeliveryOutcome::Unknown(error) => Some(row::error_list(error)?),
             _ => None,
         };
         // With an audit record, its 17 values are $12 to $28, inserted from the settled row only.
-        let query = match audit {
+        let query = match settlement.audit {
             None => sqlx::query(concat!(settle_ctes!(), " SELECT * FROM settled")),
             Some(_) => sqlx::query(concat!(
                 settle_ctes!(),
@@ -235,18 +226,18 @@ impl OutboxStore for PostgresStore {
             )),
         };
         let query = query
-            .bind(tenant)
-            .bind(key)
-            .bind(row::attempt(attempt))
+            .bind(settlement.tenant)
+            .bind(settlement.key)
+            .bind(row::attempt(settlement.attempt))
             .bind(status.as_str())
             .bind(result)
             .bind(error.map(encode).transpose()?)
             .bind(due)
-            .bind(now_ms)
+            .bind(settlement.now_ms)
             .bind(state.map(OperationState::as_str))
             .bind(appended)
-            .bind(outcome.marks_maybe_applied());
-        let row = match audit {
+            .bind(settlement.outcome.marks_maybe_applied());
+        let row = match settlement.audit {
             None => query.fetch_optional_on(conns).await,
             Some(entry) => bind_entry!(query, entry).fetch_optional_on(conns).await,
         }
@@ -254,8 +245,8 @@ impl OutboxStore for PostgresStore {
         match row {
             Some(row) => event(&row),
             None => Err(StoreError::LostClaim {
-                key: key.to_owned(),
-                attempt,
+                key: settlement.key.to_owned(),
+                attempt: settlement.attempt,
             }),
         }
     }

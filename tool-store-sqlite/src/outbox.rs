@@ -186,16 +186,7 @@ impl OutboxStore for SqliteStore {
         settlement: EventSettlement<'_>,
     ) -> Result<OutboxEvent, StoreError> {
         let writer = &self.writer;
-        let settlement = &settlement;
-        let EventSettlement {
-            tenant,
-            key,
-            attempt,
-            outcome,
-            now_ms,
-            audit,
-        } = *settlement;
-        let (status, due_ms, error, result) = match outcome {
+        let (status, due_ms, error, result) = match settlement.outcome {
             DeliveryOutcome::Delivered(result) => {
                 (EventStatus::Delivered, None, None, Some(result))
             }
@@ -217,21 +208,21 @@ impl OutboxStore for SqliteStore {
              WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'leased' AND attempt = ?3 \
              RETURNING *",
         )
-        .bind(tenant)
-        .bind(key)
-        .bind(i64::from(attempt))
+        .bind(settlement.tenant)
+        .bind(settlement.key)
+        .bind(i64::from(settlement.attempt))
         .bind(status.as_str())
         .bind(due_ms)
         .bind(&error)
         .bind(result)
-        .bind(now_ms)
-        .bind(outcome.marks_maybe_applied())
+        .bind(settlement.now_ms)
+        .bind(settlement.outcome.marks_maybe_applied())
         .fetch_optional(&mut *tx)
         .await
         .map_err(backend("record a delivery's outcome"))?
         .ok_or_else(|| StoreError::LostClaim {
-            key: key.to_owned(),
-            attempt,
+            key: settlement.key.to_owned(),
+            attempt: settlement.attempt,
         })?;
         match status {
             EventStatus::Delivered => {
@@ -239,9 +230,9 @@ impl OutboxStore for SqliteStore {
                     "UPDATE operations SET state = 'succeeded', updated_ms = ?3 \
                      WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'queued'",
                 )
-                .bind(tenant)
-                .bind(key)
-                .bind(now_ms)
+                .bind(settlement.tenant)
+                .bind(settlement.key)
+                .bind(settlement.now_ms)
                 .execute(&mut *tx)
                 .await
                 .map_err(backend("record a delivery on its operation"))?;
@@ -252,9 +243,9 @@ impl OutboxStore for SqliteStore {
                          errors = json_insert(errors, '$[#]', json(?4)) \
                      WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'queued'",
                 )
-                .bind(tenant)
-                .bind(key)
-                .bind(now_ms)
+                .bind(settlement.tenant)
+                .bind(settlement.key)
+                .bind(settlement.now_ms)
                 .bind(&error)
                 .execute(&mut *tx)
                 .await
@@ -262,7 +253,7 @@ impl OutboxStore for SqliteStore {
             }
             _ => {}
         }
-        if let Some(entry) = audit {
+        if let Some(entry) = settlement.audit {
             crate::audit::append(&mut *tx, entry).await?;
         }
         tx.commit()
