@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
     Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
-    LeasedEvent, OperationState, OutboxEvent, OutboxStore, StoreError,
+    LeasedEvent, OperationState, OutboxEvent, OutboxStore, ResumeRequest, StoreError,
 };
 
 use crate::audit::{audit_insert, bind_entry};
@@ -255,9 +255,7 @@ impl OutboxStore for PostgresStore {
     /// its current attempt; any other is answered as it is.
     async fn resume_event(
         &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
+        request: ResumeRequest<'_>,
     ) -> Result<Option<OutboxEvent>, StoreError> {
         let conns = &self.conns;
         let row = sqlx::query(concat!(
@@ -266,9 +264,9 @@ impl OutboxStore for PostgresStore {
              RETURNING ",
             event_columns!()
         ))
-        .bind(tenant)
-        .bind(key)
-        .bind(now_ms)
+        .bind(request.tenant)
+        .bind(request.key)
+        .bind(request.now_ms)
         .fetch_optional_on(conns)
         .await
         .map_err(backend)?;
@@ -276,7 +274,7 @@ impl OutboxStore for PostgresStore {
             Some(row) => event(&row).map(Some),
             None => {
                 let mut lease = conns.lease().await.map_err(backend)?;
-                let read = read(lease.conn(), tenant, key, false).await;
+                let read = read(lease.conn(), request.tenant, request.key, false).await;
                 lease.finish(read).await
             }
         }

@@ -21,8 +21,9 @@ use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortReport, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunKey,
-    RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
+    AbortReport, AbortRequest, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote,
+    RunKey, RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest,
+    begin_turn_then_claim,
 };
 
 use crate::error::store_error;
@@ -334,15 +335,10 @@ impl RunLedger for PostgresStore {
     /// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): under the
     /// run's row lock, the abort stored (the first only), then the run's approvals that fall with
     /// it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes nothing.
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError> {
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
         let conns = &self.conns;
         let mut lease = conns.lease().await.map_err(fault("begin aborting a run"))?;
-        let aborted = abort_run_on(lease.conn(), run, abort, now_ms).await;
+        let aborted = abort_run_on(lease.conn(), request.run, request.abort, request.now_ms).await;
         lease.finish(aborted).await
     }
 

@@ -7,7 +7,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
     Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
-    LeasedEvent, OutboxEvent, OutboxStore, StoreError,
+    LeasedEvent, OutboxEvent, OutboxStore, ResumeRequest, StoreError,
 };
 
 use crate::error::backend;
@@ -266,9 +266,7 @@ impl OutboxStore for SqliteStore {
     /// [`OutboxStore::resume_event`](toolgate_core::store::OutboxStore::resume_event)).
     async fn resume_event(
         &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
+        request: ResumeRequest<'_>,
     ) -> Result<Option<OutboxEvent>, StoreError> {
         let writer = &self.writer;
         let mut tx = writer
@@ -280,13 +278,13 @@ impl OutboxStore for SqliteStore {
                  updated_ms = ?3 \
              WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'dead'",
         )
-        .bind(tenant)
-        .bind(key)
-        .bind(now_ms)
+        .bind(request.tenant)
+        .bind(request.key)
+        .bind(request.now_ms)
         .execute(&mut *tx)
         .await
         .map_err(backend("resume a dead event"))?;
-        let found = read(&mut tx, tenant, key).await?;
+        let found = read(&mut tx, request.tenant, request.key).await?;
         tx.commit().await.map_err(backend("commit a resume"))?;
         Ok(found)
     }

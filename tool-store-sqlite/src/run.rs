@@ -15,8 +15,8 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortReport, AttemptCharge, FailedCall, FailureNote, RunKey, RunLedger, RunRecord, StoreError,
-    TurnGrant, TurnRequest,
+    AbortReport, AbortRequest, AttemptCharge, FailedCall, FailureNote, RunKey, RunLedger,
+    RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::error::backend;
@@ -297,24 +297,19 @@ impl RunLedger for SqliteStore {
     /// immediate transaction, the abort stored (the first only), then the run's approvals that fall
     /// with it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes
     /// nothing.
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError> {
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
         let writer = &self.writer;
         let mut tx = writer
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(backend("begin aborting a run"))?;
-        let mut record = counters(&mut tx, run).await?.unwrap_or_default();
+        let mut record = counters(&mut tx, request.run).await?.unwrap_or_default();
         let first = record.aborted.is_none();
-        let stands = record.abort(abort, now_ms);
+        let stands = record.abort(request.abort, request.now_ms);
         if first {
-            save_run(&mut tx, run, &record).await?;
+            save_run(&mut tx, request.run, &record).await?;
         }
-        let rejected = approval::reject_run(&mut tx, run, now_ms).await?;
+        let rejected = approval::reject_run(&mut tx, request.run, request.now_ms).await?;
         if first || !rejected.is_empty() {
             tx.commit().await.map_err(backend("commit an abort"))?;
         } else {

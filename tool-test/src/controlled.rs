@@ -10,15 +10,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
-use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AbortReport, ApprovalQuery, ApprovalRecord, ApprovalSweep, AttemptCharge, AttemptFailure,
-    AuditEntry, AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimedRejection,
-    DecideRequest, Decided, EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent,
-    OperationQuery, OperationRecord, OutboxEvent, PartialOutcome, ResolveRequest, RetryNote,
-    RunKey, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart, StoreError, Success,
-    TurnGrant, TurnRequest,
+    AbortReport, AbortRequest, ApprovalQuery, ApprovalRecord, ApprovalSweep, AttemptCharge,
+    AttemptFailure, AuditEntry, AuditQuery, AuditRecord, Begun, Claim, ClaimRequest,
+    ClaimedRejection, DecideRequest, Decided, EventLease, EventQuery, EventSettlement, FailureNote,
+    LeasedEvent, OperationQuery, OperationRecord, OutboxEvent, PartialOutcome, ResolveRequest,
+    ResumeRequest, RetryNote, RunKey, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart,
+    StoreError, Success, TurnGrant, TurnRequest,
 };
 
 mod request;
@@ -267,7 +266,7 @@ controlled! {
         BeginTurn => begin_turn(request: TurnRequest<'_>) -> TurnGrant;
         ChargeAttempt => charge_attempt(charge: AttemptCharge<'_>) -> bool;
         NoteFailure => note_failure(failure: FailureNote<'_>) -> ();
-        AbortRun => abort_run(run: RunKey<'_>, abort: &RunAborted, now_ms: i64) -> AbortReport;
+        AbortRun => abort_run(request: AbortRequest<'_>) -> AbortReport;
         Run => run(run: RunKey<'_>) -> Option<RunRecord>;
     }
     ApprovalStore {
@@ -281,7 +280,7 @@ controlled! {
     OutboxStore {
         _ => begin(request: ClaimRequest<'_>) -> Begun;
         _ => lease_events(lease: EventLease<'_>) -> Vec<LeasedEvent>;
-        _ => resume_event(tenant: &str, key: &str, now_ms: i64) -> Option<OutboxEvent>;
+        _ => resume_event(request: ResumeRequest<'_>) -> Option<OutboxEvent>;
         _ => event(tenant: &str, key: &str) -> Option<OutboxEvent>;
         _ => list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
         ;;

@@ -75,7 +75,7 @@ pub use memory::MemoryStore;
 pub use operation_log::OperationLog;
 pub use outbox::{
     Begun, Commit, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
-    LeasedEvent, NewEvent, OutboxEvent, StoreTransaction,
+    LeasedEvent, NewEvent, OutboxEvent, ResumeRequest, StoreTransaction,
 };
 pub use outbox_store::OutboxStore;
 pub use record::{
@@ -83,8 +83,8 @@ pub use record::{
     OperationState, Resolution, ResolveRequest, RetryNote, StoreError, Success,
 };
 pub use run::{
-    AbortReport, Admission, AttemptCharge, FailedCall, FailureNote, RunKey, RunRecord, TurnGrant,
-    TurnRequest,
+    AbortReport, AbortRequest, Admission, AttemptCharge, FailedCall, FailureNote, RunKey,
+    RunRecord, TurnGrant, TurnRequest,
 };
 pub use run_ledger::RunLedger;
 pub use step_store::StepStore;

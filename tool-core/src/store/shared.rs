@@ -8,15 +8,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AbortReport, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalSweep, AttemptCharge,
-    AttemptFailure, AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim, ClaimRequest,
-    ClaimStore, ClaimedRejection, DecideRequest, Decided, EventLease, EventQuery, EventSettlement,
-    FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord, OutboxEvent,
-    OutboxStore, PartialOutcome, ResolveRequest, RetryNote, RunKey, RunLedger, RunRecord,
-    StepOutcome, StepRecord, StepRequest, StepStart, StepStore, StoreError, Success, TurnClaim,
-    TurnGrant, TurnRequest,
+    AbortReport, AbortRequest, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalSweep,
+    AttemptCharge, AttemptFailure, AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim,
+    ClaimRequest, ClaimStore, ClaimedRejection, DecideRequest, Decided, EventLease, EventQuery,
+    EventSettlement, FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord,
+    OutboxEvent, OutboxStore, PartialOutcome, ResolveRequest, ResumeRequest, RetryNote, RunKey,
+    RunLedger, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart, StepStore, StoreError,
+    Success, TurnClaim, TurnGrant, TurnRequest,
 };
-use crate::run::RunAborted;
 
 /// `impl<S: Trait + ?Sized> Trait for Arc<S>`, each listed method calling the store behind.
 macro_rules! forward {
@@ -59,7 +58,7 @@ forward! {
         async fn begin_turn_and_claim(turn: TurnRequest<'_>, claim: ClaimRequest<'_>) -> TurnClaim;
         async fn charge_attempt(charge: AttemptCharge<'_>) -> bool;
         async fn note_failure(failure: FailureNote<'_>) -> ();
-        async fn abort_run(run: RunKey<'_>, abort: &RunAborted, now_ms: i64) -> AbortReport;
+        async fn abort_run(request: AbortRequest<'_>) -> AbortReport;
         async fn run(run: RunKey<'_>) -> Option<RunRecord>;
         fn claims_with_turn() -> bool;
     }
@@ -75,7 +74,7 @@ forward! {
         async fn begin(request: ClaimRequest<'_>) -> Begun;
         async fn lease_events(lease: EventLease<'_>) -> Vec<LeasedEvent>;
         async fn settle_event(settlement: EventSettlement<'_>) -> OutboxEvent;
-        async fn resume_event(tenant: &str, key: &str, now_ms: i64) -> Option<OutboxEvent>;
+        async fn resume_event(request: ResumeRequest<'_>) -> Option<OutboxEvent>;
         async fn event(tenant: &str, key: &str) -> Option<OutboxEvent>;
         async fn list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
     }

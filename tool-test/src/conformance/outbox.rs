@@ -13,7 +13,7 @@ use toolgate_core::store::EventSettlement;
 use toolgate_core::store::{
     AttemptFailure, Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery,
     EventStatus, LeasedEvent, NewEvent, OperationState, OperationStore, OutboxEvent, Resolution,
-    ResolveRequest, StoreError, StoreTransaction, Success,
+    ResolveRequest, ResumeRequest, StoreError, StoreTransaction, Success,
 };
 
 use super::fixture::{T0, acquire, error, owner, request};
@@ -497,7 +497,11 @@ pub async fn resume_event_makes_a_dead_event_pending_again(store: &dyn Operation
         .await
         .unwrap();
     let resumed = store
-        .resume_event("acme", "dead", T0 + 500)
+        .resume_event(ResumeRequest {
+            tenant: "acme",
+            key: "dead",
+            now_ms: T0 + 500,
+        })
         .await
         .unwrap()
         .expect("an event");
@@ -517,14 +521,35 @@ pub async fn resume_event_makes_a_dead_event_pending_again(store: &dyn Operation
 
     let before = event_of(store, "acme", "pending").await;
     let answered = store
-        .resume_event("acme", "pending", T0 + 600)
+        .resume_event(ResumeRequest {
+            tenant: "acme",
+            key: "pending",
+            now_ms: T0 + 600,
+        })
         .await
         .unwrap();
     assert_eq!(answered, Some(before.clone()));
     assert_eq!(event_of(store, "acme", "pending").await, before);
-    assert_eq!(store.resume_event("acme", "none", T0).await.unwrap(), None);
     assert_eq!(
-        store.resume_event("globex", "dead", T0).await.unwrap(),
+        store
+            .resume_event(ResumeRequest {
+                tenant: "acme",
+                key: "none",
+                now_ms: T0
+            })
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .resume_event(ResumeRequest {
+                tenant: "globex",
+                key: "dead",
+                now_ms: T0
+            })
+            .await
+            .unwrap(),
         None
     );
 }

@@ -3,10 +3,9 @@
 use async_trait::async_trait;
 
 use super::MemoryStore;
-use crate::run::RunAborted;
 use crate::store::{
-    AbortReport, AttemptCharge, FailureNote, RunKey, RunLedger, RunRecord, StoreError, TurnGrant,
-    TurnRequest,
+    AbortReport, AbortRequest, AttemptCharge, FailureNote, RunKey, RunLedger, RunRecord,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -35,16 +34,13 @@ impl RunLedger for MemoryStore {
         Ok(())
     }
 
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError> {
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
         // The run's lock, then the tables': no other path takes them the other way round.
-        Ok(self.with_run(run, |record| AbortReport {
-            abort: record.abort(abort, now_ms),
-            rejected: self.tables(|tables| tables.reject_run(run.tenant, run.run_id, now_ms)),
+        Ok(self.with_run(request.run, |record| AbortReport {
+            abort: record.abort(request.abort, request.now_ms),
+            rejected: self.tables(|tables| {
+                tables.reject_run(request.run.tenant, request.run.run_id, request.now_ms)
+            }),
         }))
     }
 
