@@ -102,15 +102,18 @@ async fn with_toolgate(store: &PostgresStore) {
         key,
         attempt,
     };
-    store
-        .succeed(Success {
-            owner: &owner,
-            result: RESULT,
-            now_ms: now + 1,
-            audit: None,
-        })
-        .await
-        .unwrap();
+    succeed(store, &owner, now + 1).await;
+}
+
+/// Records the success of the claim `owner` holds, with the bench's result.
+async fn succeed(store: &PostgresStore, owner: &ClaimToken, now_ms: i64) {
+    let success = Success {
+        owner,
+        result: RESULT,
+        now_ms,
+        audit: None,
+    };
+    store.succeed(success).await.unwrap();
 }
 
 async fn with_sqlx(pool: &PgPool) {
@@ -233,15 +236,7 @@ fn store(c: &mut Criterion) {
             key: done.clone(),
             attempt: 1,
         };
-        store
-            .succeed(Success {
-                owner: &owner,
-                result: RESULT,
-                now_ms: now + 1,
-                audit: None,
-            })
-            .await
-            .unwrap();
+        succeed(&store, &owner, now + 1).await;
         assert_eq!(state_of(&store, &done).await, OperationState::Succeeded);
     });
     let mut group = c.benchmark_group("store/replay");

@@ -403,18 +403,16 @@ mod tests {
             key: "k1".into(),
             attempt,
         };
+        let success = Success {
+            owner: &owner,
+            result: "1",
+            now_ms: NOW,
+            audit: None,
+        };
         store.fail_all(&Request::OUTCOMES, Fault::Backend("disk full".into()));
         store.set_down(true);
         for _ in 0..2 {
-            let err = store
-                .succeed(Success {
-                    owner: &owner,
-                    result: "1",
-                    now_ms: NOW,
-                    audit: None,
-                })
-                .await
-                .unwrap_err();
+            let err = store.succeed(success).await.unwrap_err();
             assert!(
                 matches!(&err, StoreError::Backend { what, .. } if what == "disk full"),
                 "{err}"
@@ -424,15 +422,7 @@ mod tests {
         assert!(err.is_unreachable(), "not an outcome: the store is down");
         store.set_down(false);
         store.stop_failing(&Request::OUTCOMES);
-        store
-            .succeed(Success {
-                owner: &owner,
-                result: "1",
-                now_ms: NOW,
-                audit: None,
-            })
-            .await
-            .unwrap();
+        store.succeed(success).await.unwrap();
         assert_eq!(store.asked(Request::Succeed), 3);
     }
 
