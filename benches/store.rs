@@ -22,7 +22,7 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 use toolgate::store::PostgresStore;
 use toolgate::store::prelude::*;
-use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState};
+use toolgate::store::{Claim, ClaimRequest, ClaimToken, OperationState, Success};
 use toolgate_store_postgres::sqlx::postgres::{PgPool, PgPoolOptions};
 use toolgate_store_postgres::sqlx::{self, Row};
 use toolgate_test_postgres::test_database;
@@ -102,7 +102,18 @@ async fn with_toolgate(store: &PostgresStore) {
         key,
         attempt,
     };
-    store.succeed(&owner, RESULT, now + 1, None).await.unwrap();
+    succeed(store, &owner, now + 1).await;
+}
+
+/// Records the success of the claim `owner` holds, with the bench's result.
+async fn succeed(store: &PostgresStore, owner: &ClaimToken, now_ms: i64) {
+    let success = Success {
+        owner,
+        result: RESULT,
+        now_ms,
+        audit: None,
+    };
+    store.succeed(success).await.unwrap();
 }
 
 async fn with_sqlx(pool: &PgPool) {
@@ -225,7 +236,7 @@ fn store(c: &mut Criterion) {
             key: done.clone(),
             attempt: 1,
         };
-        store.succeed(&owner, RESULT, now + 1, None).await.unwrap();
+        succeed(&store, &owner, now + 1).await;
         assert_eq!(state_of(&store, &done).await, OperationState::Succeeded);
     });
     let mut group = c.benchmark_group("store/replay");

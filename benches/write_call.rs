@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use toolgate::prelude::*;
 use toolgate::store::prelude::*;
-use toolgate::store::{Claim, ClaimRequest, ClaimToken, PostgresStore};
+use toolgate::store::{Claim, ClaimRequest, ClaimToken, PostgresStore, Success};
 use toolgate_test_postgres::test_database;
 
 /// Refund an order.
@@ -58,7 +58,12 @@ async fn claim_and_succeed(store: &PostgresStore, key: &str) {
         attempt,
     };
     store
-        .succeed(&owner, "500", now + 1, None)
+        .succeed(Success {
+            owner: &owner,
+            result: "500",
+            now_ms: now + 1,
+            audit: None,
+        })
         .await
         .expect("succeed");
 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{
-    ApprovalQuery, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState,
-    OperationStore, Refusal, Verdict,
+    AbortRequest, ApprovalQuery, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided,
+    OperationState, OperationStore, Refusal, Verdict,
 };
 use toolgate::{dispatch::Clock, dispatch::ManualClock, dispatch::PermissionSource};
 use toolgate_test::MemoryStore;
@@ -1236,7 +1236,14 @@ async fn an_approval_the_abort_missed_is_rejected_before_it_runs(store: Arc<dyn 
         kind: ErrorKind::PolicyViolation,
         reason: "the agent tried to close an account".to_owned(),
     };
-    rig.store.abort_run(run, &abort, NOW).await.unwrap();
+    rig.store
+        .abort_run(AbortRequest {
+            run,
+            abort: &abort,
+            now_ms: NOW,
+        })
+        .await
+        .unwrap();
     // What a call of run-1 that raced the abort stores: an approval like one asked in run-2.
     let template = approval_id(&ask_in(&dispatcher, "run-2", "c1", "tenant_refund", "ORD-1").await);
     let template = rig.store.approval(&template).await.unwrap().unwrap();

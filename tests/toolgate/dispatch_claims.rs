@@ -18,7 +18,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+    AttemptError, AttemptFailure, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+    Success,
 };
 use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};
 
@@ -176,12 +177,41 @@ async fn settle(store: &dyn OperationStore, owner: &ClaimToken, then: Then) {
     match then {
         Then::Succeeds => {
             let result = r#"{"refund_id":"re_other"}"#;
-            store.succeed(owner, result, NOW, None).await.unwrap();
+            store
+                .succeed(Success {
+                    owner,
+                    result,
+                    now_ms: NOW,
+                    audit: None,
+                })
+                .await
+                .unwrap();
         }
-        Then::Fails => store.fail(owner, &error, NOW).await.unwrap(),
-        Then::BecomesUnknown => store.mark_unknown(owner, &error, NOW).await.unwrap(),
+        Then::Fails => store
+            .fail(AttemptFailure {
+                owner,
+                error: &error,
+                now_ms: NOW,
+            })
+            .await
+            .unwrap(),
+        Then::BecomesUnknown => store
+            .mark_unknown(AttemptFailure {
+                owner,
+                error: &error,
+                now_ms: NOW,
+            })
+            .await
+            .unwrap(),
         Then::IsPurged => {
-            store.fail(owner, &error, NOW).await.unwrap();
+            store
+                .fail(AttemptFailure {
+                    owner,
+                    error: &error,
+                    now_ms: NOW,
+                })
+                .await
+                .unwrap();
             assert!(store.purge(NOW + 1).await.unwrap() >= 1);
         }
         Then::KeepsRunning => {}
@@ -336,7 +366,15 @@ async fn a_record_hashed_before_keying_still_replays_and_conflicts(store: Arc<dy
         attempt: 1,
     };
     let result = r#"{"refund_id":"re_ORD-L","amount":50.0}"#;
-    store.succeed(&owner, result, NOW, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &owner,
+            result,
+            now_ms: NOW,
+            audit: None,
+        })
+        .await
+        .unwrap();
 
     let replay = desk.refund("ORD-L", 50.0).await;
     assert_eq!(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::prelude::*;
 use toolgate::store::{
-    DecideRequest, EventLease, EventStatus, OperationState, OutboxEvent, Verdict,
+    DecideRequest, EventLease, EventStatus, OperationState, OutboxEvent, ResumeRequest, Verdict,
 };
 use toolgate::{
     dispatch::Clock, outbox::Deliver, outbox::OutboxWorker, reconcile::Reconciler, tool::RetrySpec,
@@ -467,7 +467,11 @@ async fn a_spent_budget_dead_letters_and_a_resume_delivers_once() {
     let now = setup.clock.now_ms();
     let resumed = setup
         .store
-        .resume_event(TENANT, &event.key, now)
+        .resume_event(ResumeRequest {
+            tenant: TENANT,
+            key: &event.key,
+            now_ms: now,
+        })
         .await
         .unwrap()
         .unwrap();

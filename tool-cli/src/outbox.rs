@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use toolgate_core::AuthContext;
 use toolgate_core::store::{
-    AuditEntry, AuditKind, EventQuery, EventStatus, OperationStore, OutboxEvent,
+    AuditEntry, AuditKind, EventQuery, EventStatus, OperationStore, OutboxEvent, ResumeRequest,
 };
 
 use crate::args::ResumeArgs;
@@ -176,7 +176,11 @@ async fn resume_event(
         return Err(not_dead(&before));
     }
     let after = store
-        .resume_event(tenant, key, now_ms())
+        .resume_event(ResumeRequest {
+            tenant,
+            key,
+            now_ms: now_ms(),
+        })
         .await
         .map_err(|e| Failure::store(&format!("resume the outbox event {key}"), &e))?
         .ok_or_else(|| not_found(key, Some(tenant)))?;

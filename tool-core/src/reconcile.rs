@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::auth::AuthContext;
 use crate::ctx::Ctx;
 use crate::dispatch::Dispatcher;
-use crate::store::{OperationRecord, OperationState, Resolution, StoreError};
+use crate::store::{OperationRecord, OperationState, Resolution, ResolveRequest, StoreError};
 
 /// After this many answers of "still unknown", an operation is reported as escalated.
 pub const DEFAULT_ESCALATE_AFTER: u32 = 5;
@@ -128,12 +128,12 @@ impl Reconciler {
         for record in store.list_unknown(self.batch).await? {
             let resolution = self.ask(&record).await;
             let settled = store
-                .resolve(
-                    &record.tenant,
-                    &record.key,
-                    resolution.as_resolution(),
-                    self.dispatcher.now_ms(),
-                )
+                .resolve(ResolveRequest {
+                    tenant: &record.tenant,
+                    key: &record.key,
+                    resolution: resolution.as_resolution(),
+                    now_ms: self.dispatcher.now_ms(),
+                })
                 .await?;
             let Some(settled) = settled else {
                 continue; // settled meanwhile by another reconciler

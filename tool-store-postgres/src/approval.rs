@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, Claim, ClaimRequest, ClaimStep,
-    ClaimToken, DecideRequest, DecideStep, Decided, Decision, OperationRecord, Refusal, RunKey,
-    StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ApprovalSweep, Claim,
+    ClaimRequest, ClaimStep, ClaimedRejection, DecideRequest, DecideStep, Decided, Decision,
+    OperationRecord, Refusal, RunKey, StoreError, Verdict,
 };
 
 use crate::PostgresStore;
@@ -208,16 +208,6 @@ pub(crate) async fn reject_run(
     Ok(rejected)
 }
 
-/// [`ApprovalStore::decide`](toolgate_core::store::ApprovalStore::decide).
-pub(crate) async fn decide(
-    conns: &Connections,
-    request: &DecideRequest<'_>,
-) -> Result<Decided, StoreError> {
-    let mut lease = conns.lease().await.map_err(fault("begin a decision"))?;
-    let decided = decide_on(lease.conn(), request).await;
-    lease.finish(decided).await
-}
-
 /// [`decide`] on `conn`, in a transaction.
 async fn decide_on(
     conn: &mut PgConnection,
@@ -284,42 +274,6 @@ pub(crate) async fn list(
     rows.iter().map(record).collect()
 }
 
-/// [`ApprovalStore::list_approved`](toolgate_core::store::ApprovalStore::list_approved).
-pub(crate) async fn list_approved(
-    conns: &Connections,
-    limit: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        approval_columns!(),
-        " FROM toolgate_approvals AS a WHERE status = 'approved' AND EXISTS ( \
-         SELECT FROM toolgate_operations AS o WHERE o.tenant_id = a.tenant_id \
-         AND o.idempotency_key = a.idempotency_key AND o.state = 'awaiting_approval' \
-         AND o.approval_id = a.id) ORDER BY created_ms, id LIMIT NULLIF($1, 0)"
-    ))
-    .bind(row::limit(limit))
-    .fetch_all_on(conns)
-    .await
-    .map_err(fault("list approved operations"))?;
-    rows.iter().map(record).collect()
-}
-
-/// [`ApprovalStore::expire_approvals`](toolgate_core::store::ApprovalStore::expire_approvals):
-/// each approval in a transaction of its own, checked again under its locks, so one decided
-/// meanwhile is left as it was decided (and not answered).
-pub(crate) async fn expire(
-    conns: &Connections,
-    now_ms: i64,
-    limit: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    let mut lease = conns
-        .lease()
-        .await
-        .map_err(fault("find expired approvals"))?;
-    let expired = expire_on(lease.conn(), now_ms, limit).await;
-    lease.finish(expired).await
-}
-
 /// [`expire`] on `conn`.
 async fn expire_on(
     conn: &mut PgConnection,
@@ -350,25 +304,12 @@ async fn expire_on(
     Ok(expired)
 }
 
-/// [`ApprovalStore::reject_claimed`](toolgate_core::store::ApprovalStore::reject_claimed).
-pub(crate) async fn reject_claimed(
-    conns: &Connections,
-    owner: &ClaimToken,
-    decision: &Decision,
-    now_ms: i64,
-) -> Result<ApprovalRecord, StoreError> {
-    let mut lease = conns.lease().await.map_err(fault("begin a rejection"))?;
-    let rejected = reject_claimed_on(lease.conn(), owner, decision, now_ms).await;
-    lease.finish(rejected).await
-}
-
-/// [`reject_claimed`] on `conn`, in a transaction.
+/// [`ApprovalStore::reject_claimed`] on `conn`, in a transaction.
 async fn reject_claimed_on(
     conn: &mut PgConnection,
-    owner: &ClaimToken,
-    decision: &Decision,
-    now_ms: i64,
+    rejection: ClaimedRejection<'_>,
 ) -> Result<ApprovalRecord, StoreError> {
+    let (owner, decision, now_ms) = (rejection.owner, rejection.decision, rejection.now_ms);
     let lost = || StoreError::LostClaim {
         key: owner.key.clone(),
         attempt: owner.attempt,
@@ -494,7 +435,11 @@ fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
 #[async_trait]
 impl ApprovalStore for PostgresStore {
     async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        decide(&self.conns, &request).await
+        let conns = &self.conns;
+        let request = &request;
+        let mut lease = conns.lease().await.map_err(fault("begin a decision"))?;
+        let decided = decide_on(lease.conn(), request).await;
+        lease.finish(decided).await
     }
 
     async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
@@ -511,23 +456,47 @@ impl ApprovalStore for PostgresStore {
     }
 
     async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        list_approved(&self.conns, limit).await
+        let conns = &self.conns;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            approval_columns!(),
+            " FROM toolgate_approvals AS a WHERE status = 'approved' AND EXISTS ( \
+             SELECT FROM toolgate_operations AS o WHERE o.tenant_id = a.tenant_id \
+             AND o.idempotency_key = a.idempotency_key AND o.state = 'awaiting_approval' \
+             AND o.approval_id = a.id) ORDER BY created_ms, id LIMIT NULLIF($1, 0)"
+        ))
+        .bind(row::limit(limit))
+        .fetch_all_on(conns)
+        .await
+        .map_err(fault("list approved operations"))?;
+        rows.iter().map(record).collect()
     }
 
+    /// Each approval in a transaction of its own, checked again under its locks, so one decided
+    /// meanwhile is left as it was decided (and not answered).
     async fn expire_approvals(
         &self,
-        now_ms: i64,
-        limit: u32,
+        sweep: ApprovalSweep,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        expire(&self.conns, now_ms, limit).await
+        let mut lease = self
+            .conns
+            .lease()
+            .await
+            .map_err(fault("find expired approvals"))?;
+        let expired = expire_on(lease.conn(), sweep.now_ms, sweep.limit).await;
+        lease.finish(expired).await
     }
 
     async fn reject_claimed(
         &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
+        rejection: ClaimedRejection<'_>,
     ) -> Result<ApprovalRecord, StoreError> {
-        reject_claimed(&self.conns, owner, decision, now_ms).await
+        let mut lease = self
+            .conns
+            .lease()
+            .await
+            .map_err(fault("begin a rejection"))?;
+        let rejected = reject_claimed_on(lease.conn(), rejection).await;
+        lease.finish(rejected).await
     }
 }

@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use toolgate_core::store::{
-    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStore, ClaimToken, OperationQuery,
-    OperationRecord, OperationState, StoreError,
+    AuditEntry, AuditKind, AuditQuery, AuditRecord, AuditStore, OperationQuery, OperationRecord,
+    OperationState, StoreError, Success,
 };
 
 use crate::PostgresStore;
@@ -211,11 +211,10 @@ impl<'a> Columns<'a> {
 /// the success changed: a lost claim writes neither.
 pub(crate) async fn succeed(
     conns: &Connections,
-    owner: &ClaimToken,
-    result: &str,
-    now_ms: i64,
+    success: Success<'_>,
     entry: &AuditEntry,
 ) -> Result<Option<i64>, StoreError> {
+    let owner = success.owner;
     let query = sqlx::query_scalar(concat!(
         "WITH done AS (UPDATE toolgate_operations SET state = 'succeeded', result = $18, \
          updated_ms = $19 WHERE tenant_id = $20 AND idempotency_key = $21 \
@@ -226,8 +225,8 @@ pub(crate) async fn succeed(
         " FROM done RETURNING seq"
     ));
     let seq = bind_entry!(query, entry)
-        .bind(result)
-        .bind(now_ms)
+        .bind(success.result)
+        .bind(success.now_ms)
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgQueryResult};
 use toolgate_core::store::{
-    ApprovalRecord, AttemptError, AuditEntry, Claim, ClaimRequest, ClaimStep, ClaimStore,
-    ClaimToken, Journal, OperationRecord, OperationState, StoreError,
+    ApprovalRecord, AttemptFailure, Claim, ClaimRequest, ClaimStep, ClaimStore, ClaimToken,
+    Journal, OperationRecord, OperationState, RetryNote, StoreError, Success,
 };
 
 use crate::connections::Connections;
@@ -263,14 +263,13 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// Moves an owned `processing` record to `state`, appending `error`.
+    /// Moves the owned `processing` record of `failure` to `state`, appending its error.
     async fn settle_with_error(
         &self,
-        owner: &ClaimToken,
+        failure: AttemptFailure<'_>,
         state: OperationState,
-        error: &AttemptError,
-        now_ms: i64,
     ) -> Result<(), StoreError> {
+        let owner = failure.owner;
         let done = sqlx::query(concat!(
             "UPDATE toolgate_operations SET state = $4, errors = ",
             append_error!("$5"),
@@ -282,8 +281,8 @@ impl PostgresStore {
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))
         .bind(state.as_str())
-        .bind(row::error_list(error)?)
-        .bind(now_ms)
+        .bind(row::error_list(failure.error)?)
+        .bind(failure.now_ms)
         .execute_on(&self.conns)
         .await
         .map_err(backend)?;
@@ -297,16 +296,11 @@ impl ClaimStore for PostgresStore {
         claim(&self.conns, &request).await
     }
 
-    async fn succeed(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Option<i64>, StoreError> {
-        if let Some(entry) = audit {
-            return audit::succeed(&self.conns, owner, result, now_ms, entry).await;
+    async fn succeed(&self, success: Success<'_>) -> Result<Option<i64>, StoreError> {
+        if let Some(entry) = success.audit {
+            return audit::succeed(&self.conns, success, entry).await;
         }
+        let owner = success.owner;
         let done = sqlx::query(
             "UPDATE toolgate_operations SET state = 'succeeded', result = $4, updated_ms = $5 \
              WHERE tenant_id = $1 AND idempotency_key = $2 \
@@ -315,40 +309,26 @@ impl ClaimStore for PostgresStore {
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))
-        .bind(result)
-        .bind(now_ms)
+        .bind(success.result)
+        .bind(success.now_ms)
         .execute_on(&self.conns)
         .await
         .map_err(backend)?;
         Self::owned(owner, done).map(|()| None)
     }
 
-    async fn fail(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.settle_with_error(owner, OperationState::Failed, error, now_ms)
+    async fn fail(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError> {
+        self.settle_with_error(failure, OperationState::Failed)
             .await
     }
 
-    async fn mark_unknown(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.settle_with_error(owner, OperationState::OutcomeUnknown, error, now_ms)
+    async fn mark_unknown(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError> {
+        self.settle_with_error(failure, OperationState::OutcomeUnknown)
             .await
     }
 
-    async fn record_retry(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
+    async fn record_retry(&self, retry: RetryNote<'_>) -> Result<(), StoreError> {
+        let owner = retry.owner;
         let done = sqlx::query(concat!(
             "UPDATE toolgate_operations SET errors = ",
             append_error!("$4"),
@@ -359,8 +339,8 @@ impl ClaimStore for PostgresStore {
         .bind(&owner.tenant)
         .bind(&owner.key)
         .bind(row::attempt(owner.attempt))
-        .bind(row::error_list(error)?)
-        .bind(lease_until_ms)
+        .bind(row::error_list(retry.error)?)
+        .bind(retry.lease_until_ms)
         .execute_on(&self.conns)
         .await
         .map_err(backend)?;

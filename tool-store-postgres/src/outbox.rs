@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
     Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
-    LeasedEvent, OperationState, OutboxEvent, OutboxStore, StoreError,
+    LeasedEvent, OperationState, OutboxEvent, OutboxStore, ResumeRequest, StoreError,
 };
 
 use crate::audit::{audit_insert, bind_entry};
@@ -43,166 +43,6 @@ macro_rules! settle_ctes {
              AND o.idempotency_key = settled.idempotency_key AND o.state = 'queued')"
         )
     };
-}
-
-/// Leases due events in one statement: the rows a worker may take, oldest first, locked and
-/// skipped when another worker holds them, become `leased` by this worker; each answers
-/// whether it was leased before (its lease ended: taken over).
-pub(crate) async fn lease(
-    conns: &Connections,
-    lease: &EventLease<'_>,
-) -> Result<Vec<LeasedEvent>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "WITH due AS (SELECT tenant_id, idempotency_key, status AS was FROM toolgate_outbox \
-         WHERE ((status = 'pending' AND due_ms <= $1) \
-         OR (status = 'leased' AND lease_until_ms <= $1)) AND tool = ANY($2) \
-         ORDER BY created_ms, tenant_id, idempotency_key LIMIT $3 FOR UPDATE SKIP LOCKED) \
-         UPDATE toolgate_outbox AS e SET status = 'leased', attempt = e.attempt + 1, \
-         lease_until_ms = $4, worker = $5::json, updated_ms = $1, \
-         maybe_applied = (e.maybe_applied OR due.was = 'leased') FROM due \
-         WHERE e.tenant_id = due.tenant_id AND e.idempotency_key = due.idempotency_key \
-         RETURNING (due.was = 'leased') AS taken_over, ",
-        "e.tenant_id, e.idempotency_key, e.tool, e.payload, e.status, e.attempt, e.resumed_at, \
-         e.lease_until_ms, e.due_ms, e.worker::text AS worker, e.last_error::text AS last_error, \
-         e.result, e.maybe_applied, e.created_ms, e.updated_ms"
-    ))
-    .bind(lease.now_ms)
-    .bind(lease.tools)
-    .bind(i64::from(lease.limit))
-    .bind(lease.lease_until_ms())
-    .bind(json_text(lease.worker)?)
-    .fetch_all_on(conns)
-    .await
-    .map_err(backend)?;
-    let mut leased = rows
-        .iter()
-        .map(|row| {
-            Ok(LeasedEvent {
-                event: event(row)?,
-                taken_over: get(row, "taken_over")?,
-            })
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    // RETURNING keeps no order: oldest first, as they were chosen.
-    leased.sort_by(|a, b| {
-        (a.event.created_ms, &a.event.tenant, &a.event.key).cmp(&(
-            b.event.created_ms,
-            &b.event.tenant,
-            &b.event.key,
-        ))
-    });
-    Ok(leased)
-}
-
-/// Records a delivery's outcome on the event leased under `attempt` and on its operation, with
-/// its audit record when given, in one statement (one round trip, atomic; the record is
-/// inserted from the settled row only); [`StoreError::LostClaim`] when the event is not leased
-/// under `attempt`, and nothing is written.
-pub(crate) async fn settle(
-    conns: &Connections,
-    settlement: &EventSettlement<'_>,
-) -> Result<OutboxEvent, StoreError> {
-    let EventSettlement {
-        tenant,
-        key,
-        attempt,
-        outcome,
-        now_ms,
-        audit,
-    } = *settlement;
-    // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
-    // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
-    // the delivery is still owed, and it stays `queued`), $10 the error appended. $11: the
-    // event may now have been applied (kept when false).
-    let (status, result, error, due, state) = match outcome {
-        DeliveryOutcome::Delivered(result) => (
-            EventStatus::Delivered,
-            Some(result),
-            None,
-            None,
-            Some(OperationState::Succeeded),
-        ),
-        DeliveryOutcome::Retry { error, due_ms, .. } => {
-            (EventStatus::Pending, None, Some(error), Some(due_ms), None)
-        }
-        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None, None),
-        DeliveryOutcome::Unknown(error) => (
-            EventStatus::Unknown,
-            None,
-            Some(error),
-            None,
-            Some(OperationState::OutcomeUnknown),
-        ),
-    };
-    let appended = match outcome {
-        DeliveryOutcome::Unknown(error) => Some(row::error_list(error)?),
-        _ => None,
-    };
-    // With an audit record, its 17 values are $12 to $28, inserted from the settled row only.
-    let query = match audit {
-        None => sqlx::query(concat!(settle_ctes!(), " SELECT * FROM settled")),
-        Some(_) => sqlx::query(concat!(
-            settle_ctes!(),
-            ", audit AS (",
-            audit_insert!(),
-            "SELECT $12, $13, $14, $15::json, $16::json, $17::json, $18, $19, $20, $21, $22, \
-             $23, $24, $25, $26, $27::json, $28 FROM settled) SELECT * FROM settled"
-        )),
-    };
-    let query = query
-        .bind(tenant)
-        .bind(key)
-        .bind(row::attempt(attempt))
-        .bind(status.as_str())
-        .bind(result)
-        .bind(error.map(encode).transpose()?)
-        .bind(due)
-        .bind(now_ms)
-        .bind(state.map(OperationState::as_str))
-        .bind(appended)
-        .bind(outcome.marks_maybe_applied());
-    let row = match audit {
-        None => query.fetch_optional_on(conns).await,
-        Some(entry) => bind_entry!(query, entry).fetch_optional_on(conns).await,
-    }
-    .map_err(backend)?;
-    match row {
-        Some(row) => event(&row),
-        None => Err(StoreError::LostClaim {
-            key: key.to_owned(),
-            attempt,
-        }),
-    }
-}
-
-/// An operator's resume: a `dead` event is `pending` again, due now, its budget counted from
-/// its current attempt; any other is answered as it is.
-pub(crate) async fn resume(
-    conns: &Connections,
-    tenant: &str,
-    key: &str,
-    now_ms: i64,
-) -> Result<Option<OutboxEvent>, StoreError> {
-    let row = sqlx::query(concat!(
-        "UPDATE toolgate_outbox SET status = 'pending', due_ms = $3, resumed_at = attempt, \
-         updated_ms = $3 WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'dead' \
-         RETURNING ",
-        event_columns!()
-    ))
-    .bind(tenant)
-    .bind(key)
-    .bind(now_ms)
-    .fetch_optional_on(conns)
-    .await
-    .map_err(backend)?;
-    match row {
-        Some(row) => event(&row).map(Some),
-        None => {
-            let mut lease = conns.lease().await.map_err(backend)?;
-            let read = read(lease.conn(), tenant, key, false).await;
-            lease.finish(read).await
-        }
-    }
 }
 
 /// The event of `(tenant, key)`, its row locked when `for_update`.
@@ -289,24 +129,155 @@ impl OutboxStore for PostgresStore {
         transaction::begin(&self.conns, &request).await
     }
 
+    /// Leases due events in one statement: the rows a worker may take, oldest first, locked and
+    /// skipped when another worker holds them, become `leased` by this worker; each answers
+    /// whether it was leased before (its lease ended: taken over).
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        self::lease(&self.conns, &lease).await
+        let conns = &self.conns;
+        let lease = &lease;
+        let rows = sqlx::query(concat!(
+            "WITH due AS (SELECT tenant_id, idempotency_key, status AS was FROM toolgate_outbox \
+             WHERE ((status = 'pending' AND due_ms <= $1) \
+             OR (status = 'leased' AND lease_until_ms <= $1)) AND tool = ANY($2) \
+             ORDER BY created_ms, tenant_id, idempotency_key LIMIT $3 FOR UPDATE SKIP LOCKED) \
+             UPDATE toolgate_outbox AS e SET status = 'leased', attempt = e.attempt + 1, \
+             lease_until_ms = $4, worker = $5::json, updated_ms = $1, \
+             maybe_applied = (e.maybe_applied OR due.was = 'leased') FROM due \
+             WHERE e.tenant_id = due.tenant_id AND e.idempotency_key = due.idempotency_key \
+             RETURNING (due.was = 'leased') AS taken_over, ",
+            "e.tenant_id, e.idempotency_key, e.tool, e.payload, e.status, e.attempt, e.resumed_at, \
+             e.lease_until_ms, e.due_ms, e.worker::text AS worker, e.last_error::text AS last_error, \
+             e.result, e.maybe_applied, e.created_ms, e.updated_ms"
+        ))
+        .bind(lease.now_ms)
+        .bind(lease.tools)
+        .bind(i64::from(lease.limit))
+        .bind(lease.lease_until_ms())
+        .bind(json_text(lease.worker)?)
+        .fetch_all_on(conns)
+        .await
+        .map_err(backend)?;
+        let mut leased = rows
+            .iter()
+            .map(|row| {
+                Ok(LeasedEvent {
+                    event: event(row)?,
+                    taken_over: get(row, "taken_over")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // RETURNING keeps no order: oldest first, as they were chosen.
+        leased.sort_by(|a, b| {
+            (a.event.created_ms, &a.event.tenant, &a.event.key).cmp(&(
+                b.event.created_ms,
+                &b.event.tenant,
+                &b.event.key,
+            ))
+        });
+        Ok(leased)
     }
 
+    /// Records a delivery's outcome on the event leased under `attempt` and on its operation, with
+    /// its audit record when given, in one statement (one round trip, atomic; the record is
+    /// inserted from the settled row only); [`StoreError::LostClaim`] when the event is not leased
+    /// under `attempt`, and nothing is written.
     async fn settle_event(
         &self,
         settlement: EventSettlement<'_>,
     ) -> Result<OutboxEvent, StoreError> {
-        settle(&self.conns, &settlement).await
+        let conns = &self.conns;
+        // The event: $4 its status, $5 its result (kept when NULL), $6 its error (kept when NULL),
+        // $7 when it is due (kept when NULL). Its operation: $9 its new state (unchanged when NULL:
+        // the delivery is still owed, and it stays `queued`), $10 the error appended. $11: the
+        // event may now have been applied (kept when false).
+        let (status, result, error, due, state) = match settlement.outcome {
+            DeliveryOutcome::Delivered(result) => (
+                EventStatus::Delivered,
+                Some(result),
+                None,
+                None,
+                Some(OperationState::Succeeded),
+            ),
+            DeliveryOutcome::Retry { error, due_ms, .. } => {
+                (EventStatus::Pending, None, Some(error), Some(due_ms), None)
+            }
+            DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None, None),
+            DeliveryOutcome::Unknown(error) => (
+                EventStatus::Unknown,
+                None,
+                Some(error),
+                None,
+                Some(OperationState::OutcomeUnknown),
+            ),
+        };
+        let appended = match settlement.outcome {
+            DeliveryOutcome::Unknown(error) => Some(row::error_list(error)?),
+            _ => None,
+        };
+        // With an audit record, its 17 values are $12 to $28, inserted from the settled row only.
+        let query = match settlement.audit {
+            None => sqlx::query(concat!(settle_ctes!(), " SELECT * FROM settled")),
+            Some(_) => sqlx::query(concat!(
+                settle_ctes!(),
+                ", audit AS (",
+                audit_insert!(),
+                "SELECT $12, $13, $14, $15::json, $16::json, $17::json, $18, $19, $20, $21, $22, \
+                 $23, $24, $25, $26, $27::json, $28 FROM settled) SELECT * FROM settled"
+            )),
+        };
+        let query = query
+            .bind(settlement.tenant)
+            .bind(settlement.key)
+            .bind(row::attempt(settlement.attempt))
+            .bind(status.as_str())
+            .bind(result)
+            .bind(error.map(encode).transpose()?)
+            .bind(due)
+            .bind(settlement.now_ms)
+            .bind(state.map(OperationState::as_str))
+            .bind(appended)
+            .bind(settlement.outcome.marks_maybe_applied());
+        let row = match settlement.audit {
+            None => query.fetch_optional_on(conns).await,
+            Some(entry) => bind_entry!(query, entry).fetch_optional_on(conns).await,
+        }
+        .map_err(backend)?;
+        match row {
+            Some(row) => event(&row),
+            None => Err(StoreError::LostClaim {
+                key: settlement.key.to_owned(),
+                attempt: settlement.attempt,
+            }),
+        }
     }
 
+    /// An operator's resume: a `dead` event is `pending` again, due now, its budget counted from
+    /// its current attempt; any other is answered as it is.
     async fn resume_event(
         &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
+        request: ResumeRequest<'_>,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        resume(&self.conns, tenant, key, now_ms).await
+        let conns = &self.conns;
+        let row = sqlx::query(concat!(
+            "UPDATE toolgate_outbox SET status = 'pending', due_ms = $3, resumed_at = attempt, \
+             updated_ms = $3 WHERE tenant_id = $1 AND idempotency_key = $2 AND status = 'dead' \
+             RETURNING ",
+            event_columns!()
+        ))
+        .bind(request.tenant)
+        .bind(request.key)
+        .bind(request.now_ms)
+        .fetch_optional_on(conns)
+        .await
+        .map_err(backend)?;
+        match row {
+            Some(row) => event(&row).map(Some),
+            None => {
+                let mut lease = conns.lease().await.map_err(backend)?;
+                let read = read(lease.conn(), request.tenant, request.key, false).await;
+                lease.finish(read).await
+            }
+        }
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {

@@ -6,37 +6,22 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 use toolgate_core::store::{
-    OperationLog, OperationQuery, OperationRecord, OperationState, Resolution, StoreError,
+    OperationLog, OperationQuery, OperationRecord, OperationState, Resolution, ResolveRequest,
+    StoreError,
 };
 
-use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, columns};
 use crate::statement::{ExecuteOn, FetchOn};
 use crate::{PostgresStore, audit, outbox};
 
-/// Settles the `outcome_unknown` record of `(tenant, key)`; `None` when it is not
-/// `outcome_unknown` (any more).
-pub(crate) async fn resolve(
-    conns: &Connections,
-    tenant: &str,
-    key: &str,
-    resolution: Resolution<'_>,
-    now_ms: i64,
-) -> Result<Option<OperationRecord>, StoreError> {
-    let mut lease = conns.lease().await.map_err(backend)?;
-    let resolved = resolve_on(lease.conn(), tenant, key, resolution, now_ms).await;
-    lease.finish(resolved).await
-}
-
-/// [`resolve`] on `conn`, in a transaction.
+/// [`OperationLog::resolve`] on `conn`, in a transaction.
 async fn resolve_on(
     conn: &mut PgConnection,
-    tenant: &str,
-    key: &str,
-    resolution: Resolution<'_>,
-    now_ms: i64,
+    request: ResolveRequest<'_>,
 ) -> Result<Option<OperationRecord>, StoreError> {
+    let (tenant, key) = (request.tenant, request.key);
+    let (resolution, now_ms) = (request.resolution, request.now_ms);
     let mut tx = conn.begin().await.map_err(backend)?;
     let unknown: Option<String> = sqlx::query_scalar(
         "SELECT tool FROM toolgate_operations WHERE tenant_id = $1 AND idempotency_key = $2 \
@@ -166,14 +151,15 @@ impl OperationLog for PostgresStore {
         rows.iter().map(row::record).collect()
     }
 
+    /// Settles the `outcome_unknown` record of `(tenant, key)`; `None` when it is not
+    /// `outcome_unknown` (any more).
     async fn resolve(
         &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
+        request: ResolveRequest<'_>,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        resolve(&self.conns, tenant, key, resolution, now_ms).await
+        let mut lease = self.conns.lease().await.map_err(backend)?;
+        let resolved = resolve_on(lease.conn(), request).await;
+        lease.finish(resolved).await
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {

@@ -21,46 +21,15 @@ use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortReport, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunKey,
-    RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
+    AbortReport, AbortRequest, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote,
+    RunKey, RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest,
+    begin_turn_then_claim,
 };
 
-use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{count, get};
 use crate::statement::{ExecuteOn, FetchOn};
 use crate::{PostgresStore, approval, turn_claim};
-
-/// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn): one
-/// statement, the function `toolgate_begin_turn` (migration 0007).
-pub(crate) async fn begin_turn(
-    conns: &Connections,
-    request: &TurnRequest<'_>,
-) -> Result<TurnGrant, StoreError> {
-    let run = request.run;
-    let (tools, calls): (Vec<&str>, Vec<i64>) = request
-        .tools
-        .iter()
-        .map(|(tool, calls)| (*tool, i64::from(*calls)))
-        .unzip();
-    let limits = request.limits;
-    let row = sqlx::query(
-        "SELECT outcome, step, used, aborted_kind, aborted_reason, granted, failed_tools, \
-         failed_hashes FROM toolgate_begin_turn($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(&tools)
-    .bind(&calls)
-    .bind(limits.max_steps.map(i64::from))
-    .bind(limits.max_tool_calls.map(i64::from))
-    .bind(limits.retry_budget.map(i64::from))
-    .bind(request.now_ms)
-    .fetch_one_on(conns)
-    .await
-    .map_err(fault("begin a turn"))?;
-    grant_of(&row, limits)
-}
 
 /// The grant in `row`, which holds the columns `toolgate_begin_turn` answers, for a turn under
 /// `limits`.
@@ -101,74 +70,6 @@ pub(crate) fn grant_of(row: &PgRow, limits: RunLimits) -> Result<TurnGrant, Stor
     }
 }
 
-/// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt): one
-/// statement, the function `toolgate_charge_attempt` (migration 0007).
-pub(crate) async fn charge_attempt(
-    conns: &Connections,
-    charge: AttemptCharge<'_>,
-) -> Result<bool, StoreError> {
-    let AttemptCharge {
-        run,
-        tool,
-        retry_budget,
-        now_ms,
-    } = charge;
-    sqlx::query_scalar("SELECT toolgate_charge_attempt($1, $2, $3, $4, $5)")
-        .bind(run.tenant)
-        .bind(run.run_id)
-        .bind(tool)
-        .bind(retry_budget.map(i64::from))
-        .bind(now_ms)
-        .fetch_one_on(conns)
-        .await
-        .map_err(fault("charge an attempt"))
-}
-
-/// [`RunLedger::note_failure`](toolgate_core::store::RunLedger::note_failure): in one
-/// statement, the run's row created or touched, then the failure inserted unless it is there
-/// (the row's foreign key is checked at the end of the statement, when the row is in).
-pub(crate) async fn note_failure(
-    conns: &Connections,
-    failure: FailureNote<'_>,
-) -> Result<(), StoreError> {
-    let FailureNote {
-        run,
-        tool,
-        request_hash,
-        now_ms,
-    } = failure;
-    sqlx::query(
-        "WITH run AS (INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) \
-         VALUES ($1, $2, $3) ON CONFLICT (tenant_id, run_id) \
-         DO UPDATE SET updated_ms = excluded.updated_ms RETURNING tenant_id, run_id) \
-         INSERT INTO toolgate_run_failures (tenant_id, run_id, tool, request_hash) \
-         SELECT tenant_id, run_id, $4, $5 FROM run ON CONFLICT DO NOTHING",
-    )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(now_ms)
-    .bind(tool)
-    .bind(request_hash)
-    .execute_on(conns)
-    .await
-    .map_err(fault("note a failed call"))?;
-    Ok(())
-}
-
-/// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): under the
-/// run's row lock, the abort stored (the first only), then the run's approvals that fall with
-/// it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes nothing.
-pub(crate) async fn abort_run(
-    conns: &Connections,
-    run: RunKey<'_>,
-    abort: &RunAborted,
-    now_ms: i64,
-) -> Result<AbortReport, StoreError> {
-    let mut lease = conns.lease().await.map_err(fault("begin aborting a run"))?;
-    let aborted = abort_run_on(lease.conn(), run, abort, now_ms).await;
-    lease.finish(aborted).await
-}
-
 /// [`abort_run`] on `conn`, in a transaction.
 async fn abort_run_on(
     conn: &mut PgConnection,
@@ -193,17 +94,6 @@ async fn abort_run_on(
         abort: stands,
         rejected,
     })
-}
-
-/// [`RunLedger::run`](toolgate_core::store::RunLedger::run): the run's row, its
-/// attempts and its failures, read from one snapshot so they agree.
-pub(crate) async fn run(
-    conns: &Connections,
-    run: RunKey<'_>,
-) -> Result<Option<RunRecord>, StoreError> {
-    let mut lease = conns.lease().await.map_err(fault("begin reading a run"))?;
-    let read = run_on(lease.conn(), run).await;
-    lease.finish(read).await
 }
 
 /// [`run`] on `conn`, in a read-only transaction.
@@ -358,8 +248,34 @@ fn fault(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl RunLedger for PostgresStore {
+    /// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn): one
+    /// statement, the function `toolgate_begin_turn` (migration 0007).
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
-        begin_turn(&self.conns, &request).await
+        let conns = &self.conns;
+        let request = &request;
+        let run = request.run;
+        let (tools, calls): (Vec<&str>, Vec<i64>) = request
+            .tools
+            .iter()
+            .map(|(tool, calls)| (*tool, i64::from(*calls)))
+            .unzip();
+        let limits = request.limits;
+        let row = sqlx::query(
+            "SELECT outcome, step, used, aborted_kind, aborted_reason, granted, failed_tools, \
+             failed_hashes FROM toolgate_begin_turn($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(run.tenant)
+        .bind(run.run_id)
+        .bind(&tools)
+        .bind(&calls)
+        .bind(limits.max_steps.map(i64::from))
+        .bind(limits.max_tool_calls.map(i64::from))
+        .bind(limits.retry_budget.map(i64::from))
+        .bind(request.now_ms)
+        .fetch_one_on(conns)
+        .await
+        .map_err(fault("begin a turn"))?;
+        grant_of(&row, limits)
     }
 
     async fn begin_turn_and_claim(
@@ -378,24 +294,60 @@ impl RunLedger for PostgresStore {
         true
     }
 
+    /// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt): one
+    /// statement, the function `toolgate_charge_attempt` (migration 0007).
     async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
-        charge_attempt(&self.conns, charge).await
+        let conns = &self.conns;
+        sqlx::query_scalar("SELECT toolgate_charge_attempt($1, $2, $3, $4, $5)")
+            .bind(charge.run.tenant)
+            .bind(charge.run.run_id)
+            .bind(charge.tool)
+            .bind(charge.retry_budget.map(i64::from))
+            .bind(charge.now_ms)
+            .fetch_one_on(conns)
+            .await
+            .map_err(fault("charge an attempt"))
     }
 
+    /// [`RunLedger::note_failure`](toolgate_core::store::RunLedger::note_failure): in one
+    /// statement, the run's row created or touched, then the failure inserted unless it is there
+    /// (the row's foreign key is checked at the end of the statement, when the row is in).
     async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
-        note_failure(&self.conns, failure).await
+        let conns = &self.conns;
+        sqlx::query(
+            "WITH run AS (INSERT INTO toolgate_runs (tenant_id, run_id, updated_ms) \
+             VALUES ($1, $2, $3) ON CONFLICT (tenant_id, run_id) \
+             DO UPDATE SET updated_ms = excluded.updated_ms RETURNING tenant_id, run_id) \
+             INSERT INTO toolgate_run_failures (tenant_id, run_id, tool, request_hash) \
+             SELECT tenant_id, run_id, $4, $5 FROM run ON CONFLICT DO NOTHING",
+        )
+        .bind(failure.run.tenant)
+        .bind(failure.run.run_id)
+        .bind(failure.now_ms)
+        .bind(failure.tool)
+        .bind(failure.request_hash)
+        .execute_on(conns)
+        .await
+        .map_err(fault("note a failed call"))?;
+        Ok(())
     }
 
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError> {
-        abort_run(&self.conns, run, abort, now_ms).await
+    /// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): under the
+    /// run's row lock, the abort stored (the first only), then the run's approvals that fall with
+    /// it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes nothing.
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
+        let conns = &self.conns;
+        let mut lease = conns.lease().await.map_err(fault("begin aborting a run"))?;
+        let aborted = abort_run_on(lease.conn(), request.run, request.abort, request.now_ms).await;
+        lease.finish(aborted).await
     }
 
+    /// [`RunLedger::run`](toolgate_core::store::RunLedger::run): the run's row, its
+    /// attempts and its failures, read from one snapshot so they agree.
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {
-        self::run(&self.conns, run).await
+        let conns = &self.conns;
+        let mut lease = conns.lease().await.map_err(fault("begin reading a run"))?;
+        let read = run_on(lease.conn(), run).await;
+        lease.finish(read).await
     }
 }

@@ -6,12 +6,11 @@ use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
-    StepStore, StoreError,
+    ClaimToken, Journal, PartialOutcome, StepOutcome, StepRecord, StepRequest, StepStart,
+    StepStatus, StepStore, StoreError,
 };
 
 use crate::PostgresStore;
-use crate::connections::Connections;
 use crate::error::store_error;
 use crate::row::{self, append_error, decode_optional, encode, get};
 use crate::statement::{ExecuteOn, FetchOn};
@@ -59,32 +58,13 @@ pub(crate) async fn clear(
     Ok(())
 }
 
-/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step): under the
-/// lock of the owned operation's row, a new or failed step becomes `started`; any other is
-/// answered as it is.
-pub(crate) async fn begin_step(
-    conns: &Connections,
-    step: StepRequest<'_>,
-) -> Result<StepStart, StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = step;
-    let mut lease = conns.lease().await.map_err(backend)?;
-    let started = begin_step_on(lease.conn(), owner, name, now_ms).await;
-    lease.finish(started).await
-}
-
 /// [`begin_step`] on `conn`, in a transaction.
 async fn begin_step_on(
     conn: &mut PgConnection,
-    owner: &ClaimToken,
-    name: &str,
-    now_ms: i64,
+    request: StepRequest<'_>,
 ) -> Result<StepStart, StoreError> {
     let mut tx = conn.begin().await.map_err(backend)?;
-    lock_owned(&mut tx, owner).await?;
+    lock_owned(&mut tx, request.owner).await?;
     let started = sqlx::query(
         "INSERT INTO toolgate_steps AS s (tenant_id, idempotency_key, name, seq, status, \
          attempt, updated_ms) \
@@ -93,11 +73,11 @@ async fn begin_step_on(
          ON CONFLICT (tenant_id, idempotency_key, name) DO UPDATE \
          SET status = 'started', attempt = $4, updated_ms = $5 WHERE s.status = 'failed'",
     )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(name)
-    .bind(row::attempt(owner.attempt))
-    .bind(now_ms)
+    .bind(&request.owner.tenant)
+    .bind(&request.owner.key)
+    .bind(request.name)
+    .bind(row::attempt(request.owner.attempt))
+    .bind(request.now_ms)
     .execute(&mut *tx)
     .await
     .map_err(backend)?;
@@ -109,9 +89,9 @@ async fn begin_step_on(
             step_columns!(),
             " FROM toolgate_steps WHERE tenant_id = $1 AND idempotency_key = $2 AND name = $3"
         ))
-        .bind(&owner.tenant)
-        .bind(&owner.key)
-        .bind(name)
+        .bind(&request.owner.tenant)
+        .bind(&request.owner.key)
+        .bind(request.name)
         .fetch_one(&mut *tx)
         .await
         .map_err(backend)?;
@@ -123,101 +103,6 @@ async fn begin_step_on(
     };
     tx.commit().await.map_err(backend)?;
     Ok(answer)
-}
-
-/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step): one
-/// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
-/// the claim is not held or the step is not `started`.
-pub(crate) async fn finish_step(
-    conns: &Connections,
-    step: StepRequest<'_>,
-    outcome: StepOutcome<'_>,
-) -> Result<(), StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = step;
-    let (status, output, error) = match outcome {
-        StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
-        StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
-    };
-    let done = sqlx::query(
-        "UPDATE toolgate_steps AS s SET status = $5, output = $6, \
-         error = $7::json, updated_ms = $8 \
-         FROM toolgate_operations AS o \
-         WHERE s.tenant_id = $1 AND s.idempotency_key = $2 AND s.name = $4 \
-         AND s.status = 'started' \
-         AND o.tenant_id = $1 AND o.idempotency_key = $2 \
-         AND o.state = 'processing' AND o.attempt = $3",
-    )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(row::attempt(owner.attempt))
-    .bind(name)
-    .bind(status.as_str())
-    .bind(output)
-    .bind(error)
-    .bind(now_ms)
-    .execute_on(conns)
-    .await
-    .map_err(backend)?;
-    if done.rows_affected() == 0 {
-        // The claim was lost, or the step is not `started` (never begun, failed or succeeded):
-        // there is no outcome of this claim's to record.
-        return Err(lost(owner));
-    }
-    Ok(())
-}
-
-/// The journal of `(tenant, key)`, by `seq`.
-pub(crate) async fn steps(
-    conns: &Connections,
-    tenant: &str,
-    key: &str,
-) -> Result<Vec<StepRecord>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        step_columns!(),
-        " FROM toolgate_steps WHERE tenant_id = $1 AND idempotency_key = $2 ORDER BY seq"
-    ))
-    .bind(tenant)
-    .bind(key)
-    .fetch_all_on(conns)
-    .await
-    .map_err(backend)?;
-    rows.iter().map(step).collect()
-}
-
-/// [`StepStore::partial`](toolgate_core::store::StepStore::partial): the owned
-/// `processing` record becomes `partial` with the report as its result, the error appended.
-pub(crate) async fn partial(
-    conns: &Connections,
-    owner: &ClaimToken,
-    report: &str,
-    error: &AttemptError,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let done = sqlx::query(concat!(
-        "UPDATE toolgate_operations SET state = 'partial', result = $4, errors = ",
-        append_error!("$5"),
-        ", updated_ms = $6 \
-         WHERE tenant_id = $1 AND idempotency_key = $2 \
-         AND state = 'processing' AND attempt = $3"
-    ))
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(row::attempt(owner.attempt))
-    .bind(report)
-    .bind(row::error_list(error)?)
-    .bind(now_ms)
-    .execute_on(conns)
-    .await
-    .map_err(backend)?;
-    if done.rows_affected() == 0 {
-        return Err(lost(owner));
-    }
-    Ok(())
 }
 
 /// Locks the row of the operation `owner` holds (`processing` under its attempt), or answers
@@ -271,29 +156,96 @@ fn backend(error: sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl StepStore for PostgresStore {
+    /// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step): under the
+    /// lock of the owned operation's row, a new or failed step becomes `started`; any other is
+    /// answered as it is.
     async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
-        begin_step(&self.conns, step).await
+        let conns = &self.conns;
+        let mut lease = conns.lease().await.map_err(backend)?;
+        let started = begin_step_on(lease.conn(), step).await;
+        lease.finish(started).await
     }
 
+    /// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step): one
+    /// `UPDATE` of a `started` step, joined to the owned operation; [`StoreError::LostClaim`] when
+    /// the claim is not held or the step is not `started`.
     async fn finish_step(
         &self,
         step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
     ) -> Result<(), StoreError> {
-        finish_step(&self.conns, step, outcome).await
+        let conns = &self.conns;
+        let (status, output, error) = match outcome {
+            StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
+            StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(encode(error)?)),
+        };
+        let done = sqlx::query(
+            "UPDATE toolgate_steps AS s SET status = $5, output = $6, \
+             error = $7::json, updated_ms = $8 \
+             FROM toolgate_operations AS o \
+             WHERE s.tenant_id = $1 AND s.idempotency_key = $2 AND s.name = $4 \
+             AND s.status = 'started' \
+             AND o.tenant_id = $1 AND o.idempotency_key = $2 \
+             AND o.state = 'processing' AND o.attempt = $3",
+        )
+        .bind(&step.owner.tenant)
+        .bind(&step.owner.key)
+        .bind(row::attempt(step.owner.attempt))
+        .bind(step.name)
+        .bind(status.as_str())
+        .bind(output)
+        .bind(error)
+        .bind(step.now_ms)
+        .execute_on(conns)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            // The claim was lost, or the step is not `started` (never begun, failed or succeeded):
+            // there is no outcome of this claim's to record.
+            return Err(lost(step.owner));
+        }
+        Ok(())
     }
 
+    /// The journal of `(tenant, key)`, by `seq`.
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        steps(&self.conns, tenant, key).await
+        let conns = &self.conns;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM toolgate_steps WHERE tenant_id = $1 AND idempotency_key = $2 ORDER BY seq"
+        ))
+        .bind(tenant)
+        .bind(key)
+        .fetch_all_on(conns)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(step).collect()
     }
 
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        partial(&self.conns, owner, report, error, now_ms).await
+    /// The owned `processing` record becomes `partial` with the report as its result, the error
+    /// appended.
+    async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError> {
+        let owner = outcome.owner;
+        let done = sqlx::query(concat!(
+            "UPDATE toolgate_operations SET state = 'partial', result = $4, errors = ",
+            append_error!("$5"),
+            ", updated_ms = $6 \
+             WHERE tenant_id = $1 AND idempotency_key = $2 \
+             AND state = 'processing' AND attempt = $3"
+        ))
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(row::attempt(owner.attempt))
+        .bind(outcome.report)
+        .bind(row::error_list(outcome.error)?)
+        .bind(outcome.now_ms)
+        .execute_on(&self.conns)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(lost(owner));
+        }
+        Ok(())
     }
 }

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ClaimToken, DecideRequest,
-    DecideStep, Decided, Decision, Refusal, Requester, RunKey, StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ApprovalSweep, ClaimedRejection,
+    DecideRequest, DecideStep, Decided, Decision, Refusal, Requester, RunKey, StoreError, Verdict,
 };
 
 use crate::SqliteStore;
@@ -157,53 +157,6 @@ async fn append(
     .transpose()
 }
 
-/// [`ApprovalStore::decide`](toolgate_core::store::ApprovalStore::decide).
-pub(crate) async fn decide(
-    writer: &SqlitePool,
-    request: &DecideRequest<'_>,
-) -> Result<Decided, StoreError> {
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a decision"))?;
-    let found = read(&mut tx, request.id).await?;
-    let refused = |refusal: Refusal, approval: Option<ApprovalRecord>| Decided::Refused {
-        refusal,
-        approval: approval.filter(|_| refusal != Refusal::NotFound),
-    };
-    let Some(found) = found else {
-        tx.rollback()
-            .await
-            .map_err(backend("end a refused decision"))?;
-        return Ok(refused(Refusal::NotFound, None));
-    };
-    let decided = match found.decide_step(request) {
-        DecideStep::Refuse(refusal) => {
-            tx.rollback()
-                .await
-                .map_err(backend("end a refused decision"))?;
-            return Ok(refused(refusal, Some(found)));
-        }
-        DecideStep::Expire => {
-            let expiry = ApprovalRecord::expiry(request.now_ms);
-            let expired = reject(&mut tx, request.id, &expiry, request.now_ms).await?;
-            refused(Refusal::Expired, expired)
-        }
-        DecideStep::Apply => {
-            let decision = ApprovalRecord::decision_of(request);
-            let applied = match request.verdict {
-                Verdict::Reject => reject(&mut tx, request.id, &decision, request.now_ms).await?,
-                Verdict::Approve => {
-                    append(&mut tx, request.id, ApprovalStatus::Approved, &decision).await?
-                }
-            };
-            Decided::Applied(applied.ok_or_else(|| vanished(request.id))?)
-        }
-    };
-    tx.commit().await.map_err(backend("commit a decision"))?;
-    Ok(decided)
-}
-
 /// [`ApprovalStore::approval`](toolgate_core::store::ApprovalStore::approval).
 pub(crate) async fn get(
     reader: &SqlitePool,
@@ -235,97 +188,6 @@ pub(crate) async fn list(
     .iter()
     .map(approval)
     .collect()
-}
-
-/// [`ApprovalStore::list_approved`](toolgate_core::store::ApprovalStore::list_approved).
-pub(crate) async fn list_approved(
-    reader: &SqlitePool,
-    max: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    sqlx::query(
-        "SELECT a.* FROM approvals a \
-         JOIN operations o ON o.tenant_id = a.tenant_id AND o.idempotency_key = a.idempotency_key \
-         WHERE a.status = 'approved' AND o.state = 'awaiting_approval' AND o.approval_id = a.id \
-         ORDER BY a.created_ms, a.id LIMIT ?1",
-    )
-    .bind(limit(max))
-    .fetch_all(reader)
-    .await
-    .map_err(backend("list approved operations"))?
-    .iter()
-    .map(approval)
-    .collect()
-}
-
-/// [`ApprovalStore::expire_approvals`](toolgate_core::store::ApprovalStore::expire_approvals).
-pub(crate) async fn expire(
-    writer: &SqlitePool,
-    now_ms: i64,
-    max: u32,
-) -> Result<Vec<ApprovalRecord>, StoreError> {
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin expiring approvals"))?;
-    let due: Vec<String> = sqlx::query_scalar(
-        "SELECT id FROM approvals WHERE status = 'pending' AND expires_ms <= ?1 \
-         ORDER BY created_ms, id LIMIT ?2",
-    )
-    .bind(now_ms)
-    .bind(limit(max))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(backend("find expired approvals"))?;
-    let expiry = ApprovalRecord::expiry(now_ms);
-    let mut expired = Vec::with_capacity(due.len());
-    for id in due {
-        let rejected = reject(&mut tx, &id, &expiry, now_ms).await?;
-        expired.push(rejected.ok_or_else(|| vanished(&id))?);
-    }
-    tx.commit()
-        .await
-        .map_err(backend("commit expired approvals"))?;
-    Ok(expired)
-}
-
-/// [`ApprovalStore::reject_claimed`](toolgate_core::store::ApprovalStore::reject_claimed).
-pub(crate) async fn reject_claimed(
-    writer: &SqlitePool,
-    owner: &ClaimToken,
-    decision: &Decision,
-    now_ms: i64,
-) -> Result<ApprovalRecord, StoreError> {
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin rejecting a claimed operation"))?;
-    let id: Option<Option<String>> = sqlx::query_scalar(
-        "SELECT approval_id FROM operations \
-         WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'processing' AND attempt = ?3",
-    )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(i64::from(owner.attempt))
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(backend("read a claimed operation's approval"))?;
-    let rejected = match id.flatten() {
-        Some(id) => reject(&mut tx, &id, decision, now_ms).await?,
-        None => None,
-    };
-    let Some(rejected) = rejected else {
-        tx.rollback()
-            .await
-            .map_err(backend("end a lost rejection"))?;
-        return Err(StoreError::LostClaim {
-            key: owner.key.clone(),
-            attempt: owner.attempt,
-        });
-    };
-    tx.commit()
-        .await
-        .map_err(backend("commit a claimed operation's rejection"))?;
-    Ok(rejected)
 }
 
 /// A `LIMIT` for `max`: 0 means none (-1 to SQLite).
@@ -385,7 +247,50 @@ fn approval(row: &SqliteRow) -> Result<ApprovalRecord, StoreError> {
 #[async_trait]
 impl ApprovalStore for SqliteStore {
     async fn decide(&self, request: DecideRequest<'_>) -> Result<Decided, StoreError> {
-        decide(&self.writer, &request).await
+        let writer = &self.writer;
+        let request = &request;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a decision"))?;
+        let found = read(&mut tx, request.id).await?;
+        let refused = |refusal: Refusal, approval: Option<ApprovalRecord>| Decided::Refused {
+            refusal,
+            approval: approval.filter(|_| refusal != Refusal::NotFound),
+        };
+        let Some(found) = found else {
+            tx.rollback()
+                .await
+                .map_err(backend("end a refused decision"))?;
+            return Ok(refused(Refusal::NotFound, None));
+        };
+        let decided = match found.decide_step(request) {
+            DecideStep::Refuse(refusal) => {
+                tx.rollback()
+                    .await
+                    .map_err(backend("end a refused decision"))?;
+                return Ok(refused(refusal, Some(found)));
+            }
+            DecideStep::Expire => {
+                let expiry = ApprovalRecord::expiry(request.now_ms);
+                let expired = reject(&mut tx, request.id, &expiry, request.now_ms).await?;
+                refused(Refusal::Expired, expired)
+            }
+            DecideStep::Apply => {
+                let decision = ApprovalRecord::decision_of(request);
+                let applied = match request.verdict {
+                    Verdict::Reject => {
+                        reject(&mut tx, request.id, &decision, request.now_ms).await?
+                    }
+                    Verdict::Approve => {
+                        append(&mut tx, request.id, ApprovalStatus::Approved, &decision).await?
+                    }
+                };
+                Decided::Applied(applied.ok_or_else(|| vanished(request.id))?)
+            }
+        };
+        tx.commit().await.map_err(backend("commit a decision"))?;
+        Ok(decided)
     }
 
     async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
@@ -399,24 +304,90 @@ impl ApprovalStore for SqliteStore {
         list(&self.reader, &query).await
     }
 
-    async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
-        list_approved(&self.reader, limit).await
+    async fn list_approved(&self, max: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let reader = &self.reader;
+        sqlx::query(
+            "SELECT a.* FROM approvals a \
+             JOIN operations o ON o.tenant_id = a.tenant_id AND o.idempotency_key = a.idempotency_key \
+             WHERE a.status = 'approved' AND o.state = 'awaiting_approval' AND o.approval_id = a.id \
+             ORDER BY a.created_ms, a.id LIMIT ?1",
+        )
+        .bind(limit(max))
+        .fetch_all(reader)
+        .await
+        .map_err(backend("list approved operations"))?
+        .iter()
+        .map(approval)
+        .collect()
     }
 
     async fn expire_approvals(
         &self,
-        now_ms: i64,
-        limit: u32,
+        sweep: ApprovalSweep,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        expire(&self.writer, now_ms, limit).await
+        let now_ms = sweep.now_ms;
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin expiring approvals"))?;
+        let due: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM approvals WHERE status = 'pending' AND expires_ms <= ?1 \
+             ORDER BY created_ms, id LIMIT ?2",
+        )
+        .bind(now_ms)
+        .bind(limit(sweep.limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend("find expired approvals"))?;
+        let expiry = ApprovalRecord::expiry(now_ms);
+        let mut expired = Vec::with_capacity(due.len());
+        for id in due {
+            let rejected = reject(&mut tx, &id, &expiry, now_ms).await?;
+            expired.push(rejected.ok_or_else(|| vanished(&id))?);
+        }
+        tx.commit()
+            .await
+            .map_err(backend("commit expired approvals"))?;
+        Ok(expired)
     }
 
     async fn reject_claimed(
         &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
+        rejection: ClaimedRejection<'_>,
     ) -> Result<ApprovalRecord, StoreError> {
-        reject_claimed(&self.writer, owner, decision, now_ms).await
+        let (owner, now_ms) = (rejection.owner, rejection.now_ms);
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin rejecting a claimed operation"))?;
+        let id: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT approval_id FROM operations \
+             WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'processing' AND attempt = ?3",
+        )
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(i64::from(owner.attempt))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend("read a claimed operation's approval"))?;
+        let rejected = match id.flatten() {
+            Some(id) => reject(&mut tx, &id, rejection.decision, now_ms).await?,
+            None => None,
+        };
+        let Some(rejected) = rejected else {
+            tx.rollback()
+                .await
+                .map_err(backend("end a lost rejection"))?;
+            return Err(StoreError::LostClaim {
+                key: owner.key.clone(),
+                attempt: owner.attempt,
+            });
+        };
+        tx.commit()
+            .await
+            .map_err(backend("commit a claimed operation's rejection"))?;
+        Ok(rejected)
     }
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    ApprovalRecord, AttemptError, AuditEntry, Claim, ClaimRequest, ClaimStep as Step, ClaimStore,
-    ClaimToken, Journal, OperationRecord, OperationState, StoreError,
+    ApprovalRecord, AttemptFailure, Claim, ClaimRequest, ClaimStep as Step, ClaimStore, ClaimToken,
+    Journal, OperationRecord, OperationState, RetryNote, StoreError, Success,
 };
 
 use crate::error::backend;
@@ -210,13 +210,11 @@ async fn run(conn: &mut SqliteConnection, request: &ClaimRequest<'_>) -> Result<
 impl SqliteStore {
     /// Runs an owner-checked write: `sql` ends with `tenant_id = ? AND idempotency_key = ? AND
     /// state = 'processing' AND attempt = ?`, bound here; no row changed means the claim is lost.
-    /// Moves an owned `processing` record to `state`, appending `error`.
+    /// Moves the owned `processing` record of `failure` to `state`, appending its error.
     async fn settle_with_error(
         &self,
-        owner: &ClaimToken,
+        failure: AttemptFailure<'_>,
         state: OperationState,
-        error: &AttemptError,
-        now_ms: i64,
         doing: &'static str,
     ) -> Result<(), StoreError> {
         let query = sqlx::query(
@@ -226,9 +224,9 @@ impl SqliteStore {
                AND state = 'processing' AND attempt = ?6",
         )
         .bind(state.as_str())
-        .bind(error_json(error)?)
-        .bind(now_ms);
-        self.owned(owner, query, doing).await
+        .bind(error_json(failure.error)?)
+        .bind(failure.now_ms);
+        self.owned(failure.owner, query, doing).await
     }
 
     async fn owned(
@@ -266,17 +264,14 @@ impl ClaimStore for SqliteStore {
         claim(&self.writer, &request).await
     }
 
-    /// With `audit`, one immediate transaction: the success, then the audit record, one commit
-    /// (one fsync where the two would take two).
-    async fn succeed(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Option<i64>, StoreError> {
-        let Some(entry) = audit else {
-            let query = sqlx::query(SUCCEED).bind(result).bind(now_ms);
+    /// With an audit record, one immediate transaction: the success, then the audit record, one
+    /// commit (one fsync where the two would take two).
+    async fn succeed(&self, success: Success<'_>) -> Result<Option<i64>, StoreError> {
+        let owner = success.owner;
+        let Some(entry) = success.audit else {
+            let query = sqlx::query(SUCCEED)
+                .bind(success.result)
+                .bind(success.now_ms);
             self.owned(owner, query, "record a success").await?;
             return Ok(None);
         };
@@ -286,8 +281,8 @@ impl ClaimStore for SqliteStore {
             .await
             .map_err(backend("begin recording a success"))?;
         let done = sqlx::query(SUCCEED)
-            .bind(result)
-            .bind(now_ms)
+            .bind(success.result)
+            .bind(success.now_ms)
             .bind(&owner.tenant)
             .bind(&owner.key)
             .bind(i64::from(owner.attempt))
@@ -306,53 +301,28 @@ impl ClaimStore for SqliteStore {
         Ok(Some(seq))
     }
 
-    async fn fail(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.settle_with_error(
-            owner,
-            OperationState::Failed,
-            error,
-            now_ms,
-            "record a failure",
-        )
-        .await
+    async fn fail(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError> {
+        let failed = OperationState::Failed;
+        self.settle_with_error(failure, failed, "record a failure")
+            .await
     }
 
-    async fn mark_unknown(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.settle_with_error(
-            owner,
-            OperationState::OutcomeUnknown,
-            error,
-            now_ms,
-            "record an unknown outcome",
-        )
-        .await
+    async fn mark_unknown(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError> {
+        let unknown = OperationState::OutcomeUnknown;
+        self.settle_with_error(failure, unknown, "record an unknown outcome")
+            .await
     }
 
-    async fn record_retry(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
+    async fn record_retry(&self, retry: RetryNote<'_>) -> Result<(), StoreError> {
         let query = sqlx::query(
             "UPDATE operations SET \
                  errors = json_insert(errors, '$[#]', json(?1)), lease_until_ms = ?2 \
              WHERE tenant_id = ?3 AND idempotency_key = ?4 \
                AND state = 'processing' AND attempt = ?5",
         )
-        .bind(error_json(error)?)
-        .bind(lease_until_ms);
-        self.owned(owner, query, "record a retry").await
+        .bind(error_json(retry.error)?)
+        .bind(retry.lease_until_ms);
+        self.owned(retry.owner, query, "record a retry").await
     }
 
     async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError> {

@@ -7,7 +7,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
     Begun, ClaimRequest, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
-    LeasedEvent, OutboxEvent, OutboxStore, StoreError,
+    LeasedEvent, OutboxEvent, OutboxStore, ResumeRequest, StoreError,
 };
 
 use crate::error::backend;
@@ -39,177 +39,6 @@ pub(crate) async fn insert(
     .await
     .map_err(backend("enqueue an outbox event"))?;
     Ok(())
-}
-
-/// Leases due events (see
-/// [`OutboxStore::lease_events`](toolgate_core::store::OutboxStore::lease_events)).
-pub(crate) async fn lease(
-    writer: &SqlitePool,
-    lease: &EventLease<'_>,
-) -> Result<Vec<LeasedEvent>, StoreError> {
-    let tools = serde_json::to_string(lease.tools).map_err(|err| {
-        StoreError::backend_with_source(format!("could not encode the tools: {err}"), err)
-    })?;
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a lease of events"))?;
-    let due: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT tenant_id, idempotency_key, status FROM outbox \
-         WHERE ((status = 'pending' AND due_ms <= ?1) \
-                OR (status = 'leased' AND lease_until_ms <= ?1)) \
-           AND tool IN (SELECT value FROM json_each(?2)) \
-         ORDER BY created_ms, tenant_id, idempotency_key LIMIT ?3",
-    )
-    .bind(lease.now_ms)
-    .bind(&tools)
-    .bind(i64::from(lease.limit))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(backend("find due events"))?;
-    let mut leased = Vec::with_capacity(due.len());
-    for (tenant, key, status) in due {
-        let row = sqlx::query(
-            "UPDATE outbox SET status = 'leased', attempt = attempt + 1, worker = ?3, \
-                 lease_until_ms = ?4, updated_ms = ?5, \
-                 maybe_applied = (maybe_applied OR status = 'leased') \
-             WHERE tenant_id = ?1 AND idempotency_key = ?2 \
-             RETURNING *",
-        )
-        .bind(&tenant)
-        .bind(&key)
-        .bind(lease.worker)
-        .bind(lease.lease_until_ms())
-        .bind(lease.now_ms)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(backend("lease an event"))?;
-        leased.push(LeasedEvent {
-            event: event(&row)?,
-            taken_over: status == EventStatus::Leased.as_str(),
-        });
-    }
-    tx.commit()
-        .await
-        .map_err(backend("commit a lease of events"))?;
-    Ok(leased)
-}
-
-/// Records a delivery's outcome with its operation, and its audit record when given, in one
-/// transaction (see
-/// [`OutboxStore::settle_event`](toolgate_core::store::OutboxStore::settle_event)).
-pub(crate) async fn settle(
-    writer: &SqlitePool,
-    settlement: &EventSettlement<'_>,
-) -> Result<OutboxEvent, StoreError> {
-    let EventSettlement {
-        tenant,
-        key,
-        attempt,
-        outcome,
-        now_ms,
-        audit,
-    } = *settlement;
-    let (status, due_ms, error, result) = match outcome {
-        DeliveryOutcome::Delivered(result) => (EventStatus::Delivered, None, None, Some(result)),
-        DeliveryOutcome::Retry { error, due_ms, .. } => {
-            (EventStatus::Pending, Some(due_ms), Some(error), None)
-        }
-        DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None),
-        DeliveryOutcome::Unknown(error) => (EventStatus::Unknown, None, Some(error), None),
-    };
-    let error = error.map(error_json).transpose()?;
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a delivery's outcome"))?;
-    let row = sqlx::query(
-        "UPDATE outbox SET status = ?4, due_ms = COALESCE(?5, due_ms), \
-             last_error = COALESCE(?6, last_error), result = COALESCE(?7, result), \
-             updated_ms = ?8, maybe_applied = (maybe_applied OR ?9) \
-         WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'leased' AND attempt = ?3 \
-         RETURNING *",
-    )
-    .bind(tenant)
-    .bind(key)
-    .bind(i64::from(attempt))
-    .bind(status.as_str())
-    .bind(due_ms)
-    .bind(&error)
-    .bind(result)
-    .bind(now_ms)
-    .bind(outcome.marks_maybe_applied())
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(backend("record a delivery's outcome"))?
-    .ok_or_else(|| StoreError::LostClaim {
-        key: key.to_owned(),
-        attempt,
-    })?;
-    match status {
-        EventStatus::Delivered => {
-            sqlx::query(
-                "UPDATE operations SET state = 'succeeded', updated_ms = ?3 \
-                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'queued'",
-            )
-            .bind(tenant)
-            .bind(key)
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend("record a delivery on its operation"))?;
-        }
-        EventStatus::Unknown => {
-            sqlx::query(
-                "UPDATE operations SET state = 'outcome_unknown', updated_ms = ?3, \
-                     errors = json_insert(errors, '$[#]', json(?4)) \
-                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'queued'",
-            )
-            .bind(tenant)
-            .bind(key)
-            .bind(now_ms)
-            .bind(&error)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend("record an unknown delivery on its operation"))?;
-        }
-        _ => {}
-    }
-    if let Some(entry) = audit {
-        crate::audit::append(&mut *tx, entry).await?;
-    }
-    tx.commit()
-        .await
-        .map_err(backend("commit a delivery's outcome"))?;
-    event(&row)
-}
-
-/// An operator's resume of a `dead` event (see
-/// [`OutboxStore::resume_event`](toolgate_core::store::OutboxStore::resume_event)).
-pub(crate) async fn resume(
-    writer: &SqlitePool,
-    tenant: &str,
-    key: &str,
-    now_ms: i64,
-) -> Result<Option<OutboxEvent>, StoreError> {
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a resume"))?;
-    sqlx::query(
-        "UPDATE outbox SET status = 'pending', due_ms = ?3, resumed_at = attempt, \
-             updated_ms = ?3 \
-         WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'dead'",
-    )
-    .bind(tenant)
-    .bind(key)
-    .bind(now_ms)
-    .execute(&mut *tx)
-    .await
-    .map_err(backend("resume a dead event"))?;
-    let found = read(&mut tx, tenant, key).await?;
-    tx.commit().await.map_err(backend("commit a resume"))?;
-    Ok(found)
 }
 
 /// The event of `(tenant, key)`, read on `conn`.
@@ -296,24 +125,168 @@ impl OutboxStore for SqliteStore {
         begin::begin(&self.writer, &request).await
     }
 
+    /// Leases due events (see
+    /// [`OutboxStore::lease_events`](toolgate_core::store::OutboxStore::lease_events)).
     async fn lease_events(&self, lease: EventLease<'_>) -> Result<Vec<LeasedEvent>, StoreError> {
-        self::lease(&self.writer, &lease).await
+        let writer = &self.writer;
+        let lease = &lease;
+        let tools = serde_json::to_string(lease.tools).map_err(|err| {
+            StoreError::backend_with_source(format!("could not encode the tools: {err}"), err)
+        })?;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a lease of events"))?;
+        let due: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT tenant_id, idempotency_key, status FROM outbox \
+             WHERE ((status = 'pending' AND due_ms <= ?1) \
+                    OR (status = 'leased' AND lease_until_ms <= ?1)) \
+               AND tool IN (SELECT value FROM json_each(?2)) \
+             ORDER BY created_ms, tenant_id, idempotency_key LIMIT ?3",
+        )
+        .bind(lease.now_ms)
+        .bind(&tools)
+        .bind(i64::from(lease.limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend("find due events"))?;
+        let mut leased = Vec::with_capacity(due.len());
+        for (tenant, key, status) in due {
+            let row = sqlx::query(
+                "UPDATE outbox SET status = 'leased', attempt = attempt + 1, worker = ?3, \
+                     lease_until_ms = ?4, updated_ms = ?5, \
+                     maybe_applied = (maybe_applied OR status = 'leased') \
+                 WHERE tenant_id = ?1 AND idempotency_key = ?2 \
+                 RETURNING *",
+            )
+            .bind(&tenant)
+            .bind(&key)
+            .bind(lease.worker)
+            .bind(lease.lease_until_ms())
+            .bind(lease.now_ms)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend("lease an event"))?;
+            leased.push(LeasedEvent {
+                event: event(&row)?,
+                taken_over: status == EventStatus::Leased.as_str(),
+            });
+        }
+        tx.commit()
+            .await
+            .map_err(backend("commit a lease of events"))?;
+        Ok(leased)
     }
 
+    /// Records a delivery's outcome with its operation, and its audit record when given, in one
+    /// transaction (see
+    /// [`OutboxStore::settle_event`](toolgate_core::store::OutboxStore::settle_event)).
     async fn settle_event(
         &self,
         settlement: EventSettlement<'_>,
     ) -> Result<OutboxEvent, StoreError> {
-        settle(&self.writer, &settlement).await
+        let writer = &self.writer;
+        let (status, due_ms, error, result) = match settlement.outcome {
+            DeliveryOutcome::Delivered(result) => {
+                (EventStatus::Delivered, None, None, Some(result))
+            }
+            DeliveryOutcome::Retry { error, due_ms, .. } => {
+                (EventStatus::Pending, Some(due_ms), Some(error), None)
+            }
+            DeliveryOutcome::Dead(error) => (EventStatus::Dead, None, Some(error), None),
+            DeliveryOutcome::Unknown(error) => (EventStatus::Unknown, None, Some(error), None),
+        };
+        let error = error.map(error_json).transpose()?;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a delivery's outcome"))?;
+        let row = sqlx::query(
+            "UPDATE outbox SET status = ?4, due_ms = COALESCE(?5, due_ms), \
+                 last_error = COALESCE(?6, last_error), result = COALESCE(?7, result), \
+                 updated_ms = ?8, maybe_applied = (maybe_applied OR ?9) \
+             WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'leased' AND attempt = ?3 \
+             RETURNING *",
+        )
+        .bind(settlement.tenant)
+        .bind(settlement.key)
+        .bind(i64::from(settlement.attempt))
+        .bind(status.as_str())
+        .bind(due_ms)
+        .bind(&error)
+        .bind(result)
+        .bind(settlement.now_ms)
+        .bind(settlement.outcome.marks_maybe_applied())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend("record a delivery's outcome"))?
+        .ok_or_else(|| StoreError::LostClaim {
+            key: settlement.key.to_owned(),
+            attempt: settlement.attempt,
+        })?;
+        match status {
+            EventStatus::Delivered => {
+                sqlx::query(
+                    "UPDATE operations SET state = 'succeeded', updated_ms = ?3 \
+                     WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'queued'",
+                )
+                .bind(settlement.tenant)
+                .bind(settlement.key)
+                .bind(settlement.now_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend("record a delivery on its operation"))?;
+            }
+            EventStatus::Unknown => {
+                sqlx::query(
+                    "UPDATE operations SET state = 'outcome_unknown', updated_ms = ?3, \
+                         errors = json_insert(errors, '$[#]', json(?4)) \
+                     WHERE tenant_id = ?1 AND idempotency_key = ?2 AND state = 'queued'",
+                )
+                .bind(settlement.tenant)
+                .bind(settlement.key)
+                .bind(settlement.now_ms)
+                .bind(&error)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend("record an unknown delivery on its operation"))?;
+            }
+            _ => {}
+        }
+        if let Some(entry) = settlement.audit {
+            crate::audit::append(&mut *tx, entry).await?;
+        }
+        tx.commit()
+            .await
+            .map_err(backend("commit a delivery's outcome"))?;
+        event(&row)
     }
 
+    /// An operator's resume of a `dead` event (see
+    /// [`OutboxStore::resume_event`](toolgate_core::store::OutboxStore::resume_event)).
     async fn resume_event(
         &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
+        request: ResumeRequest<'_>,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        resume(&self.writer, tenant, key, now_ms).await
+        let writer = &self.writer;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a resume"))?;
+        sqlx::query(
+            "UPDATE outbox SET status = 'pending', due_ms = ?3, resumed_at = attempt, \
+                 updated_ms = ?3 \
+             WHERE tenant_id = ?1 AND idempotency_key = ?2 AND status = 'dead'",
+        )
+        .bind(request.tenant)
+        .bind(request.key)
+        .bind(request.now_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("resume a dead event"))?;
+        let found = read(&mut tx, request.tenant, request.key).await?;
+        tx.commit().await.map_err(backend("commit a resume"))?;
+        Ok(found)
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {

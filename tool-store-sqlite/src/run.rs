@@ -15,25 +15,13 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortReport, AttemptCharge, FailedCall, FailureNote, RunKey, RunLedger, RunRecord, StoreError,
-    TurnGrant, TurnRequest,
+    AbortReport, AbortRequest, AttemptCharge, FailedCall, FailureNote, RunKey, RunLedger,
+    RunRecord, StoreError, TurnGrant, TurnRequest,
 };
 
 use crate::error::backend;
 use crate::unflushed::Unflushed;
 use crate::{SqliteStore, approval};
-
-/// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn), committed
-/// without an fsync of its own (see [`Unflushed`]).
-pub(crate) async fn begin_turn(
-    writer: &SqlitePool,
-    request: &TurnRequest<'_>,
-) -> Result<TurnGrant, StoreError> {
-    let mut conn = Unflushed::acquire(writer).await?;
-    let grant = begin_turn_on(&mut conn, request).await?;
-    conn.restore().await?;
-    Ok(grant)
-}
 
 async fn begin_turn_on(
     conn: &mut SqliteConnection,
@@ -63,119 +51,25 @@ async fn begin_turn_on(
     Ok(grant)
 }
 
-/// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt),
-/// committed without an fsync of its own (see [`Unflushed`]): the retry's record, fsynced,
-/// follows it before the retry is sent.
-pub(crate) async fn charge_attempt(
-    writer: &SqlitePool,
-    charge: AttemptCharge<'_>,
-) -> Result<bool, StoreError> {
-    let AttemptCharge {
-        run,
-        tool,
-        retry_budget,
-        now_ms,
-    } = charge;
-    let mut conn = Unflushed::acquire(writer).await?;
-    let charged = charge_attempt_on(&mut conn, run, tool, retry_budget, now_ms).await?;
-    conn.restore().await?;
-    Ok(charged)
-}
-
 async fn charge_attempt_on(
     conn: &mut SqliteConnection,
-    run: RunKey<'_>,
-    tool: &str,
-    retry_budget: Option<u32>,
-    now_ms: i64,
+    charge: AttemptCharge<'_>,
 ) -> Result<bool, StoreError> {
     let mut tx = conn
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(backend("begin charging an attempt"))?;
-    let mut record = counters(&mut tx, run).await?.unwrap_or_default();
-    if !record.charge_attempt(tool, retry_budget, now_ms) {
+    let mut record = counters(&mut tx, charge.run).await?.unwrap_or_default();
+    if !record.charge_attempt(charge.tool, charge.retry_budget, charge.now_ms) {
         tx.rollback()
             .await
             .map_err(backend("end a refused attempt"))?;
         return Ok(false);
     }
-    save_run(&mut tx, run, &record).await?;
-    save_attempts(&mut tx, run, &record, &[tool]).await?;
+    save_run(&mut tx, charge.run, &record).await?;
+    save_attempts(&mut tx, charge.run, &record, &[charge.tool]).await?;
     tx.commit().await.map_err(backend("commit an attempt"))?;
     Ok(true)
-}
-
-/// [`RunLedger::note_failure`](toolgate_core::store::RunLedger::note_failure): the
-/// run's row is created or touched, then the failure inserted unless it is there.
-pub(crate) async fn note_failure(
-    writer: &SqlitePool,
-    failure: FailureNote<'_>,
-) -> Result<(), StoreError> {
-    let FailureNote {
-        run,
-        tool,
-        request_hash,
-        now_ms,
-    } = failure;
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin noting a failed call"))?;
-    sqlx::query(
-        "INSERT INTO runs (tenant_id, run_id, updated_ms) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (tenant_id, run_id) DO UPDATE SET updated_ms = excluded.updated_ms",
-    )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(now_ms)
-    .execute(&mut *tx)
-    .await
-    .map_err(backend("touch a run"))?;
-    sqlx::query(
-        "INSERT INTO run_failures (tenant_id, run_id, tool, request_hash) \
-         VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
-    )
-    .bind(run.tenant)
-    .bind(run.run_id)
-    .bind(tool)
-    .bind(request_hash)
-    .execute(&mut *tx)
-    .await
-    .map_err(backend("note a failed call"))?;
-    tx.commit().await.map_err(backend("commit a failed call"))
-}
-
-/// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): in one
-/// immediate transaction, the abort stored (the first only), then the run's approvals that fall
-/// with it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes
-/// nothing.
-pub(crate) async fn abort_run(
-    writer: &SqlitePool,
-    run: RunKey<'_>,
-    abort: &RunAborted,
-    now_ms: i64,
-) -> Result<AbortReport, StoreError> {
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin aborting a run"))?;
-    let mut record = counters(&mut tx, run).await?.unwrap_or_default();
-    let first = record.aborted.is_none();
-    let stands = record.abort(abort, now_ms);
-    if first {
-        save_run(&mut tx, run, &record).await?;
-    }
-    let rejected = approval::reject_run(&mut tx, run, now_ms).await?;
-    if first || !rejected.is_empty() {
-        tx.commit().await.map_err(backend("commit an abort"))?;
-    } else {
-        tx.rollback().await.map_err(backend("end a second abort"))?;
-    }
-    Ok(AbortReport {
-        abort: stands,
-        rejected,
-    })
 }
 
 /// [`RunLedger::run`](toolgate_core::store::RunLedger::run): the run's row, its
@@ -345,25 +239,86 @@ fn count(row: &SqliteRow, name: &str) -> Result<u32, StoreError> {
 
 #[async_trait]
 impl RunLedger for SqliteStore {
+    /// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn), committed
+    /// without an fsync of its own (see [`Unflushed`]).
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
-        begin_turn(&self.writer, &request).await
+        let writer = &self.writer;
+        let request = &request;
+        let mut conn = Unflushed::acquire(writer).await?;
+        let grant = begin_turn_on(&mut conn, request).await?;
+        conn.restore().await?;
+        Ok(grant)
     }
 
+    /// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt),
+    /// committed without an fsync of its own (see [`Unflushed`]): the retry's record, fsynced,
+    /// follows it before the retry is sent.
     async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
-        charge_attempt(&self.writer, charge).await
+        let writer = &self.writer;
+        let mut conn = Unflushed::acquire(writer).await?;
+        let charged = charge_attempt_on(&mut conn, charge).await?;
+        conn.restore().await?;
+        Ok(charged)
     }
 
+    /// [`RunLedger::note_failure`](toolgate_core::store::RunLedger::note_failure): the
+    /// run's row is created or touched, then the failure inserted unless it is there.
     async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
-        note_failure(&self.writer, failure).await
+        let writer = &self.writer;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin noting a failed call"))?;
+        sqlx::query(
+            "INSERT INTO runs (tenant_id, run_id, updated_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (tenant_id, run_id) DO UPDATE SET updated_ms = excluded.updated_ms",
+        )
+        .bind(failure.run.tenant)
+        .bind(failure.run.run_id)
+        .bind(failure.now_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("touch a run"))?;
+        sqlx::query(
+            "INSERT INTO run_failures (tenant_id, run_id, tool, request_hash) \
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+        )
+        .bind(failure.run.tenant)
+        .bind(failure.run.run_id)
+        .bind(failure.tool)
+        .bind(failure.request_hash)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("note a failed call"))?;
+        tx.commit().await.map_err(backend("commit a failed call"))
     }
 
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError> {
-        abort_run(&self.writer, run, abort, now_ms).await
+    /// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): in one
+    /// immediate transaction, the abort stored (the first only), then the run's approvals that fall
+    /// with it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes
+    /// nothing.
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
+        let writer = &self.writer;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin aborting a run"))?;
+        let mut record = counters(&mut tx, request.run).await?.unwrap_or_default();
+        let first = record.aborted.is_none();
+        let stands = record.abort(request.abort, request.now_ms);
+        if first {
+            save_run(&mut tx, request.run, &record).await?;
+        }
+        let rejected = approval::reject_run(&mut tx, request.run, request.now_ms).await?;
+        if first || !rejected.is_empty() {
+            tx.commit().await.map_err(backend("commit an abort"))?;
+        } else {
+            tx.rollback().await.map_err(backend("end a second abort"))?;
+        }
+        Ok(AbortReport {
+            abort: stands,
+            rejected,
+        })
     }
 
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError> {

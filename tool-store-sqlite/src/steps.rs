@@ -2,11 +2,11 @@
 //! and read under the claim that holds its operation, each change one immediate transaction.
 
 use async_trait::async_trait;
+use sqlx::SqliteConnection;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{SqliteConnection, SqlitePool};
 use toolgate_core::store::{
-    AttemptError, ClaimToken, Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
-    StepStore, StoreError,
+    AttemptError, ClaimToken, Journal, PartialOutcome, StepOutcome, StepRecord, StepRequest,
+    StepStart, StepStatus, StepStore, StoreError,
 };
 
 use crate::SqliteStore;
@@ -47,167 +47,6 @@ pub(crate) async fn clear(
         .await
         .map_err(backend("clear a step journal"))?;
     Ok(())
-}
-
-/// Begins the step `name` of the operation `owner` holds (see
-/// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step)).
-pub(crate) async fn begin_step(
-    writer: &SqlitePool,
-    request: StepRequest<'_>,
-) -> Result<StepStart, StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = request;
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a step"))?;
-    held(&mut tx, owner).await?;
-    let found = sqlx::query(
-        "SELECT * FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3",
-    )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(name)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(backend("read a step"))?;
-    let start = match found.as_ref().map(step).transpose()? {
-        Some(done) if done.status == StepStatus::Succeeded => StepStart::Done(done),
-        Some(unknown) if unknown.status == StepStatus::Started => StepStart::Unknown(unknown),
-        Some(_failed) => {
-            sqlx::query(
-                "UPDATE steps SET status = 'started', attempt = ?4, output = NULL, \
-                     updated_ms = ?5 \
-                 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3",
-            )
-            .bind(&owner.tenant)
-            .bind(&owner.key)
-            .bind(name)
-            .bind(i64::from(owner.attempt))
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend("begin a failed step again"))?;
-            StepStart::Run
-        }
-        None => {
-            sqlx::query(
-                "INSERT INTO steps (tenant_id, idempotency_key, name, seq, status, attempt, \
-                                    updated_ms) \
-                 SELECT ?1, ?2, ?3, COALESCE(MAX(seq), 0) + 1, 'started', ?4, ?5 \
-                 FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2",
-            )
-            .bind(&owner.tenant)
-            .bind(&owner.key)
-            .bind(name)
-            .bind(i64::from(owner.attempt))
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend("begin a new step"))?;
-            StepStart::Run
-        }
-    };
-    tx.commit()
-        .await
-        .map_err(backend("commit a step's begin"))?;
-    Ok(start)
-}
-
-/// Records the outcome of the step `name` (see
-/// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step)).
-pub(crate) async fn finish_step(
-    writer: &SqlitePool,
-    step: StepRequest<'_>,
-    outcome: StepOutcome<'_>,
-) -> Result<(), StoreError> {
-    let StepRequest {
-        owner,
-        name,
-        now_ms,
-    } = step;
-    let mut tx = writer
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .map_err(backend("begin a step's outcome"))?;
-    held(&mut tx, owner).await?;
-    let (status, output, error) = match outcome {
-        StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
-        StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(error_json(error)?)),
-    };
-    // A succeeded step clears its last error; a failed one keeps its new error.
-    let done = sqlx::query(
-        "UPDATE steps SET status = ?4, output = ?5, error = ?6, updated_ms = ?7 \
-         WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3 AND status = 'started'",
-    )
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(name)
-    .bind(status.as_str())
-    .bind(output)
-    .bind(error)
-    .bind(now_ms)
-    .execute(&mut *tx)
-    .await
-    .map_err(backend("record a step's outcome"))?;
-    if done.rows_affected() != 1 {
-        // Not begun, or its outcome already recorded: not this holder's to record.
-        return Err(lost(owner));
-    }
-    tx.commit()
-        .await
-        .map_err(backend("commit a step's outcome"))
-}
-
-/// The journal of `(tenant, key)`, by `seq`.
-pub(crate) async fn steps(
-    reader: &SqlitePool,
-    tenant: &str,
-    key: &str,
-) -> Result<Vec<StepRecord>, StoreError> {
-    sqlx::query("SELECT * FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2 ORDER BY seq")
-        .bind(tenant)
-        .bind(key)
-        .fetch_all(reader)
-        .await
-        .map_err(backend("read a step journal"))?
-        .iter()
-        .map(step)
-        .collect()
-}
-
-/// `processing` → `partial` with the steps' report as its result (see
-/// [`StepStore::partial`](toolgate_core::store::StepStore::partial)).
-pub(crate) async fn partial(
-    writer: &SqlitePool,
-    owner: &ClaimToken,
-    report: &str,
-    error: &AttemptError,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "UPDATE operations SET state = 'partial', result = ?1, \
-             errors = json_insert(errors, '$[#]', json(?2)), updated_ms = ?3 \
-         WHERE tenant_id = ?4 AND idempotency_key = ?5 \
-           AND state = 'processing' AND attempt = ?6",
-    )
-    .bind(report)
-    .bind(error_json(error)?)
-    .bind(now_ms)
-    .bind(&owner.tenant)
-    .bind(&owner.key)
-    .bind(i64::from(owner.attempt))
-    .execute(writer)
-    .await
-    .map_err(backend("record a partial success"))?;
-    if done.rows_affected() == 1 {
-        Ok(())
-    } else {
-        Err(lost(owner))
-    }
 }
 
 /// Whether `owner` still holds its operation (`processing` under its attempt), on `conn`.
@@ -270,29 +109,145 @@ fn step(row: &SqliteRow) -> Result<StepRecord, StoreError> {
 
 #[async_trait]
 impl StepStore for SqliteStore {
-    async fn begin_step(&self, step: StepRequest<'_>) -> Result<StepStart, StoreError> {
-        begin_step(&self.writer, step).await
+    /// Begins the step `name` of the operation `owner` holds (see
+    /// [`StepStore::begin_step`](toolgate_core::store::StepStore::begin_step)).
+    async fn begin_step(&self, request: StepRequest<'_>) -> Result<StepStart, StoreError> {
+        let writer = &self.writer;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a step"))?;
+        held(&mut tx, request.owner).await?;
+        let found = sqlx::query(
+            "SELECT * FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3",
+        )
+        .bind(&request.owner.tenant)
+        .bind(&request.owner.key)
+        .bind(request.name)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend("read a step"))?;
+        let start = match found.as_ref().map(step).transpose()? {
+            Some(done) if done.status == StepStatus::Succeeded => StepStart::Done(done),
+            Some(unknown) if unknown.status == StepStatus::Started => StepStart::Unknown(unknown),
+            Some(_failed) => {
+                sqlx::query(
+                    "UPDATE steps SET status = 'started', attempt = ?4, output = NULL, \
+                         updated_ms = ?5 \
+                     WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3",
+                )
+                .bind(&request.owner.tenant)
+                .bind(&request.owner.key)
+                .bind(request.name)
+                .bind(i64::from(request.owner.attempt))
+                .bind(request.now_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend("begin a failed step again"))?;
+                StepStart::Run
+            }
+            None => {
+                sqlx::query(
+                    "INSERT INTO steps (tenant_id, idempotency_key, name, seq, status, attempt, \
+                                        updated_ms) \
+                     SELECT ?1, ?2, ?3, COALESCE(MAX(seq), 0) + 1, 'started', ?4, ?5 \
+                     FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2",
+                )
+                .bind(&request.owner.tenant)
+                .bind(&request.owner.key)
+                .bind(request.name)
+                .bind(i64::from(request.owner.attempt))
+                .bind(request.now_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend("begin a new step"))?;
+                StepStart::Run
+            }
+        };
+        tx.commit()
+            .await
+            .map_err(backend("commit a step's begin"))?;
+        Ok(start)
     }
 
+    /// Records the outcome of the step `name` (see
+    /// [`StepStore::finish_step`](toolgate_core::store::StepStore::finish_step)).
     async fn finish_step(
         &self,
         step: StepRequest<'_>,
         outcome: StepOutcome<'_>,
     ) -> Result<(), StoreError> {
-        finish_step(&self.writer, step, outcome).await
+        let writer = &self.writer;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend("begin a step's outcome"))?;
+        held(&mut tx, step.owner).await?;
+        let (status, output, error) = match outcome {
+            StepOutcome::Succeeded(output) => (StepStatus::Succeeded, Some(output), None),
+            StepOutcome::Failed(error) => (StepStatus::Failed, None, Some(error_json(error)?)),
+        };
+        // A succeeded step clears its last error; a failed one keeps its new error.
+        let done = sqlx::query(
+            "UPDATE steps SET status = ?4, output = ?5, error = ?6, updated_ms = ?7 \
+             WHERE tenant_id = ?1 AND idempotency_key = ?2 AND name = ?3 AND status = 'started'",
+        )
+        .bind(&step.owner.tenant)
+        .bind(&step.owner.key)
+        .bind(step.name)
+        .bind(status.as_str())
+        .bind(output)
+        .bind(error)
+        .bind(step.now_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend("record a step's outcome"))?;
+        if done.rows_affected() != 1 {
+            // Not begun, or its outcome already recorded: not this holder's to record.
+            return Err(lost(step.owner));
+        }
+        tx.commit()
+            .await
+            .map_err(backend("commit a step's outcome"))
     }
 
+    /// The journal of `(tenant, key)`, by `seq`.
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError> {
-        steps(&self.reader, tenant, key).await
+        let reader = &self.reader;
+        sqlx::query(
+            "SELECT * FROM steps WHERE tenant_id = ?1 AND idempotency_key = ?2 ORDER BY seq",
+        )
+        .bind(tenant)
+        .bind(key)
+        .fetch_all(reader)
+        .await
+        .map_err(backend("read a step journal"))?
+        .iter()
+        .map(step)
+        .collect()
     }
 
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        partial(&self.writer, owner, report, error, now_ms).await
+    async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError> {
+        let owner = outcome.owner;
+        let done = sqlx::query(
+            "UPDATE operations SET state = 'partial', result = ?1, \
+                 errors = json_insert(errors, '$[#]', json(?2)), updated_ms = ?3 \
+             WHERE tenant_id = ?4 AND idempotency_key = ?5 \
+               AND state = 'processing' AND attempt = ?6",
+        )
+        .bind(outcome.report)
+        .bind(error_json(outcome.error)?)
+        .bind(outcome.now_ms)
+        .bind(&owner.tenant)
+        .bind(&owner.key)
+        .bind(i64::from(owner.attempt))
+        .execute(&self.writer)
+        .await
+        .map_err(backend("record a partial success"))?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(lost(owner))
+        }
     }
 }

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
-use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AbortReport, ApprovalQuery, ApprovalRecord, AttemptCharge, AttemptError, AuditEntry,
-    AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, DecideRequest, Decided,
-    Decision, EventLease, EventQuery, EventSettlement, FailureNote, LeasedEvent, OperationQuery,
-    OperationRecord, OutboxEvent, Resolution, RunKey, RunRecord, StepOutcome, StepRecord,
-    StepRequest, StepStart, StoreError, TurnGrant, TurnRequest,
+    AbortReport, AbortRequest, ApprovalQuery, ApprovalRecord, ApprovalSweep, AttemptCharge,
+    AttemptFailure, AuditEntry, AuditQuery, AuditRecord, Begun, Claim, ClaimRequest,
+    ClaimedRejection, DecideRequest, Decided, EventLease, EventQuery, EventSettlement, FailureNote,
+    LeasedEvent, OperationQuery, OperationRecord, OutboxEvent, PartialOutcome, ResolveRequest,
+    ResumeRequest, RetryNote, RunKey, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart,
+    StoreError, Success, TurnGrant, TurnRequest,
 };
 
 mod request;
@@ -238,21 +238,18 @@ macro_rules! controlled {
 controlled! {
     ClaimStore {
         Claim => claim(request: ClaimRequest<'_>) -> Claim;
-        Fail => fail(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
-        MarkUnknown => mark_unknown(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
-        RecordRetry => record_retry(owner: &ClaimToken, error: &AttemptError, lease_until_ms: i64) -> ();
+        Fail => fail(failure: AttemptFailure<'_>) -> ();
+        MarkUnknown => mark_unknown(failure: AttemptFailure<'_>) -> ();
+        RecordRetry => record_retry(retry: RetryNote<'_>) -> ();
         Get => get(tenant: &str, key: &str) -> Option<OperationRecord>;
         ;;
-        async fn succeed(
-            &self,
-            owner: &ClaimToken,
-            result: &str,
-            now_ms: i64,
-            audit: Option<&AuditEntry>,
-        ) -> Result<Option<i64>, StoreError> {
-            let inner = self.inner.succeed(owner, result, now_ms, None);
-            self.run(Request::Succeed, inner).await?;
-            match audit {
+        async fn succeed(&self, success: Success<'_>) -> Result<Option<i64>, StoreError> {
+            let alone = Success {
+                audit: None,
+                ..success
+            };
+            self.run(Request::Succeed, self.inner.succeed(alone)).await?;
+            match success.audit {
                 Some(entry) => Ok(self.append_audit(entry).await.ok()),
                 None => Ok(None),
             }
@@ -261,7 +258,7 @@ controlled! {
     OperationLog {
         ExpireLeases => expire_leases(now_ms: i64) -> u64;
         ListUnknown => list_unknown(limit: u32) -> Vec<OperationRecord>;
-        Resolve => resolve(tenant: &str, key: &str, resolution: Resolution<'_>, now_ms: i64) -> Option<OperationRecord>;
+        Resolve => resolve(request: ResolveRequest<'_>) -> Option<OperationRecord>;
         Purge => purge(before_ms: i64) -> u64;
         ListOperations => list_operations(query: OperationQuery<'_>) -> Vec<OperationRecord>;
     }
@@ -269,7 +266,7 @@ controlled! {
         BeginTurn => begin_turn(request: TurnRequest<'_>) -> TurnGrant;
         ChargeAttempt => charge_attempt(charge: AttemptCharge<'_>) -> bool;
         NoteFailure => note_failure(failure: FailureNote<'_>) -> ();
-        AbortRun => abort_run(run: RunKey<'_>, abort: &RunAborted, now_ms: i64) -> AbortReport;
+        AbortRun => abort_run(request: AbortRequest<'_>) -> AbortReport;
         Run => run(run: RunKey<'_>) -> Option<RunRecord>;
     }
     ApprovalStore {
@@ -277,13 +274,13 @@ controlled! {
         Approval => approval(id: &str) -> Option<ApprovalRecord>;
         ListApprovals => list_approvals(query: ApprovalQuery<'_>) -> Vec<ApprovalRecord>;
         ListApproved => list_approved(limit: u32) -> Vec<ApprovalRecord>;
-        ExpireApprovals => expire_approvals(now_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
-        RejectClaimed => reject_claimed(owner: &ClaimToken, decision: &Decision, now_ms: i64) -> ApprovalRecord;
+        ExpireApprovals => expire_approvals(sweep: ApprovalSweep) -> Vec<ApprovalRecord>;
+        RejectClaimed => reject_claimed(rejection: ClaimedRejection<'_>) -> ApprovalRecord;
     }
     OutboxStore {
         _ => begin(request: ClaimRequest<'_>) -> Begun;
         _ => lease_events(lease: EventLease<'_>) -> Vec<LeasedEvent>;
-        _ => resume_event(tenant: &str, key: &str, now_ms: i64) -> Option<OutboxEvent>;
+        _ => resume_event(request: ResumeRequest<'_>) -> Option<OutboxEvent>;
         _ => event(tenant: &str, key: &str) -> Option<OutboxEvent>;
         _ => list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
         ;;
@@ -308,7 +305,7 @@ controlled! {
         _ => begin_step(step: StepRequest<'_>) -> StepStart;
         _ => finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
         _ => steps(tenant: &str, key: &str) -> Vec<StepRecord>;
-        _ => partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
+        _ => partial(outcome: PartialOutcome<'_>) -> ();
     }
     AuditStore {
         AppendAudit => append_audit(entry: &AuditEntry) -> i64;
@@ -321,7 +318,7 @@ controlled! {
 mod tests {
     use std::time::Duration;
 
-    use toolgate_core::store::MemoryStore;
+    use toolgate_core::store::{ClaimToken, MemoryStore};
 
     use super::*;
 
@@ -406,10 +403,16 @@ mod tests {
             key: "k1".into(),
             attempt,
         };
+        let success = Success {
+            owner: &owner,
+            result: "1",
+            now_ms: NOW,
+            audit: None,
+        };
         store.fail_all(&Request::OUTCOMES, Fault::Backend("disk full".into()));
         store.set_down(true);
         for _ in 0..2 {
-            let err = store.succeed(&owner, "1", NOW, None).await.unwrap_err();
+            let err = store.succeed(success).await.unwrap_err();
             assert!(
                 matches!(&err, StoreError::Backend { what, .. } if what == "disk full"),
                 "{err}"
@@ -419,7 +422,7 @@ mod tests {
         assert!(err.is_unreachable(), "not an outcome: the store is down");
         store.set_down(false);
         store.stop_failing(&Request::OUTCOMES);
-        store.succeed(&owner, "1", NOW, None).await.unwrap();
+        store.succeed(success).await.unwrap();
         assert_eq!(store.asked(Request::Succeed), 3);
     }
 

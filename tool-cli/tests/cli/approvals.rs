@@ -5,7 +5,8 @@ use toolgate_core::AuthContext;
 use toolgate_core::store::FailureNote;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState, Verdict,
+    AbortRequest, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided, OperationState,
+    Verdict,
 };
 
 use crate::support::{
@@ -515,7 +516,15 @@ async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approve
         kind: ErrorKind::PermissionDenied,
         reason: "close_account needs\n`accounts:close`".into(),
     };
-    let aborted = db.store.abort_run(run, &abort, now_ms()).await.unwrap();
+    let aborted = db
+        .store
+        .abort_run(AbortRequest {
+            run,
+            abort: &abort,
+            now_ms: now_ms(),
+        })
+        .await
+        .unwrap();
     assert_eq!(aborted.rejected.len(), 1);
     let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);
     assert_eq!(ran.code, 0, "{ran:?}");

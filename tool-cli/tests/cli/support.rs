@@ -11,7 +11,7 @@ use toolgate_core::store::EventSettlement;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, AuditRecord,
     Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease, NewEvent,
-    OperationStore, OutboxEvent, Requester,
+    OperationStore, OutboxEvent, Requester, Success,
 };
 
 /// Now by the system clock, as the binary reads it.
@@ -97,7 +97,15 @@ pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &st
         key: key.into(),
         attempt,
     };
-    store.succeed(&owner, result, now, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &owner,
+            result,
+            now_ms: now,
+            audit: None,
+        })
+        .await
+        .unwrap();
 }
 
 /// An outbox refund under `key` in `tenant`, committed with its event, whose delivery was leased

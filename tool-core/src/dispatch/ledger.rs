@@ -23,7 +23,8 @@ use crate::error::ErrorKind;
 use crate::run::RunAborted;
 use crate::run_limits::RunLimits;
 use crate::store::{
-    ApprovalRecord, OperationStore, RunKey, RunRecord, StoreError, TurnGrant, TurnRequest,
+    AbortRequest, ApprovalRecord, OperationStore, RunKey, RunRecord, StoreError, TurnGrant,
+    TurnRequest,
 };
 use crate::store::{AttemptCharge, FailureNote};
 
@@ -282,7 +283,11 @@ impl<'a> Ledger<'a> {
         let aborted = self
             .dispatcher
             .reaching(seed, &mut wait, "store the abort of a run", || {
-                store.abort_run(self.key(), record, now_ms)
+                store.abort_run(AbortRequest {
+                    run: self.key(),
+                    abort: record,
+                    now_ms,
+                })
             })
             .await?;
         audit_rejections(store, &aborted.rejected).await;

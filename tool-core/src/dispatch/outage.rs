@@ -33,8 +33,8 @@ use crate::backoff::Backoff;
 use crate::error::ToolError;
 use crate::retry::RetryPolicy;
 use crate::store::{
-    AttemptError, AuditEntry, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
-    Resolution, StoreError,
+    AttemptError, AttemptFailure, AuditEntry, Claim, ClaimRequest, ClaimToken, OperationState,
+    OperationStore, Resolution, ResolveRequest, StoreError, Success,
 };
 
 use super::held_claim::HeldClaim;
@@ -288,12 +288,28 @@ async fn write(
 ) -> Result<bool, StoreError> {
     match (outcome, audit) {
         (Outcome::Succeeded(result), audit) => store
-            .succeed(owner, result, now_ms, audit)
+            .succeed(Success {
+                owner,
+                result,
+                now_ms,
+                audit,
+            })
             .await
             .map(|seq| seq.is_some()),
-        (Outcome::Failed(error), _) => store.fail(owner, error, now_ms).await.map(|()| false),
+        (Outcome::Failed(error), _) => store
+            .fail(AttemptFailure {
+                owner,
+                error,
+                now_ms,
+            })
+            .await
+            .map(|()| false),
         (Outcome::Unknown(error), _) => store
-            .mark_unknown(owner, error, now_ms)
+            .mark_unknown(AttemptFailure {
+                owner,
+                error,
+                now_ms,
+            })
             .await
             .map(|()| false),
     }
@@ -318,7 +334,12 @@ async fn settle_expired(
     };
     if record.state == OperationState::OutcomeUnknown && record.attempt == owner.attempt {
         store
-            .resolve(&owner.tenant, &owner.key, resolution, now_ms)
+            .resolve(ResolveRequest {
+                tenant: &owner.tenant,
+                key: &owner.key,
+                resolution,
+                now_ms,
+            })
             .await?;
     }
     Ok(())

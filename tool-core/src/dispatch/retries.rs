@@ -13,7 +13,7 @@ use crate::error::ToolError;
 use crate::json_text::JsonText;
 use crate::retry::RetryPolicy;
 use crate::side_effect::SideEffect;
-use crate::store::{AttemptError, StoreError};
+use crate::store::{AttemptError, RetryNote, StoreError};
 use crate::tool::ToolDescriptor;
 
 use super::answers;
@@ -86,7 +86,11 @@ impl Attempts<'_> {
         let lease_until = self.clock.now_ms().saturating_add(lease);
         claim
             .store
-            .record_retry(claim.owner, &record, lease_until)
+            .record_retry(RetryNote {
+                owner: claim.owner,
+                error: &record,
+                lease_until_ms: lease_until,
+            })
             .await
     }
 }

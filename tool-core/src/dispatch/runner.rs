@@ -8,7 +8,7 @@ use crate::decide::decision_entry;
 use crate::fate::Fate;
 use crate::result::CallResult;
 use crate::run_limits::RunLimits;
-use crate::store::{ApprovalRecord, OperationStore, StoreError};
+use crate::store::{ApprovalRecord, ApprovalSweep, OperationStore, StoreError};
 
 use super::audit::{self, CallAudit, Subject};
 use super::plan::PreparedWrite;
@@ -56,7 +56,12 @@ impl Dispatcher {
         let Some(store) = self.inner.store.as_deref() else {
             return Ok(ApprovedRun::default());
         };
-        let expired = store.expire_approvals(self.now_ms(), limit).await?;
+        let expired = store
+            .expire_approvals(ApprovalSweep {
+                now_ms: self.now_ms(),
+                limit,
+            })
+            .await?;
         for approval in &expired {
             if let Some(decision) = approval.last_decision() {
                 store

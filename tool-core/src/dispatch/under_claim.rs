@@ -15,6 +15,7 @@ use crate::json_text::JsonText;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
 use crate::steps::StepReport;
+use crate::store::PartialOutcome;
 
 use super::attempt::Input;
 use super::failure::Failure;
@@ -164,7 +165,12 @@ impl UnderClaim<'_> {
         let mut wait = dispatcher.store_wait(self.budget);
         let written = dispatcher
             .reaching(self.seed, &mut wait, "record a partial outcome", || {
-                store.partial(owner, &report, &error, dispatcher.now_ms())
+                store.partial(PartialOutcome {
+                    owner,
+                    report: &report,
+                    error: &error,
+                    now_ms: dispatcher.now_ms(),
+                })
             })
             .await;
         if let Err(err) = written {

@@ -21,7 +21,8 @@ use crate::result::CallResult;
 use crate::retry::RetryPolicy;
 use crate::steps::StepJournal;
 use crate::store::{
-    ApprovalRecord, Claim, ClaimRequest, ClaimToken, OperationState, OperationStore,
+    ApprovalRecord, Claim, ClaimRequest, ClaimToken, ClaimedRejection, OperationState,
+    OperationStore,
 };
 
 use super::held_claim::HeldClaim;
@@ -251,7 +252,14 @@ impl Dispatcher {
     ) -> Result<CallResult, ToolError> {
         let now_ms = self.now_ms();
         let decision = approval::revalidation_rejected(reason, now_ms);
-        match store.reject_claimed(owner, &decision, now_ms).await {
+        match store
+            .reject_claimed(ClaimedRejection {
+                owner,
+                decision: &decision,
+                now_ms,
+            })
+            .await
+        {
             Ok(rejected) => {
                 let entry = crate::decide::decision_entry(&rejected, &decision);
                 if let Err(err) = store.append_audit(&entry).await {

@@ -10,6 +10,7 @@
 //! abort of its run ([`RunLedger::abort_run`](super::RunLedger::abort_run)) rejects an
 //! approval that has not run as [`RUN_ABORTED`].
 
+use super::record::ClaimToken;
 use crate::auth::AuthContext;
 
 /// Who decided an approval that no human decided: an expiry, the abort of its run, or a
@@ -258,6 +259,28 @@ pub struct DecideRequest<'a> {
     pub reason: &'a str,
     /// Now, in milliseconds since the epoch.
     pub now_ms: i64,
+}
+
+/// The rejection of an approved operation that failed its revalidation, by the claim's holder
+/// ([`ApprovalStore::reject_claimed`](super::ApprovalStore::reject_claimed)).
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimedRejection<'a> {
+    /// The claim of the operation.
+    pub owner: &'a ClaimToken,
+    /// The decision appended to its approval.
+    pub decision: &'a Decision,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// A sweep of the pending approvals past their expiry
+/// ([`ApprovalStore::expire_approvals`](super::ApprovalStore::expire_approvals)).
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalSweep {
+    /// Now, in milliseconds since the epoch: approvals that expired before it are rejected.
+    pub now_ms: i64,
+    /// At most this many approvals are rejected.
+    pub limit: u32,
 }
 
 /// What a decision does with an approval ([`ApprovalRecord::decide_step`]).

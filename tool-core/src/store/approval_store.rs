@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 
 use super::{
-    ApprovalQuery, ApprovalRecord, ClaimToken, DecideRequest, Decided, Decision, StoreError,
+    ApprovalQuery, ApprovalRecord, ApprovalSweep, ClaimedRejection, DecideRequest, Decided,
+    StoreError,
 };
 #[cfg(doc)]
 use super::{DecideStep, EXPIRED, Refusal};
@@ -46,23 +47,21 @@ pub trait ApprovalStore: Send + Sync {
     /// application's runner executes.
     async fn list_approved(&self, limit: u32) -> Result<Vec<ApprovalRecord>, StoreError>;
 
-    /// Up to `limit` pending approvals past their expiry at `now_ms` become rejected as
+    /// Up to `sweep.limit` pending approvals past their expiry at `sweep.now_ms` become rejected as
     /// [`EXPIRED`] ([`ApprovalRecord::expiry`]), their operations `rejected`. Answers them after
     /// the change, oldest first.
     async fn expire_approvals(
         &self,
-        now_ms: i64,
-        limit: u32,
+        sweep: ApprovalSweep,
     ) -> Result<Vec<ApprovalRecord>, StoreError>;
 
-    /// An approved operation that failed its revalidation: `processing` (under `owner.attempt`)
-    /// → `rejected`, and its approval → `rejected` with `decision` appended. Answers the
+    /// An approved operation that failed its revalidation: `processing` (under
+    /// `rejection.owner.attempt`) → `rejected`, and its approval → `rejected` with
+    /// `rejection.decision` appended. Answers the
     /// approval after the change. [`StoreError::LostClaim`] when the record is no longer
-    /// `processing` under `owner.attempt`, or has no approval.
+    /// `processing` under the owner's attempt, or has no approval.
     async fn reject_claimed(
         &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
+        rejection: ClaimedRejection<'_>,
     ) -> Result<ApprovalRecord, StoreError>;
 }

@@ -2,9 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::{
-    AttemptError, AuditEntry, Claim, ClaimRequest, ClaimToken, OperationRecord, StoreError,
-};
+use super::{AttemptFailure, Claim, ClaimRequest, OperationRecord, RetryNote, StoreError, Success};
 #[cfg(doc)]
 use super::{ClaimStep, EXPIRED, Journal};
 
@@ -49,48 +47,27 @@ pub trait ClaimStore: Send + Sync {
     ///   [`Claim::Existing`] with the record as it is.
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claim, StoreError>;
 
-    /// `processing` → `succeeded` with the tool's result and, with `audit`, the call's audit
-    /// record appended in the same transaction: both or neither, one commit.
+    /// `processing` → `succeeded` with `success.result` and, with `success.audit`, the call's
+    /// audit record appended in the same transaction: both or neither, one commit.
     /// [`StoreError::LostClaim`] when the record is no longer `processing` under
-    /// `owner.attempt`.
+    /// `success.owner.attempt`.
     ///
-    /// Answers the audit record's `seq`: `None` without `audit`, or when the success was
+    /// Answers the audit record's `seq`: `None` without an audit record, or when the success was
     /// recorded and the audit record was not (the dispatcher then appends it itself; a store
     /// that cannot write both at once records the success, then appends the record).
-    async fn succeed(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Option<i64>, StoreError>;
+    async fn succeed(&self, success: Success<'_>) -> Result<Option<i64>, StoreError>;
 
-    /// `processing` → `failed` (definitely not applied), appending `error` to the record's
+    /// `processing` → `failed` (definitely not applied), appending `failure.error` to the record's
     /// attempt errors. Same ownership rule as [`succeed`](Self::succeed).
-    async fn fail(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError>;
+    async fn fail(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError>;
 
-    /// `processing` → `outcome_unknown` (sent, outcome not known), appending `error`. Same
+    /// `processing` → `outcome_unknown` (sent, outcome not known), appending `failure.error`. Same
     /// ownership rule as [`succeed`](Self::succeed).
-    async fn mark_unknown(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError>;
+    async fn mark_unknown(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError>;
 
-    /// Appends the error of an attempt that will be retried; the record stays `processing` and
-    /// its lease is renewed until `lease_until_ms`. Same ownership rule.
-    async fn record_retry(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError>;
+    /// Appends `retry.error`, of an attempt that will be retried; the record stays `processing`
+    /// and its lease is renewed until `retry.lease_until_ms`. Same ownership rule.
+    async fn record_retry(&self, retry: RetryNote<'_>) -> Result<(), StoreError>;
 
     /// The record of `key` for `tenant`. A tenant never sees another tenant's record.
     async fn get(&self, tenant: &str, key: &str) -> Result<Option<OperationRecord>, StoreError>;

@@ -16,7 +16,7 @@ mod tables;
 use tables::{Records, Tables};
 
 use super::{
-    AttemptError, ClaimToken, OperationRecord, OperationState, RunKey, RunRecord, StoreError,
+    AttemptFailure, ClaimToken, OperationRecord, OperationState, RunKey, RunRecord, StoreError,
 };
 
 /// An [`OperationStore`](super::OperationStore) in a `HashMap`. **For tests only**: nothing survives the process, which
@@ -69,18 +69,16 @@ impl MemoryStore {
         answer
     }
 
-    /// Moves an owned `processing` record to `state`, appending `error`.
+    /// Moves the owned `processing` record of `failure` to `state`, appending its error.
     fn settle_with_error(
         &self,
-        owner: &ClaimToken,
+        failure: AttemptFailure<'_>,
         state: OperationState,
-        error: &AttemptError,
-        now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.owned(owner, |record| {
+        self.owned(failure.owner, |record| {
             record.state = state;
-            record.errors.push(error.clone());
-            record.updated_ms = now_ms;
+            record.errors.push(failure.error.clone());
+            record.updated_ms = failure.now_ms;
         })
     }
 

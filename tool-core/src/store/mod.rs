@@ -60,8 +60,9 @@ mod steps;
 mod turn_claim;
 
 pub use approval::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, DecideRequest, DecideStep, Decided, Decision,
-    EXPIRED, RUN_ABORTED, Refusal, Requester, SYSTEM_DECIDER, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalSweep, ClaimedRejection, DecideRequest,
+    DecideStep, Decided, Decision, EXPIRED, RUN_ABORTED, Refusal, Requester, SYSTEM_DECIDER,
+    Verdict,
 };
 pub use approval_store::ApprovalStore;
 pub use attempt_error::AttemptError;
@@ -74,20 +75,22 @@ pub use memory::MemoryStore;
 pub use operation_log::OperationLog;
 pub use outbox::{
     Begun, Commit, DeliveryOutcome, EventLease, EventQuery, EventSettlement, EventStatus,
-    LeasedEvent, NewEvent, OutboxEvent, StoreTransaction,
+    LeasedEvent, NewEvent, OutboxEvent, ResumeRequest, StoreTransaction,
 };
 pub use outbox_store::OutboxStore;
 pub use record::{
-    Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord, OperationState,
-    Resolution, StoreError,
+    AttemptFailure, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord,
+    OperationState, Resolution, ResolveRequest, RetryNote, StoreError, Success,
 };
 pub use run::{
-    AbortReport, Admission, AttemptCharge, FailedCall, FailureNote, RunKey, RunRecord, TurnGrant,
-    TurnRequest,
+    AbortReport, AbortRequest, Admission, AttemptCharge, FailedCall, FailureNote, RunKey,
+    RunRecord, TurnGrant, TurnRequest,
 };
 pub use run_ledger::RunLedger;
 pub use step_store::StepStore;
-pub use steps::{Journal, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus};
+pub use steps::{
+    Journal, PartialOutcome, StepOutcome, StepRecord, StepRequest, StepStart, StepStatus,
+};
 pub use turn_claim::{TurnClaim, begin_turn_then_claim, grant_lets_claim};
 
 /// Where write operations are recorded: every capability of a store at once, what the

@@ -2,7 +2,9 @@
 
 use async_trait::async_trait;
 
-use super::{OperationQuery, OperationRecord, Resolution, StoreError};
+#[cfg(doc)]
+use super::Resolution;
+use super::{OperationQuery, OperationRecord, ResolveRequest, StoreError};
 #[cfg(doc)]
 use super::{OutboxEvent, OutboxStore};
 
@@ -23,23 +25,21 @@ pub trait OperationLog: Send + Sync {
     /// reconciler.
     async fn list_unknown(&self, limit: u32) -> Result<Vec<OperationRecord>, StoreError>;
 
-    /// Settles an `outcome_unknown` record: applied → `succeeded` with the result, not applied →
+    /// Settles the `outcome_unknown` record of `(request.tenant, request.key)` as
+    /// [`request.resolution`](Resolution) says: applied → `succeeded` with the result, not applied →
     /// `failed`, still unknown → stays, with its reconcile count + 1. Answers the record after
     /// the change, or `None` when it was not `outcome_unknown` any more (someone else settled it).
     ///
     /// For an operation with an outbox event (see [`OutboxStore::settle_event`]): applied →
     /// `succeeded` with the record's result unchanged (the tool's own) and the event `delivered`
     /// with the resolution's result; not applied → `queued` again with the event `pending`, due
-    /// at `now_ms` and no longer [`maybe_applied`](OutboxEvent::maybe_applied) (its rows are
+    /// at `request.now_ms` and no longer [`maybe_applied`](OutboxEvent::maybe_applied) (its rows are
     /// committed; the delivery is still owed). For an operation with a step journal, not
     /// applied turns its `started` steps `failed`, and the record becomes `partial` instead of
     /// `failed` when a step of it succeeded.
     async fn resolve(
         &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
+        request: ResolveRequest<'_>,
     ) -> Result<Option<OperationRecord>, StoreError>;
 
     /// Deletes `succeeded`, `failed` and `rejected` records last changed before `before_ms`,

@@ -122,6 +122,18 @@ impl OutboxEvent {
     }
 }
 
+/// An operator's resume of a `dead` event
+/// ([`OutboxStore::resume_event`](super::OutboxStore::resume_event)).
+#[derive(Debug, Clone, Copy)]
+pub struct ResumeRequest<'a> {
+    /// The tenant of the event's operation.
+    pub tenant: &'a str,
+    /// The idempotency key of the event's operation.
+    pub key: &'a str,
+    /// Now, in milliseconds since the epoch: the event is due then.
+    pub now_ms: i64,
+}
+
 /// A request to lease due events.
 #[derive(Debug, Clone, Copy)]
 pub struct EventLease<'a> {

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::ClaimStore;
 use super::{
     Begun, ClaimRequest, EventLease, EventQuery, EventSettlement, LeasedEvent, OutboxEvent,
-    StoreError,
+    ResumeRequest, StoreError,
 };
 
 /// The transactional outbox: an operation claimed inside a transaction that commits the tool's
@@ -51,15 +51,14 @@ pub trait OutboxStore: Send + Sync {
         settlement: EventSettlement<'_>,
     ) -> Result<OutboxEvent, StoreError>;
 
-    /// An operator's resume of a `dead` event: `pending` again, due at `now_ms`, its budget
+    /// An operator's resume of the `dead` event of `(request.tenant, request.key)`: `pending`
+    /// again, due at `request.now_ms`, its budget
     /// counted afresh from its current attempt ([`OutboxEvent::resumed_at`]). Answers the event
-    /// after the change, or `None` when `(tenant, key)` has no event; a `dead` event only is
+    /// after the change, or `None` when the operation has no event; a `dead` event only is
     /// changed (any other is answered as it is).
     async fn resume_event(
         &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
+        request: ResumeRequest<'_>,
     ) -> Result<Option<OutboxEvent>, StoreError>;
 
     /// The outbox event of the operation `(tenant, key)`, if it has one.

@@ -6,6 +6,7 @@ use crate::idempotency::UnkeyedRequest;
 
 use super::approval::{ApprovalRecord, ApprovalStatus};
 use super::attempt_error::AttemptError;
+use super::audit::AuditEntry;
 use super::steps::Journal;
 
 /// Where an operation stands. Every transition is persisted before the next step acts on it.
@@ -320,6 +321,44 @@ pub struct ClaimToken {
     pub attempt: u32,
 }
 
+/// A success recorded by the claim's holder ([`ClaimStore::succeed`](super::ClaimStore::succeed)).
+#[derive(Debug, Clone, Copy)]
+pub struct Success<'a> {
+    /// The claim of the operation.
+    pub owner: &'a ClaimToken,
+    /// The tool's result, as JSON text.
+    pub result: &'a str,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+    /// The call's audit record, appended with the success when given.
+    pub audit: Option<&'a AuditEntry>,
+}
+
+/// An attempt that ended in an error, recorded by the claim's holder
+/// ([`ClaimStore::fail`](super::ClaimStore::fail),
+/// [`ClaimStore::mark_unknown`](super::ClaimStore::mark_unknown)).
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptFailure<'a> {
+    /// The claim of the operation.
+    pub owner: &'a ClaimToken,
+    /// The attempt's error, appended to the record's.
+    pub error: &'a AttemptError,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// An attempt that failed and will be retried under the same claim
+/// ([`ClaimStore::record_retry`](super::ClaimStore::record_retry)).
+#[derive(Debug, Clone, Copy)]
+pub struct RetryNote<'a> {
+    /// The claim of the operation.
+    pub owner: &'a ClaimToken,
+    /// The attempt's error, appended to the record's.
+    pub error: &'a AttemptError,
+    /// The renewed lease's end, in milliseconds since the epoch.
+    pub lease_until_ms: i64,
+}
+
 /// What the reconcile hook found out about an `outcome_unknown` operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution<'a> {
@@ -329,6 +368,20 @@ pub enum Resolution<'a> {
     NotApplied,
     /// Still unknown: ask again later.
     StillUnknown,
+}
+
+/// The settlement of an `outcome_unknown` operation
+/// ([`OperationLog::resolve`](super::OperationLog::resolve)).
+#[derive(Debug, Clone, Copy)]
+pub struct ResolveRequest<'a> {
+    /// The operation's tenant.
+    pub tenant: &'a str,
+    /// The operation's idempotency key.
+    pub key: &'a str,
+    /// What the reconcile hook found out.
+    pub resolution: Resolution<'a>,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
 }
 
 /// A store could not do what was asked.

@@ -50,6 +50,17 @@ pub struct FailureNote<'a> {
     pub now_ms: i64,
 }
 
+/// The abort of a run ([`RunLedger::abort_run`](super::RunLedger::abort_run)).
+#[derive(Debug, Clone, Copy)]
+pub struct AbortRequest<'a> {
+    /// The run.
+    pub run: RunKey<'a>,
+    /// Why and by whom it is aborted; the first abort stored stands.
+    pub abort: &'a RunAborted,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
 /// A model turn about to run: how many calls of each tool it holds.
 #[derive(Debug, Clone, Copy)]
 pub struct TurnRequest<'a> {

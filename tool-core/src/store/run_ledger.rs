@@ -5,10 +5,9 @@ use async_trait::async_trait;
 #[cfg(doc)]
 use super::ApprovalRecord;
 use super::{
-    AbortReport, AttemptCharge, ClaimRequest, ClaimStore, FailureNote, RunKey, RunRecord,
-    StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
+    AbortReport, AbortRequest, AttemptCharge, ClaimRequest, ClaimStore, FailureNote, RunKey,
+    RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
-use crate::run::RunAborted;
 
 /// The ledger of an agent's runs: one record a `(tenant, run)` counting its steps, tool calls
 /// and attempts, with its failed calls and its abort.
@@ -66,18 +65,13 @@ pub trait RunLedger: ClaimStore {
     /// `failure.now_ms`).
     async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError>;
 
-    /// Aborts `run`: the first abort stands. In the same transaction, every approval of the
+    /// Aborts `request.run` with `request.abort`: the first abort stands. In the same transaction, every approval of the
     /// run that [`ApprovalRecord::falls_with_its_run`] (pending, or approved with its operation
     /// still `awaiting_approval` under it) is rejected with [`ApprovalRecord::run_aborted`] at
-    /// `now_ms`, its operation `rejected`; this is done at every call, so an abort stored again
+    /// `request.now_ms`, its operation `rejected`; this is done at every call, so an abort stored again
     /// also rejects an approval asked since. Answers the abort that stands and the approvals
     /// rejected now ([`AbortReport`]).
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError>;
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError>;
 
     /// The record of `run`, if it has one.
     async fn run(&self, run: RunKey<'_>) -> Result<Option<RunRecord>, StoreError>;

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AbortReport, ApprovalQuery, ApprovalRecord, ApprovalStore, AttemptCharge, AttemptError,
-    AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim, ClaimRequest, ClaimStore,
-    ClaimToken, DecideRequest, Decided, Decision, EventLease, EventQuery, EventSettlement,
-    FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord, OutboxEvent,
-    OutboxStore, Resolution, RunKey, RunLedger, RunRecord, StepOutcome, StepRecord, StepRequest,
-    StepStart, StepStore, StoreError, TurnClaim, TurnGrant, TurnRequest,
+    AbortReport, AbortRequest, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalSweep,
+    AttemptCharge, AttemptFailure, AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim,
+    ClaimRequest, ClaimStore, ClaimedRejection, DecideRequest, Decided, EventLease, EventQuery,
+    EventSettlement, FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord,
+    OutboxEvent, OutboxStore, PartialOutcome, ResolveRequest, ResumeRequest, RetryNote, RunKey,
+    RunLedger, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart, StepStore, StoreError,
+    Success, TurnClaim, TurnGrant, TurnRequest,
 };
-use crate::run::RunAborted;
 
 /// `impl<S: Trait + ?Sized> Trait for Arc<S>`, each listed method calling the store behind.
 macro_rules! forward {
@@ -40,16 +40,16 @@ macro_rules! forward {
 forward! {
     ClaimStore {
         async fn claim(request: ClaimRequest<'_>) -> Claim;
-        async fn succeed(owner: &ClaimToken, result: &str, now_ms: i64, audit: Option<&AuditEntry>) -> Option<i64>;
-        async fn fail(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
-        async fn mark_unknown(owner: &ClaimToken, error: &AttemptError, now_ms: i64) -> ();
-        async fn record_retry(owner: &ClaimToken, error: &AttemptError, lease_until_ms: i64) -> ();
+        async fn succeed(success: Success<'_>) -> Option<i64>;
+        async fn fail(failure: AttemptFailure<'_>) -> ();
+        async fn mark_unknown(failure: AttemptFailure<'_>) -> ();
+        async fn record_retry(retry: RetryNote<'_>) -> ();
         async fn get(tenant: &str, key: &str) -> Option<OperationRecord>;
     }
     OperationLog {
         async fn expire_leases(now_ms: i64) -> u64;
         async fn list_unknown(limit: u32) -> Vec<OperationRecord>;
-        async fn resolve(tenant: &str, key: &str, resolution: Resolution<'_>, now_ms: i64) -> Option<OperationRecord>;
+        async fn resolve(request: ResolveRequest<'_>) -> Option<OperationRecord>;
         async fn purge(before_ms: i64) -> u64;
         async fn list_operations(query: OperationQuery<'_>) -> Vec<OperationRecord>;
     }
@@ -58,7 +58,7 @@ forward! {
         async fn begin_turn_and_claim(turn: TurnRequest<'_>, claim: ClaimRequest<'_>) -> TurnClaim;
         async fn charge_attempt(charge: AttemptCharge<'_>) -> bool;
         async fn note_failure(failure: FailureNote<'_>) -> ();
-        async fn abort_run(run: RunKey<'_>, abort: &RunAborted, now_ms: i64) -> AbortReport;
+        async fn abort_run(request: AbortRequest<'_>) -> AbortReport;
         async fn run(run: RunKey<'_>) -> Option<RunRecord>;
         fn claims_with_turn() -> bool;
     }
@@ -67,14 +67,14 @@ forward! {
         async fn approval(id: &str) -> Option<ApprovalRecord>;
         async fn list_approvals(query: ApprovalQuery<'_>) -> Vec<ApprovalRecord>;
         async fn list_approved(limit: u32) -> Vec<ApprovalRecord>;
-        async fn expire_approvals(now_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
-        async fn reject_claimed(owner: &ClaimToken, decision: &Decision, now_ms: i64) -> ApprovalRecord;
+        async fn expire_approvals(sweep: ApprovalSweep) -> Vec<ApprovalRecord>;
+        async fn reject_claimed(rejection: ClaimedRejection<'_>) -> ApprovalRecord;
     }
     OutboxStore {
         async fn begin(request: ClaimRequest<'_>) -> Begun;
         async fn lease_events(lease: EventLease<'_>) -> Vec<LeasedEvent>;
         async fn settle_event(settlement: EventSettlement<'_>) -> OutboxEvent;
-        async fn resume_event(tenant: &str, key: &str, now_ms: i64) -> Option<OutboxEvent>;
+        async fn resume_event(request: ResumeRequest<'_>) -> Option<OutboxEvent>;
         async fn event(tenant: &str, key: &str) -> Option<OutboxEvent>;
         async fn list_events(query: EventQuery<'_>) -> Vec<OutboxEvent>;
     }
@@ -82,7 +82,7 @@ forward! {
         async fn begin_step(step: StepRequest<'_>) -> StepStart;
         async fn finish_step(step: StepRequest<'_>, outcome: StepOutcome<'_>) -> ();
         async fn steps(tenant: &str, key: &str) -> Vec<StepRecord>;
-        async fn partial(owner: &ClaimToken, report: &str, error: &AttemptError, now_ms: i64) -> ();
+        async fn partial(outcome: PartialOutcome<'_>) -> ();
     }
     AuditStore {
         async fn append_audit(entry: &AuditEntry) -> i64;

@@ -4,9 +4,7 @@ use async_trait::async_trait;
 
 #[cfg(doc)]
 use super::ClaimStore;
-use super::{
-    AttemptError, ClaimToken, StepOutcome, StepRecord, StepRequest, StepStart, StoreError,
-};
+use super::{PartialOutcome, StepOutcome, StepRecord, StepRequest, StepStart, StoreError};
 
 /// The step journal of an operation whose tool runs in steps: each step begun and finished
 /// under the claim of its operation, so a step that succeeded is never run again.
@@ -35,14 +33,8 @@ pub trait StepStore: Send + Sync {
     /// The step journal of `(tenant, key)`, by `seq`.
     async fn steps(&self, tenant: &str, key: &str) -> Result<Vec<StepRecord>, StoreError>;
 
-    /// `processing` → `partial`: some steps succeeded and a later one failed. `report` (JSON
-    /// text, the steps as the model reads them) becomes the record's result and `error` is
-    /// appended. Same ownership rule as [`ClaimStore::succeed`].
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError>;
+    /// `processing` → `partial`: some steps succeeded and a later one failed. `outcome.report`
+    /// (JSON text, the steps as the model reads them) becomes the record's result and
+    /// `outcome.error` is appended. Same ownership rule as [`ClaimStore::succeed`].
+    async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError>;
 }

@@ -91,6 +91,20 @@ pub enum StepOutcome<'a> {
     Failed(&'a AttemptError),
 }
 
+/// `processing` → `partial`, recorded by the claim's holder
+/// ([`StepStore::partial`](super::StepStore::partial)).
+#[derive(Debug, Clone, Copy)]
+pub struct PartialOutcome<'a> {
+    /// The claim of the operation.
+    pub owner: &'a ClaimToken,
+    /// The steps as the model reads them, as JSON text: the record's result.
+    pub report: &'a str,
+    /// The error of the step that failed, appended to the record's.
+    pub error: &'a AttemptError,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
 /// What an operation's journal says about a lease that ended (see
 /// [`ClaimRequest::step`](super::ClaimRequest::step)): whether the crashed worker may have left a
 /// step half done.

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 use toolgate_core::store::prelude::*;
-use toolgate_core::store::{AttemptError, Claim, ClaimRequest, ClaimToken, OperationState};
+use toolgate_core::store::{
+    AttemptError, AttemptFailure, Claim, ClaimRequest, ClaimToken, OperationState,
+};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_test_postgres::test_database;
@@ -123,7 +125,14 @@ async fn thirty_two_tasks_taking_a_key_again_take_it_once() {
             kind: "retry_budget_exhausted".into(),
             what: "the provider kept answering 503".into(),
         };
-        store.fail(&owner, &error, T0 + 1).await.unwrap();
+        store
+            .fail(AttemptFailure {
+                owner: &owner,
+                error: &error,
+                now_ms: T0 + 1,
+            })
+            .await
+            .unwrap();
         assert_eq!(
             race_for(&store, failed, T0 + 2, false).await,
             [2],

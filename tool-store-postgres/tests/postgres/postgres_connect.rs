@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
-    AttemptError, Begun, Claim, ClaimRequest, ClaimToken, Resolution, StoreError, StoreTransaction,
+    AttemptError, AttemptFailure, Begun, Claim, ClaimRequest, ClaimToken, Resolution,
+    ResolveRequest, StoreError, StoreTransaction, Success,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, Connection, PgConnection, postgres::PgConnectOptions};
@@ -130,7 +131,14 @@ async fn a_call_cut_short_while_its_statement_waits_leaves_its_connection_unused
         kind: "unavailable".into(),
         what: "503".into(),
     };
-    store.fail(&owner("k1", 1), &failed, T0).await.unwrap();
+    store
+        .fail(AttemptFailure {
+            owner: &owner("k1", 1),
+            error: &failed,
+            now_ms: T0,
+        })
+        .await
+        .unwrap();
     let first = backends(&mut admin).await;
     let [(cut, _)] = first[..] else {
         panic!("one connection: {first:?}")
@@ -171,7 +179,12 @@ async fn a_transaction_left_without_a_commit_leaves_no_idle_connection_in_a_tran
     store.claim(request("k1")).await.unwrap();
     // Not `outcome_unknown`: the verdict's transaction finds nothing to settle and is left.
     let resolved = store
-        .resolve("acme", "k1", Resolution::NotApplied, T0)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "k1",
+            resolution: Resolution::NotApplied,
+            now_ms: T0,
+        })
         .await
         .unwrap();
     assert_eq!(resolved, None);
@@ -200,7 +213,14 @@ async fn the_store_holds_at_most_max_connections_and_a_call_waits_for_one_at_mos
                         let key = format!("k{i}-{round}");
                         let claim = store.claim(request(&key)).await?;
                         assert!(matches!(claim, Claim::Acquired { .. }), "{claim:?}");
-                        store.succeed(&owner(&key, 1), "{}", T0, None).await?;
+                        store
+                            .succeed(Success {
+                                owner: &owner(&key, 1),
+                                result: "{}",
+                                now_ms: T0,
+                                audit: None,
+                            })
+                            .await?;
                         store.get("acme", &key).await?;
                     }
                     Ok::<_, StoreError>(())

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use toolgate_core::store::prelude::*;
-use toolgate_core::store::{Claim, ClaimRequest};
+use toolgate_core::store::{AttemptFailure, Claim, ClaimRequest};
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx;
 use toolgate_test_postgres::test_database;
@@ -125,7 +125,14 @@ async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after()
         key: "k1".into(),
         attempt: 1,
     };
-    store.fail(&owner, &with_nul, 2).await.unwrap();
+    store
+        .fail(AttemptFailure {
+            owner: &owner,
+            error: &with_nul,
+            now_ms: 2,
+        })
+        .await
+        .unwrap();
     let record = store.get("acme", "k1").await.unwrap().expect("kept");
     assert_eq!(record.state, OperationState::Failed);
     assert_eq!(record.errors, [earlier, with_nul]);

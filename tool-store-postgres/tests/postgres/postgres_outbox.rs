@@ -12,8 +12,8 @@ use toolgate_core::store::prelude::*;
 use toolgate_core::store::EventSettlement;
 
 use toolgate_core::store::{
-    Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease, EventStatus,
-    NewEvent, OperationState, StoreError, StoreTransaction,
+    AttemptFailure, Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease,
+    EventStatus, NewEvent, OperationState, StoreError, StoreTransaction,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, PgConnection, PgPool};
@@ -193,7 +193,11 @@ async fn a_rolled_back_reclaim_leaves_the_record_as_it_was() {
         what: "503".into(),
     };
     store
-        .fail(&owner("ORD-5", attempt), &error, T0 + 1)
+        .fail(AttemptFailure {
+            owner: &owner("ORD-5", attempt),
+            error: &error,
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let before = store.get("acme", "ORD-5").await.unwrap().unwrap();

@@ -7,7 +7,7 @@ use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
-use toolgate_core::store::{AttemptCharge, FailureNote};
+use toolgate_core::store::{AbortRequest, AttemptCharge, FailureNote};
 use toolgate_core::store::{RunKey, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_postgres::sqlx::postgres::PgPoolOptions;
 use toolgate_store_postgres::{PostgresStore, sqlx};
@@ -120,7 +120,13 @@ async fn a_new_process_goes_on_from_the_runs_counters_and_abort() -> Result<(), 
                 })
                 .await?;
         }
-        store.abort_run(RUN, &abort, T0 + 2).await?;
+        store
+            .abort_run(AbortRequest {
+                run: RUN,
+                abort: &abort,
+                now_ms: T0 + 2,
+            })
+            .await?;
         let before = [store.run(RUN).await?, store.run(going).await?];
         store.close().await;
         before

@@ -16,8 +16,8 @@ use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, Begun, Claim,
     ClaimRequest, ClaimToken, Commit, DecideRequest, Decided, EventStatus, FailedCall, NewEvent,
-    OperationQuery, OperationRecord, OperationState, Requester, Resolution, RunKey, RunRecord,
-    StepOutcome, StepStart, StepStatus, Verdict,
+    OperationQuery, OperationRecord, OperationState, PartialOutcome, Requester, Resolution,
+    ResolveRequest, RunKey, RunRecord, StepOutcome, StepStart, StepStatus, Success, Verdict,
 };
 use toolgate_store_postgres::PostgresStore;
 use toolgate_store_postgres::sqlx::{self, SqlSafeStr};
@@ -279,7 +279,15 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
         key: "processing".into(),
         attempt: 1,
     };
-    store.succeed(&worker, "{}", T0 + 5, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &worker,
+            result: "{}",
+            now_ms: T0 + 5,
+            audit: None,
+        })
+        .await
+        .unwrap();
     // A replay of the old succeeded one is answered from the store.
     let replay = store
         .claim(claim_of(&succeeded, None, T0 + 5))
@@ -320,7 +328,12 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
 
     // The old unknown one, settled as not applied, asks again and is rejected.
     store
-        .resolve("acme", "unknown", Resolution::NotApplied, T0 + 40)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "unknown",
+            resolution: Resolution::NotApplied,
+            now_ms: T0 + 40,
+        })
         .await
         .unwrap()
         .expect("settled");
@@ -509,7 +522,12 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
         what: "notify failed".into(),
     };
     store
-        .partial(&worker, r#"{"steps":[]}"#, &error, T0 + 22)
+        .partial(PartialOutcome {
+            owner: &worker,
+            report: r#"{"steps":[]}"#,
+            error: &error,
+            now_ms: T0 + 22,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "processing").await.unwrap().unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 use toolgate_core::store::prelude::*;
 
 use toolgate_core::store::{
-    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, StoreError,
+    AttemptError, Claim, ClaimRequest, ClaimToken, OperationState, RetryNote, StoreError, Success,
 };
 use toolgate_store_sqlite::SqliteStore;
 
@@ -55,15 +55,19 @@ async fn a_settled_record_survives_dropping_the_store_and_a_replay_gets_its_resu
         let store = SqliteStore::open(&path).await?;
         let attempt = acquire(&store, request("refund", T0)).await;
         store
-            .record_retry(&owner("refund", attempt), &error, T0 + 40_000)
+            .record_retry(RetryNote {
+                owner: &owner("refund", attempt),
+                error: &error,
+                lease_until_ms: T0 + 40_000,
+            })
             .await?;
         store
-            .succeed(
-                &owner("refund", attempt),
-                r#"{"refund_id":"re_1"}"#,
-                T0 + 5,
-                None,
-            )
+            .succeed(Success {
+                owner: &owner("refund", attempt),
+                result: r#"{"refund_id":"re_1"}"#,
+                now_ms: T0 + 5,
+                audit: None,
+            })
             .await?;
         // Dropped without `close`: whatever was committed must be on disk already.
     }

@@ -6,7 +6,7 @@ use futures_util::future::join_all;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 use toolgate_core::store::prelude::*;
-use toolgate_core::store::{Claim, ClaimRequest, ClaimToken, OperationState, StoreError};
+use toolgate_core::store::{Claim, ClaimRequest, ClaimToken, OperationState, StoreError, Success};
 use toolgate_store_sqlite::SqliteStore;
 
 const T0: i64 = 1_700_000_000_000;
@@ -85,7 +85,14 @@ async fn a_second_store_on_the_same_file_sees_and_settles_the_first_ones_records
         key: "refund".into(),
         attempt,
     };
-    second.succeed(&me, r#""done""#, T0 + 1, None).await?;
+    second
+        .succeed(Success {
+            owner: &me,
+            result: r#""done""#,
+            now_ms: T0 + 1,
+            audit: None,
+        })
+        .await?;
     let Claim::Existing(record) = first.claim(request("refund")).await? else {
         panic!("the second store's outcome is seen by the first");
     };

@@ -9,7 +9,7 @@ use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::prelude::*;
-use toolgate_core::store::{AttemptCharge, FailureNote};
+use toolgate_core::store::{AbortRequest, AttemptCharge, FailureNote};
 use toolgate_core::store::{RunKey, RunRecord, StoreError, TurnGrant, TurnRequest};
 use toolgate_store_sqlite::SqliteStore;
 
@@ -82,7 +82,13 @@ async fn a_runs_counters_and_abort_survive_reopening_the_file() -> Result<(), St
                 })
                 .await?;
         }
-        store.abort_run(RUN, &abort, T0 + 3).await?;
+        store
+            .abort_run(AbortRequest {
+                run: RUN,
+                abort: &abort,
+                now_ms: T0 + 3,
+            })
+            .await?;
         let before = [store.run(RUN).await?, store.run(going).await?];
         // Dropped without `close`: whatever was committed must be on disk already.
         before

@@ -12,7 +12,7 @@ use toolgate_core::store::StepRequest;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     AttemptError, Begun, Claim, ClaimRequest, ClaimToken, Commit, EventStatus, NewEvent,
-    OperationState, StepOutcome, StepStart, StoreError,
+    OperationState, PartialOutcome, StepOutcome, StepStart, StoreError,
 };
 use toolgate_store_sqlite::SqliteStore;
 
@@ -315,7 +315,12 @@ async fn the_outbox_and_the_step_journal_work_on_an_upgraded_file() -> Result<()
         )
         .await?;
     store
-        .partial(&owner, r#"{"steps":[]}"#, &failure, T0 + 20_004)
+        .partial(PartialOutcome {
+            owner: &owner,
+            report: r#"{"steps":[]}"#,
+            error: &failure,
+            now_ms: T0 + 20_004,
+        })
         .await?;
     let partial = store.get("acme", "broken").await?.expect("kept");
     assert_eq!(partial.state, OperationState::Partial);

@@ -8,8 +8,9 @@ pub(super) mod lists;
 use futures_util::future::join_all;
 use toolgate_core::AuthContext;
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, Claim, DecideRequest, Decided, Decision,
-    EXPIRED, OperationRecord, OperationState, OperationStore, Refusal, SYSTEM_DECIDER, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalSweep, Claim, DecideRequest, Decided,
+    Decision, EXPIRED, OperationRecord, OperationState, OperationStore, Refusal, SYSTEM_DECIDER,
+    Success, Verdict,
 };
 
 use super::fixture::{
@@ -187,12 +188,12 @@ pub async fn an_approved_operation_runs_exactly_once(store: &dyn OperationStore)
     assert_eq!(store.list_approved(10).await.unwrap(), vec![]);
 
     store
-        .succeed(
-            &owner("acme", "k1", 1),
-            r#"{"refund_id":"re_1"}"#,
-            T0 + 30,
-            None,
-        )
+        .succeed(Success {
+            owner: &owner("acme", "k1", 1),
+            result: r#"{"refund_id":"re_1"}"#,
+            now_ms: T0 + 30,
+            audit: None,
+        })
         .await
         .unwrap();
     match store
@@ -394,11 +395,32 @@ pub async fn an_expired_approval_is_rejected_as_expired(store: &dyn OperationSto
     );
 
     let now = T0 + HOUR + 10;
-    let swept = store.expire_approvals(now, 1).await.unwrap();
+    let swept = store
+        .expire_approvals(ApprovalSweep {
+            now_ms: now,
+            limit: 1,
+        })
+        .await
+        .unwrap();
     assert_eq!(ids(&swept), ["apr_3"]);
-    let swept_rest = store.expire_approvals(now, 10).await.unwrap();
+    let swept_rest = store
+        .expire_approvals(ApprovalSweep {
+            now_ms: now,
+            limit: 10,
+        })
+        .await
+        .unwrap();
     assert_eq!(ids(&swept_rest), ["apr_5"]);
-    assert_eq!(store.expire_approvals(now, 10).await.unwrap(), vec![]);
+    assert_eq!(
+        store
+            .expire_approvals(ApprovalSweep {
+                now_ms: now,
+                limit: 10
+            })
+            .await
+            .unwrap(),
+        vec![]
+    );
     for (tenant, key, id) in [("acme", "k3", "apr_3"), ("globex", "k5", "apr_5")] {
         assert_eq!(state(&stored(store, id).await), expired_at(now));
         assert_eq!(

@@ -4,7 +4,7 @@
 
 use toolgate_core::store::{
     ApprovalStatus, AuditEntry, AuditKind, AuditQuery, AuditRecord, OperationState, OperationStore,
-    StoreError, Verdict,
+    StoreError, Success, Verdict,
 };
 
 use super::fixture::{
@@ -144,12 +144,22 @@ pub async fn retention_keeps_waiting_approvals_and_the_audit_of_living_operation
     decide(store, "apr_5", &manager, Verdict::Approve, T0 + 1).await;
     assert_eq!(acquire(store, request("acme", "k5", "h1", T0 + 2)).await, 1);
     store
-        .succeed(&owner("acme", "k5", 1), "{}", T0 + 3, None)
+        .succeed(Success {
+            owner: &owner("acme", "k5", 1),
+            result: "{}",
+            now_ms: T0 + 3,
+            audit: None,
+        })
         .await
         .unwrap();
     let done = acquire(store, request("acme", "k4", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "k4", done), "{}", T0 + 1, None)
+        .succeed(Success {
+            owner: &owner("acme", "k4", done),
+            result: "{}",
+            now_ms: T0 + 1,
+            audit: None,
+        })
         .await
         .unwrap();
 
@@ -215,12 +225,12 @@ pub async fn a_success_and_its_audit_record_are_written_together(store: &dyn Ope
         ..entry("acme", "run-audited", "call_1", Some("k-audited"), T0 + 5)
     };
     let seq = store
-        .succeed(
-            &owner("acme", "k-audited", attempt),
-            "{\"ok\":1}",
-            T0 + 5,
-            Some(&ran),
-        )
+        .succeed(Success {
+            owner: &owner("acme", "k-audited", attempt),
+            result: "{\"ok\":1}",
+            now_ms: T0 + 5,
+            audit: Some(&ran),
+        })
         .await
         .expect("record the success with its audit record");
     let record = store
@@ -247,12 +257,12 @@ pub async fn a_success_and_its_audit_record_are_written_together(store: &dyn Ope
         ..ran.clone()
     };
     let lost = store
-        .succeed(
-            &owner("acme", "k-audited", attempt),
-            "{\"ok\":2}",
-            T0 + 6,
-            Some(&again),
-        )
+        .succeed(Success {
+            owner: &owner("acme", "k-audited", attempt),
+            result: "{\"ok\":2}",
+            now_ms: T0 + 6,
+            audit: Some(&again),
+        })
         .await
         .expect_err("the claim is no longer held");
     assert!(matches!(lost, StoreError::LostClaim { .. }), "{lost:?}");

@@ -5,7 +5,9 @@ pub(super) mod takeover;
 pub(super) mod text;
 
 use futures_util::future::join_all;
-use toolgate_core::store::{Claim, OperationState, OperationStore, StoreError};
+use toolgate_core::store::{
+    AttemptFailure, Claim, OperationState, OperationStore, StoreError, Success,
+};
 
 use super::fixture::{T0, acquire, error, owner, request};
 
@@ -28,12 +30,12 @@ pub async fn first_claim_acquires_attempt_one(store: &dyn OperationStore) {
 pub async fn a_replay_returns_the_stored_result(store: &dyn OperationStore) {
     let attempt = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .succeed(
-            &owner("acme", "k1", attempt),
-            r#"{"refund_id":"re_1"}"#,
-            T0 + 5,
-            None,
-        )
+        .succeed(Success {
+            owner: &owner("acme", "k1", attempt),
+            result: r#"{"refund_id":"re_1"}"#,
+            now_ms: T0 + 5,
+            audit: None,
+        })
         .await
         .unwrap();
     for now in [T0 + 10, T0 + 60_000] {
@@ -70,7 +72,12 @@ pub async fn reordered_arguments_are_the_same_request(store: &dyn OperationStore
     claim.arguments = &text_1;
     let attempt = acquire(store, claim).await;
     store
-        .succeed(&owner("acme", "k1", attempt), r#""done""#, T0 + 1, None)
+        .succeed(Success {
+            owner: &owner("acme", "k1", attempt),
+            result: r#""done""#,
+            now_ms: T0 + 1,
+            audit: None,
+        })
         .await
         .unwrap();
     let mut again = request("acme", "k1", &hash_2, T0 + 2);
@@ -113,14 +120,24 @@ pub async fn another_request_under_the_same_key_is_a_conflict_and_stores_nothing
 pub async fn tenants_never_share_records(store: &dyn OperationStore) {
     let a = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "k1", a), r#""acme's""#, T0, None)
+        .succeed(Success {
+            owner: &owner("acme", "k1", a),
+            result: r#""acme's""#,
+            now_ms: T0,
+            audit: None,
+        })
         .await
         .unwrap();
     assert_eq!(store.get("globex", "k1").await.unwrap(), None);
     let b = acquire(store, request("globex", "k1", "h1", T0)).await;
     assert_eq!(b, 1);
     store
-        .succeed(&owner("globex", "k1", b), r#""globex's""#, T0, None)
+        .succeed(Success {
+            owner: &owner("globex", "k1", b),
+            result: r#""globex's""#,
+            now_ms: T0,
+            audit: None,
+        })
         .await
         .unwrap();
     let acme = store.get("acme", "k1").await.unwrap().unwrap();
@@ -130,7 +147,11 @@ pub async fn tenants_never_share_records(store: &dyn OperationStore) {
     assert_eq!(globex.tenant, "globex");
     // Nor can a worker of one tenant settle the other's record.
     let err = store
-        .fail(&owner("globex", "k2", 1), &error(1, "x"), T0)
+        .fail(AttemptFailure {
+            owner: &owner("globex", "k2", 1),
+            error: &error(1, "x"),
+            now_ms: T0,
+        })
         .await;
     assert!(matches!(err, Err(StoreError::LostClaim { .. })), "{err:?}");
 }
@@ -139,11 +160,11 @@ pub async fn tenants_never_share_records(store: &dyn OperationStore) {
 pub async fn failed_can_be_claimed_again(store: &dyn OperationStore) {
     let first = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .fail(
-            &owner("acme", "k1", first),
-            &error(1, "retry_budget_exhausted"),
-            T0 + 1,
-        )
+        .fail(AttemptFailure {
+            owner: &owner("acme", "k1", first),
+            error: &error(1, "retry_budget_exhausted"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().unwrap();
@@ -160,11 +181,11 @@ pub async fn failed_can_be_claimed_again(store: &dyn OperationStore) {
 pub async fn an_unknown_outcome_is_never_claimed_again(store: &dyn OperationStore) {
     let attempt = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .mark_unknown(
-            &owner("acme", "k1", attempt),
-            &error(1, "outcome_unknown"),
-            T0 + 1,
-        )
+        .mark_unknown(AttemptFailure {
+            owner: &owner("acme", "k1", attempt),
+            error: &error(1, "outcome_unknown"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     for takeover in [false, true] {

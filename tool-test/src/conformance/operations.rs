@@ -1,6 +1,8 @@
 //! The requests of the reconciler and of retention, across records: expiring dead leases,
 //! listing and settling unknown outcomes, purging old terminal records.
-use toolgate_core::store::{OperationState, OperationStore, Resolution};
+use toolgate_core::store::{
+    AttemptFailure, OperationState, OperationStore, Resolution, ResolveRequest, Success,
+};
 
 use super::fixture::{T0, acquire, error, owner, request};
 
@@ -11,7 +13,12 @@ pub async fn expire_leases_turns_only_expired_processing_into_unknown(store: &dy
     acquire(store, request("acme", "live", "h1", T0 + 20_000)).await;
     let done = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", done), "1", T0, None)
+        .succeed(Success {
+            owner: &owner("acme", "done", done),
+            result: "1",
+            now_ms: T0,
+            audit: None,
+        })
         .await
         .unwrap();
     assert_eq!(store.expire_leases(T0 + 40_000).await.unwrap(), 2);
@@ -30,21 +37,21 @@ pub async fn reconciliation_settles_unknown_outcomes(store: &dyn OperationStore)
     for (index, key) in ["a", "b", "c"].into_iter().enumerate() {
         let attempt = acquire(store, request("acme", key, "h1", T0)).await;
         store
-            .mark_unknown(
-                &owner("acme", key, attempt),
-                &error(1, "outcome_unknown"),
-                T0 + index as i64,
-            )
+            .mark_unknown(AttemptFailure {
+                owner: &owner("acme", key, attempt),
+                error: &error(1, "outcome_unknown"),
+                now_ms: T0 + index as i64,
+            })
             .await
             .unwrap();
     }
     let other = acquire(store, request("globex", "d", "h1", T0)).await;
     store
-        .mark_unknown(
-            &owner("globex", "d", other),
-            &error(1, "outcome_unknown"),
-            T0 + 3,
-        )
+        .mark_unknown(AttemptFailure {
+            owner: &owner("globex", "d", other),
+            error: &error(1, "outcome_unknown"),
+            now_ms: T0 + 3,
+        })
         .await
         .unwrap();
     let listed: Vec<_> = store
@@ -62,19 +69,24 @@ pub async fn reconciliation_settles_unknown_outcomes(store: &dyn OperationStore)
     assert_eq!(store.list_unknown(2).await.unwrap().len(), 2);
 
     let applied = store
-        .resolve(
-            "acme",
-            "a",
-            Resolution::Applied(r#"{"refund_id":"re_9"}"#),
-            T0 + 10,
-        )
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "a",
+            resolution: Resolution::Applied(r#"{"refund_id":"re_9"}"#),
+            now_ms: T0 + 10,
+        })
         .await
         .unwrap()
         .unwrap();
     assert_eq!(applied.state, OperationState::Succeeded);
     assert_eq!(applied.result.as_deref(), Some(r#"{"refund_id":"re_9"}"#));
     let not_applied = store
-        .resolve("acme", "b", Resolution::NotApplied, T0 + 10)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "b",
+            resolution: Resolution::NotApplied,
+            now_ms: T0 + 10,
+        })
         .await
         .unwrap()
         .unwrap();
@@ -85,7 +97,12 @@ pub async fn reconciliation_settles_unknown_outcomes(store: &dyn OperationStore)
         "not applied may run again"
     );
     let unknown = store
-        .resolve("acme", "c", Resolution::StillUnknown, T0 + 10)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "c",
+            resolution: Resolution::StillUnknown,
+            now_ms: T0 + 10,
+        })
         .await
         .unwrap()
         .unwrap();
@@ -94,7 +111,12 @@ pub async fn reconciliation_settles_unknown_outcomes(store: &dyn OperationStore)
         (OperationState::OutcomeUnknown, 1)
     );
     let unknown = store
-        .resolve("acme", "c", Resolution::StillUnknown, T0 + 20)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "c",
+            resolution: Resolution::StillUnknown,
+            now_ms: T0 + 20,
+        })
         .await
         .unwrap()
         .unwrap();
@@ -102,21 +124,36 @@ pub async fn reconciliation_settles_unknown_outcomes(store: &dyn OperationStore)
     // Settled already, or never there: nothing to do.
     assert_eq!(
         store
-            .resolve("acme", "a", Resolution::NotApplied, T0 + 30)
+            .resolve(ResolveRequest {
+                tenant: "acme",
+                key: "a",
+                resolution: Resolution::NotApplied,
+                now_ms: T0 + 30
+            })
             .await
             .unwrap(),
         None
     );
     assert_eq!(
         store
-            .resolve("acme", "zz", Resolution::NotApplied, T0 + 30)
+            .resolve(ResolveRequest {
+                tenant: "acme",
+                key: "zz",
+                resolution: Resolution::NotApplied,
+                now_ms: T0 + 30
+            })
             .await
             .unwrap(),
         None
     );
     assert_eq!(
         store
-            .resolve("globex", "a", Resolution::NotApplied, T0 + 30)
+            .resolve(ResolveRequest {
+                tenant: "globex",
+                key: "a",
+                resolution: Resolution::NotApplied,
+                now_ms: T0 + 30
+            })
             .await
             .unwrap(),
         None
@@ -134,12 +171,32 @@ pub async fn retention_purges_only_terminal_records(store: &dyn OperationStore) 
         let me = owner("acme", key, attempt);
         match state {
             OperationState::Succeeded => {
-                store.succeed(&me, "1", at, None).await.unwrap();
+                store
+                    .succeed(Success {
+                        owner: &me,
+                        result: "1",
+                        now_ms: at,
+                        audit: None,
+                    })
+                    .await
+                    .unwrap();
             }
-            OperationState::Failed => store.fail(&me, &error(1, "x"), at).await.unwrap(),
-            OperationState::OutcomeUnknown => {
-                store.mark_unknown(&me, &error(1, "x"), at).await.unwrap()
-            }
+            OperationState::Failed => store
+                .fail(AttemptFailure {
+                    owner: &me,
+                    error: &error(1, "x"),
+                    now_ms: at,
+                })
+                .await
+                .unwrap(),
+            OperationState::OutcomeUnknown => store
+                .mark_unknown(AttemptFailure {
+                    owner: &me,
+                    error: &error(1, "x"),
+                    now_ms: at,
+                })
+                .await
+                .unwrap(),
             _ => {}
         }
     };

@@ -11,9 +11,9 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use toolgate_core::store::EventSettlement;
 use toolgate_core::store::{
-    Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery, EventStatus,
-    LeasedEvent, NewEvent, OperationState, OperationStore, OutboxEvent, Resolution, StoreError,
-    StoreTransaction,
+    AttemptFailure, Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery,
+    EventStatus, LeasedEvent, NewEvent, OperationState, OperationStore, OutboxEvent, Resolution,
+    ResolveRequest, ResumeRequest, StoreError, StoreTransaction, Success,
 };
 
 use super::fixture::{T0, acquire, error, owner, request};
@@ -169,7 +169,11 @@ pub async fn a_rolled_back_outbox_call_leaves_nothing(store: &dyn OperationStore
 
     let first = acquire(store, request("acme", "k3", "h1", T0)).await;
     store
-        .fail(&owner("acme", "k3", first), &error(1, "refused"), T0 + 1)
+        .fail(AttemptFailure {
+            owner: &owner("acme", "k3", first),
+            error: &error(1, "refused"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let before = store.get("acme", "k3").await.unwrap();
@@ -188,7 +192,12 @@ pub async fn begin_answers_a_settled_key_as_claim_does(store: &dyn OperationStor
     queue(store, "acme", "queued", "issue_refund", T0).await;
     let done = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", done), "1", T0, None)
+        .succeed(Success {
+            owner: &owner("acme", "done", done),
+            result: "1",
+            now_ms: T0,
+            audit: None,
+        })
         .await
         .unwrap();
     for key in ["queued", "done"] {
@@ -488,7 +497,11 @@ pub async fn resume_event_makes_a_dead_event_pending_again(store: &dyn Operation
         .await
         .unwrap();
     let resumed = store
-        .resume_event("acme", "dead", T0 + 500)
+        .resume_event(ResumeRequest {
+            tenant: "acme",
+            key: "dead",
+            now_ms: T0 + 500,
+        })
         .await
         .unwrap()
         .expect("an event");
@@ -508,14 +521,35 @@ pub async fn resume_event_makes_a_dead_event_pending_again(store: &dyn Operation
 
     let before = event_of(store, "acme", "pending").await;
     let answered = store
-        .resume_event("acme", "pending", T0 + 600)
+        .resume_event(ResumeRequest {
+            tenant: "acme",
+            key: "pending",
+            now_ms: T0 + 600,
+        })
         .await
         .unwrap();
     assert_eq!(answered, Some(before.clone()));
     assert_eq!(event_of(store, "acme", "pending").await, before);
-    assert_eq!(store.resume_event("acme", "none", T0).await.unwrap(), None);
     assert_eq!(
-        store.resume_event("globex", "dead", T0).await.unwrap(),
+        store
+            .resume_event(ResumeRequest {
+                tenant: "acme",
+                key: "none",
+                now_ms: T0
+            })
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .resume_event(ResumeRequest {
+                tenant: "globex",
+                key: "dead",
+                now_ms: T0
+            })
+            .await
+            .unwrap(),
         None
     );
 }
@@ -545,7 +579,12 @@ pub async fn resolve_settles_an_outbox_operation_with_its_event(store: &dyn Oper
             .unwrap();
     }
     let record = store
-        .resolve("acme", "applied", Resolution::Applied(PAID), T0 + 100)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "applied",
+            resolution: Resolution::Applied(PAID),
+            now_ms: T0 + 100,
+        })
         .await
         .unwrap()
         .expect("settled");
@@ -559,7 +598,12 @@ pub async fn resolve_settles_an_outbox_operation_with_its_event(store: &dyn Oper
     );
 
     let record = store
-        .resolve("acme", "not_applied", Resolution::NotApplied, T0 + 200)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "not_applied",
+            resolution: Resolution::NotApplied,
+            now_ms: T0 + 200,
+        })
         .await
         .unwrap()
         .expect("settled");

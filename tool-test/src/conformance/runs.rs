@@ -11,7 +11,8 @@ use toolgate_core::ErrorKind;
 use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    Admission, FailedCall, Grants, OperationStore, RunKey, RunRecord, TurnGrant, TurnRequest,
+    AbortRequest, Admission, FailedCall, Grants, OperationStore, RunKey, RunRecord, TurnGrant,
+    TurnRequest,
 };
 use toolgate_core::store::{AttemptCharge, FailureNote};
 
@@ -312,11 +313,27 @@ pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn Ope
         reason: "the run has had 50 turns".into(),
     };
     assert_eq!(
-        store.abort_run(run, &first, T0 + 1).await.unwrap().abort,
+        store
+            .abort_run(AbortRequest {
+                run,
+                abort: &first,
+                now_ms: T0 + 1
+            })
+            .await
+            .unwrap()
+            .abort,
         first
     );
     assert_eq!(
-        store.abort_run(run, &second, T0 + 2).await.unwrap().abort,
+        store
+            .abort_run(AbortRequest {
+                run,
+                abort: &second,
+                now_ms: T0 + 2
+            })
+            .await
+            .unwrap()
+            .abort,
         first
     );
     let aborted = record(store, run).await;
@@ -341,7 +358,15 @@ pub async fn the_first_abort_stands_and_refuses_every_later_turn(store: &dyn Ope
         run_id: "run-2",
     };
     assert_eq!(
-        store.abort_run(early, &second, T0 + 4).await.unwrap().abort,
+        store
+            .abort_run(AbortRequest {
+                run: early,
+                abort: &second,
+                now_ms: T0 + 4
+            })
+            .await
+            .unwrap()
+            .abort,
         second
     );
     let stored = record(store, early).await;
@@ -374,7 +399,14 @@ pub async fn runs_of_two_tenants_never_share_counters(store: &dyn OperationStore
         kind: ErrorKind::PolicyViolation,
         reason: "refunds over the limit".into(),
     };
-    store.abort_run(acme, &abort, T0 + 2).await.unwrap();
+    store
+        .abort_run(AbortRequest {
+            run: acme,
+            abort: &abort,
+            now_ms: T0 + 2,
+        })
+        .await
+        .unwrap();
     let theirs = admitted(store, globex, &[("issue_refund", 2)], limits, T0 + 3).await;
     assert_eq!(
         theirs,
@@ -447,7 +479,14 @@ pub async fn a_run_reads_back_every_counter(store: &dyn OperationStore) {
         kind: ErrorKind::CredentialsRevoked,
         reason: "the agent's token was revoked".into(),
     };
-    store.abort_run(run, &abort, T0 + 4).await.unwrap();
+    store
+        .abort_run(AbortRequest {
+            run,
+            abort: &abort,
+            now_ms: T0 + 4,
+        })
+        .await
+        .unwrap();
     assert_eq!(
         record(store, run).await,
         RunRecord {
@@ -487,7 +526,14 @@ pub async fn retention_purges_old_runs_and_keeps_recent_ones(store: &dyn Operati
             kind: ErrorKind::PermissionDenied,
             reason: "no refunds".into(),
         };
-        store.abort_run(run, &abort, T0).await.unwrap();
+        store
+            .abort_run(AbortRequest {
+                run,
+                abort: &abort,
+                now_ms: T0,
+            })
+            .await
+            .unwrap();
     }
     store
         .note_failure(FailureNote {

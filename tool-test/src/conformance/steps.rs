@@ -7,8 +7,8 @@ use toolgate_core::idempotency::UnkeyedRequest;
 use toolgate_core::store::EventSettlement;
 use toolgate_core::store::StepRequest;
 use toolgate_core::store::{
-    Claim, ClaimToken, OperationState, OperationStore, Resolution, StepOutcome, StepRecord,
-    StepStart, StepStatus, StoreError,
+    AttemptFailure, Claim, ClaimToken, OperationState, OperationStore, PartialOutcome, Resolution,
+    ResolveRequest, StepOutcome, StepRecord, StepStart, StepStatus, StoreError, Success,
 };
 
 use super::fixture::{T0, acquire, error, owner, request};
@@ -223,7 +223,15 @@ pub async fn a_step_of_a_claim_not_held_is_refused(store: &dyn OperationStore) {
         .await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(store.steps("acme", "k1").await.unwrap(), before);
-    store.succeed(&holder, "1", T0 + 2, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &holder,
+            result: "1",
+            now_ms: T0 + 2,
+            audit: None,
+        })
+        .await
+        .unwrap();
     let lost = store
         .begin_step(StepRequest {
             owner: &holder,
@@ -336,7 +344,12 @@ pub async fn a_partial_record_is_claimed_again_by_the_same_request_only(
     )
     .await;
     store
-        .partial(&holder, REPORT, &failure, T0 + 3)
+        .partial(PartialOutcome {
+            owner: &holder,
+            report: REPORT,
+            error: &failure,
+            now_ms: T0 + 3,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().expect("stored");
@@ -344,7 +357,14 @@ pub async fn a_partial_record_is_claimed_again_by_the_same_request_only(
     assert_eq!(record.result.as_deref(), Some(REPORT));
     assert_eq!(record.errors, vec![failure.clone()]);
     assert_eq!(record.updated_ms, T0 + 3);
-    let lost = store.partial(&holder, REPORT, &failure, T0 + 4).await;
+    let lost = store
+        .partial(PartialOutcome {
+            owner: &holder,
+            report: REPORT,
+            error: &failure,
+            now_ms: T0 + 4,
+        })
+        .await;
     assert!(
         matches!(lost, Err(StoreError::LostClaim { .. })),
         "{lost:?}"
@@ -392,7 +412,12 @@ pub async fn a_record_under_a_version_1_hash_is_the_same_request(store: &dyn Ope
     .await;
     let failure = error(1, "provider_unavailable");
     store
-        .partial(&holder, REPORT, &failure, T0 + 2)
+        .partial(PartialOutcome {
+            owner: &holder,
+            report: REPORT,
+            error: &failure,
+            now_ms: T0 + 2,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().expect("stored");
@@ -429,7 +454,11 @@ pub async fn a_takeover_under_other_arguments_clears_the_journal(store: &dyn Ope
     );
     run(store, &first, "crm", StepOutcome::Succeeded("1"), T0).await;
     store
-        .fail(&first, &error(1, "refused"), T0 + 1)
+        .fail(AttemptFailure {
+            owner: &first,
+            error: &error(1, "refused"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let same = owner(
@@ -442,7 +471,11 @@ pub async fn a_takeover_under_other_arguments_clears_the_journal(store: &dyn Ope
         StepStart::Done(_)
     ));
     store
-        .fail(&same, &error(2, "refused"), T0 + 3)
+        .fail(AttemptFailure {
+            owner: &same,
+            error: &error(2, "refused"),
+            now_ms: T0 + 3,
+        })
         .await
         .unwrap();
     let other = owner(
@@ -471,13 +504,22 @@ pub async fn reconciling_steps_as_not_applied_fails_the_started_ones(store: &dyn
     assert_eq!(begin(store, &none, "crm", T0).await, StepStart::Run);
     for holder in [&half, &none] {
         store
-            .mark_unknown(holder, &error(1, "outcome_unknown"), T0 + 1)
+            .mark_unknown(AttemptFailure {
+                owner: holder,
+                error: &error(1, "outcome_unknown"),
+                now_ms: T0 + 1,
+            })
             .await
             .unwrap();
     }
     let settled = |key: &'static str| async move {
         store
-            .resolve("acme", key, Resolution::NotApplied, T0 + 2)
+            .resolve(ResolveRequest {
+                tenant: "acme",
+                key,
+                resolution: Resolution::NotApplied,
+                now_ms: T0 + 2,
+            })
             .await
             .unwrap()
             .expect("settled")
@@ -553,7 +595,15 @@ pub async fn retention_purges_events_and_steps_with_their_records(store: &dyn Op
         acquire(store, request("acme", "stepped", "h1", T0)).await,
     );
     run(store, &stepped, "crm", StepOutcome::Succeeded("1"), T0).await;
-    store.succeed(&stepped, "1", T0 + 5, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &stepped,
+            result: "1",
+            now_ms: T0 + 5,
+            audit: None,
+        })
+        .await
+        .unwrap();
 
     assert_eq!(store.purge(T0 + 10).await.unwrap(), 2);
     assert_eq!(store.get("acme", "delivered").await.unwrap(), None);

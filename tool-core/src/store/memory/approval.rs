@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use super::tables::truncate;
 use crate::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ClaimToken, DecideRequest,
-    DecideStep, Decided, Decision, OperationState, Refusal, StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, ApprovalStore, ApprovalSweep, ClaimedRejection,
+    DecideRequest, DecideStep, Decided, OperationState, Refusal, StoreError, Verdict,
 };
 
 #[async_trait]
@@ -95,9 +95,9 @@ impl ApprovalStore for MemoryStore {
 
     async fn expire_approvals(
         &self,
-        now_ms: i64,
-        limit: u32,
+        sweep: ApprovalSweep,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let (now_ms, limit) = (sweep.now_ms, sweep.limit);
         Ok(self.tables(|tables| {
             let mut due: Vec<_> = tables
                 .approvals
@@ -115,10 +115,9 @@ impl ApprovalStore for MemoryStore {
 
     async fn reject_claimed(
         &self,
-        owner: &ClaimToken,
-        decision: &Decision,
-        now_ms: i64,
+        rejection: ClaimedRejection<'_>,
     ) -> Result<ApprovalRecord, StoreError> {
+        let owner = rejection.owner;
         self.tables(|tables| {
             let approval = tables
                 .records
@@ -131,13 +130,13 @@ impl ApprovalStore for MemoryStore {
             };
             let approval = approval.ok_or_else(lost)?;
             let rejected = tables
-                .reject(&approval, decision.clone())
+                .reject(&approval, rejection.decision.clone())
                 .ok_or_else(lost)?;
             if let Some(record) = tables
                 .records
                 .get_mut(&(owner.tenant.clone(), owner.key.clone()))
             {
-                record.updated_ms = now_ms;
+                record.updated_ms = rejection.now_ms;
             }
             Ok(rejected)
         })

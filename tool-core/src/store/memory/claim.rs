@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use super::tables::Tables;
 use crate::store::{
-    ApprovalRecord, AttemptError, AuditEntry, AuditStore, Claim, ClaimRequest, ClaimStep,
-    ClaimStore, ClaimToken, Journal, OperationRecord, OperationState, StoreError,
+    ApprovalRecord, AttemptFailure, AuditStore, Claim, ClaimRequest, ClaimStep, ClaimStore,
+    Journal, OperationRecord, OperationState, RetryNote, StoreError, Success,
 };
 
 impl Tables {
@@ -126,52 +126,31 @@ impl ClaimStore for MemoryStore {
         Ok(self.tables(|tables| tables.claim(&request)))
     }
 
-    /// With `audit`: the success, then the audit record, as two steps.
-    async fn succeed(
-        &self,
-        owner: &ClaimToken,
-        result: &str,
-        now_ms: i64,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Option<i64>, StoreError> {
-        self.owned(owner, |record| {
+    /// With an audit record: the success, then the audit record, as two steps.
+    async fn succeed(&self, success: Success<'_>) -> Result<Option<i64>, StoreError> {
+        self.owned(success.owner, |record| {
             record.state = OperationState::Succeeded;
-            record.result = Some(result.to_owned());
-            record.updated_ms = now_ms;
+            record.result = Some(success.result.to_owned());
+            record.updated_ms = success.now_ms;
         })?;
-        Ok(match audit {
+        Ok(match success.audit {
             Some(entry) => self.append_audit(entry).await.ok(),
             None => None,
         })
     }
 
-    async fn fail(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.settle_with_error(owner, OperationState::Failed, error, now_ms)
+    async fn fail(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError> {
+        self.settle_with_error(failure, OperationState::Failed)
     }
 
-    async fn mark_unknown(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.settle_with_error(owner, OperationState::OutcomeUnknown, error, now_ms)
+    async fn mark_unknown(&self, failure: AttemptFailure<'_>) -> Result<(), StoreError> {
+        self.settle_with_error(failure, OperationState::OutcomeUnknown)
     }
 
-    async fn record_retry(
-        &self,
-        owner: &ClaimToken,
-        error: &AttemptError,
-        lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.owned(owner, |record| {
-            record.errors.push(error.clone());
-            record.lease_until_ms = lease_until_ms;
+    async fn record_retry(&self, retry: RetryNote<'_>) -> Result<(), StoreError> {
+        self.owned(retry.owner, |record| {
+            record.errors.push(retry.error.clone());
+            record.lease_until_ms = retry.lease_until_ms;
         })
     }
 

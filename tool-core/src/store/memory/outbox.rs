@@ -14,7 +14,7 @@ use super::tables::{Tables, truncate};
 use crate::store::{
     AuditStore, Begun, Claim, ClaimRequest, Commit, DeliveryOutcome, EventLease, EventQuery,
     EventSettlement, EventStatus, LeasedEvent, OperationRecord, OperationState, OutboxEvent,
-    OutboxStore, StepRecord, StoreError, StoreTransaction,
+    OutboxStore, ResumeRequest, StepRecord, StoreError, StoreTransaction,
 };
 
 type Id = (String, String);
@@ -310,12 +310,10 @@ impl OutboxStore for MemoryStore {
 
     async fn resume_event(
         &self,
-        tenant: &str,
-        key: &str,
-        now_ms: i64,
+        request: ResumeRequest<'_>,
     ) -> Result<Option<OutboxEvent>, StoreError> {
-        let id = (tenant.to_owned(), key.to_owned());
-        Ok(self.tables(|tables| tables.resume_event(&id, now_ms)))
+        let id = (request.tenant.to_owned(), request.key.to_owned());
+        Ok(self.tables(|tables| tables.resume_event(&id, request.now_ms)))
     }
 
     async fn event(&self, tenant: &str, key: &str) -> Result<Option<OutboxEvent>, StoreError> {

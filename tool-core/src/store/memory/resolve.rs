@@ -7,20 +7,15 @@ use super::MemoryStore;
 use super::tables::{Tables, truncate};
 use crate::store::{
     EventStatus, OperationLog, OperationQuery, OperationRecord, OperationState, Resolution,
-    StoreError,
+    ResolveRequest, StoreError,
 };
 
 impl Tables {
-    /// Settles the `outcome_unknown` record of `key` as `resolution` says; `None` for a record
-    /// in any other state, or none.
-    pub(super) fn resolve(
-        &mut self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
-    ) -> Option<OperationRecord> {
-        let id = (tenant.to_owned(), key.to_owned());
+    /// Settles the `outcome_unknown` record of `request.key` as `request.resolution` says;
+    /// `None` for a record in any other state, or none.
+    pub(super) fn resolve(&mut self, request: ResolveRequest<'_>) -> Option<OperationRecord> {
+        let id = (request.tenant.to_owned(), request.key.to_owned());
+        let (resolution, now_ms) = (request.resolution, request.now_ms);
         let record = self.records.get(&id)?;
         if record.state != OperationState::OutcomeUnknown {
             return None;
@@ -99,12 +94,9 @@ impl OperationLog for MemoryStore {
 
     async fn resolve(
         &self,
-        tenant: &str,
-        key: &str,
-        resolution: Resolution<'_>,
-        now_ms: i64,
+        request: ResolveRequest<'_>,
     ) -> Result<Option<OperationRecord>, StoreError> {
-        Ok(self.tables(|tables| tables.resolve(tenant, key, resolution, now_ms)))
+        Ok(self.tables(|tables| tables.resolve(request)))
     }
 
     async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {

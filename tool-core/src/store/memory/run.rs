@@ -3,10 +3,9 @@
 use async_trait::async_trait;
 
 use super::MemoryStore;
-use crate::run::RunAborted;
 use crate::store::{
-    AbortReport, AttemptCharge, FailureNote, RunKey, RunLedger, RunRecord, StoreError, TurnGrant,
-    TurnRequest,
+    AbortReport, AbortRequest, AttemptCharge, FailureNote, RunKey, RunLedger, RunRecord,
+    StoreError, TurnGrant, TurnRequest,
 };
 
 #[async_trait]
@@ -23,36 +22,25 @@ impl RunLedger for MemoryStore {
     }
 
     async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
-        let AttemptCharge {
-            run,
-            tool,
-            retry_budget,
-            now_ms,
-        } = charge;
-        Ok(self.with_run(run, |run| run.charge_attempt(tool, retry_budget, now_ms)))
+        Ok(self.with_run(charge.run, |run| {
+            run.charge_attempt(charge.tool, charge.retry_budget, charge.now_ms)
+        }))
     }
 
     async fn note_failure(&self, failure: FailureNote<'_>) -> Result<(), StoreError> {
-        let FailureNote {
-            run,
-            tool,
-            request_hash,
-            now_ms,
-        } = failure;
-        self.with_run(run, |run| run.note_failure(tool, request_hash, now_ms));
+        self.with_run(failure.run, |run| {
+            run.note_failure(failure.tool, failure.request_hash, failure.now_ms)
+        });
         Ok(())
     }
 
-    async fn abort_run(
-        &self,
-        run: RunKey<'_>,
-        abort: &RunAborted,
-        now_ms: i64,
-    ) -> Result<AbortReport, StoreError> {
+    async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
         // The run's lock, then the tables': no other path takes them the other way round.
-        Ok(self.with_run(run, |record| AbortReport {
-            abort: record.abort(abort, now_ms),
-            rejected: self.tables(|tables| tables.reject_run(run.tenant, run.run_id, now_ms)),
+        Ok(self.with_run(request.run, |record| AbortReport {
+            abort: record.abort(request.abort, request.now_ms),
+            rejected: self.tables(|tables| {
+                tables.reject_run(request.run.tenant, request.run.run_id, request.now_ms)
+            }),
         }))
     }
 

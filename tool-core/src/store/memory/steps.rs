@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use super::tables::Tables;
 use crate::store::{
-    AttemptError, ClaimToken, OperationState, StepOutcome, StepRecord, StepRequest, StepStart,
+    ClaimToken, OperationState, PartialOutcome, StepOutcome, StepRecord, StepRequest, StepStart,
     StepStatus, StepStore, StoreError,
 };
 
@@ -129,18 +129,12 @@ impl StepStore for MemoryStore {
         Ok(self.tables(|tables| tables.steps.get(&id).cloned().unwrap_or_default()))
     }
 
-    async fn partial(
-        &self,
-        owner: &ClaimToken,
-        report: &str,
-        error: &AttemptError,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.owned(owner, |record| {
+    async fn partial(&self, outcome: PartialOutcome<'_>) -> Result<(), StoreError> {
+        self.owned(outcome.owner, |record| {
             record.state = OperationState::Partial;
-            record.result = Some(report.to_owned());
-            record.errors.push(error.clone());
-            record.updated_ms = now_ms;
+            record.result = Some(outcome.report.to_owned());
+            record.errors.push(outcome.error.clone());
+            record.updated_ms = outcome.now_ms;
         })
     }
 }

@@ -5,8 +5,8 @@
 use toolgate_core::ErrorKind;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortReport, ApprovalRecord, ApprovalStatus, Claim, Decided, OperationState, OperationStore,
-    Refusal, RunKey, Verdict,
+    AbortReport, AbortRequest, ApprovalRecord, ApprovalStatus, Claim, Decided, OperationState,
+    OperationStore, Refusal, RunKey, Verdict,
 };
 
 use super::{ask, decision, ids, record, stored};
@@ -21,7 +21,11 @@ async fn abort(
     now_ms: i64,
 ) -> AbortReport {
     store
-        .abort_run(RunKey { tenant, run_id }, why, now_ms)
+        .abort_run(AbortRequest {
+            run: RunKey { tenant, run_id },
+            abort: why,
+            now_ms,
+        })
         .await
         .expect("abort a run")
 }

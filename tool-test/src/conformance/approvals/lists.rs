@@ -3,8 +3,8 @@
 //! operations by filter.
 
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalRecord, ApprovalStatus, AuditEntry, Decision, OperationQuery,
-    OperationState, OperationStore, SYSTEM_DECIDER, StoreError, Verdict,
+    ApprovalQuery, ApprovalRecord, ApprovalStatus, AuditEntry, ClaimedRejection, Decision,
+    OperationQuery, OperationState, OperationStore, SYSTEM_DECIDER, StoreError, Success, Verdict,
 };
 
 use super::{ask, human, ids, record, stored};
@@ -98,7 +98,11 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
     let before = record(store, "acme", "k1").await;
     lost(
         store
-            .reject_claimed(&owner("acme", "k1", 2), &revalidation, T0 + 30)
+            .reject_claimed(ClaimedRejection {
+                owner: &owner("acme", "k1", 2),
+                decision: &revalidation,
+                now_ms: T0 + 30,
+            })
             .await,
         "k1",
         2,
@@ -110,7 +114,11 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
     );
 
     let rejected = store
-        .reject_claimed(&owner("acme", "k1", 1), &revalidation, T0 + 30)
+        .reject_claimed(ClaimedRejection {
+            owner: &owner("acme", "k1", 1),
+            decision: &revalidation,
+            now_ms: T0 + 30,
+        })
         .await
         .unwrap();
     assert_eq!(rejected.status, ApprovalStatus::Rejected);
@@ -128,14 +136,23 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
     assert_eq!(after.updated_ms, T0 + 30);
     lost(
         store
-            .reject_claimed(&owner("acme", "k1", 1), &revalidation, T0 + 40)
+            .reject_claimed(ClaimedRejection {
+                owner: &owner("acme", "k1", 1),
+                decision: &revalidation,
+                now_ms: T0 + 40,
+            })
             .await,
         "k1",
         1,
     );
     assert!(matches!(
         store
-            .succeed(&owner("acme", "k1", 1), "{}", T0 + 40, None)
+            .succeed(Success {
+                owner: &owner("acme", "k1", 1),
+                result: "{}",
+                now_ms: T0 + 40,
+                audit: None
+            })
             .await,
         Err(StoreError::LostClaim { .. })
     ));
@@ -147,7 +164,11 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
     assert_eq!(acquire(store, request("acme", "k2", "h1", T0)).await, 1);
     lost(
         store
-            .reject_claimed(&owner("acme", "k2", 1), &revalidation, T0 + 30)
+            .reject_claimed(ClaimedRejection {
+                owner: &owner("acme", "k2", 1),
+                decision: &revalidation,
+                now_ms: T0 + 30,
+            })
             .await,
         "k2",
         1,
@@ -158,7 +179,11 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
     );
     lost(
         store
-            .reject_claimed(&owner("globex", "k1", 1), &revalidation, T0 + 30)
+            .reject_claimed(ClaimedRejection {
+                owner: &owner("globex", "k1", 1),
+                decision: &revalidation,
+                now_ms: T0 + 30,
+            })
             .await,
         "k1",
         1,
@@ -189,7 +214,12 @@ pub async fn approvals_and_operations_are_listed_by_filter_in_order(store: &dyn 
     .await;
     let done = acquire(store, request("globex", "s1", "h1", T0 + 4)).await;
     store
-        .succeed(&owner("globex", "s1", done), "{}", T0 + 5, None)
+        .succeed(Success {
+            owner: &owner("globex", "s1", done),
+            result: "{}",
+            now_ms: T0 + 5,
+            audit: None,
+        })
         .await
         .unwrap();
 

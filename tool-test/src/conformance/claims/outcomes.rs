@@ -1,6 +1,8 @@
 //! Recording what became of a claimed attempt: only the attempt that holds the claim may, and a
 //! retried attempt keeps its error.
-use toolgate_core::store::{OperationState, OperationStore, StoreError};
+use toolgate_core::store::{
+    AttemptFailure, OperationState, OperationStore, RetryNote, StoreError, Success,
+};
 
 use crate::conformance::fixture::{T0, acquire, error, owner, request};
 
@@ -14,15 +16,34 @@ pub async fn a_stale_attempt_cannot_overwrite(store: &dyn OperationStore) {
     let stale = owner("acme", "k1", first);
     for result in [
         store
-            .succeed(&stale, r#""stale""#, T0 + 32_000, None)
+            .succeed(Success {
+                owner: &stale,
+                result: r#""stale""#,
+                now_ms: T0 + 32_000,
+                audit: None,
+            })
             .await
             .map(drop),
-        store.fail(&stale, &error(1, "x"), T0 + 32_000).await,
         store
-            .mark_unknown(&stale, &error(1, "x"), T0 + 32_000)
+            .fail(AttemptFailure {
+                owner: &stale,
+                error: &error(1, "x"),
+                now_ms: T0 + 32_000,
+            })
             .await,
         store
-            .record_retry(&stale, &error(1, "x"), T0 + 99_000)
+            .mark_unknown(AttemptFailure {
+                owner: &stale,
+                error: &error(1, "x"),
+                now_ms: T0 + 32_000,
+            })
+            .await,
+        store
+            .record_retry(RetryNote {
+                owner: &stale,
+                error: &error(1, "x"),
+                lease_until_ms: T0 + 99_000,
+            })
             .await,
     ] {
         assert!(
@@ -35,12 +56,21 @@ pub async fn a_stale_attempt_cannot_overwrite(store: &dyn OperationStore) {
     assert_eq!(record.attempt, 2);
     assert!(record.result.is_none() && record.errors.is_empty());
     store
-        .succeed(&owner("acme", "k1", 2), r#""fresh""#, T0 + 33_000, None)
+        .succeed(Success {
+            owner: &owner("acme", "k1", 2),
+            result: r#""fresh""#,
+            now_ms: T0 + 33_000,
+            audit: None,
+        })
         .await
         .unwrap();
     // Once settled, even the owner's attempt cannot write again.
     let again = store
-        .fail(&owner("acme", "k1", 2), &error(2, "x"), T0 + 34_000)
+        .fail(AttemptFailure {
+            owner: &owner("acme", "k1", 2),
+            error: &error(2, "x"),
+            now_ms: T0 + 34_000,
+        })
         .await;
     assert!(matches!(again, Err(StoreError::LostClaim { .. })));
     let record = store.get("acme", "k1").await.unwrap().unwrap();
@@ -52,17 +82,33 @@ pub async fn retries_keep_every_error_and_renew_the_lease(store: &dyn OperationS
     let attempt = acquire(store, request("acme", "k1", "h1", T0)).await;
     let me = owner("acme", "k1", attempt);
     store
-        .record_retry(&me, &error(1, "unavailable"), T0 + 45_000)
+        .record_retry(RetryNote {
+            owner: &me,
+            error: &error(1, "unavailable"),
+            lease_until_ms: T0 + 45_000,
+        })
         .await
         .unwrap();
     store
-        .record_retry(&me, &error(2, "unavailable"), T0 + 50_000)
+        .record_retry(RetryNote {
+            owner: &me,
+            error: &error(2, "unavailable"),
+            lease_until_ms: T0 + 50_000,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().unwrap();
     assert_eq!(record.state, OperationState::Processing);
     assert_eq!(record.lease_until_ms, T0 + 50_000);
-    store.succeed(&me, "true", T0 + 2, None).await.unwrap();
+    store
+        .succeed(Success {
+            owner: &me,
+            result: "true",
+            now_ms: T0 + 2,
+            audit: None,
+        })
+        .await
+        .unwrap();
     let record = store.get("acme", "k1").await.unwrap().unwrap();
     assert_eq!(
         record.errors,

@@ -2,7 +2,9 @@
 //! request is a conflict only while the first may have acted.
 
 use crate::conformance::fixture::{T0, acquire, error, owner, request};
-use toolgate_core::store::{Claim, OperationState, OperationStore, Resolution};
+use toolgate_core::store::{
+    AttemptFailure, Claim, OperationState, OperationStore, Resolution, ResolveRequest, Success,
+};
 
 /// The arguments a model sends after it corrected them.
 const CORRECTED: &str = r#"{"amount":300,"order_id":"ORD-1001"}"#;
@@ -13,7 +15,11 @@ const CORRECTED: &str = r#"{"amount":300,"order_id":"ORD-1001"}"#;
 pub async fn a_corrected_request_takes_over_a_failed_record(store: &dyn OperationStore) {
     let first = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .fail(&owner("acme", "k1", first), &error(1, "refused"), T0 + 1)
+        .fail(AttemptFailure {
+            owner: &owner("acme", "k1", first),
+            error: &error(1, "refused"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let mut corrected = request("acme", "k1", "h2", T0 + 2);
@@ -27,12 +33,12 @@ pub async fn a_corrected_request_takes_over_a_failed_record(store: &dyn Operatio
     assert_eq!(record.lease_until_ms, T0 + 2 + 30_000);
     assert_eq!(record.errors, vec![error(1, "refused")]);
     store
-        .succeed(
-            &owner("acme", "k1", 2),
-            r#"{"refund_id":"re_2"}"#,
-            T0 + 3,
-            None,
-        )
+        .succeed(Success {
+            owner: &owner("acme", "k1", 2),
+            result: r#"{"refund_id":"re_2"}"#,
+            now_ms: T0 + 3,
+            audit: None,
+        })
         .await
         .unwrap();
     let before = store.get("acme", "k1").await.unwrap();
@@ -52,15 +58,20 @@ pub async fn a_corrected_request_takes_over_a_failed_record(store: &dyn Operatio
 pub async fn a_request_takes_over_a_record_reconciled_as_not_applied(store: &dyn OperationStore) {
     let first = acquire(store, request("acme", "k1", "h1", T0)).await;
     store
-        .mark_unknown(
-            &owner("acme", "k1", first),
-            &error(1, "outcome_unknown"),
-            T0 + 1,
-        )
+        .mark_unknown(AttemptFailure {
+            owner: &owner("acme", "k1", first),
+            error: &error(1, "outcome_unknown"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     store
-        .resolve("acme", "k1", Resolution::NotApplied, T0 + 2)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "k1",
+            resolution: Resolution::NotApplied,
+            now_ms: T0 + 2,
+        })
         .await
         .unwrap()
         .expect("settled");
@@ -81,16 +92,21 @@ pub async fn another_request_is_a_conflict_while_the_first_may_have_acted(
 ) {
     let succeeded = acquire(store, request("acme", "done", "h1", T0)).await;
     store
-        .succeed(&owner("acme", "done", succeeded), "1", T0 + 1, None)
+        .succeed(Success {
+            owner: &owner("acme", "done", succeeded),
+            result: "1",
+            now_ms: T0 + 1,
+            audit: None,
+        })
         .await
         .unwrap();
     let unknown = acquire(store, request("acme", "unknown", "h1", T0)).await;
     store
-        .mark_unknown(
-            &owner("acme", "unknown", unknown),
-            &error(1, "outcome_unknown"),
-            T0 + 1,
-        )
+        .mark_unknown(AttemptFailure {
+            owner: &owner("acme", "unknown", unknown),
+            error: &error(1, "outcome_unknown"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     acquire(store, request("acme", "running", "h1", T0)).await;

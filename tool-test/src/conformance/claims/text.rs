@@ -4,7 +4,9 @@
 use serde_json::json;
 
 use crate::conformance::fixture::{T0, acquire, owner, request};
-use toolgate_core::store::{AttemptError, OperationStore, Resolution};
+use toolgate_core::store::{
+    AttemptError, AttemptFailure, OperationStore, Resolution, ResolveRequest, RetryNote, Success,
+};
 
 /// Words with every kind of character a tool may write: NUL, other C0 controls, DEL, C1,
 /// quotes, a backslash, the line separators JavaScript chokes on, and characters outside the
@@ -32,11 +34,19 @@ pub async fn every_text_round_trips_whatever_its_characters(store: &dyn Operatio
     let first = acquire(store, req).await;
     let me = owner("acme", "k1", first);
     store
-        .record_retry(&me, &awkward_error(1, "unavailable"), T0 + 40_000)
+        .record_retry(RetryNote {
+            owner: &me,
+            error: &awkward_error(1, "unavailable"),
+            lease_until_ms: T0 + 40_000,
+        })
         .await
         .unwrap();
     store
-        .fail(&me, &awkward_error(2, "refused"), T0 + 1)
+        .fail(AttemptFailure {
+            owner: &me,
+            error: &awkward_error(2, "refused"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().expect("stored");
@@ -49,7 +59,12 @@ pub async fn every_text_round_trips_whatever_its_characters(store: &dyn Operatio
     req.now_ms = T0 + 2;
     let second = acquire(store, req).await;
     store
-        .succeed(&owner("acme", "k1", second), &result, T0 + 3, None)
+        .succeed(Success {
+            owner: &owner("acme", "k1", second),
+            result: &result,
+            now_ms: T0 + 3,
+            audit: None,
+        })
         .await
         .unwrap();
     let record = store.get("acme", "k1").await.unwrap().expect("stored");
@@ -60,11 +75,11 @@ pub async fn every_text_round_trips_whatever_its_characters(store: &dyn Operatio
     req.arguments = &arguments;
     let attempt = acquire(store, req).await;
     store
-        .mark_unknown(
-            &owner("acme", "k2", attempt),
-            &awkward_error(1, "outcome_unknown"),
-            T0 + 1,
-        )
+        .mark_unknown(AttemptFailure {
+            owner: &owner("acme", "k2", attempt),
+            error: &awkward_error(1, "outcome_unknown"),
+            now_ms: T0 + 1,
+        })
         .await
         .unwrap();
     let listed = store.list_unknown(10).await.unwrap();
@@ -72,7 +87,12 @@ pub async fn every_text_round_trips_whatever_its_characters(store: &dyn Operatio
     assert_eq!(listed[0].errors, vec![awkward_error(1, "outcome_unknown")]);
     assert_eq!(listed[0].arguments, arguments);
     let settled = store
-        .resolve("acme", "k2", Resolution::Applied(&result), T0 + 2)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "k2",
+            resolution: Resolution::Applied(&result),
+            now_ms: T0 + 2,
+        })
         .await
         .unwrap()
         .expect("settled");

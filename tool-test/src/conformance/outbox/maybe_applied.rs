@@ -4,7 +4,7 @@
 
 use toolgate_core::store::EventSettlement;
 
-use toolgate_core::store::{DeliveryOutcome, OperationStore, Resolution};
+use toolgate_core::store::{DeliveryOutcome, OperationStore, Resolution, ResolveRequest};
 
 use super::{event_of, lease, queue};
 use crate::conformance::fixture::{T0, error};
@@ -91,7 +91,12 @@ pub async fn an_event_remembers_a_delivery_that_may_have_been_applied(store: &dy
     assert!(event.maybe_applied, "an unknown outcome: {event:?}");
 
     store
-        .resolve("acme", "plain", Resolution::NotApplied, T0 + 40_000)
+        .resolve(ResolveRequest {
+            tenant: "acme",
+            key: "plain",
+            resolution: Resolution::NotApplied,
+            now_ms: T0 + 40_000,
+        })
         .await
         .unwrap()
         .expect("settled");

@@ -7,8 +7,8 @@ use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::FailureNote;
 use toolgate_core::store::{
-    Admission, Claim, ClaimRequest, FailedCall, OperationState, OperationStore, RunKey, TurnClaim,
-    TurnGrant, TurnRequest, grant_lets_claim,
+    AbortRequest, Admission, Claim, ClaimRequest, FailedCall, OperationState, OperationStore,
+    RunKey, TurnClaim, TurnGrant, TurnRequest, grant_lets_claim,
 };
 
 use crate::conformance::fixture::{T0, approval, request};
@@ -157,7 +157,14 @@ pub async fn a_turn_that_does_not_let_the_write_claim_claims_nothing(store: &dyn
         kind: ErrorKind::PermissionDenied,
         reason: "the session lost orders:refund".into(),
     };
-    store.abort_run(RUN, &abort, T0 + 6).await.unwrap();
+    store
+        .abort_run(AbortRequest {
+            run: RUN,
+            abort: &abort,
+            now_ms: T0 + 6,
+        })
+        .await
+        .unwrap();
     let refused = turn_claim(store, "k6", "h6", RunLimits::DEFAULT, T0 + 7).await;
     assert_eq!(refused.grant, TurnGrant::Aborted(abort));
     assert_eq!(store.get("acme", "k6").await.unwrap(), None);
