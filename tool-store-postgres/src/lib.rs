@@ -104,6 +104,7 @@ mod claim;
 mod connect;
 mod connections;
 mod error;
+mod grant;
 mod migrate;
 mod outbox;
 mod resolve;

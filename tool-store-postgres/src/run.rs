@@ -18,57 +18,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgRow};
-use toolgate_core::RunLimits;
 use toolgate_core::run::RunAborted;
 use toolgate_core::store::{
-    AbortReport, AbortRequest, Admission, AttemptCharge, ClaimRequest, FailedCall, FailureNote,
-    RunKey, RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest,
-    begin_turn_then_claim,
+    AbortReport, AbortRequest, AttemptCharge, ClaimRequest, FailedCall, FailureNote, RunKey,
+    RunLedger, RunRecord, StoreError, TurnClaim, TurnGrant, TurnRequest, begin_turn_then_claim,
 };
 
 use crate::error::store_error;
+use crate::grant::{abort_reason, grant_of};
 use crate::row::{count, get};
 use crate::statement::{ExecuteOn, FetchOn};
 use crate::{PostgresStore, approval, turn_claim};
-
-/// The grant in `row`, which holds the columns `toolgate_begin_turn` answers, for a turn under
-/// `limits`.
-pub(crate) fn grant_of(row: &PgRow, limits: RunLimits) -> Result<TurnGrant, StoreError> {
-    let outcome: String = get(row, "outcome")?;
-    match outcome.as_str() {
-        "aborted" => Ok(TurnGrant::Aborted(RunAborted::from_stored(
-            &get::<String>(row, "aborted_kind")?,
-            abort_reason(get(row, "aborted_reason")?)?,
-        ))),
-        "step_limit" => Ok(TurnGrant::StepLimit {
-            max_steps: limits.max_steps.unwrap_or_default(),
-        }),
-        "call_limit" => Ok(TurnGrant::CallLimit {
-            used: count(get(row, "used")?, "tool_calls")?,
-            max_tool_calls: limits.max_tool_calls.unwrap_or_default(),
-        }),
-        "admitted" => {
-            let granted: Vec<i64> = get(row, "granted")?;
-            let failed_tools: Vec<String> = get(row, "failed_tools")?;
-            let failed_hashes: Vec<String> = get(row, "failed_hashes")?;
-            Ok(TurnGrant::Admitted(Admission {
-                step: count(get(row, "step")?, "steps")?,
-                granted: granted
-                    .into_iter()
-                    .map(|granted| count(granted, "attempts"))
-                    .collect::<Result<_, _>>()?,
-                failed: failed_tools
-                    .into_iter()
-                    .zip(failed_hashes)
-                    .map(|(tool, request_hash)| FailedCall { tool, request_hash })
-                    .collect(),
-            }))
-        }
-        other => Err(StoreError::Corrupt(format!(
-            "toolgate_begin_turn answered {other:?}"
-        ))),
-    }
-}
 
 /// [`abort_run`] on `conn`, in a transaction.
 async fn abort_run_on(
@@ -202,12 +162,6 @@ async fn failures(
         .collect()
 }
 
-/// A stored abort's reason, kept as a JSON string.
-fn abort_reason(reason: String) -> Result<String, StoreError> {
-    serde_json::from_str::<String>(&reason)
-        .map_err(|err| StoreError::Corrupt(format!("aborted_reason {reason:?}: {err}")))
-}
-
 /// Writes the run's row, which [`lock`] made sure exists: its counters, abort and time.
 async fn save_run(
     conn: &mut PgConnection,
@@ -334,7 +288,7 @@ impl RunLedger for PostgresStore {
 
     /// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): under the
     /// run's row lock, the abort stored (the first only), then the run's approvals that fall with
-    /// it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes nothing.
+    /// it rejected (`approval::reject_run`). A second abort that rejects nothing writes nothing.
     async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
         let conns = &self.conns;
         let mut lease = conns.lease().await.map_err(fault("begin aborting a run"))?;

@@ -18,8 +18,8 @@ use toolgate_core::store::{ClaimRequest, StoreError, TurnClaim, TurnRequest};
 use crate::claim::{self, Inserted};
 use crate::connections::Connections;
 use crate::error::store_error;
+use crate::grant::grant_of;
 use crate::row::{self, columns, get};
-use crate::run;
 
 /// Whether the turn and the claim go in one statement: a claim of one write that asks for no
 /// approval (one with an approval inserts its record and the approval together).
@@ -75,7 +75,7 @@ async fn begin_turn_and_claim_on(
     .fetch_one(&mut *conn)
     .await
     .map_err(backend)?;
-    let grant = run::grant_of(&row, limits)?;
+    let grant = grant_of(&row, limits)?;
     if !get::<bool>(&row, "go")? {
         return Ok(TurnClaim { grant, claim: None });
     }

@@ -10,7 +10,7 @@ use toolgate_core::ToolError;
 use toolgate_core::store::{Begun, Claim, ClaimRequest, Commit, StoreError, StoreTransaction};
 
 use crate::error::backend;
-use crate::{claim, outbox, steps};
+use crate::{claim, steps};
 
 /// The name [`StoreTransaction::store_name`] gives.
 const STORE_NAME: &str = "SQLite";
@@ -81,7 +81,7 @@ impl StoreTransaction for SqliteTransaction {
         // Dropping `tx` on an error below rolls everything back.
         let tool = tool.ok_or_else(|| steps::lost(owner))?;
         if let Some(event) = commit.event {
-            outbox::insert(
+            insert_event(
                 &mut tx,
                 &owner.tenant,
                 &owner.key,
@@ -140,4 +140,30 @@ pub fn connection<'a>(
              is the {open} store's"
         ))
     })
+}
+
+/// Inserts the event of the operation `(tenant, key)` of `tool`, `pending`, due at `now_ms`, on
+/// `conn` (the outbox tool's transaction).
+async fn insert_event(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    key: &str,
+    tool: &str,
+    payload: &str,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO outbox (tenant_id, idempotency_key, tool, payload, status, attempt, \
+                             due_ms, created_ms, updated_ms) \
+         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5, ?5)",
+    )
+    .bind(tenant)
+    .bind(key)
+    .bind(tool)
+    .bind(payload)
+    .bind(now_ms)
+    .execute(&mut *conn)
+    .await
+    .map_err(backend("enqueue an outbox event"))?;
+    Ok(())
 }

@@ -15,32 +15,6 @@ use crate::row::{column, count};
 use crate::steps::{error_json, parse_error};
 use crate::{SqliteStore, begin};
 
-/// Inserts the event of the operation `(tenant, key)` of `tool`, `pending`, due at `now_ms`, on
-/// `conn` (the outbox tool's transaction).
-pub(crate) async fn insert(
-    conn: &mut SqliteConnection,
-    tenant: &str,
-    key: &str,
-    tool: &str,
-    payload: &str,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO outbox (tenant_id, idempotency_key, tool, payload, status, attempt, \
-                             due_ms, created_ms, updated_ms) \
-         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5, ?5)",
-    )
-    .bind(tenant)
-    .bind(key)
-    .bind(tool)
-    .bind(payload)
-    .bind(now_ms)
-    .execute(&mut *conn)
-    .await
-    .map_err(backend("enqueue an outbox event"))?;
-    Ok(())
-}
-
 /// The event of `(tenant, key)`, read on `conn`.
 pub(crate) async fn read(
     conn: &mut SqliteConnection,

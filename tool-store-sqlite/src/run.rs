@@ -240,7 +240,7 @@ fn count(row: &SqliteRow, name: &str) -> Result<u32, StoreError> {
 #[async_trait]
 impl RunLedger for SqliteStore {
     /// [`RunLedger::begin_turn`](toolgate_core::store::RunLedger::begin_turn), committed
-    /// without an fsync of its own (see [`Unflushed`]).
+    /// without an fsync of its own (see `Unflushed`).
     async fn begin_turn(&self, request: TurnRequest<'_>) -> Result<TurnGrant, StoreError> {
         let writer = &self.writer;
         let request = &request;
@@ -251,7 +251,7 @@ impl RunLedger for SqliteStore {
     }
 
     /// [`RunLedger::charge_attempt`](toolgate_core::store::RunLedger::charge_attempt),
-    /// committed without an fsync of its own (see [`Unflushed`]): the retry's record, fsynced,
+    /// committed without an fsync of its own (see `Unflushed`): the retry's record, fsynced,
     /// follows it before the retry is sent.
     async fn charge_attempt(&self, charge: AttemptCharge<'_>) -> Result<bool, StoreError> {
         let writer = &self.writer;
@@ -295,7 +295,7 @@ impl RunLedger for SqliteStore {
 
     /// [`RunLedger::abort_run`](toolgate_core::store::RunLedger::abort_run): in one
     /// immediate transaction, the abort stored (the first only), then the run's approvals that fall
-    /// with it rejected ([`approval::reject_run`]). A second abort that rejects nothing writes
+    /// with it rejected (`approval::reject_run`). A second abort that rejects nothing writes
     /// nothing.
     async fn abort_run(&self, request: AbortRequest<'_>) -> Result<AbortReport, StoreError> {
         let writer = &self.writer;

@@ -10,7 +10,7 @@
 //! abort of its run ([`RunLedger::abort_run`](super::RunLedger::abort_run)) rejects an
 //! approval that has not run as [`RUN_ABORTED`].
 
-use super::record::ClaimToken;
+use super::claim_token::ClaimToken;
 use crate::auth::AuthContext;
 
 /// Who decided an approval that no human decided: an expiry, the abort of its run, or a

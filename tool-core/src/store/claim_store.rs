@@ -11,7 +11,7 @@ use super::{ClaimStep, EXPIRED, Journal};
 ///
 /// An application reads a record with [`get`](Self::get). The rest only a store implements,
 /// and the dispatcher calls: it claims a key before a write runs, then records the outcome
-/// carrying the attempt it claimed ([`ClaimToken`]), so a worker that lost its lease changes
+/// carrying the attempt it claimed ([`ClaimToken`](super::ClaimToken)), so a worker that lost its lease changes
 /// nothing.
 #[async_trait]
 pub trait ClaimStore: Send + Sync {

@@ -45,6 +45,7 @@ mod attempt_error;
 mod audit;
 mod audit_store;
 mod claim_store;
+mod claim_token;
 mod grants;
 #[cfg(feature = "test-util")]
 mod memory;
@@ -69,6 +70,7 @@ pub use attempt_error::AttemptError;
 pub use audit::{AuditEntry, AuditKind, AuditQuery, AuditRecord};
 pub use audit_store::AuditStore;
 pub use claim_store::ClaimStore;
+pub use claim_token::ClaimToken;
 pub use grants::Grants;
 #[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
@@ -79,7 +81,7 @@ pub use outbox::{
 };
 pub use outbox_store::OutboxStore;
 pub use record::{
-    AttemptFailure, Claim, ClaimRequest, ClaimStep, ClaimToken, OperationQuery, OperationRecord,
+    AttemptFailure, Claim, ClaimRequest, ClaimStep, OperationQuery, OperationRecord,
     OperationState, Resolution, ResolveRequest, RetryNote, StoreError, Success,
 };
 pub use run::{

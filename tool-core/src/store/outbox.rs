@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use super::approval::ApprovalRecord;
 use super::attempt_error::AttemptError;
 use super::audit::AuditEntry;
-use super::record::{Claim, ClaimToken, StoreError};
+use super::claim_token::ClaimToken;
+use super::record::{Claim, StoreError};
 
 /// The event an outbox tool enqueued, before the store keeps it. An operation has at most one.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use crate::idempotency::UnkeyedRequest;
 use super::approval::{ApprovalRecord, ApprovalStatus};
 use super::attempt_error::AttemptError;
 use super::audit::AuditEntry;
+use super::claim_token::ClaimToken;
 use super::steps::Journal;
 
 /// Where an operation stands. Every transition is persisted before the next step acts on it.
@@ -308,17 +309,6 @@ pub enum Claim {
     /// The operation waits for its approval (stored by this claim, or earlier), or was
     /// rejected: the approval as it stands.
     Approval(ApprovalRecord),
-}
-
-/// The claim a worker holds: it must present it to record an outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimToken {
-    /// The tenant.
-    pub tenant: String,
-    /// The key.
-    pub key: String,
-    /// The attempt claimed.
-    pub attempt: u32,
 }
 
 /// A success recorded by the claim's holder ([`ClaimStore::succeed`](super::ClaimStore::succeed)).

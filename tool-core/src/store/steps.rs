@@ -2,7 +2,7 @@
 //! operation, so that a retry or a takeover skips the steps already done.
 
 use super::attempt_error::AttemptError;
-use super::record::ClaimToken;
+use super::claim_token::ClaimToken;
 
 /// Where a step stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
