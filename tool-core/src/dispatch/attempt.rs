@@ -215,7 +215,9 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorKind;
-    use crate::store::{Claim, ClaimRequest, ClaimToken, MemoryStore};
+    use crate::store::MemoryStore;
+
+    use super::super::held_claim::claim_for_test;
     use crate::tool::{RetrySpec, Tool, ToolDescriptor};
     use crate::{AuthContext, Registry, SideEffect};
 
@@ -331,26 +333,7 @@ mod tests {
     async fn a_write_retry_is_recorded_under_its_claim_before_it_is_sent() {
         let (dispatcher, runs) = dispatcher(&REFUND, ErrorKind::Unavailable, 1);
         let store = dispatcher.store().expect("a store");
-        let request = ClaimRequest {
-            tenant: "acme",
-            key: "k1",
-            tool: "refund",
-            request_hash: "h1",
-            unkeyed: None,
-            arguments: "{}",
-            now_ms: dispatcher.now_ms(),
-            lease: Duration::from_secs(30),
-            takeover: false,
-            approval: None,
-        };
-        let Claim::Acquired { attempt, .. } = store.claim(request).await.unwrap() else {
-            panic!("the key is free");
-        };
-        let owner = ClaimToken {
-            tenant: "acme".to_owned(),
-            key: "k1".to_owned(),
-            attempt,
-        };
+        let owner = claim_for_test(store, dispatcher.now_ms()).await;
         let claim = HeldClaim {
             store,
             owner: &owner,

@@ -192,9 +192,9 @@ mod tests {
     use crate::error::ErrorKind;
     use crate::result::Status;
     use crate::steps::{StepReport, StepState};
-    use crate::store::{
-        Claim, ClaimRequest, ClaimToken, MemoryStore, OperationRecord, OperationState,
-    };
+    use crate::store::{MemoryStore, OperationRecord, OperationState};
+
+    use super::super::held_claim::claim_for_test;
     use crate::tool::{Tool, ToolDescriptor, ToolFuture};
     use crate::{Registry, SideEffect};
 
@@ -229,26 +229,7 @@ mod tests {
             .store(MemoryStore::new())
             .build();
         let store = dispatcher.store().expect("a store");
-        let request = ClaimRequest {
-            tenant: "acme",
-            key: "k1",
-            tool: "refund",
-            request_hash: "h1",
-            unkeyed: None,
-            arguments: "{}",
-            now_ms: dispatcher.now_ms(),
-            lease: Duration::from_secs(30),
-            takeover: false,
-            approval: None,
-        };
-        let Claim::Acquired { attempt, .. } = store.claim(request).await.unwrap() else {
-            panic!("the key is free");
-        };
-        let owner = ClaimToken {
-            tenant: "acme".to_owned(),
-            key: "k1".to_owned(),
-            attempt,
-        };
+        let owner = claim_for_test(store, dispatcher.now_ms()).await;
         let under = UnderClaim {
             dispatcher: &dispatcher,
             claim: HeldClaim {
