@@ -53,7 +53,10 @@ use serde_json::Value;
 use std::hint::black_box;
 use toolgate::prelude::*;
 use toolgate::provider::{OpenAiChat, WireFormat};
-use toolgate::{Tool, tool::ToolDescriptor, tool::ToolFuture};
+use toolgate::{
+    Tool,
+    tool::{ToolDescriptor, ToolFuture},
+};
 
 const TURN: &str = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"get_order","arguments":"{\"order_id\":\"ORD-1001\"}"}}]}"#;
 

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use toolgate::dispatch::{Clock, ManualClock, PermissionSource};
 use toolgate::prelude::*;
 use toolgate::store::{
     AbortRequest, ApprovalQuery, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided,
     OperationState, OperationStore, Refusal, Verdict,
 };
-use toolgate::{dispatch::Clock, dispatch::ManualClock, dispatch::PermissionSource};
 use toolgate_test::MemoryStore;
 
 const NOW: i64 = 1_700_000_000_000;

@@ -38,7 +38,10 @@ use toolgate::prelude::*;
 use toolgate::store::SqliteStore;
 use toolgate::store::prelude::*;
 use toolgate::store::{OperationQuery, OperationState};
-use toolgate::{dispatch::DispatcherBuilder, dispatch::Failpoint, reconcile::Reconciler};
+use toolgate::{
+    dispatch::{DispatcherBuilder, Failpoint},
+    reconcile::Reconciler,
+};
 use toolgate_demo::fake_provider::{FakeProvider, Fault, KeyMode, Operation, Refund};
 use toolgate_test::{ManualClock, RecordingFailpoints};
 

@@ -3,7 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::{Tool, tool::KeyScope, tool::RateLimit, tool::RetrySpec};
+use toolgate::{
+    Tool,
+    tool::{KeyScope, RateLimit, RetrySpec},
+};
 
 /// Look up an order by its id.
 #[tool(permission = "orders:read", timeout = "2s")]

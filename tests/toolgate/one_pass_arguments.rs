@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
-use toolgate::{Tool, tool::JsonText, tool::ReadArgs, tool::ToolDescriptor, tool::ToolFuture};
+use toolgate::{
+    Tool,
+    tool::{JsonText, ReadArgs, ToolDescriptor, ToolFuture},
+};
 
 static PEEK: ToolDescriptor = ToolDescriptor::new("peek", "Answers with its query.");
 

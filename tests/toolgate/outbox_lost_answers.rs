@@ -15,7 +15,11 @@ use toolgate::prelude::*;
 use toolgate::store::{
     AuditKind, AuditQuery, EventQuery, EventStatus, OperationState, OperationStore, OutboxEvent,
 };
-use toolgate::{outbox::Deliver, outbox::OutboxWorker, reconcile::Reconciler, tool::RetrySpec};
+use toolgate::{
+    outbox::{Deliver, OutboxWorker},
+    reconcile::Reconciler,
+    tool::RetrySpec,
+};
 use toolgate_test::{ManualClock, MemoryStore};
 
 const TENANT: &str = "acme";

@@ -12,7 +12,10 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::{Tool, tool::ToolDescriptor, tool::ToolFuture};
+use toolgate::{
+    Tool,
+    tool::{ToolDescriptor, ToolFuture},
+};
 
 use crate::json_args;
 use json_args::any_number;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::prelude::*;
-use toolgate::{tool::KeyScope, tool::RateLimit, tool::RetrySpec};
+use toolgate::{tool::{KeyScope, RateLimit, RetrySpec}};
 
 mod payments {
     /// Asks the payment provider what became of a refund.

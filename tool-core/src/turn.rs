@@ -55,7 +55,7 @@ impl Dispatcher {
     /// ```
     /// use toolgate::prelude::*;
     /// use toolgate::provider::Anthropic;
-    /// use toolgate::{dispatch::Outcome, dispatch::TurnError};
+    /// use toolgate::{dispatch::{Outcome, TurnError}};
     ///
     /// /// Look up an order by its id.
     /// #[tool]
@@ -114,8 +114,9 @@ mod tests {
     use super::*;
     use crate::provider::{Anthropic, OpenAiChat};
     use crate::{
-        AuthContext, Ctx, ErrorKind, Registry, Status, Tool, dispatch::Outcome, tool::JsonText,
-        tool::ToolDescriptor, tool::ToolFuture,
+        AuthContext, Ctx, ErrorKind, Registry, Status, Tool,
+        dispatch::Outcome,
+        tool::{JsonText, ToolDescriptor, ToolFuture},
     };
 
     const ANTHROPIC: Anthropic = Anthropic { strict: false };

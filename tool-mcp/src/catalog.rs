@@ -117,7 +117,10 @@ fn without_additional_properties(schema: &mut Value) {
 mod tests {
     use serde_json::{Value, json};
     use toolgate::prelude::*;
-    use toolgate_core::{Ctx, tool::JsonText, tool::ToolDescriptor, tool::ToolFuture};
+    use toolgate_core::{
+        Ctx,
+        tool::{JsonText, ToolDescriptor, ToolFuture},
+    };
 
     use super::*;
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use toolgate_core::{dispatch::Failpoint, dispatch::Failpoints};
+use toolgate_core::dispatch::{Failpoint, Failpoints};
 
 /// What runs when a write reaches the chosen point.
 type Action = Arc<dyn Fn(Failpoint) + Send + Sync>;
@@ -15,7 +15,7 @@ type Action = Arc<dyn Fn(Failpoint) + Send + Sync>;
 /// ```
 /// use std::panic::{AssertUnwindSafe, catch_unwind};
 ///
-/// use toolgate_core::{dispatch::Failpoint, dispatch::Failpoints};
+/// use toolgate_core::{dispatch::{Failpoint, Failpoints}};
 /// use toolgate_test::RecordingFailpoints;
 ///
 /// let failpoints = RecordingFailpoints::new().panic_at(Failpoint::Executed);

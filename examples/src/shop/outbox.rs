@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolgate::prelude::*;
 use toolgate::store::OutboxEvent;
-use toolgate::{ToolError, outbox::Deliver, outbox::Transaction};
+use toolgate::{
+    ToolError,
+    outbox::{Deliver, Transaction},
+};
 
 use super::{
     ORDER_ID_MAX_LENGTH, ORDER_ID_PATTERN, Payments, RefundView, find_refund, money, to_cents,

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolgate::dispatch::{CallReport, DEFAULT_STORE_WAIT};
 use toolgate::prelude::*;
 use toolgate::store::prelude::*;
 use toolgate::store::{AuditQuery, PostgresStore};
-use toolgate::{dispatch::CallReport, dispatch::DEFAULT_STORE_WAIT};
 use toolgate_test_postgres::OwnCluster;
 
 /// Refund an order.

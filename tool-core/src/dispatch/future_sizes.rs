@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::provider::OpenAiChat;
+use crate::tool::{ToolDescriptor, ToolFuture};
 use crate::{AuthContext, Ctx, Dispatcher, Registry, Session, Tool, ToolCall, tool::JsonText};
-use crate::{tool::ToolDescriptor, tool::ToolFuture};
 
 /// A read that answers at once.
 struct Echo;

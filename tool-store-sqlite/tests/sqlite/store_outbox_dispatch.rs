@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
+use toolgate::outbox::{Deliver, OutboxWorker};
 use toolgate::prelude::*;
 use toolgate::store::prelude::*;
 use toolgate::store::{EventStatus, OperationState, OutboxEvent};
-use toolgate::{outbox::Deliver, outbox::OutboxWorker};
 use toolgate_store_sqlite::SqliteStore;
 use toolgate_test::{ManualClock, MemoryStore};
 

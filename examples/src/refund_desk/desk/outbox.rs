@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sqlx::Connection;
-use toolgate::{outbox::OutboxWorker, tool::Delivery, tool::RetrySpec};
+use toolgate::{
+    outbox::OutboxWorker,
+    tool::{Delivery, RetrySpec},
+};
 
 use crate::shop::{REFUND_REQUESTS_POSTGRES, REFUND_REQUESTS_SQLITE, RefundDelivery};
 
