@@ -6,7 +6,7 @@
 //! - `toolgate`: parse the message, dispatch (look-up, validation, authorisation from the
 //!   session, the deadline, the trace span), render the tool message. The tool's one argument is
 //!   a `String`, a type whose serde reading accepts exactly what its schema accepts, so the
-//!   arguments' text is validated as it is read into the parameters (`Tool::invoke_text`);
+//!   arguments' text is validated as it is read into the parameters (the reading of text `#[tool]` generates);
 //! - `toolgate_schema_validated`: the same, with the tool made to decline that reading, so that
 //!   the arguments are parsed into a tree, validated against the schema by `jsonschema` and
 //!   deserialized: the path of a tool with any other argument type;

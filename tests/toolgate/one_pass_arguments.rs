@@ -1,5 +1,5 @@
 //! `Dispatcher::answer_turn` reads a call's arguments in one pass: the formats leave the text
-//! unread, and a tool that can check text as it reads it (`Tool::read_args`) is handed the text
+//! unread, and a tool that can check text as it reads it (`__private::TextArgs::read_args`) is handed the text
 //! first. Text it does not take is checked as `parse_calls_text` checks it, with the same answer.
 //! (`hostile_turns` checks, on drawn turns in every format, that the two readings agree in every
 //! report.)
@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
 use toolgate::{
+    __private::{ReadArgs, TextArgs},
     Tool,
-    tool::{JsonText, ReadArgs, ToolDescriptor, ToolFuture},
+    tool::{JsonText, ToolDescriptor, ToolFuture},
 };
 
 static PEEK: ToolDescriptor = ToolDescriptor::new("peek", "Answers with its query.");
@@ -49,6 +50,13 @@ impl Tool for Peek {
         Box::pin(async move { Ok(JsonText::of(&q).unwrap()) })
     }
 
+    fn text_args(&self) -> Option<&dyn TextArgs> {
+        Some(self)
+    }
+}
+
+/// The reading `#[tool]` generates, written by hand to see what it is handed.
+impl TextArgs for Peek {
     /// The contract: one object (serde's derive reads an array too, so the text must open
     /// one), each key once (the derive refuses a duplicate field), no unknown key.
     fn read_args(&self, text: &str) -> Option<ReadArgs> {
@@ -211,7 +219,7 @@ async fn a_malformed_call_counts_against_no_budget_whichever_way_it_is_read() {
 
 #[tokio::test]
 async fn a_tool_without_read_args_gets_checked_text_as_before() {
-    /// Reads its text with `invoke_text` alone: `answer_turn` checks the text first.
+    /// Has no reading of text: `answer_turn` checks the text first.
     struct Plain;
 
     impl Tool for Plain {

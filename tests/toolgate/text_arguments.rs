@@ -1,5 +1,5 @@
 //! Arguments that arrive as JSON text (OpenAI's formats) skip the tree and the schema validator
-//! when the tool's parameter types decide exactly as its schema would (`Tool::invoke_text`).
+//! when the tool's parameter types decide exactly as its schema would (the reading of text `#[tool]` generates, `__private::TextArgs`).
 //!
 //! Property: for any argument text, the model gets the same result whether the text is read
 //! straight into the parameters or parsed, validated against the schema and deserialized.
@@ -13,6 +13,7 @@ use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::{
+    __private::TextArgs,
     Tool,
     tool::{ToolDescriptor, ToolFuture},
 };
@@ -87,8 +88,16 @@ impl<T: Tool> Tool for Counting<T> {
         self.tool.invoke(ctx, args)
     }
 
+    fn text_args(&self) -> Option<&dyn TextArgs> {
+        // Counted only where the wrapped tool has a reading of text.
+        self.tool.text_args().map(|_| self as &dyn TextArgs)
+    }
+}
+
+/// The wrapped tool's reading of text, counted.
+impl<T: Tool> TextArgs for Counting<T> {
     fn invoke_text<'a>(&'a self, ctx: &'a Ctx, text: &'a str) -> Option<ToolFuture<'a>> {
-        let call = self.tool.invoke_text(ctx, text);
+        let call = self.tool.text_args()?.invoke_text(ctx, text);
         if call.is_some() {
             self.taken.fetch_add(1, Ordering::Relaxed);
         }

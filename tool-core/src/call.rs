@@ -63,7 +63,7 @@ impl ToolCall {
 ///
 /// OpenAI's formats send arguments as JSON text. Kept as text, they can be deserialized straight
 /// into a tool's parameters when the tool's types prove that serde accepts exactly the objects its
-/// schema accepts (see [`Tool::invoke_text`](crate::Tool::invoke_text)); the dispatcher builds
+/// schema accepts (`#[tool]` generates that reading for such tools); the dispatcher builds
 /// the tree, and validates it, only for the other tools and for text serde refuses.
 ///
 /// Two `Arguments` are equal when they hold the same JSON value, whichever way each is held.
@@ -127,7 +127,7 @@ impl Arguments {
     }
 
     /// Text to be read by the tool it is for, which checks it as it reads
-    /// ([`Tool::read_args`](crate::Tool::read_args)), or checked as
+    /// ([`TextArgs::read_args`](crate::text_args::TextArgs::read_args)), or checked as
     /// [`Arguments::from_text`] checks: for the dispatcher alone.
     pub(crate) fn unread(text: String) -> Self {
         Arguments(Held::Unread(text))
@@ -142,7 +142,7 @@ impl Arguments {
     }
 
     /// Text nothing had checked, which a tool's reader took as one JSON object
-    /// ([`Tool::read_args`](crate::Tool::read_args)): checked, without a copy.
+    /// ([`TextArgs::read_args`](crate::text_args::TextArgs::read_args)): checked, without a copy.
     pub(crate) fn read_as_object(self) -> Self {
         match self.0 {
             Held::Unread(text) => Arguments(Held::Text(text)),

@@ -142,7 +142,7 @@ pub fn assert_argument<A, V: ArgumentFits<A>>(_verdict: V) {}
 
 /// Whether an argument's type is one for which serde accepts exactly the JSON values its
 /// canonical schema accepts, so that text serde reads needs no schema validation (see
-/// [`Tool::invoke_text`](crate::Tool::invoke_text)). Implemented on `Probe<T>` for `T:`
+/// [`TextArgs`](crate::text_args::TextArgs)). Implemented on `Probe<T>` for `T:`
 /// [`ExactArg`], and on `&Probe<T>` for every `T`, answering `false`.
 pub trait ProbeExact {
     /// The answer.

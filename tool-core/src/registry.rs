@@ -4,9 +4,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::ctx::Ctx;
 use crate::descriptor::ToolDescriptor;
+use crate::error::ToolError;
 use crate::provider::lower::{AnthropicBudget, LoweringFallback, LoweringTarget, Lowerings};
-use crate::tool::Tool;
+use crate::text_args::ReadArgs;
+use crate::tool::{Tool, ToolFuture};
 use crate::validate::ArgsValidator;
 
 /// A tool could not be registered.
@@ -81,6 +84,28 @@ impl RegisteredTool {
     /// The schema lowered to each dialect, made when the tool was registered.
     pub(crate) fn lowerings(&self) -> &Lowerings {
         &self.lowerings
+    }
+
+    /// [`TextArgs::invoke_text`](crate::text_args::TextArgs::invoke_text) of the tool's reading of text; `None` for a tool without one.
+    pub(crate) fn invoke_text<'a>(&'a self, ctx: &'a Ctx, text: &'a str) -> Option<ToolFuture<'a>> {
+        self.tool.text_args()?.invoke_text(ctx, text)
+    }
+
+    /// [`TextArgs::read_args`](crate::text_args::TextArgs::read_args) of the tool's reading of text; `None` for a tool without one.
+    pub(crate) fn read_args(&self, text: &str) -> Option<ReadArgs> {
+        self.tool.text_args()?.read_args(text)
+    }
+
+    /// [`TextArgs::invoke_args`](crate::text_args::TextArgs::invoke_args) of the tool's reading of text, on what its `read_args` read.
+    pub(crate) fn invoke_args<'a>(&'a self, ctx: &'a Ctx, args: ReadArgs) -> ToolFuture<'a> {
+        match self.tool.text_args() {
+            Some(text_args) => text_args.invoke_args(ctx, args),
+            // Only what `read_args` read comes here, and a tool without a reading reads none.
+            None => Box::pin(std::future::ready(Err(ToolError::internal(format!(
+                "{} was handed arguments it did not read",
+                self.descriptor().name
+            ))))),
+        }
     }
 }
 

@@ -1,9 +1,7 @@
 //! The trait `#[tool]` implements, and the types a tool's signature may use.
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -53,49 +51,12 @@ pub trait Tool: Send + Sync + 'static {
     /// once per attempt: a retried call gets the same arguments again.
     fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a>;
 
-    /// Runs the tool on arguments as the JSON text the model sent, without a tree and without
-    /// the schema validator, when that is known to decide exactly as the validator would: the
-    /// tool's argument types are such that serde accepts exactly the objects its schema accepts,
-    /// and `text` deserializes into them. `None` otherwise; the dispatcher then parses the
-    /// text, validates the tree against the schema and calls [`Tool::invoke`].
-    ///
-    /// `text` is one JSON object ([`Arguments::from_text`](crate::dispatch::Arguments::from_text) checked
-    /// it). `#[tool]` implements this for tools whose plain parameters are all of the types
-    /// `String`, `bool`, the integers, `f64`, and `Option` or `Vec` of one of these, with no
-    /// `#[serde]` or `#[schemars]` attribute: for those, a text serde accepts is a value the
-    /// schema accepts, and serde refuses the rest (such as `3.0` for an integer, which the schema
-    /// accepts and the validated path reads as `3`), which then take the validated path. The
-    /// one difference that remains is the sign of a zero: `-0.0` for an `f64` arrives as `-0.0`
-    /// here and as `0.0` on the validated path. The default is `None`, which is always correct.
-    ///
-    /// The default runs [`Tool::read_args`] and then [`Tool::invoke_args`].
-    fn invoke_text<'a>(&'a self, ctx: &'a Ctx, text: &'a str) -> Option<ToolFuture<'a>> {
-        let args = self.read_args(text)?;
-        Some(self.invoke_args(ctx, args))
-    }
-
-    /// Reads arguments sent as JSON text that nothing has checked yet, for
-    /// [`Tool::invoke_args`]: `Some` only when `text` is exactly one JSON object, with each key
-    /// once, that [`Arguments::from_text`](crate::dispatch::Arguments::from_text) would accept, and that
-    /// [`Tool::invoke_text`] would run. `None` for any other text, which the dispatcher then
-    /// checks and reads as it would without this method, with the same errors.
-    ///
-    /// This is how [`Dispatcher::answer_turn`](crate::Dispatcher::answer_turn) reads a call's
-    /// arguments in one pass: the tool's own reading is the check. `#[tool]` implements it for
-    /// the tools whose `invoke_text` reads plain parameters of the types it lists, at most 64 of
-    /// them (a tool with more reads them with serde's derive, which takes an array too): the reader
-    /// they share takes only an object, refuses a key given twice or unknown, and those types
-    /// hold no object of their own. The default is `None`, which is always correct.
-    fn read_args(&self, text: &str) -> Option<ReadArgs> {
-        let _ = text;
+    /// How `#[tool]` hands the dispatcher its reading of arguments sent as text (see
+    /// [`TextArgs`](crate::__private::TextArgs)). Not a public API: a tool written by hand keeps the default,
+    /// `None`, and its arguments are always validated against its schema.
+    #[doc(hidden)]
+    fn text_args(&self) -> Option<&dyn crate::text_args::TextArgs> {
         None
-    }
-
-    /// Runs the tool on arguments its [`Tool::read_args`] read. The default, for a tool whose
-    /// `read_args` reads nothing, answers an `internal` error.
-    fn invoke_args<'a>(&'a self, ctx: &'a Ctx, args: ReadArgs) -> ToolFuture<'a> {
-        let _ = (ctx, args);
-        unread_args(self.descriptor())
     }
 
     /// Asks the authoritative system what became of an operation whose outcome is unknown, with
@@ -128,43 +89,10 @@ pub trait Tool: Send + Sync + 'static {
 // The bodies of `Tool`'s defaults, out of line: a default method is compiled once for every
 // type that implements the trait, so each keeps only a call.
 
-/// The default of [`Tool::invoke_args`].
-fn unread_args(descriptor: &ToolDescriptor) -> ToolFuture<'static> {
-    Box::pin(std::future::ready(Err(ToolError::internal(format!(
-        "{} read arguments it cannot run on",
-        descriptor.name
-    )))))
-}
-
 /// The default of [`Tool::approval_amount`]: the approval field as a JSON number.
 fn json_amount(descriptor: &ToolDescriptor, args: &Value) -> Option<f64> {
     let policy = descriptor.approval?;
     args.get(policy.field)?.as_f64()
-}
-
-/// Arguments a tool read from text with [`Tool::read_args`], held for its
-/// [`Tool::invoke_args`]: whatever type the tool reads them into. `Sync` whatever that type is
-/// (nothing reaches them through a shared reference), so that a dispatcher's future may hold
-/// them.
-pub struct ReadArgs(Mutex<Box<dyn Any + Send>>);
-
-impl ReadArgs {
-    /// `args`, held.
-    pub fn new<T: Any + Send>(args: T) -> Self {
-        ReadArgs(Mutex::new(Box::new(args)))
-    }
-
-    /// The arguments, if they are a `T`.
-    pub fn take<T: Any>(self) -> Option<T> {
-        let args = self.0.into_inner().unwrap_or_else(PoisonError::into_inner);
-        args.downcast().ok().map(|args| *args)
-    }
-}
-
-impl std::fmt::Debug for ReadArgs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ReadArgs(..)")
-    }
 }
 
 /// Takes the arguments as one struct instead of plain parameters:

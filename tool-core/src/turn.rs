@@ -43,9 +43,9 @@ impl Dispatcher {
     /// [`WireFormat::render_results`], written directly where the format can).
     ///
     /// Each call's arguments are read in one pass. The formats of this crate leave their text
-    /// unread, and a read the session may make hands it to its tool's
-    /// [`Tool::read_args`](crate::Tool::read_args), whose reading is the check; text the tool
-    /// does not take, and the arguments of every other call, are checked as
+    /// unread, and a read the session may make hands it to its tool's own reading of text
+    /// (which `#[tool]` generates for parameters whose types decide exactly as the schema
+    /// does), whose reading is the check; text the tool does not take, and the arguments of every other call, are checked as
     /// [`WireFormat::parse_calls_text`] checks them. The answers are the same either way.
     ///
     /// `Err(TurnError::Unreadable)` when the turn is not a message of the format (nothing ran);

@@ -37,7 +37,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let descriptor = descriptor(attr, tool, &wire_name);
     let invoke = invoke_body(tool, &wire_name, &args_type);
     let run = run_fn(tool, &args_type);
-    let invoke_text = crate::text::invoke_text_fn(tool, &args_type);
+    let text_path = crate::text::text_path(tool, ident, &args_type);
+    let (text_accessor, text_args) = (&text_path.accessor, &text_path.text_args);
     let read_text = crate::text::read_text_fn(tool, &args_type);
     let reconcile = hook::reconcile_fn(attr, tool, &wire_name, &args_type);
     let check = hook::check_fn(attr, tool, &wire_name, &args_type);
@@ -95,7 +96,7 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                     #invoke
                 }
 
-                #invoke_text
+                #text_accessor
 
                 #reconcile
 
@@ -103,6 +104,8 @@ pub(crate) fn expand(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
 
                 #approval_amount
             }
+
+            #text_args
 
             #checks
         };

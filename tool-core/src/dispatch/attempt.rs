@@ -184,7 +184,7 @@ async fn poll_once(call: &mut ToolFuture<'_>) -> Poll<Result<JsonText, ToolError
 }
 
 /// The arguments an attempt reads: the validated tree, or the text that the tool's types
-/// validated (see [`Tool::invoke_text`](crate::Tool::invoke_text)).
+/// validated (see [`TextArgs`](crate::__private::TextArgs)).
 #[derive(Clone, Copy)]
 pub(super) enum Input<'a> {
     Tree(&'a Value),
@@ -194,11 +194,10 @@ pub(super) enum Input<'a> {
 impl<'a> Input<'a> {
     /// The call of one attempt.
     pub(super) fn invoke(self, registered: &'a RegisteredTool, ctx: &'a Ctx) -> ToolFuture<'a> {
-        let tool = registered.tool();
         match self {
-            Input::Tree(args) => tool.invoke(ctx, args),
+            Input::Tree(args) => registered.tool().invoke(ctx, args),
             // Deserializing the same text gives the same answer as before the first attempt.
-            Input::Text(text) => tool.invoke_text(ctx, text).unwrap_or_else(|| {
+            Input::Text(text) => registered.invoke_text(ctx, text).unwrap_or_else(|| {
                 let name = registered.descriptor().name;
                 Box::pin(async move { Err(answers::refused_accepted_arguments(name)) })
             }),

@@ -15,7 +15,7 @@ use crate::call_ids::{self, Split};
 use crate::error::{ErrorClass, ToolError};
 use crate::idempotency::{canonical_json, operation_key, request_hash};
 use crate::schema::normalize_numbers;
-use crate::tool::ReadArgs;
+use crate::text_args::ReadArgs;
 use crate::validate::invalid_arguments;
 
 use crate::registry::RegisteredTool;
@@ -43,7 +43,8 @@ pub(super) enum Step {
         tool: &'static str,
         arguments: Arguments,
         /// The arguments as the tool read them from text nothing had checked
-        /// ([`Tool::read_args`](crate::Tool::read_args)): the text was one object, and the
+        /// ([`TextArgs::read_args`](crate::text_args::TextArgs::read_args)): the text was one
+        /// object, and the
         /// read's first attempt runs on these.
         read: Option<ReadArgs>,
     },
@@ -171,7 +172,7 @@ impl Planner<'_> {
     ) -> Result<(Arguments, Option<ReadArgs>), Refusal> {
         let tool = registered.descriptor().name;
         if let (true, Some(text)) = (one_pass, arguments.as_unread()) {
-            match unwind::reading(tool, || registered.tool().read_args(text)) {
+            match unwind::reading(tool, || registered.read_args(text)) {
                 Ok(Some(read)) => return Ok((arguments.read_as_object(), Some(read))),
                 Ok(None) => {}
                 Err(panicked) => return Err((Some(tool), panicked)),
@@ -297,7 +298,7 @@ impl Planner<'_> {
         if let Some(text) = arguments.as_text() {
             let ctx = self.dispatcher.ctx(self.session, call_id, registered);
             let name = registered.descriptor().name;
-            if unwind::reading(name, || registered.tool().invoke_text(&ctx, text).is_some())? {
+            if unwind::reading(name, || registered.invoke_text(&ctx, text).is_some())? {
                 return Ok(());
             }
         }

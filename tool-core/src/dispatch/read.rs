@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::error::ToolError;
 use crate::registry::RegisteredTool;
 use crate::result::CallResult;
-use crate::tool::ReadArgs;
+use crate::text_args::ReadArgs;
 
 use super::attempt::Input;
 use super::failure::Failure;
@@ -19,10 +19,10 @@ use super::ledger::Ledger;
 use super::{Dispatcher, answers, unwind};
 
 impl Dispatcher {
-    /// A read: its arguments validated, its rate limit checked, its attempts run. Arguments that arrived as text are validated as the tool's types read them, when
-    /// those decide exactly as the schema would
-    /// ([`Tool::invoke_text`](crate::Tool::invoke_text)), with no tree; any others as a tree,
-    /// against the schema.
+    /// A read: its arguments validated, its rate limit checked, its attempts run. Arguments
+    /// that arrived as text are validated as the tool's types read them, when those decide
+    /// exactly as the schema would ([`TextArgs`](crate::text_args::TextArgs)), with no tree;
+    /// any others as a tree, against the schema.
     pub(super) async fn read(
         &self,
         registered: &RegisteredTool,
@@ -34,11 +34,9 @@ impl Dispatcher {
         let name = registered.descriptor().name;
         let read_from_text = match (arguments.as_text(), read) {
             // Read already, as the call was planned.
-            (Some(text), Some(read)) => {
-                Ok((Input::Text(text), registered.tool().invoke_args(ctx, read)))
-            }
+            (Some(text), Some(read)) => Ok((Input::Text(text), registered.invoke_args(ctx, read))),
             (Some(text), None) => {
-                match unwind::reading(name, || registered.tool().invoke_text(ctx, text))? {
+                match unwind::reading(name, || registered.invoke_text(ctx, text))? {
                     Some(call) => Ok((Input::Text(text), call)),
                     None => Err(parse_checked(text)),
                 }

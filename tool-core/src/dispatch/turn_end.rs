@@ -251,6 +251,10 @@ impl Dispatcher {
 /// The calls of a turn answered without being planned (those sharing an id), each sent to
 /// the caller as it asked: they owe their spans and records.
 pub(super) fn answered_now(answered: Vec<(usize, CallReport)>, shared: &Shared) -> Vec<Ended> {
+    if answered.is_empty() {
+        // The common turn, whose ids are all its own: nothing to convert.
+        return Vec::new();
+    }
     for (_, report) in &answered {
         shared.answered(&report.call_id, &report.tool, &report.result);
     }
