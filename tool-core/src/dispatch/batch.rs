@@ -375,11 +375,11 @@ impl Dispatcher {
         shared: &'a Shared,
     ) -> impl Future<Output = (Fate, String)> + 'a {
         let Go {
-            id,
-            mut step,
-            granted,
-            ..
+            id, step, granted, ..
         } = call;
+        // Refused before it starts, when the run's retry budget granted it no attempt or it
+        // repeats a call that failed: no future of its own is awaited for that.
+        let (mut step, fingerprint) = self.step_allowed(step, granted, ledger, shared);
         async move {
             let (outcome, note, id) = match step {
                 Step::Refused {
@@ -387,43 +387,32 @@ impl Dispatcher {
                     err,
                     fingerprint,
                 } => (Err(err), tool.zip(fingerprint), id),
-                Step::Read { .. } | Step::Write(_) if !granted => {
-                    let tool = step.tool().expect("a read or a write names its tool");
-                    let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
-                    (Err(answers::retry_budget_spent(tool, budget)), None, id)
-                }
                 Step::Read {
                     tool,
                     ref arguments,
                     ref mut read,
-                } => match self.not_repeated(shared, tool, arguments) {
-                    Err(repeated) => (Err(repeated), None, id),
-                    Ok(fingerprint) => {
-                        // Run here, not in a future of its own: a read's future is not moved
-                        // again. The call id is lent to the context, not copied, and taken back.
-                        let registered = self.registered(tool);
-                        let ctx = self.ctx_owning(session, id, registered);
-                        let read = {
-                            // Pinned in place: a box on every read cost more than this
-                            // future's size.
-                            let read = read.take();
-                            let read = std::pin::pin!(
-                                self.read(registered, &ctx, arguments, read, ledger)
-                            );
-                            let raised = std::pin::pin!(shared.raised());
-                            match select(read, raised).await {
-                                Either::Left((read, _)) => Some(read),
-                                Either::Right(((), _)) => None,
-                            }
-                        };
-                        let id = ctx.into_call_id();
-                        let Some(read) = read else {
-                            // The run aborted while the read ran: it is stopped here.
-                            return (Fate::Cancelled, id);
-                        };
-                        self.read_noted(tool, arguments, read, fingerprint, id)
-                    }
-                },
+                } => {
+                    // Run here, not in a future of its own: a read's future is not moved
+                    // again. The call id is lent to the context, not copied, and taken back.
+                    let registered = self.registered(tool);
+                    let ctx = self.ctx_owning(session, id, registered);
+                    let read = {
+                        // Pinned in place: a box on every read cost more than its size.
+                        let read = self.read(registered, &ctx, arguments, read.take(), ledger);
+                        let read = std::pin::pin!(read);
+                        let raised = std::pin::pin!(shared.raised());
+                        match select(read, raised).await {
+                            Either::Left((read, _)) => Some(read),
+                            Either::Right(((), _)) => None,
+                        }
+                    };
+                    let id = ctx.into_call_id();
+                    let Some(read) = read else {
+                        // The run aborted while the read ran: it is stopped here.
+                        return (Fate::Cancelled, id);
+                    };
+                    self.read_noted(tool, arguments, read, fingerprint, id)
+                }
                 Step::Write(write) => {
                     match self.write_step(session, ledger, shared, *write, id).await {
                         Ran::Outcome(outcome, note, id) => (outcome, note, id),
@@ -437,6 +426,39 @@ impl Dispatcher {
                 Err(err) => self.fate_of_error(ledger, shared, err, note).await,
             };
             (fate, id)
+        }
+    }
+
+    /// `step`, or its refusal when the run's retry budget granted it no attempt, or it is a
+    /// read that repeats a failed call; with the fingerprint of a read whose tool has failed
+    /// calls in the run (see [`Dispatcher::not_repeated`]).
+    fn step_allowed(
+        &self,
+        step: Step,
+        granted: bool,
+        ledger: &Ledger<'_>,
+        shared: &Shared,
+    ) -> (Step, Option<String>) {
+        let refused = |err| Step::Refused {
+            tool: None,
+            err,
+            fingerprint: None,
+        };
+        match step {
+            Step::Read { .. } | Step::Write(_) if !granted => {
+                let tool = step.tool().expect("a read or a write names its tool");
+                let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
+                (refused(answers::retry_budget_spent(tool, budget)), None)
+            }
+            Step::Read {
+                tool,
+                ref arguments,
+                ..
+            } => match self.not_repeated(shared, tool, arguments) {
+                Err(repeated) => (refused(repeated), None),
+                Ok(fingerprint) => (step, fingerprint),
+            },
+            _ => (step, None),
         }
     }
 
