@@ -200,7 +200,7 @@ impl Rig {
 
 fn agent() -> Session {
     Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["refund:create"]),
+        crate::support::agent().with_permissions(["refund:create"]),
         "run-1",
     )
 }
@@ -322,7 +322,7 @@ async fn decisions_follow_their_rules(store: Arc<dyn OperationStore>) {
     let rig = Rig::new(store);
     let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
     let store = &*rig.store;
-    let requester = AuthContext::new("acme", "agent").with_permissions(["refund:approve"]);
+    let requester = crate::support::agent().with_permissions(["refund:approve"]);
     let other_tenant = AuthContext::new("globex", "manager").with_permissions(["refund:approve"]);
     let clerk = AuthContext::new("acme", "clerk").with_permissions(["refund:create"]);
     for (approver, refusal) in [
@@ -624,7 +624,7 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
     ];
     let id = approval_id(&outcomes[3]);
     // The requester's own attempt to approve is refused, and audited.
-    let requester = AuthContext::new("acme", "agent").with_permissions(["refund:approve"]);
+    let requester = crate::support::agent().with_permissions(["refund:approve"]);
     let own = decide(&*rig.store, &id, &requester, Verdict::Approve, NOW).await;
     assert!(matches!(own, Decided::Refused { .. }), "{own:?}");
     decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;
@@ -756,14 +756,14 @@ macro_rules! on_every_store {
         mod sqlite {
             $(#[tokio::test]
             async fn $name() {
-                let (store, _dir) = crate::stores::sqlite().await;
+                let (store, _dir) = crate::support::stores::sqlite().await;
                 super::$name(store).await;
             })*
         }
         mod postgres {
             $(#[tokio::test]
             async fn $name() {
-                super::$name(crate::stores::postgres().await).await;
+                super::$name(crate::support::stores::postgres().await).await;
             })*
         }
     };
@@ -994,7 +994,7 @@ fn scoped_registry() -> Registry {
 
 fn agent_in(run_id: &str) -> Session {
     Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["refund:create"]),
+        crate::support::agent().with_permissions(["refund:create"]),
         run_id,
     )
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::support::session;
 use serde_json::json;
 use tokio::sync::Semaphore;
 use toolgate::prelude::*;
@@ -78,10 +79,6 @@ async fn desk() -> Desk {
         clock,
         _dir: dir,
     }
-}
-
-fn session() -> Session {
-    Session::new(AuthContext::new("acme", "agent"), "run-1")
 }
 
 fn send_call(id: &str, to: &str) -> ToolCall {

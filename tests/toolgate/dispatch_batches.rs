@@ -5,7 +5,7 @@
 //! Order is set by gates the test opens (tokio `Notify`), never by sleeps; where a duration
 //! matters the clock is paused.
 
-use crate::stores;
+use crate::support::{session_in, stores};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -199,10 +199,6 @@ fn dispatcher(store: Arc<dyn OperationStore>, world: &Arc<World>) -> Dispatcher 
         .build()
 }
 
-fn session(run: &str) -> Session {
-    Session::new(AuthContext::new("acme", "agent"), run)
-}
-
 fn pay_call(id: &str, invoice: &str) -> ToolCall {
     ToolCall::new(id, "pay", json!({"invoice": invoice}))
 }
@@ -239,7 +235,7 @@ async fn an_abort_loses_no_applied_write(store: Arc<dyn OperationStore>, first: 
     let world = Arc::new(World::default());
     let dispatcher = dispatcher(store.clone(), &world);
     let run = format!("run-{first:?}");
-    let s = session(&run);
+    let s = session_in(&run);
     let calls = vec![
         pay_call("w1", "INV-1"),
         ToolCall::new("a", "revoked", json!({})),
@@ -303,7 +299,7 @@ async fn an_abort_loses_no_applied_write(store: Arc<dyn OperationStore>, first: 
     // So does a restarted process: the abort is in the store.
     let restarted = self::dispatcher(store.clone(), &world);
     let later = restarted
-        .dispatch_turn(&session(&run), vec![pay_call("w3", "INV-3")])
+        .dispatch_turn(&session_in(&run), vec![pay_call("w3", "INV-3")])
         .await
         .expect_err("the store keeps the abort");
     assert_eq!(later.reason.kind, ErrorKind::CredentialsRevoked);
@@ -320,7 +316,7 @@ async fn a_missing_permission_aborts_before_anything_runs(store: Arc<dyn Operati
         .store(store)
         .state(world.clone())
         .build();
-    let s = session("run-permission");
+    let s = session_in("run-permission");
     // The write would wait for its gate forever: it must never start.
     let calls = vec![
         pay_call("w1", "INV-1"),
@@ -375,7 +371,7 @@ fn adjust_call(id: &str, account: &str, delta: i64) -> ToolCall {
 async fn writes_on_one_resource_run_in_order(store: Arc<dyn OperationStore>) {
     let world = Arc::new(World::default());
     let dispatcher = dispatcher(store, &world);
-    let s = session("run-resources");
+    let s = session_in("run-resources");
     let calls = vec![
         adjust_call("c1", "A", 5),
         adjust_call("c2", "B", 7),
@@ -441,7 +437,7 @@ async fn fifty_reads_take_as_long_as_one() {
         .collect();
     let started = tokio::time::Instant::now();
     let reports = dispatcher
-        .dispatch_turn(&session("run-fifty"), calls)
+        .dispatch_turn(&session_in("run-fifty"), calls)
         .await
         .unwrap();
     let took = started.elapsed();
@@ -474,7 +470,7 @@ async fn each_answer_is_sent_as_soon_as_it_is_known_and_once() {
     ];
     // `timed_turn` also checks that each report sent is the one the turn answers, once.
     let (reports, arrivals) =
-        toolgate_test::timed_turn(&dispatcher, &session("run-answering"), calls).await;
+        toolgate_test::timed_turn(&dispatcher, &session_in("run-answering"), calls).await;
     let order: Vec<(&str, Duration)> = arrivals
         .iter()
         .map(|(report, at)| (report.call_id.as_str(), *at))
@@ -507,7 +503,7 @@ async fn a_timeout_in_a_batch_is_a_labelled_result() {
         ToolCall::new("c3", "lookup", json!({"id": 3})),
     ];
     let reports = dispatcher
-        .dispatch_turn(&session("run-timeout"), calls)
+        .dispatch_turn(&session_in("run-timeout"), calls)
         .await
         .unwrap();
     assert_eq!(reports[0].result.to_json()["data"], 1);
@@ -547,7 +543,7 @@ async fn a_blocking_call_does_not_stall_its_siblings() {
         ToolCall::new("u", "unblock", json!({})),
     ];
     let reports = dispatcher
-        .dispatch_turn(&session("run-blocking"), calls)
+        .dispatch_turn(&session_in("run-blocking"), calls)
         .await
         .unwrap();
     assert_eq!(reports[0].result.to_json()["data"], "unblocked");

@@ -23,7 +23,7 @@ use toolgate::store::{
 };
 use toolgate_test::{ControlledStore, ManualClock, MemoryStore, Request};
 
-use crate::stores;
+use crate::support::stores;
 use stores::{postgres, sqlite};
 
 /// What the provider lets be refunded on any order.
@@ -68,7 +68,7 @@ fn desk(store: Arc<dyn OperationStore>, in_progress_wait: Duration) -> Desk {
         .clock(Arc::new(ManualClock::new(NOW)))
         .in_progress_wait(in_progress_wait)
         .build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     Desk {
         dispatcher,
         provider,
@@ -446,7 +446,7 @@ fn process(store: Arc<dyn OperationStore>, provider: &Arc<Provider>) -> Dispatch
 }
 
 async fn ask(dispatcher: &Dispatcher, run: &str, tool: &str, arguments: Value) -> Value {
-    let session = Session::new(AuthContext::new("acme", "agent"), run);
+    let session = crate::support::session_in(run);
     dispatcher
         .dispatch(&session, ToolCall::new("call_1", tool, arguments))
         .await

@@ -17,7 +17,7 @@ use toolgate::reconcile::Reconciler;
 use toolgate::store::{AttemptError, OperationRecord, OperationState, OperationStore};
 use toolgate_test::{ControlledStore, Fault, Request};
 
-use crate::stores;
+use crate::support::stores;
 use stores::{postgres, sqlite};
 
 /// Words with a NUL and other control characters, as a provider may send them.
@@ -125,7 +125,7 @@ fn desk(store: Arc<dyn OperationStore>) -> Desk {
         .store(store)
         .jitter_seed(7)
         .build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     Desk {
         dispatcher,
         provider,

@@ -87,7 +87,7 @@ fn dispatcher() -> (Dispatcher, Runs) {
 
 fn session(permissions: &[&str]) -> Session {
     Session::new(
-        AuthContext::new("acme", "agent").with_permissions(permissions.iter().copied()),
+        crate::support::agent().with_permissions(permissions.iter().copied()),
         "run-1",
     )
 }
@@ -193,9 +193,8 @@ async fn a_session_with_another_caller_keeps_its_run_and_abort() {
     );
     let aborted = d.dispatch(&reader, refund).await.unwrap_err();
     // The caller authenticated again, with more permissions: the same run, still aborted.
-    let again = reader.with_auth(
-        AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
-    );
+    let again = reader
+        .with_auth(crate::support::agent().with_permissions(["orders:read", "refund:create"]));
     assert_eq!(again.run_id(), reader.run_id());
     let read = ToolCall::new("c2", "get_order", json!({"order_id": "ORD-1"}));
     assert_eq!(d.dispatch(&again, read).await.unwrap_err(), aborted);

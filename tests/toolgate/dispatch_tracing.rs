@@ -195,7 +195,7 @@ async fn a_call_runs_inside_its_span_and_the_span_gets_its_status() {
     registry.register::<get_order>().unwrap();
     let dispatcher = Dispatcher::builder(registry).build();
     let session = Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
+        crate::support::agent().with_permissions(["orders:read"]),
         "run-1",
     );
 
@@ -230,7 +230,7 @@ async fn a_panic_is_an_error_event_in_the_span_of_its_call_only() {
     let mut registry = Registry::new();
     registry.register::<get_customer>().unwrap();
     let dispatcher = Dispatcher::builder(registry).build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
 
     let call = ToolCall::new(
         "call_1",
@@ -279,7 +279,7 @@ async fn every_call_answered_has_a_span_saying_what_failed() {
     // A turn: an unknown tool, refused in the pipeline; an id given to two calls, answered
     // without running.
     let reader = Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["orders:read"]),
+        crate::support::agent().with_permissions(["orders:read"]),
         "run-1",
     );
     let turn = vec![
@@ -290,7 +290,7 @@ async fn every_call_answered_has_a_span_saying_what_failed() {
     let reports = dispatcher.dispatch_turn(&reader, turn).await.unwrap();
     assert_eq!(reports.len(), 2);
     // A call without its permission aborts the run; a later one does not start.
-    let stranger = Session::new(AuthContext::new("acme", "agent"), "run-2");
+    let stranger = crate::support::session_in("run-2");
     let aborted = dispatcher
         .dispatch(&stranger, call("c3", "get_order"))
         .await

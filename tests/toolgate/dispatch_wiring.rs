@@ -119,7 +119,7 @@ async fn a_wired_dispatcher_injects_the_state_and_the_key() {
         .store(Arc::new(MemoryStore::new()))
         .try_build()
         .unwrap();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     let name = dispatcher
         .dispatch(&session, ToolCall::from_json_text("c1", "shop_name", "{}"))
         .await

@@ -237,7 +237,7 @@ async fn play(format: &str, text: &str, run: &str) -> Played {
         Err(err) => panic!("{format}: the turn was refused whole: {err}\n{}", cut(text)),
     };
     let (dispatcher, ledger) = desk();
-    let session = Session::new(AuthContext::new("acme", "agent"), run);
+    let session = crate::support::session_in(run);
     let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
     let rendered = wire
         .render_results_text(&reports)
@@ -418,7 +418,7 @@ async fn a_tree_nested_10000_deep_by_hand_is_malformed_not_a_stack_overflow() {
     let anthropic = format_by_name("anthropic").unwrap();
     let calls = anthropic.parse_calls(&turn).unwrap();
     let (dispatcher, ledger) = desk();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     let reports = dispatcher.dispatch_turn(&session, calls).await.unwrap();
     let rendered = anthropic.render_results(&reports).unwrap();
     let result: Value =
@@ -788,7 +788,7 @@ fn check_turn(
     }
 
     let (dispatcher, ledger) = desk();
-    let session = Session::new(AuthContext::new("acme", "agent"), format!("run-{run}"));
+    let session = crate::support::session_in(format!("run-{run}"));
     let reports = runtime
         .block_on(dispatcher.dispatch_turn(&session, parsed.clone()))
         .unwrap();
@@ -863,7 +863,7 @@ fn check_turn(
     // `answer_turn` leaves each call's arguments for the tool to check as it reads them (one
     // pass over the text): the same reports, the same answer, the same runs.
     let (dispatcher, answered_ledger) = desk();
-    let session = Session::new(AuthContext::new("acme", "agent"), format!("run-{run}"));
+    let session = crate::support::session_in(format!("run-{run}"));
     let answer = runtime
         .block_on(dispatcher.answer_turn(&*wire, &session, &text))
         .unwrap();

@@ -251,7 +251,7 @@ async fn every_form_dispatches() {
         .store(toolgate_test::MemoryStore::new())
         .build();
     let session = Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
+        crate::support::agent().with_permissions(["orders:read", "refund:create"]),
         "run-1",
     );
     let calls = vec![
@@ -298,7 +298,7 @@ async fn checks_take_the_parameters_they_name_and_answer_the_error_they_return()
     let dispatcher = Dispatcher::builder(registry)
         .store(toolgate_test::MemoryStore::new())
         .build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     let check = |id: &str, tool: &str, args: Value| {
         ToolCall::new(
             id,
@@ -376,7 +376,7 @@ async fn a_tool_of_more_than_64_parameters_is_described_and_dispatched() {
     let dispatcher = Dispatcher::builder(registry)
         .store(toolgate_test::MemoryStore::new())
         .build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     let mut args: serde_json::Map<String, Value> =
         (0..65).map(|i| (format!("a{i:02}"), json!(2))).collect();
     let all = ToolCall::new("1", "wide", Value::Object(args.clone()));

@@ -1,7 +1,7 @@
 //! The facade's integration tests, one binary: each module an area of the dispatcher, its
-//! stores and its formats, as a user of `toolgate` meets them. `stores` opens the real stores
-//! (a SQLite file, a PostgreSQL database of its own) and `json_args` generates the property
-//! tests' arguments.
+//! stores and its formats, as a user of `toolgate` meets them. `support` holds what they share:
+//! the usual session, the real stores (a SQLite file, a PostgreSQL database of its own) and the
+//! property tests' arguments.
 //!
 //! The compile-fail suite, `tests/compiletest.rs`, stands apart: trybuild builds its cases.
 
@@ -17,7 +17,6 @@ mod dispatch_tracing;
 mod dispatch_wiring;
 mod dispatch_writes;
 mod hostile_turns;
-mod json_args;
 mod macro_forms;
 mod one_pass_arguments;
 mod outbox_dispatch;
@@ -34,7 +33,7 @@ mod reconcile;
 mod run_limits;
 mod steps;
 mod store_outage;
-mod stores;
+mod support;
 mod text_arguments;
 mod unencodable_output;
 mod validation_props;

@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::session;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::provider::{Anthropic, OpenAiChat, WireFormat};
@@ -80,10 +81,6 @@ fn desk(limits: RunLimits) -> (Dispatcher, Peek) {
     registry.register_tool(peek.clone()).unwrap();
     let dispatcher = Dispatcher::builder(registry).run_limits(limits).build();
     (dispatcher, peek)
-}
-
-fn session() -> Session {
-    Session::new(AuthContext::new("acme", "agent"), "run-1")
 }
 
 fn openai_turn(arguments: &[&str]) -> String {

@@ -4,7 +4,7 @@
 //! in the provider's ledger; each delivery attempt has its audit record. On a SQLite file, on
 //! the test PostgreSQL server, and in memory.
 
-use crate::stores;
+use crate::support::stores;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};

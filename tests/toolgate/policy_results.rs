@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::support::session;
 use serde_json::{Value, json};
 use toolgate::error::ErrorClass;
 use toolgate::prelude::*;
@@ -103,10 +104,6 @@ fn desk(limits: RunLimits) -> Desk {
         runs,
         clock,
     }
-}
-
-fn session() -> Session {
-    Session::new(AuthContext::new("acme", "agent"), "run-1")
 }
 
 fn call(id: u32, tool: &str, arguments: Value) -> ToolCall {

@@ -63,7 +63,7 @@ async fn dispatcher(url: &str) -> Dispatcher {
 
 fn agent() -> Session {
     Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["refund:create"]),
+        crate::support::agent().with_permissions(["refund:create"]),
         "run-approvals",
     )
 }

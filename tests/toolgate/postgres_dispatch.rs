@@ -126,7 +126,7 @@ async fn thirty_two_tasks_submitting_one_write_run_it_once() {
         .state(ledger.clone())
         .store(counting)
         .build();
-    let session = Arc::new(Session::new(AuthContext::new("acme", "agent"), "run-1"));
+    let session = Arc::new(crate::support::session());
     let start = Arc::new(Barrier::new(TASKS));
     let mut tasks = JoinSet::new();
     for i in 0..TASKS {
@@ -300,7 +300,7 @@ async fn child_of_two_processes_submitting_the_same_writes() {
         .run_limits(RunLimits::UNLIMITED)
         .build();
     // The same tenant and run in both processes: the same idempotency keys.
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-two-processes");
+    let session = crate::support::session_in("run-two-processes");
     let pid = std::process::id();
     let mut summary = Summary {
         pid,

@@ -206,7 +206,7 @@ async fn enqueued(events: usize) -> (String, Arc<PostgresStore>, PgPool) {
     }
     let store = store(&url).await;
     let dispatcher = dispatcher(&store, &provider, Arc::new(SystemClock));
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-outbox");
+    let session = crate::support::session_in("run-outbox");
     for i in 0..events {
         let call = ToolCall::new(
             format!("call_{i}"),

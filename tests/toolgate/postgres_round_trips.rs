@@ -140,7 +140,7 @@ async fn warm(rig: &Rig, session: &Session) {
 #[tokio::test]
 async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
     let rig = Rig::new().await;
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-costs");
+    let session = crate::support::session_in("run-costs");
     warm(&rig, &session).await;
 
     let (write, sent) = rig.cost(&session, vec![refund_call("w1", "ORD-1")]).await;
@@ -213,7 +213,7 @@ async fn calls_cost_the_store_no_more_round_trips_and_commits_than_budgeted() {
 #[tokio::test]
 async fn an_unshared_run_asks_the_store_nothing_for_its_counters() {
     let rig = Rig::new().await;
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-unshared").unshared();
+    let session = crate::support::session_in("run-unshared").unshared();
     warm(&rig, &session).await;
 
     let (write, sent) = rig.cost(&session, vec![refund_call("w1", "ORD-1")]).await;
@@ -272,7 +272,7 @@ async fn an_unshared_run_asks_the_store_nothing_for_its_counters() {
 #[tokio::test]
 async fn an_outbox_delivery_is_settled_with_its_audit_record_in_one_statement() {
     let rig = Rig::new().await;
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-outbox");
+    let session = crate::support::session_in("run-outbox");
     let worker = OutboxWorker::builder(rig.store.clone())
         .deliver("confirm", |event: OutboxEvent| async move {
             Ok(json!({ "sent": event.key }))

@@ -16,7 +16,7 @@ fn dispatcher() -> Dispatcher {
 
 fn session() -> Session {
     Session::new(
-        AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
+        crate::support::agent().with_permissions(["orders:read", "refund:create"]),
         "run-1",
     )
 }

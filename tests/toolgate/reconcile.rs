@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::session;
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 use toolgate::store::prelude::*;
@@ -83,10 +84,6 @@ fn setup() -> Setup {
         store,
         clock,
     }
-}
-
-fn session() -> Session {
-    Session::new(AuthContext::new("acme", "agent"), "run-1")
 }
 
 async fn refund_call(setup: &Setup, id: &str) -> Value {

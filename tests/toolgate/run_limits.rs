@@ -3,7 +3,7 @@
 //! store, so a restarted process keeps them (SQLite and PostgreSQL); without a store, in the
 //! session. Every call id a turn answers has its audit record, whatever became of it.
 
-use crate::stores;
+use crate::support::{session_in, stores};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -106,10 +106,6 @@ fn dispatcher(
         .build()
 }
 
-fn session(run: &str) -> Session {
-    Session::new(AuthContext::new("acme", "agent"), run)
-}
-
 fn find_call(id: &str, customer: &str) -> ToolCall {
     ToolCall::new(id, "find", json!({"customer": customer}))
 }
@@ -127,7 +123,7 @@ async fn the_step_limit_aborts_the_run(store: Arc<dyn OperationStore>) {
     let counts = Arc::new(Counts::default());
     let limits = RunLimits::UNLIMITED.max_steps(2);
     let d = dispatcher(&store, &counts, limits);
-    let s = session("run-steps");
+    let s = session_in("run-steps");
     for turn in 0..2 {
         let reports = d
             .dispatch_turn(&s, vec![find_call(&format!("c{turn}"), "C-1")])
@@ -150,7 +146,7 @@ async fn the_step_limit_aborts_the_run(store: Arc<dyn OperationStore>) {
     // A restarted process: a new dispatcher and a new session of the same run.
     let restarted = dispatcher(&store, &counts, limits);
     let again = restarted
-        .dispatch_turn(&session("run-steps"), vec![find_call("c4", "C-1")])
+        .dispatch_turn(&session_in("run-steps"), vec![find_call("c4", "C-1")])
         .await
         .unwrap_err();
     assert_eq!(again.reason.kind, ErrorKind::RunBudgetExhausted);
@@ -171,7 +167,7 @@ async fn the_step_limit_aborts_the_run(store: Arc<dyn OperationStore>) {
 async fn a_turn_over_the_call_limit_runs_none(store: Arc<dyn OperationStore>) {
     let counts = Arc::new(Counts::default());
     let d = dispatcher(&store, &counts, RunLimits::UNLIMITED.max_tool_calls(3));
-    let s = session("run-calls");
+    let s = session_in("run-calls");
     let two = || vec![find_call("a", "C-1"), find_call("b", "C-1")];
     assert!(
         d.dispatch_turn(&s, two())
@@ -210,7 +206,7 @@ async fn a_spent_retry_budget_stops_the_tool(store: Arc<dyn OperationStore>) {
     let counts = Arc::new(Counts::default());
     let limits = RunLimits::UNLIMITED.retry_budget(4);
     let d = dispatcher(&store, &counts, limits);
-    let s = session("run-retries");
+    let s = session_in("run-retries");
     let send_call = |id: &str| ToolCall::new(id, "send", json!({"to": "ada@example.com"}));
     // Three attempts below the model, then the transient fault reaches it as what it is: the
     // service could not be reached, and the same call may succeed in a moment.
@@ -220,7 +216,7 @@ async fn a_spent_retry_budget_stops_the_tool(store: Arc<dyn OperationStore>) {
     // A new process: one attempt left of the run's four; the retry after it is not made.
     let restarted = dispatcher(&store, &counts, limits);
     let second = restarted
-        .dispatch(&session("run-retries"), send_call("c2"))
+        .dispatch(&session_in("run-retries"), send_call("c2"))
         .await
         .unwrap();
     let result = second.result.to_json();
@@ -238,7 +234,7 @@ async fn a_spent_retry_budget_stops_the_tool(store: Arc<dyn OperationStore>) {
     assert_eq!(counts.flaky.load(Ordering::SeqCst), 4);
     // Spent: the next call does not run at all.
     let third = restarted
-        .dispatch(&session("run-retries"), send_call("c3"))
+        .dispatch(&session_in("run-retries"), send_call("c3"))
         .await
         .unwrap();
     let result = third.result.to_json();
@@ -260,7 +256,7 @@ async fn a_spent_retry_budget_stops_the_tool(store: Arc<dyn OperationStore>) {
     );
     // Another tool of the run has a budget of its own.
     let other = restarted
-        .dispatch(&session("run-retries"), find_call("f", "C-1"))
+        .dispatch(&session_in("run-retries"), find_call("f", "C-1"))
         .await
         .unwrap();
     assert!(other.result.is_succeeded());
@@ -271,7 +267,7 @@ async fn a_spent_retry_budget_stops_the_tool(store: Arc<dyn OperationStore>) {
 async fn a_failed_call_is_not_run_again(store: Arc<dyn OperationStore>) {
     let counts = Arc::new(Counts::default());
     let d = dispatcher(&store, &counts, RunLimits::DEFAULT);
-    let s = session("run-repeats");
+    let s = session_in("run-repeats");
     let first = d.dispatch(&s, find_call("c1", "C-9")).await.unwrap();
     assert_eq!(kind(&first), "not_found");
     // The same arguments in another order of keys and spacing are the same call.
@@ -291,20 +287,20 @@ async fn a_failed_call_is_not_run_again(store: Arc<dyn OperationStore>) {
     assert_eq!(counts.find.load(Ordering::SeqCst), 1);
     let restarted = dispatcher(&store, &counts, RunLimits::DEFAULT);
     let after_restart = restarted
-        .dispatch(&session("run-repeats"), find_call("c3", "C-9"))
+        .dispatch(&session_in("run-repeats"), find_call("c3", "C-9"))
         .await
         .unwrap();
     assert_eq!(kind(&after_restart), "repeated_call");
     assert_eq!(counts.find.load(Ordering::SeqCst), 1);
     // Other arguments are another call.
     let other = restarted
-        .dispatch(&session("run-repeats"), find_call("c4", "C-1"))
+        .dispatch(&session_in("run-repeats"), find_call("c4", "C-1"))
         .await
         .unwrap();
     assert!(other.result.is_succeeded());
     // Another run has not failed it.
     let other_run = restarted
-        .dispatch(&session("run-other"), find_call("c5", "C-9"))
+        .dispatch(&session_in("run-other"), find_call("c5", "C-9"))
         .await
         .unwrap();
     assert_eq!(kind(&other_run), "not_found");
@@ -317,7 +313,7 @@ async fn a_lone_write_is_held_to_every_limit_of_its_turn(store: Arc<dyn Operatio
     let counts = Arc::new(Counts::default());
     let limits = RunLimits::UNLIMITED.max_steps(4).max_tool_calls(3);
     let d = dispatcher(&store, &counts, limits);
-    let s = session("run-lone-writes");
+    let s = session_in("run-lone-writes");
     let call = |id: &str, order: &str, amount: u32| {
         ToolCall::new(id, "charge", json!({"order": order, "amount": amount}))
     };
@@ -360,7 +356,7 @@ async fn a_lone_write_is_held_to_every_limit_of_its_turn(store: Arc<dyn Operatio
     // A restarted process finds the run aborted: nothing runs, no call reported.
     let restarted = dispatcher(&store, &counts, limits);
     let again = restarted
-        .dispatch_turn(&session("run-lone-writes"), vec![call("c6", "O-6", 10)])
+        .dispatch_turn(&session_in("run-lone-writes"), vec![call("c6", "O-6", 10)])
         .await
         .unwrap_err();
     assert_eq!(again.reason.kind, ErrorKind::RunBudgetExhausted);
@@ -446,7 +442,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
         |ids: &[&str]| -> Vec<ToolCall> { ids.iter().map(|id| find_call(id, "C-1")).collect() };
 
     // A permission abort: the call at fault and the one that never started.
-    let s = session("run-abort");
+    let s = session_in("run-abort");
     let mut calls = turn(&["a1"]);
     calls.push(ToolCall::new(
         "a2",
@@ -470,7 +466,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
 
     // The step limit: the turn past it.
     let steps = dispatcher(&store, &counts, RunLimits::UNLIMITED.max_steps(1));
-    let s = session("run-steps-audit");
+    let s = session_in("run-steps-audit");
     steps.dispatch_turn(&s, turn(&["s1"])).await.unwrap();
     steps
         .dispatch_turn(&s, turn(&["s2", "s3"]))
@@ -482,14 +478,14 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
 
     // The call budget: a turn that would pass it runs none of its calls.
     let budget = dispatcher(&store, &counts, RunLimits::UNLIMITED.max_tool_calls(1));
-    let s = session("run-budget-audit");
+    let s = session_in("run-budget-audit");
     budget.dispatch_turn(&s, turn(&["b1", "b2"])).await.unwrap();
     budget.flush_audit().await;
     let records = audited(&store, "run-budget-audit").await;
     assert_eq!(ids_of(&records), ["b1", "b2"], "{records:?}");
 
     // A call id given to two calls: one answer for it, and the other call of the turn runs.
-    let s = session("run-reused-audit");
+    let s = session_in("run-reused-audit");
     d.dispatch_turn(&s, turn(&["r1", "r2", "r1"]))
         .await
         .unwrap();
@@ -504,7 +500,7 @@ async fn every_answered_call_id_is_audited(store: Arc<dyn OperationStore>) {
 async fn an_unshared_run_is_counted_in_its_session(store: Arc<dyn OperationStore>) {
     let counts = Arc::new(Counts::default());
     let d = dispatcher(&store, &counts, RunLimits::DEFAULT.max_steps(3));
-    let s = session("run-unshared").unshared();
+    let s = session_in("run-unshared").unshared();
     let key = RunKey {
         tenant: "acme",
         run_id: "run-unshared",
@@ -531,7 +527,7 @@ async fn an_unshared_run_is_counted_in_its_session(store: Arc<dyn OperationStore
     assert_eq!((run.steps, run.tool_calls), (0, 0));
     // A new unshared session of the run id is another run: it counts afresh, and the stored
     // abort of the first does not stop it.
-    let fresh = session("run-unshared").unshared();
+    let fresh = session_in("run-unshared").unshared();
     for id in ["d1", "d2", "d3"] {
         assert!(d.dispatch(&fresh, find_call(id, "C-1")).await.is_ok());
     }
@@ -559,7 +555,7 @@ async fn without_a_store_the_session_keeps_the_counters() {
         .state(counts.clone())
         .run_limits(RunLimits::UNLIMITED.max_steps(1))
         .build();
-    let s = session("run-local");
+    let s = session_in("run-local");
     assert!(
         d.dispatch(&s, find_call("a", "C-1"))
             .await
@@ -573,12 +569,12 @@ async fn without_a_store_the_session_keeps_the_counters() {
         .unwrap_err();
     assert_eq!(aborted.kind, ErrorKind::RunBudgetExhausted);
     assert!(
-        d.dispatch(&session("run-local"), find_call("c", "C-1"))
+        d.dispatch(&session_in("run-local"), find_call("c", "C-1"))
             .await
             .is_ok()
     );
     // A session's own limits replace the dispatcher's.
-    let roomy = session("run-roomy").with_limits(RunLimits::UNLIMITED.max_steps(3));
+    let roomy = session_in("run-roomy").with_limits(RunLimits::UNLIMITED.max_steps(3));
     for id in ["x", "y", "z"] {
         assert!(d.dispatch(&roomy, find_call(id, "C-1")).await.is_ok());
     }
@@ -596,7 +592,7 @@ async fn a_rate_limited_burst_runs_only_what_the_limit_allows() {
         .state(counts.clone())
         .clock(clock.clone())
         .build();
-    let s = session("run-burst");
+    let s = session_in("run-burst");
     let burst = (0..4)
         .map(|i| ToolCall::new(format!("p{i}"), "ping", json!({})))
         .collect();

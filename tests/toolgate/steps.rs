@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::support::session;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use toolgate::prelude::*;
@@ -174,10 +175,6 @@ fn setup() -> Setup {
         store,
         clock,
     }
-}
-
-fn session() -> Session {
-    Session::new(AuthContext::new("acme", "agent"), "run-1")
 }
 
 impl Setup {

@@ -18,7 +18,7 @@ use toolgate::{
     tool::{ToolDescriptor, ToolFuture},
 };
 
-use crate::json_args;
+use crate::support::json_args;
 use json_args::any_number;
 
 /// Takes one argument of each type whose serde reading is exact, and echoes them.
@@ -147,7 +147,7 @@ impl Desk {
 
     fn dispatch(&self, permissions: &[&str], call: ToolCall) -> Result<CallReport, String> {
         let session = Session::new(
-            AuthContext::new("acme", "agent").with_permissions(permissions.iter().copied()),
+            crate::support::agent().with_permissions(permissions.iter().copied()),
             "run",
         );
         self.runtime

@@ -45,7 +45,7 @@ async fn a_read_whose_output_nests_too_deep_answers_internal_and_every_format_re
     let mut registry = Registry::new();
     registry.register::<echo>().unwrap();
     let dispatcher = Dispatcher::builder(registry).build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     // 100 + 20 = 120 levels: sent; 100 + 21: one too many.
     for (depth, status) in [(20, "succeeded"), (21, "error"), (900, "error")] {
         let call = ToolCall::new(
@@ -101,7 +101,7 @@ async fn a_write_whose_output_nests_too_deep_is_unknown_and_never_runs_again() {
     };
 
     let (first, store) = process().await;
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     let answer = first
         .dispatch(&session, call.clone())
         .await
@@ -116,7 +116,7 @@ async fn a_write_whose_output_nests_too_deep_is_unknown_and_never_runs_again() {
 
     // A new process on the same file, a new run: the same call is not run again.
     let (second, _store) = process().await;
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-2");
+    let session = crate::support::session_in("run-2");
     let again = second
         .dispatch(&session, call)
         .await

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::prelude::*;
 
-use crate::json_args;
+use crate::support::json_args;
 use json_args::any_number;
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

@@ -98,7 +98,7 @@ async fn a_stopped_database_answers_a_write_within_the_store_wait_and_a_read_at_
         .store(store.clone())
         .jitter_seed(7)
         .build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "outage-run");
+    let session = crate::support::session_in("outage-run");
 
     // Up: a write and a read.
     let up = timed_turn(

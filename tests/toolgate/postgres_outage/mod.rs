@@ -104,7 +104,7 @@ impl Outage {
     }
 
     async fn refund(&self, dispatcher: &Dispatcher, id: &str, order: &str) -> Value {
-        let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+        let session = crate::support::session();
         let call = ToolCall::new(id, "refund", json!({"order_id": order, "amount": 10}));
         let result = dispatcher
             .dispatch(&session, call)

@@ -116,7 +116,7 @@ fn dispatcher_on(
 }
 
 async fn call_on(dispatcher: &Dispatcher, id: &str) -> Value {
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     let call = ToolCall::from_json_text(id, "refund", r#"{"order_id": "ORD-1", "amount": 5}"#);
     dispatcher
         .dispatch(&session, call)

@@ -51,7 +51,7 @@ pub(super) fn desk(limits: RunLimits) -> Desk {
         .run_limits(limits)
         .jitter_seed(3)
         .build();
-    let session = Session::new(AuthContext::new("acme", "agent"), "run-1");
+    let session = crate::support::session();
     Desk {
         dispatcher,
         store,
