@@ -1,4 +1,4 @@
-//! One OpenAI Chat Completions turn with one small read tool, two ways in one run:
+//! One OpenAI Chat Completions turn with one small read tool, several ways in one run:
 //!
 //! - `hand_written`: serde alone: parse the assistant message into structs, deserialize the
 //!   arguments, call the fn, serialize the `role: "tool"` message with the same result object
@@ -6,7 +6,10 @@
 //! - `toolgate`: parse the message, dispatch (look-up, validation, authorisation from the
 //!   session, the deadline, the trace span), render the tool message. The tool's one argument is
 //!   a `String`, a type whose serde reading accepts exactly what its schema accepts, so the
-//!   arguments' text is validated as it is read into the parameters (the reading of text `#[tool]` generates);
+//!   arguments' text is validated as it is read into the parameters (the reading of text
+//!   `#[tool]` generates);
+//! - `answer_turn`: the same turn through `Dispatcher::answer_turn`, which takes the assistant's
+//!   message as text and gives the text to send, reading each call's arguments once;
 //! - `toolgate_schema_validated`: the same, with the tool made to decline that reading, so that
 //!   the arguments are parsed into a tree, validated against the schema by `jsonschema` and
 //!   deserialized: the path of a tool with any other argument type;
@@ -26,13 +29,15 @@
 //! counters are still kept, only never reached. `toolgate_policies` uses limits that are finite
 //! but out of reach (`u32::MAX`).
 //!
-//! All four send the same bytes (checked before measuring). The figures that matter are the
+//! All of them send the same bytes (checked before measuring). The figures that matter are the
 //! ratios to `hand_written`. Run with `cargo bench --bench dispatch`.
 //!
 //! Instructions and allocations, which this machine's timings are too noisy to compare finely:
 //! with `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
 //! `answer_turn` or `rmcp_router`), the bench answers N turns that way, each in a
-//! `Runtime::block_on` as criterion's iterations are, and exits. Count a run of N turns and one
+//! `Runtime::block_on` as criterion's iterations are, its future pinned where it is made (set
+//! `TOOLGATE_DISPATCH_BY_VALUE` to hand it over by value, as a task's spawn does once), and
+//! exits. Count a run of N turns and one
 //! of 2N under callgrind (collection on in `dispatch::main`, where `block_on` may be inlined)
 //! and divide the difference by N: one turn, with nothing of the set-up (the router's start
 //! included), the same from run to run within a few instructions. Valgrind's DHAT counts the
@@ -235,6 +240,11 @@ fn dispatch(c: &mut Criterion) {
     let by_hand = runtime.block_on(hand_written(TURN));
     let ours = runtime.block_on(with_toolgate(&dispatcher, &session, TURN));
     assert_eq!(by_hand, ours, "both paths must send the same bytes");
+    let answered_text = runtime.block_on(answered(&dispatcher, &session, TURN));
+    assert_eq!(
+        by_hand, answered_text,
+        "both paths must send the same bytes"
+    );
     let validated = runtime.block_on(with_toolgate(&validating, &session, TURN));
     assert_eq!(by_hand, validated, "both paths must send the same bytes");
     let policies = runtime.block_on(with_toolgate(&policed, &policed_session, TURN));
@@ -243,21 +253,50 @@ fn dispatch(c: &mut Criterion) {
     let routed = runtime.block_on(router.answer(TURN));
     assert_eq!(by_hand, routed, "both paths must send the same bytes");
 
+    // Each turn's future is pinned where it is made, as an application's `.await` leaves it
+    // (see `counted`).
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("hand_written", |b| {
-        b.iter(|| runtime.block_on(hand_written(black_box(TURN))))
+        b.iter(|| runtime.block_on(std::pin::pin!(hand_written(black_box(TURN)))))
     });
     group.bench_function("toolgate", |b| {
-        b.iter(|| runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))))
+        b.iter(|| {
+            runtime.block_on(std::pin::pin!(with_toolgate(
+                &dispatcher,
+                &session,
+                black_box(TURN)
+            )))
+        })
+    });
+    group.bench_function("answer_turn", |b| {
+        b.iter(|| {
+            runtime.block_on(std::pin::pin!(answered(
+                &dispatcher,
+                &session,
+                black_box(TURN)
+            )))
+        })
     });
     group.bench_function("rmcp_router", |b| {
-        b.iter(|| runtime.block_on(router.answer(black_box(TURN))))
+        b.iter(|| runtime.block_on(std::pin::pin!(router.answer(black_box(TURN)))))
     });
     group.bench_function("toolgate_schema_validated", |b| {
-        b.iter(|| runtime.block_on(with_toolgate(&validating, &session, black_box(TURN))))
+        b.iter(|| {
+            runtime.block_on(std::pin::pin!(with_toolgate(
+                &validating,
+                &session,
+                black_box(TURN)
+            )))
+        })
     });
     group.bench_function("toolgate_policies", |b| {
-        b.iter(|| runtime.block_on(with_toolgate(&policed, &policed_session, black_box(TURN))))
+        b.iter(|| {
+            runtime.block_on(std::pin::pin!(with_toolgate(
+                &policed,
+                &policed_session,
+                black_box(TURN)
+            )))
+        })
     });
     group.finish();
 }

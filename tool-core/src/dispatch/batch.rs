@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures_util::future::{Either, join_all, select};
+use futures_util::future::join_all;
 use tracing::Instrument;
 
 use crate::auth::Session;
@@ -396,16 +396,9 @@ impl Dispatcher {
                     // again. The call id is lent to the context, not copied, and taken back.
                     let registered = self.registered(tool);
                     let ctx = self.ctx_owning(session, id, registered);
-                    let read = {
-                        // Pinned in place: a box on every read cost more than its size.
-                        let read = self.read(registered, &ctx, arguments, read.take(), ledger);
-                        let read = std::pin::pin!(read);
-                        let raised = std::pin::pin!(shared.raised());
-                        match select(read, raised).await {
-                            Either::Left((read, _)) => Some(read),
-                            Either::Right(((), _)) => None,
-                        }
-                    };
+                    // Pinned in place: a box on every read cost more than its size.
+                    let read = self.read(registered, &ctx, arguments, read.take(), ledger);
+                    let read = shared.unless_raised(std::pin::pin!(read)).await;
                     let id = ctx.into_call_id();
                     let Some(read) = read else {
                         // The run aborted while the read ran: it is stopped here.
