@@ -35,9 +35,7 @@
 //! Instructions and allocations, which this machine's timings are too noisy to compare finely:
 //! with `TOOLGATE_DISPATCH_TURNS=N` (and `TOOLGATE_DISPATCH_PATH=toolgate`, `hand_written`,
 //! `answer_turn` or `rmcp_router`), the bench answers N turns that way, each in a
-//! `Runtime::block_on` as criterion's iterations are, its future pinned where it is made (set
-//! `TOOLGATE_DISPATCH_BY_VALUE` to hand it over by value, as a task's spawn does once), and
-//! exits. Count a run of N turns and one
+//! `Runtime::block_on` as criterion's iterations are, and exits. Count a run of N turns and one
 //! of 2N under callgrind (collection on in `dispatch::main`, where `block_on` may be inlined)
 //! and divide the difference by N: one turn, with nothing of the set-up (the router's start
 //! included), the same from run to run within a few instructions. Valgrind's DHAT counts the
@@ -253,50 +251,24 @@ fn dispatch(c: &mut Criterion) {
     let routed = runtime.block_on(router.answer(TURN));
     assert_eq!(by_hand, routed, "both paths must send the same bytes");
 
-    // Each turn's future is pinned where it is made, as an application's `.await` leaves it
-    // (see `counted`).
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("hand_written", |b| {
-        b.iter(|| runtime.block_on(std::pin::pin!(hand_written(black_box(TURN)))))
+        b.iter(|| runtime.block_on(hand_written(black_box(TURN))))
     });
     group.bench_function("toolgate", |b| {
-        b.iter(|| {
-            runtime.block_on(std::pin::pin!(with_toolgate(
-                &dispatcher,
-                &session,
-                black_box(TURN)
-            )))
-        })
+        b.iter(|| runtime.block_on(with_toolgate(&dispatcher, &session, black_box(TURN))))
     });
     group.bench_function("answer_turn", |b| {
-        b.iter(|| {
-            runtime.block_on(std::pin::pin!(answered(
-                &dispatcher,
-                &session,
-                black_box(TURN)
-            )))
-        })
+        b.iter(|| runtime.block_on(answered(&dispatcher, &session, black_box(TURN))))
     });
     group.bench_function("rmcp_router", |b| {
-        b.iter(|| runtime.block_on(std::pin::pin!(router.answer(black_box(TURN)))))
+        b.iter(|| runtime.block_on(router.answer(black_box(TURN))))
     });
     group.bench_function("toolgate_schema_validated", |b| {
-        b.iter(|| {
-            runtime.block_on(std::pin::pin!(with_toolgate(
-                &validating,
-                &session,
-                black_box(TURN)
-            )))
-        })
+        b.iter(|| runtime.block_on(with_toolgate(&validating, &session, black_box(TURN))))
     });
     group.bench_function("toolgate_policies", |b| {
-        b.iter(|| {
-            runtime.block_on(std::pin::pin!(with_toolgate(
-                &policed,
-                &policed_session,
-                black_box(TURN)
-            )))
-        })
+        b.iter(|| runtime.block_on(with_toolgate(&policed, &policed_session, black_box(TURN))))
     });
     group.finish();
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures_util::future::join_all;
+use futures_util::future::{Either, join_all, select};
 use tracing::Instrument;
 
 use crate::auth::Session;
@@ -375,11 +375,11 @@ impl Dispatcher {
         shared: &'a Shared,
     ) -> impl Future<Output = (Fate, String)> + 'a {
         let Go {
-            id, step, granted, ..
+            id,
+            mut step,
+            granted,
+            ..
         } = call;
-        // Refused before it starts, when the run's retry budget granted it no attempt or it
-        // repeats a call that failed: no future of its own is awaited for that.
-        let (mut step, fingerprint) = self.step_allowed(step, granted, ledger, shared);
         async move {
             let (outcome, note, id) = match step {
                 Step::Refused {
@@ -387,25 +387,40 @@ impl Dispatcher {
                     err,
                     fingerprint,
                 } => (Err(err), tool.zip(fingerprint), id),
+                Step::Read { .. } | Step::Write(_) if !granted => {
+                    (Err(budget_spent(&step, ledger)), None, id)
+                }
                 Step::Read {
                     tool,
                     ref arguments,
                     ref mut read,
-                } => {
-                    // Run here, not in a future of its own: a read's future is not moved
-                    // again. The call id is lent to the context, not copied, and taken back.
-                    let registered = self.registered(tool);
-                    let ctx = self.ctx_owning(session, id, registered);
-                    // Pinned in place: a box on every read cost more than its size.
-                    let read = self.read(registered, &ctx, arguments, read.take(), ledger);
-                    let read = shared.unless_raised(std::pin::pin!(read)).await;
-                    let id = ctx.into_call_id();
-                    let Some(read) = read else {
-                        // The run aborted while the read ran: it is stopped here.
-                        return (Fate::Cancelled, id);
-                    };
-                    self.read_noted(tool, arguments, read, fingerprint, id)
-                }
+                } => match self.not_repeated(shared, tool, arguments) {
+                    Err(repeated) => (Err(repeated), None, id),
+                    Ok(fingerprint) => {
+                        // Run here, not in a future of its own: a read's future is not moved
+                        // again. The call id is lent to the context, not copied, and taken back.
+                        let registered = self.registered(tool);
+                        let ctx = self.ctx_owning(session, id, registered);
+                        let read = {
+                            // Pinned in place: a box on every read cost more than its size.
+                            let read = read.take();
+                            let read = std::pin::pin!(
+                                self.read(registered, &ctx, arguments, read, ledger)
+                            );
+                            let raised = std::pin::pin!(shared.raised());
+                            match select(read, raised).await {
+                                Either::Left((read, _)) => Some(read),
+                                Either::Right(((), _)) => None,
+                            }
+                        };
+                        let id = ctx.into_call_id();
+                        let Some(read) = read else {
+                            // The run aborted while the read ran: it is stopped here.
+                            return (Fate::Cancelled, id);
+                        };
+                        self.read_noted(tool, arguments, read, fingerprint, id)
+                    }
+                },
                 Step::Write(write) => {
                     match self.write_step(session, ledger, shared, *write, id).await {
                         Ran::Outcome(outcome, note, id) => (outcome, note, id),
@@ -419,39 +434,6 @@ impl Dispatcher {
                 Err(err) => self.fate_of_error(ledger, shared, err, note).await,
             };
             (fate, id)
-        }
-    }
-
-    /// `step`, or its refusal when the run's retry budget granted it no attempt, or it is a
-    /// read that repeats a failed call; with the fingerprint of a read whose tool has failed
-    /// calls in the run (see [`Dispatcher::not_repeated`]).
-    fn step_allowed(
-        &self,
-        step: Step,
-        granted: bool,
-        ledger: &Ledger<'_>,
-        shared: &Shared,
-    ) -> (Step, Option<String>) {
-        let refused = |err| Step::Refused {
-            tool: None,
-            err,
-            fingerprint: None,
-        };
-        match step {
-            Step::Read { .. } | Step::Write(_) if !granted => {
-                let tool = step.tool().expect("a read or a write names its tool");
-                let budget = ledger.limits.retry_budget.unwrap_or(u32::MAX);
-                (refused(answers::retry_budget_spent(tool, budget)), None)
-            }
-            Step::Read {
-                tool,
-                ref arguments,
-                ..
-            } => match self.not_repeated(shared, tool, arguments) {
-                Err(repeated) => (refused(repeated), None),
-                Ok(fingerprint) => (step, fingerprint),
-            },
-            _ => (step, None),
         }
     }
 
@@ -592,4 +574,11 @@ fn copy_of_fate(ended: &[Ended], first: usize) -> Fate {
         }),
         _ => Fate::NotStarted,
     }
+}
+
+/// The answer to a call of `step` (a read or a write) that the run's retry budget granted no
+/// attempt.
+fn budget_spent(step: &Step, ledger: &Ledger<'_>) -> ToolError {
+    let tool = step.tool().expect("a read or a write names its tool");
+    answers::retry_budget_spent(tool, ledger.limits.retry_budget.unwrap_or(u32::MAX))
 }

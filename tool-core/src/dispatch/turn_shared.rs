@@ -4,12 +4,10 @@
 //! a lone write that its claim begins (see `turn_claim`).
 
 use std::collections::{HashMap, HashSet};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use futures_util::future::{Either, select};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -80,21 +78,14 @@ impl Shared {
         }
     }
 
-    /// `call` run to its end, unless a call of the turn aborts the run first (`None`; `call`
-    /// is left where it stopped). A lone call is only run: no other call can raise the signal
-    /// while it runs, and listening costs a waiter's registration and a second poll.
-    pub(super) async fn unless_raised<T>(
-        &self,
-        call: Pin<&mut impl Future<Output = T>>,
-    ) -> Option<T> {
+    /// Ready once a call of the turn aborts the run; never, when this call is the only one
+    /// that runs (no other can raise the signal while it runs, and listening costs a waiter's
+    /// registration on every call).
+    pub(super) async fn raised(&self) {
         if self.lone {
-            return Some(call.await);
+            std::future::pending::<()>().await;
         }
-        let raised = std::pin::pin!(self.signal.raised());
-        match select(call, raised).await {
-            Either::Left((done, _)) => Some(done),
-            Either::Right(((), _)) => None,
-        }
+        self.signal.raised().await;
     }
 
     /// Notes the run's `failed` calls of the turn's tools, for repeat detection.
@@ -163,33 +154,5 @@ impl TurnAtClaim {
         self.refused
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_call_of_several_stops_when_another_aborts_the_run() {
-        let shared = Shared::new(None, false);
-        shared.signal.fire();
-        let stopped = shared
-            .unless_raised(std::pin::pin!(std::future::pending::<()>()))
-            .await;
-        assert_eq!(stopped, None);
-        let done = Shared::new(None, false)
-            .unless_raised(std::pin::pin!(async { 7 }))
-            .await;
-        assert_eq!(done, Some(7));
-    }
-
-    #[tokio::test]
-    async fn a_lone_call_runs_to_its_end_without_listening() {
-        // Fired or not, a lone call's signal is not listened to: only the call decides.
-        let shared = Shared::new(None, true);
-        shared.signal.fire();
-        let done = shared.unless_raised(std::pin::pin!(async { 7 })).await;
-        assert_eq!(done, Some(7));
     }
 }
