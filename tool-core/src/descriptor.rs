@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::delivery::Delivery;
 use crate::rate_limit::RateLimit;
-use crate::retry::RetrySpec;
+use crate::retry::{RetryPolicy, RetrySpec};
 use crate::side_effect::SideEffect;
 use crate::state::StateType;
 
@@ -92,7 +92,7 @@ pub struct ToolDescriptor {
     pub key_scope: KeyScope,
     /// The deadline of one attempt; the dispatcher's default applies when unset.
     pub timeout: Option<Duration>,
-    /// The retry policy over the defaults of the side-effect class ([`crate::tool::RetryPolicy`]).
+    /// The retry policy over the defaults of the side-effect class ([`RetryPolicy`]).
     pub retry: RetrySpec,
     /// The per-tenant rate, enforced by the dispatcher per tool, per tenant and per process
     /// ([`RateLimit`]).
@@ -301,6 +301,21 @@ impl ToolDescriptor {
             ));
         }
         text
+    }
+}
+
+impl RetryPolicy {
+    /// The policy of `descriptor`: its `retry(...)` settings over the defaults of its
+    /// side-effect class.
+    pub fn of(descriptor: &ToolDescriptor) -> Self {
+        let defaults = RetryPolicy::defaults(descriptor.side_effect);
+        let spec = descriptor.retry;
+        RetryPolicy {
+            max_attempts: spec.max_attempts.unwrap_or(defaults.max_attempts).max(1),
+            base: spec.base.unwrap_or(defaults.base),
+            max: spec.max.unwrap_or(defaults.max),
+            jitter: spec.jitter.unwrap_or(defaults.jitter),
+        }
     }
 }
 

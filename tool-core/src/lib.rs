@@ -34,6 +34,7 @@ mod side_effect;
 mod state;
 mod steps;
 mod text_args;
+mod tool_futures;
 mod turn;
 mod validate;
 mod wiring;

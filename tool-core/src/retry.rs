@@ -1,7 +1,7 @@
 //! The retry policy a tool declares with `retry(...)`.
 //!
 //! The dispatcher retries transient faults below the model with exponential backoff and full
-//! jitter ([`crate::tool::Backoff`]): reads on any transient fault, writes only while the fault proves
+//! jitter ([`crate::backoff::Backoff`]): reads on any transient fault, writes only while the fault proves
 //! nothing was applied. Which failed attempts may be sent again is decided in one place,
 //! [`RetryPolicy::may_send_again`].
 
@@ -107,18 +107,6 @@ impl RetryPolicy {
             ErrorKind::Timeout => side_effect.is_read(),
             ErrorKind::OutcomeUnknown => honours_key,
             _ => false,
-        }
-    }
-
-    /// The policy of `descriptor`.
-    pub fn of(descriptor: &crate::tool::ToolDescriptor) -> Self {
-        let defaults = RetryPolicy::defaults(descriptor.side_effect);
-        let spec = descriptor.retry;
-        RetryPolicy {
-            max_attempts: spec.max_attempts.unwrap_or(defaults.max_attempts).max(1),
-            base: spec.base.unwrap_or(defaults.base),
-            max: spec.max.unwrap_or(defaults.max),
-            jitter: spec.jitter.unwrap_or(defaults.jitter),
         }
     }
 }

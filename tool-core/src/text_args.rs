@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::ctx::Ctx;
 use crate::error::ToolError;
-use crate::tool::ToolFuture;
+use crate::tool_futures::ToolFuture;
 
 /// A tool's reading of its arguments from their JSON text, without a tree and without the
 /// schema validator, where that is known to decide exactly as the validator would.

@@ -1,8 +1,5 @@
 //! The trait `#[tool]` implements, and the types a tool's signature may use.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use serde::Serialize;
 use serde_json::Value;
 
@@ -19,19 +16,8 @@ pub use crate::retry::{RetryPolicy, RetrySpec};
 pub use crate::side_effect::SideEffect;
 pub use crate::state::{State, StateType};
 pub use crate::steps::{StepError, StepReport, StepState};
+pub use crate::tool_futures::{CheckFuture, ReconcileFuture, ToolFuture};
 pub use crate::validate::{ArgsValidator, SchemaError, Violation};
-
-/// The future a reconcile hook returns: the output if the operation was applied, `None` if it
-/// was not, an error if nobody knows yet.
-pub type ReconcileFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Option<JsonText>, ToolError>> + Send + 'a>>;
-
-/// The future a business check returns ([`Tool::check`]): `Ok(())` lets the call go on, an error
-/// (a `refused` one, usually) stops it before anything is stored or sent.
-pub type CheckFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>>;
-
-/// The future a tool returns from [`Tool::invoke`]: its output as JSON text, or its error.
-pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<JsonText, ToolError>> + Send + 'a>>;
 
 /// A callable tool. `#[tool]` implements it on a type named after the fn; implement it by hand
 /// only for tools whose schema is built at run time.
