@@ -14,7 +14,7 @@ mod outbox;
 
 pub(crate) use approvals::{Approvals, DecideArgs};
 pub(crate) use audit::AuditArgs;
-pub(crate) use ops::Ops;
+pub(crate) use ops::{Ops, SettleArgs};
 pub(crate) use outbox::{Outbox, ResumeArgs};
 
 /// Act on a toolgate operation store: decide approvals, resume dead outbox events, read
@@ -96,20 +96,7 @@ impl<T> StatusFilter<T> {
 }
 
 /// A parser of one of `statuses` (their names as `name` writes them, parsed back by `parse`),
-/// whose help and errors list them.
-fn status<T>(
-    statuses: impl IntoIterator<Item = T>,
-    name: fn(T) -> &'static str,
-    parse: fn(&str) -> Option<T>,
-) -> impl TypedValueParser<Value = T>
-where
-    T: Clone + Send + Sync + 'static,
-{
-    PossibleValuesParser::new(statuses.into_iter().map(name))
-        .try_map(move |text| parse(&text).ok_or("not a status"))
-}
-
-/// [`status`], with `all` for every status.
+/// or `all` for every status, whose help and errors list them.
 fn status_or_all<T>(
     statuses: impl IntoIterator<Item = T>,
     name: fn(T) -> &'static str,
@@ -255,7 +242,7 @@ mod tests {
         assert_eq!(
             ops.command,
             Command::Ops(Ops::List(ListOps {
-                status: Some(OperationState::AwaitingApproval),
+                status: Some(StatusFilter::Only(OperationState::AwaitingApproval)),
                 run: Some("r1".into()),
                 tenant: None,
                 output: Output::default(),
@@ -291,7 +278,45 @@ mod tests {
             let Command::Ops(Ops::List(args)) = listed.command else {
                 panic!("ops list: {listed:?}");
             };
-            assert_eq!(args.status, Some(state));
+            assert_eq!(args.status, Some(StatusFilter::Only(state)));
+        }
+        let listed = parse(&["ops", "list", "--status", "all"]).unwrap();
+        let Command::Ops(Ops::List(args)) = listed.command else {
+            panic!("ops list: {listed:?}");
+        };
+        assert_eq!(args.status, Some(StatusFilter::All));
+    }
+
+    #[test]
+    fn ops_settle_takes_one_outcome_and_the_evidence() {
+        let settled = parse(&["ops", "settle", "k1", "--applied", "--evidence", "re_42"]).unwrap();
+        let Command::Ops(Ops::Settle(args)) = settled.command else {
+            panic!("ops settle: {settled:?}");
+        };
+        assert_eq!(
+            (args.key.as_str(), args.applied, args.not_applied),
+            ("k1", true, false)
+        );
+        assert_eq!(args.evidence, "re_42");
+        for (args, names) in [
+            (&["ops", "settle", "k1", "--evidence", "x"][..], "--applied"),
+            (
+                &[
+                    "ops",
+                    "settle",
+                    "k1",
+                    "--applied",
+                    "--not-applied",
+                    "--evidence",
+                    "x",
+                ][..],
+                "--not-applied",
+            ),
+            (&["ops", "settle", "k1", "--applied"][..], "--evidence"),
+        ] {
+            let err = parse(args).expect_err("bad usage");
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+            assert!(err.to_string().contains(names), "{args:?}: {err}");
         }
     }
 

@@ -44,20 +44,23 @@ impl IdentityFlags {
     }
 }
 
-/// Who acts with the identity: an approver deciding, or an operator resuming an outbox event.
+/// Who acts with the identity: an approver deciding, an operator resuming an outbox event, or
+/// an operator settling an unknown outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
     /// `approvals approve` and `approvals reject`.
     Approver,
     /// `outbox resume`.
     Operator,
+    /// `ops settle`.
+    Settler,
 }
 
 impl Role {
     fn noun(self) -> &'static str {
         match self {
             Role::Approver => "approver",
-            Role::Operator => "operator",
+            Role::Operator | Role::Settler => "operator",
         }
     }
 
@@ -65,6 +68,7 @@ impl Role {
         match self {
             Role::Approver => "decide",
             Role::Operator => "resume",
+            Role::Settler => "settle",
         }
     }
 
@@ -76,6 +80,9 @@ impl Role {
             }
             Role::Operator => {
                 "a resume is allowed to an operator of the event's tenant who holds outbox:resume, and the event names no one"
+            }
+            Role::Settler => {
+                "a settlement is allowed to an operator of the operation's tenant who holds ops:settle, and the operation names no one"
             }
         }
     }

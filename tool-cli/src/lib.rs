@@ -18,6 +18,7 @@ mod json;
 mod open;
 mod ops;
 mod outbox;
+mod settle;
 mod table;
 mod time;
 
@@ -28,7 +29,9 @@ use clap::Parser;
 use clap::error::ErrorKind;
 use toolgate_core::store::{OperationStore, Verdict};
 
-use crate::args::{Approvals, Cli, Command, DecideArgs, Ops, Outbox, ResumeArgs};
+use crate::args::{
+    Approvals, Cli, Command, DecideArgs, Ops, Outbox, ResumeArgs, SettleArgs, StatusFilter,
+};
 use crate::error::Failure;
 use crate::identity::Role;
 use crate::open::StoreSpec;
@@ -101,7 +104,8 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         Command::Ops(Ops::List(a)) => {
             with_store(&spec, async |store| {
                 let (run, tenant) = (a.run.as_deref(), a.tenant.as_deref());
-                ops::list(store, a.status, run, tenant, a.output).await
+                let status = a.status.and_then(StatusFilter::only);
+                ops::list(store, status, run, tenant, a.output).await
             })
             .await
         }
@@ -111,6 +115,7 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             })
             .await
         }
+        Command::Ops(Ops::Settle(a)) => settle(&spec, &a).await,
         Command::Outbox(Outbox::List(a)) => {
             with_store(&spec, async |store| {
                 let status = a.status.only();
@@ -156,6 +161,23 @@ async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> 
     let operator = identity::resolve_as(Role::Operator, &args.identity)?;
     with_store(spec, async |store| {
         outbox::resume(store, args, &operator).await
+    })
+    .await
+}
+
+/// `ops settle`: what can be refused without the store (empty evidence, no operator) is refused
+/// before opening it.
+async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> {
+    if args.evidence.trim().is_empty() {
+        return Err(Failure::usage(
+            "the evidence is empty",
+            "a settlement is kept with what shows the operation's outcome",
+            "give --evidence TEXT: the provider's reference, or what you saw in its ledger",
+        ));
+    }
+    let operator = identity::resolve_as(Role::Settler, &args.identity)?;
+    with_store(spec, async |store| {
+        settle::settle(store, args, &operator).await
     })
     .await
 }

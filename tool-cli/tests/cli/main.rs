@@ -6,5 +6,6 @@ mod hashes;
 mod outbox;
 mod postgres;
 mod reads;
+mod settle;
 mod support;
 mod usage;

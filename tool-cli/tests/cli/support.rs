@@ -9,9 +9,9 @@ use toolgate_store_sqlite::SqliteStore;
 use toolgate_core::store::EventSettlement;
 
 use toolgate_core::store::{
-    ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, AuditQuery, AuditRecord,
-    Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome, EventLease, NewEvent,
-    OperationStore, OutboxEvent, Requester, Success,
+    ApprovalRecord, ApprovalStatus, AttemptError, AttemptFailure, AuditEntry, AuditKind,
+    AuditQuery, AuditRecord, Begun, Claim, ClaimRequest, ClaimToken, Commit, DeliveryOutcome,
+    EventLease, NewEvent, OperationStore, OutboxEvent, Requester, Success,
 };
 
 /// Now by the system clock, as the binary reads it.
@@ -107,6 +107,58 @@ pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &st
         .await
         .unwrap();
 }
+
+/// A refund under `key` in `tenant` whose attempt timed out after it may have reached the
+/// provider: `outcome_unknown`.
+pub(crate) async fn unknown(store: &dyn OperationStore, tenant: &str, key: &str) {
+    let now = now_ms();
+    let claim = store
+        .claim(ClaimRequest {
+            tenant,
+            key,
+            tool: "issue_refund",
+            request_hash: &format!("hash-{key}"),
+            unkeyed: None,
+            arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
+            now_ms: now,
+            lease: Duration::from_secs(30),
+            takeover: false,
+            approval: None,
+        })
+        .await
+        .unwrap();
+    let Claim::Acquired { attempt, .. } = claim else {
+        panic!("a new key is acquired: {claim:?}");
+    };
+    let owner = ClaimToken {
+        tenant: tenant.into(),
+        key: key.into(),
+        attempt,
+    };
+    let error = AttemptError {
+        attempt,
+        kind: "timeout".into(),
+        what: "the payment provider did not answer in 5s".into(),
+    };
+    store
+        .mark_unknown(AttemptFailure {
+            owner: &owner,
+            error: &error,
+            now_ms: now,
+        })
+        .await
+        .unwrap();
+}
+
+/// `args` for settling as the tenant acme's operator, who holds `ops:settle`.
+pub(crate) const SETTLER: [&str; 6] = [
+    "--as",
+    "ops",
+    "--tenant",
+    "acme",
+    "--permission",
+    "ops:settle",
+];
 
 /// An outbox refund under `key` in `tenant`, committed with its event, whose delivery was leased
 /// and dead-lettered after a 503: the event as the store answers it after.

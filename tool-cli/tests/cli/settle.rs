@@ -1,0 +1,195 @@
+//! `ops settle` on a SQLite file: an unknown outcome settled as applied or not by an operator who
+//! holds `ops:settle`, what a call again with the key then meets, every refusal with its exit
+//! code, and the audit record of each attempt.
+
+use toolgate_core::store::prelude::*;
+
+use toolgate_core::store::{AuditKind, Claim, ClaimRequest, OperationState};
+
+use crate::support::{SETTLER, all_audit, now_ms, sqlite_file, succeeded, toolgate, unknown};
+
+/// A claim of `key` again, as a call again with its key makes one.
+async fn claim_again(store: &dyn OperationStore, key: &str) -> Claim {
+    store
+        .claim(ClaimRequest {
+            tenant: "acme",
+            key,
+            tool: "issue_refund",
+            request_hash: &format!("hash-{key}"),
+            unkeyed: None,
+            arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
+            now_ms: now_ms(),
+            lease: std::time::Duration::from_secs(30),
+            takeover: false,
+            approval: None,
+        })
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_settled_as_applied_is_replayed_and_as_not_applied_runs_again() {
+    let db = sqlite_file().await;
+    unknown(&db.store, "acme", "k1").await;
+    unknown(&db.store, "acme", "k2").await;
+
+    let ran = toolgate(
+        &db.arg,
+        &[
+            &[
+                "ops",
+                "settle",
+                "k1",
+                "--applied",
+                "--evidence",
+                "re_42 in the ledger",
+            ][..],
+            &SETTLER,
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        ran.stdout,
+        "operation k1 of tenant acme settled as applied by ops: succeeded\n"
+    );
+    let record = db.store.get("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Succeeded);
+    let result: serde_json::Value =
+        serde_json::from_str(record.result.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        result,
+        serde_json::json!({"settled_by": "ops", "evidence": "re_42 in the ledger"})
+    );
+    // A call again with the key is answered with the settled result, and nothing runs.
+    let Claim::Existing(existing) = claim_again(&db.store, "k1").await else {
+        panic!("an applied settlement is the key's outcome");
+    };
+    assert_eq!(existing.state, OperationState::Succeeded);
+    assert_eq!(existing.result, record.result);
+
+    let ran = toolgate(
+        &db.arg,
+        &[
+            &[
+                "ops",
+                "settle",
+                "k2",
+                "--not-applied",
+                "--evidence",
+                "no refund at the provider",
+                "--json",
+            ][..],
+            &SETTLER,
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let settled: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(settled["state"], "failed", "{settled}");
+    assert_eq!(settled["settled_by"], "ops", "{settled}");
+    assert!(
+        matches!(claim_again(&db.store, "k2").await, Claim::Acquired { .. }),
+        "a call again runs an operation settled as not applied"
+    );
+}
+
+#[tokio::test]
+async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_every_attempt_is_audited()
+ {
+    let db = sqlite_file().await;
+    unknown(&db.store, "acme", "k1").await;
+    unknown(&db.store, "globex", "k2").await;
+    succeeded(&db.store, "acme", "k3", r#"{"refund_id":"re_3"}"#).await;
+    let settle = |key: &'static str, who: &[&'static str]| {
+        let args = [
+            &["ops", "settle", key, "--applied", "--evidence", "seen"][..],
+            who,
+        ]
+        .concat();
+        toolgate(&db.arg, &args)
+    };
+
+    // What an operator looks at first: every operation, and the unknown ones.
+    let listed = |status: &str| {
+        let ran = toolgate(&db.arg, &["ops", "list", "--status", status, "--json"]);
+        assert_eq!(ran.code, 0, "{ran:?}");
+        let listed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        listed.as_array().unwrap().len()
+    };
+    assert_eq!((listed("all"), listed("outcome_unknown")), (3, 2));
+
+    // Without ops:settle.
+    let ran = settle("k1", &["--as", "ops", "--tenant", "acme"]);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(ran.stderr.contains("`ops:settle`"), "{ran:?}");
+    // Another tenant's operation is not found for acme's operator.
+    let ran = settle("k2", &SETTLER);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr.contains("no operation k2 of tenant acme"),
+        "{ran:?}"
+    );
+    // A settled operation is the store's own account: refused, naming its state.
+    let ran = settle("k3", &SETTLER);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("the operation k3 is succeeded, not outcome_unknown"),
+        "{ran:?}"
+    );
+    // No identity, or no evidence, is a usage error that never reaches the store.
+    let ran = settle("k1", &[]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    let args = [
+        &["ops", "settle", "k1", "--applied", "--evidence", " "][..],
+        &SETTLER,
+    ]
+    .concat();
+    let ran = toolgate(&db.arg, &args);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("the evidence is empty"), "{ran:?}");
+    let record = db.store.get("acme", "k1").await.unwrap().unwrap();
+    assert_eq!(
+        record.state,
+        OperationState::OutcomeUnknown,
+        "nothing was changed"
+    );
+
+    let ran = settle("k1", &SETTLER);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    // Settled now: a second settlement is refused and says so.
+    let ran = settle("k1", &SETTLER);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("the operation k1 is succeeded, not outcome_unknown"),
+        "{ran:?}"
+    );
+
+    let trail: Vec<(String, String, String)> = all_audit(&db.store)
+        .await
+        .into_iter()
+        .map(|record| {
+            assert_eq!(record.entry.kind, AuditKind::Operator);
+            let reason = record.entry.reason.unwrap_or_default();
+            assert!(reason.starts_with("ops settle applied: "), "{reason}");
+            (
+                record.entry.actor,
+                record.entry.key.unwrap_or_default(),
+                record.entry.outcome,
+            )
+        })
+        .collect();
+    let row = |key: &str, outcome: &str| ("ops".to_owned(), key.to_owned(), outcome.to_owned());
+    assert_eq!(
+        trail,
+        [
+            row("k1", "refused"),
+            row("k2", "refused"),
+            row("k3", "refused"),
+            row("k1", "settled"),
+            row("k1", "refused"),
+        ]
+    );
+}
