@@ -16,6 +16,7 @@ mod error;
 mod identity;
 mod json;
 mod open;
+mod operator_audit;
 mod ops;
 mod outbox;
 mod settle;

@@ -3,13 +3,12 @@
 
 use serde_json::{Value, json};
 use toolgate_core::AuthContext;
-use toolgate_core::store::{
-    AuditEntry, AuditKind, EventQuery, EventStatus, OperationStore, OutboxEvent, ResumeRequest,
-};
+use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent, ResumeRequest};
 
 use crate::args::ResumeArgs;
 use crate::error::Failure;
 use crate::json::{document, stored};
+use crate::operator_audit::{self, Action};
 use crate::ops::only_one;
 use crate::table::{Table, or_dash};
 use crate::time::{now_ms, rfc3339};
@@ -118,34 +117,18 @@ pub(crate) async fn resume(
         // The store failed: it takes no record either.
         Err(_) => return done.map(|(text, _)| text),
     };
-    let entry = AuditEntry {
-        kind: AuditKind::Operator,
-        tenant: operator.tenant().to_owned(),
-        run_id: String::new(),
-        call_id: String::new(),
+    let action = Action {
+        command: "outbox resume",
+        operator,
+        key: &args.key,
         tool,
-        actor: operator.user().to_owned(),
-        arguments: "null".to_owned(),
-        attempts: 0,
-        duration_ms: 0,
-        outcome: outcome.to_owned(),
-        error_kind: None,
-        replayed: false,
-        bytes: 0,
-        key: Some(args.key.clone()),
-        approval_id: None,
-        reason: Some(match reason {
+        outcome,
+        reason: match reason {
             Some(reason) => format!("outbox resume: {reason}"),
             None => "outbox resume".to_owned(),
-        }),
-        at_ms: now_ms(),
+        },
     };
-    store.append_audit(&entry).await.map_err(|e| {
-        Failure::store(
-            &format!("append the audit record of `outbox resume` ({outcome})"),
-            &e,
-        )
-    })?;
+    operator_audit::record(store, action).await?;
     done.map(|(text, _)| text)
 }
 

@@ -4,13 +4,13 @@
 use serde_json::json;
 use toolgate_core::AuthContext;
 use toolgate_core::store::{
-    AuditEntry, AuditKind, OperationRecord, OperationState, OperationStore, Resolution,
-    ResolveRequest,
+    OperationRecord, OperationState, OperationStore, Resolution, ResolveRequest,
 };
 
 use crate::args::SettleArgs;
 use crate::error::Failure;
 use crate::json::document;
+use crate::operator_audit::{self, Action};
 use crate::time::now_ms;
 
 /// The permission an operator needs to settle an unknown outcome.
@@ -40,31 +40,15 @@ pub(crate) async fn settle(
         ),
         _ => format!("ops settle {}: {}", outcome_word(args), args.evidence),
     };
-    let entry = AuditEntry {
-        kind: AuditKind::Operator,
-        tenant: operator.tenant().to_owned(),
-        run_id: String::new(),
-        call_id: String::new(),
+    let action = Action {
+        command: "ops settle",
+        operator,
+        key: &args.key,
         tool,
-        actor: operator.user().to_owned(),
-        arguments: "null".to_owned(),
-        attempts: 0,
-        duration_ms: 0,
-        outcome: outcome.to_owned(),
-        error_kind: None,
-        replayed: false,
-        bytes: 0,
-        key: Some(args.key.clone()),
-        approval_id: None,
-        reason: Some(reason),
-        at_ms: now_ms(),
+        outcome,
+        reason,
     };
-    store.append_audit(&entry).await.map_err(|e| {
-        Failure::store(
-            &format!("append the audit record of `ops settle` ({outcome})"),
-            &e,
-        )
-    })?;
+    operator_audit::record(store, action).await?;
     let record = done?;
     if args.json {
         return Ok(document(&json!({

@@ -4,27 +4,14 @@
 
 use toolgate_core::store::prelude::*;
 
-use toolgate_core::store::{AuditKind, Claim, ClaimRequest, OperationState};
+use toolgate_core::store::{AuditKind, Claim, OperationState};
 
-use crate::support::{SETTLER, all_audit, now_ms, sqlite_file, succeeded, toolgate, unknown};
+use crate::support::{SETTLER, all_audit, refund_claim, sqlite_file, succeeded, toolgate, unknown};
 
 /// A claim of `key` again, as a call again with its key makes one.
 async fn claim_again(store: &dyn OperationStore, key: &str) -> Claim {
-    store
-        .claim(ClaimRequest {
-            tenant: "acme",
-            key,
-            tool: "issue_refund",
-            request_hash: &format!("hash-{key}"),
-            unkeyed: None,
-            arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
-            now_ms: now_ms(),
-            lease: std::time::Duration::from_secs(30),
-            takeover: false,
-            approval: None,
-        })
-        .await
-        .unwrap()
+    let hash = format!("hash-{key}");
+    store.claim(refund_claim("acme", key, &hash)).await.unwrap()
 }
 
 #[tokio::test]

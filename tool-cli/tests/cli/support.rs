@@ -71,32 +71,40 @@ pub(crate) async fn ask(store: &dyn OperationStore, approval: &ApprovalRecord) {
     assert!(matches!(claim, Claim::Approval(_)), "{claim:?}");
 }
 
-/// A write of `tool` under `key` in `tenant` that ran and succeeded with `result`.
-pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &str, result: &str) {
-    let now = now_ms();
-    let claim = store
-        .claim(ClaimRequest {
-            tenant,
-            key,
-            tool: "issue_refund",
-            request_hash: &format!("hash-{key}"),
-            unkeyed: None,
-            arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
-            now_ms: now,
-            lease: Duration::from_secs(30),
-            takeover: false,
-            approval: None,
-        })
-        .await
-        .unwrap();
+/// The claim of a refund under `key` in `tenant` that a call makes now.
+pub(crate) fn refund_claim<'a>(tenant: &'a str, key: &'a str, hash: &'a str) -> ClaimRequest<'a> {
+    ClaimRequest {
+        tenant,
+        key,
+        tool: "issue_refund",
+        request_hash: hash,
+        unkeyed: None,
+        arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
+        now_ms: now_ms(),
+        lease: Duration::from_secs(30),
+        takeover: false,
+        approval: None,
+    }
+}
+
+/// A refund under the new `key` in `tenant`, claimed: the claim's token.
+async fn acquired(store: &dyn OperationStore, tenant: &str, key: &str) -> ClaimToken {
+    let hash = format!("hash-{key}");
+    let claim = store.claim(refund_claim(tenant, key, &hash)).await.unwrap();
     let Claim::Acquired { attempt, .. } = claim else {
         panic!("a new key is acquired: {claim:?}");
     };
-    let owner = ClaimToken {
+    ClaimToken {
         tenant: tenant.into(),
         key: key.into(),
         attempt,
-    };
+    }
+}
+
+/// A write of `tool` under `key` in `tenant` that ran and succeeded with `result`.
+pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &str, result: &str) {
+    let now = now_ms();
+    let owner = acquired(store, tenant, key).await;
     store
         .succeed(Success {
             owner: &owner,
@@ -111,32 +119,9 @@ pub(crate) async fn succeeded(store: &dyn OperationStore, tenant: &str, key: &st
 /// A refund under `key` in `tenant` whose attempt timed out after it may have reached the
 /// provider: `outcome_unknown`.
 pub(crate) async fn unknown(store: &dyn OperationStore, tenant: &str, key: &str) {
-    let now = now_ms();
-    let claim = store
-        .claim(ClaimRequest {
-            tenant,
-            key,
-            tool: "issue_refund",
-            request_hash: &format!("hash-{key}"),
-            unkeyed: None,
-            arguments: r#"{"amount":"80.00","order_id":"ORD-1001"}"#,
-            now_ms: now,
-            lease: Duration::from_secs(30),
-            takeover: false,
-            approval: None,
-        })
-        .await
-        .unwrap();
-    let Claim::Acquired { attempt, .. } = claim else {
-        panic!("a new key is acquired: {claim:?}");
-    };
-    let owner = ClaimToken {
-        tenant: tenant.into(),
-        key: key.into(),
-        attempt,
-    };
+    let owner = acquired(store, tenant, key).await;
     let error = AttemptError {
-        attempt,
+        attempt: owner.attempt,
         kind: "timeout".into(),
         what: "the payment provider did not answer in 5s".into(),
     };
@@ -144,7 +129,7 @@ pub(crate) async fn unknown(store: &dyn OperationStore, tenant: &str, key: &str)
         .mark_unknown(AttemptFailure {
             owner: &owner,
             error: &error,
-            now_ms: now,
+            now_ms: now_ms(),
         })
         .await
         .unwrap();
