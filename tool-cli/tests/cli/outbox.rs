@@ -6,7 +6,7 @@ use toolgate_core::store::prelude::*;
 
 use toolgate_core::store::{AuditKind, EventStatus};
 
-use crate::support::{OPERATOR, all_audit, call_entry, dead_event, sqlite_file, toolgate};
+use crate::support::{OPERATOR, call_entry, dead_event, operator_trail, sqlite_file, toolgate};
 
 #[tokio::test]
 async fn list_and_show_print_the_events_as_a_table_and_as_json() {
@@ -130,17 +130,10 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
 
     // Every operator action, and every refused attempt at one, is in the audit trail; the
     // attempt with no identity never reached the store.
-    let trail: Vec<(String, String, String)> = all_audit(&db.store)
+    let trail: Vec<(String, String, String)> = operator_trail(&db.store)
         .await
         .into_iter()
-        .map(|record| {
-            assert_eq!(record.entry.kind, AuditKind::Operator);
-            (
-                record.entry.actor,
-                record.entry.key.unwrap_or_default(),
-                record.entry.outcome,
-            )
-        })
+        .map(|(actor, key, outcome, _)| (actor, key, outcome))
         .collect();
     let row = |actor: &str, key: &str, outcome: &str| {
         (actor.to_owned(), key.to_owned(), outcome.to_owned())

@@ -4,9 +4,11 @@
 
 use toolgate_core::store::prelude::*;
 
-use toolgate_core::store::{AuditKind, Claim, OperationState};
+use toolgate_core::store::{Claim, OperationState};
 
-use crate::support::{SETTLER, all_audit, refund_claim, sqlite_file, succeeded, toolgate, unknown};
+use crate::support::{
+    SETTLER, operator_trail, refund_claim, sqlite_file, succeeded, toolgate, unknown,
+};
 
 /// A claim of `key` again, as a call again with its key makes one.
 async fn claim_again(store: &dyn OperationStore, key: &str) -> Claim {
@@ -154,18 +156,12 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
         "{ran:?}"
     );
 
-    let trail: Vec<(String, String, String)> = all_audit(&db.store)
+    let trail: Vec<(String, String, String)> = operator_trail(&db.store)
         .await
         .into_iter()
-        .map(|record| {
-            assert_eq!(record.entry.kind, AuditKind::Operator);
-            let reason = record.entry.reason.unwrap_or_default();
+        .map(|(actor, key, outcome, reason)| {
             assert!(reason.starts_with("ops settle applied: "), "{reason}");
-            (
-                record.entry.actor,
-                record.entry.key.unwrap_or_default(),
-                record.entry.outcome,
-            )
+            (actor, key, outcome)
         })
         .collect();
     let row = |key: &str, outcome: &str| ("ops".to_owned(), key.to_owned(), outcome.to_owned());

@@ -323,6 +323,27 @@ pub(crate) async fn sqlite_file() -> SqliteFile {
     }
 }
 
+/// Every record of the audit trail, each an operator's (kind `operator`), as (actor, key,
+/// outcome, reason), in the order appended.
+pub(crate) async fn operator_trail(
+    store: &dyn OperationStore,
+) -> Vec<(String, String, String, String)> {
+    all_audit(store)
+        .await
+        .into_iter()
+        .map(|record| {
+            assert_eq!(record.entry.kind, AuditKind::Operator, "{record:?}");
+            let entry = record.entry;
+            (
+                entry.actor,
+                entry.key.unwrap_or_default(),
+                entry.outcome,
+                entry.reason.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// Every audit record of the store, in order.
 pub(crate) async fn all_audit(store: &dyn OperationStore) -> Vec<AuditRecord> {
     store.audit(AuditQuery::default()).await.unwrap()
