@@ -233,6 +233,9 @@ fn refused(
             "decide as an approver who holds the approval permission".to_owned()
         }
         (Refusal::SelfDecision, _) => "another approver of the tenant must decide".to_owned(),
+        (Refusal::NotAnIdentifier, _) => {
+            "decide under your name exactly as your identity gives it, with no space or invisible character".to_owned()
+        }
         (Refusal::RunAborted, _) => format!(
             "nothing is left to decide; see the approval and why its run stopped with `toolgate approvals show {}`",
             args.id

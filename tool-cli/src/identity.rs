@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::Value;
 use toolgate_core::AuthContext;
+use toolgate_core::approval::identifier_flaw;
 
 use crate::error::Failure;
 
@@ -194,6 +195,34 @@ fn parse(text: &str) -> Result<AuthContext, String> {
         None => return Err("it lacks `permissions` (an empty array if none)".to_owned()),
     };
     Ok(AuthContext::new(tenant, user).with_permissions(permissions))
+}
+
+/// Refuses `operator` the action `verb` on `object` (`resume`, `the outbox event k1`) unless
+/// their name is an identifier and they hold `permission`.
+pub(crate) fn operator_may(
+    operator: &AuthContext,
+    permission: &str,
+    verb: &str,
+    object: &str,
+) -> Result<(), Failure> {
+    let (user, tenant) = (operator.user(), operator.tenant());
+    if let Some(flaw) = identifier_flaw(user) {
+        return Err(Failure::refused(
+            format!("could not {verb} {object}"),
+            format!("the operator's name {user:?} is not an identifier: {flaw}"),
+            format!(
+                "{verb} under your name exactly as your identity gives it, with no space or invisible character"
+            ),
+        ));
+    }
+    if !operator.has_permission(permission) {
+        return Err(Failure::refused(
+            format!("could not {verb} {object}"),
+            format!("{user} of tenant {tenant} does not hold the permission `{permission}`"),
+            format!("{verb} as an operator who holds `{permission}`"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent,
 
 use crate::args::ResumeArgs;
 use crate::error::Failure;
+use crate::identity;
 use crate::json::{document, stored};
 use crate::operator_audit::{self, Action};
 use crate::ops::only_one;
@@ -140,16 +141,12 @@ async fn resume_event(
 ) -> Result<(String, String), Failure> {
     let key = args.key.as_str();
     let tenant = operator.tenant();
-    if !operator.has_permission(RESUME_PERMISSION) {
-        return Err(Failure::refused(
-            format!("could not resume the outbox event {key}"),
-            format!(
-                "{} of tenant {tenant} does not hold the permission `{RESUME_PERMISSION}`",
-                operator.user()
-            ),
-            format!("resume as an operator who holds `{RESUME_PERMISSION}`"),
-        ));
-    }
+    identity::operator_may(
+        operator,
+        RESUME_PERMISSION,
+        "resume",
+        &format!("the outbox event {key}"),
+    )?;
     let before = store
         .event(tenant, key)
         .await

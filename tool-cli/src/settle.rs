@@ -9,6 +9,7 @@ use toolgate_core::store::{
 
 use crate::args::SettleArgs;
 use crate::error::Failure;
+use crate::identity;
 use crate::json::document;
 use crate::operator_audit::{self, Action};
 use crate::time::now_ms;
@@ -87,16 +88,12 @@ async fn settle_operation(
 ) -> Result<OperationRecord, Failure> {
     let key = args.key.as_str();
     let tenant = operator.tenant();
-    if !operator.has_permission(SETTLE_PERMISSION) {
-        return Err(Failure::refused(
-            format!("could not settle the operation {key}"),
-            format!(
-                "{} of tenant {tenant} does not hold the permission `{SETTLE_PERMISSION}`",
-                operator.user()
-            ),
-            format!("settle as an operator who holds `{SETTLE_PERMISSION}`"),
-        ));
-    }
+    identity::operator_may(
+        operator,
+        SETTLE_PERMISSION,
+        "settle",
+        &format!("the operation {key}"),
+    )?;
     let before = store
         .get(tenant, key)
         .await

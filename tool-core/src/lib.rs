@@ -18,6 +18,7 @@ mod descriptor;
 mod failpoint;
 mod fate;
 mod hash_secret;
+mod identifier;
 mod json_shape;
 mod json_text;
 mod key;

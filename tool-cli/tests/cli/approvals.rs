@@ -345,6 +345,24 @@ async fn the_requester_cannot_approve_their_own_call() {
 }
 
 #[tokio::test]
+async fn the_requester_renamed_with_a_space_or_an_invisible_character_cannot_approve() {
+    for renamed in ["agent ", "agent\u{200b}", "\u{feff}agent"] {
+        refused_and_unchanged(
+            &[
+                "--as",
+                renamed,
+                "--tenant",
+                "acme",
+                "--permission",
+                "refund:approve",
+            ],
+            "the approver's name holds whitespace, a control character or an invisible one",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
 async fn another_tenant_does_not_find_the_approval() {
     refused_and_unchanged(
         &[

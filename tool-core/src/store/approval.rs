@@ -12,6 +12,7 @@
 
 use super::claim_token::ClaimToken;
 use crate::auth::AuthContext;
+use crate::identifier::identifier_flaw;
 
 /// Who decided an approval that no human decided: an expiry, the abort of its run, or a
 /// revalidation that failed after the approval.
@@ -188,6 +189,9 @@ impl ApprovalRecord {
         if self.tenant != request.approver.tenant() {
             return DecideStep::Refuse(Refusal::NotFound);
         }
+        if identifier_flaw(request.approver.user()).is_some() {
+            return DecideStep::Refuse(Refusal::NotAnIdentifier);
+        }
         if self.is_run_aborted() {
             return DecideStep::Refuse(Refusal::RunAborted);
         }
@@ -309,6 +313,10 @@ pub enum Refusal {
     MissingPermission,
     /// The approver is the requester.
     SelfDecision,
+    /// The approver's name is not an identifier
+    /// ([`identifier_flaw`](crate::approval::identifier_flaw)): it holds whitespace, a control
+    /// character or an invisible one, with which a requester could pass for somebody else.
+    NotAnIdentifier,
     /// Its run was aborted, and the approval was rejected with it ([`RUN_ABORTED`]): it never
     /// runs, whatever an approver decides.
     RunAborted,
@@ -345,6 +353,9 @@ impl Refusal {
             ),
             (Refusal::SelfDecision, None) => {
                 "the requester cannot decide on their own approval; another approver must".to_owned()
+            }
+            (Refusal::NotAnIdentifier, _) => {
+                "the approver's name holds whitespace, a control character or an invisible one, or is empty; an approver decides under the exact name their identity was issued with".to_owned()
             }
             (Refusal::RunAborted, Some(a)) => format!(
                 "approval {} was rejected (`run_aborted`) when its run {} was aborted; it never runs, and no decision changes that",

@@ -267,8 +267,9 @@ pub async fn a_rejected_approval_answers_its_rejection(store: &dyn OperationStor
     assert_eq!(stored(store, "apr_4").await, other);
 }
 
-/// The requester, an approver without the permission and another tenant's approver are
-/// refused and change nothing (another tenant does not even learn the approval exists); a
+/// The requester (under its own name, or a name that reads the same but is not an identifier),
+/// an approver without the permission and another tenant's approver are refused and change
+/// nothing (another tenant does not even learn the approval exists); a
 /// decided approval is not decided again.
 pub async fn a_decision_is_refused_to_the_requester_a_stranger_and_twice(
     store: &dyn OperationStore,
@@ -287,6 +288,19 @@ pub async fn a_decision_is_refused_to_the_requester_a_stranger_and_twice(
             "apr_1",
             Verdict::Reject,
             Refusal::SelfDecision,
+        ),
+        // The requester under a name that reads the same: not an identifier.
+        (
+            approver("acme", "agent "),
+            "apr_1",
+            Verdict::Approve,
+            Refusal::NotAnIdentifier,
+        ),
+        (
+            approver("acme", "agent\u{200b}"),
+            "apr_1",
+            Verdict::Approve,
+            Refusal::NotAnIdentifier,
         ),
         (
             AuthContext::new("acme", "clerk").with_permissions(["refund:create"]),
