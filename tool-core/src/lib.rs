@@ -44,6 +44,7 @@ pub mod approval;
 pub mod dispatch;
 pub mod error;
 pub mod idempotency;
+pub mod identity;
 pub mod outbox;
 pub mod provider;
 pub mod reconcile;
