@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use toolgate::dispatch::{Clock, ManualClock, PermissionSource};
+use toolgate::identity::Operator;
 use toolgate::prelude::*;
 use toolgate::store::{
     AbortRequest, ApprovalQuery, ApprovalStatus, AuditKind, AuditQuery, DecideRequest, Decided,
@@ -205,8 +206,8 @@ fn agent() -> Session {
     )
 }
 
-fn manager() -> AuthContext {
-    AuthContext::new("acme", "manager").with_permissions(["refund:approve", "pay:approve"])
+fn manager() -> Operator {
+    toolgate_test::operator("acme", "manager", &["refund:approve", "pay:approve"])
 }
 
 async fn call(dispatcher: &Dispatcher, id: &str, order_id: &str, amount: f64) -> CallResult {
@@ -221,7 +222,7 @@ async fn call(dispatcher: &Dispatcher, id: &str, order_id: &str, amount: f64) ->
 async fn decide(
     store: &dyn OperationStore,
     id: &str,
-    approver: &AuthContext,
+    approver: &Operator,
     verdict: Verdict,
     now_ms: i64,
 ) -> Decided {
@@ -322,9 +323,9 @@ async fn decisions_follow_their_rules(store: Arc<dyn OperationStore>) {
     let rig = Rig::new(store);
     let id = approval_id(&call(&rig.dispatcher, "call_1", "ORD-1", 8000.0).await);
     let store = &*rig.store;
-    let requester = crate::support::agent().with_permissions(["refund:approve"]);
-    let other_tenant = AuthContext::new("globex", "manager").with_permissions(["refund:approve"]);
-    let clerk = AuthContext::new("acme", "clerk").with_permissions(["refund:create"]);
+    let requester = toolgate_test::operator("acme", "agent", &["refund:approve"]);
+    let other_tenant = toolgate_test::operator("globex", "manager", &["refund:approve"]);
+    let clerk = toolgate_test::operator("acme", "clerk", &["refund:create"]);
     for (approver, refusal) in [
         (&requester, Refusal::SelfDecision),
         (&other_tenant, Refusal::NotFound),
@@ -338,7 +339,7 @@ async fn decisions_follow_their_rules(store: Arc<dyn OperationStore>) {
                 assert_eq!(got, refusal);
                 assert_eq!(approval.is_none(), refusal == Refusal::NotFound);
             }
-            other => panic!("{} decided: {other:?}", approver.user()),
+            other => panic!("{} decided: {other:?}", approver.subject()),
         }
     }
     let approval = store.approval(&id).await.unwrap().unwrap();
@@ -624,7 +625,7 @@ async fn the_audit_trail_matches_the_calls(store: Arc<dyn OperationStore>) {
     ];
     let id = approval_id(&outcomes[3]);
     // The requester's own attempt to approve is refused, and audited.
-    let requester = crate::support::agent().with_permissions(["refund:approve"]);
+    let requester = toolgate_test::operator("acme", "agent", &["refund:approve"]);
     let own = decide(&*rig.store, &id, &requester, Verdict::Approve, NOW).await;
     assert!(matches!(own, Decided::Refused { .. }), "{own:?}");
     decide(&*rig.store, &id, &manager(), Verdict::Approve, NOW).await;

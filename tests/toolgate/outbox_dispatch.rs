@@ -696,7 +696,7 @@ async fn approved_large_refund(setup: &Setup, meanwhile: impl FnOnce()) -> Value
             .is_empty()
     );
     let id = waiting["error"]["approval_id"].as_str().unwrap().to_owned();
-    let approver = AuthContext::new(TENANT, "manager").with_permissions(["refund:approve"]);
+    let approver = toolgate_test::operator(TENANT, "manager", &["refund:approve"]);
     let request = DecideRequest {
         id: &id,
         approver: &approver,

@@ -83,7 +83,7 @@ fn the_models_calls_and_another_processs_runner_run_each_approval_once() {
         // Every refund asked and approved before the race.
         let dispatcher = dispatcher(&url).await;
         let store = dispatcher.store().unwrap();
-        let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+        let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
         for i in 0..OPERATIONS {
             let asked = dispatcher.dispatch(&agent(), ask(i)).await.unwrap().result;
             assert_eq!(

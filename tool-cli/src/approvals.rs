@@ -2,7 +2,7 @@
 //! threshold, and the decisions on them.
 
 use serde_json::{Value, json};
-use toolgate_core::AuthContext;
+use toolgate_core::identity::Operator;
 use toolgate_core::store::{
     ApprovalQuery, ApprovalRecord, ApprovalStatus, DecideRequest, Decided, Decision,
     OperationStore, Refusal, RunKey, RunRecord, Verdict,
@@ -11,7 +11,7 @@ use toolgate_core::store::{
 use crate::args::DecideArgs;
 use crate::error::Failure;
 use crate::json::{Output, document, stored};
-use crate::table::Table;
+use crate::table::{Table, or_dash};
 use crate::time::{now_ms, rfc3339};
 
 /// `approvals list`: the approvals in `status` (every status for `None`), of `tenant` or of
@@ -164,7 +164,7 @@ pub(crate) async fn decide(
     store: &dyn OperationStore,
     verdict: Verdict,
     args: &DecideArgs,
-    approver: &AuthContext,
+    approver: &Operator,
 ) -> Result<String, Failure> {
     let request = DecideRequest {
         id: &args.id,
@@ -233,9 +233,6 @@ fn refused(
             "decide as an approver who holds the approval permission".to_owned()
         }
         (Refusal::SelfDecision, _) => "another approver of the tenant must decide".to_owned(),
-        (Refusal::NotAnIdentifier, _) => {
-            "decide under your name exactly as your identity gives it, with no space or invisible character".to_owned()
-        }
         (Refusal::RunAborted, _) => format!(
             "nothing is left to decide; see the approval and why its run stopped with `toolgate approvals show {}`",
             args.id
@@ -285,12 +282,13 @@ fn describe(a: &ApprovalRecord, hashes: bool) -> String {
         out.push_str("decisions              none\n");
     } else {
         out.push_str("decisions\n");
-        let mut table = Table::new(&["  AT", "VERDICT", "BY", "REASON"]);
+        let mut table = Table::new(&["  AT", "VERDICT", "BY", "ISSUER", "REASON"]);
         for d in &a.decisions {
             table.row(vec![
                 format!("  {}", rfc3339(d.at_ms)),
                 d.verdict.as_str().to_owned(),
                 d.by.clone(),
+                or_dash(d.issuer.as_deref()),
                 d.reason.clone(),
             ]);
         }
@@ -335,6 +333,7 @@ fn decision_json(d: &Decision) -> Value {
     json!({
         "verdict": d.verdict.as_str(),
         "by": d.by,
+        "issuer": d.issuer,
         "at_ms": d.at_ms,
         "at": rfc3339(d.at_ms),
         "reason": d.reason,
@@ -371,6 +370,7 @@ mod tests {
             decisions: vec![Decision {
                 verdict: Verdict::Reject,
                 by: "manager".into(),
+                issuer: Some("acme-ops".into()),
                 at_ms: 60_000,
                 reason: "too much\nfor one order".into(),
             }],
@@ -389,7 +389,7 @@ mod tests {
             "approver permission    refund:approve",
             "created                1970-01-01T00:00:00.000Z",
             "expires                1970-01-01T01:00:00.000Z",
-            "  1970-01-01T00:01:00.000Z  reject   manager  too much for one order",
+            "  1970-01-01T00:01:00.000Z  reject   manager  acme-ops  too much for one order",
         ] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
         }

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::Value;
 use toolgate_core::AuthContext;
-use toolgate_core::approval::identifier_flaw;
+use toolgate_core::identity::{Authenticator, Claims, IdentityError, Operator};
 
 use crate::error::Failure;
+use crate::time::now_ms;
 
 /// The environment variable naming the identity file when `--identity` is not given.
 const IDENTITY_ENV: &str = "TOOLGATE_IDENTITY";
@@ -90,12 +91,50 @@ impl Role {
 }
 
 /// The approver: from the flags of `flags`, or from the file it names, exactly one of them.
-pub(crate) fn resolve(flags: &IdentityFlags) -> Result<AuthContext, Failure> {
+pub(crate) fn resolve(flags: &IdentityFlags) -> Result<Operator, Failure> {
     resolve_as(Role::Approver, flags)
 }
 
 /// [`resolve`] for `role`, whose errors name it. An empty file name is no file.
-pub(crate) fn resolve_as(role: Role, flags: &IdentityFlags) -> Result<AuthContext, Failure> {
+pub(crate) fn resolve_as(role: Role, flags: &IdentityFlags) -> Result<Operator, Failure> {
+    let typed = typed(role, flags)?;
+    let noun = role.noun();
+    Operator::authenticate(&Typed(&typed), "", now_ms()).map_err(|err| {
+        Failure::refused(
+            format!("the {noun}'s identity is refused"),
+            err.to_string(),
+            format!(
+                "give the {noun}'s name and tenant exactly as they are, with no space, control or invisible character"
+            ),
+        )
+    })
+}
+
+/// The issuer recorded with what a typed identity decides or does: nobody vouches for it but
+/// whoever runs the command line.
+pub(crate) const TYPED_ISSUER: &str = "typed";
+
+/// An identity typed on the command line, "proven" by nothing but its typing: its claims are
+/// what was typed, its issuer [`TYPED_ISSUER`].
+struct Typed<'a>(&'a AuthContext);
+
+impl Authenticator for Typed<'_> {
+    fn authenticate(&self, _credential: &str, now_ms: i64) -> Result<Claims, IdentityError> {
+        let now = now_ms.div_euclid(1000);
+        Ok(Claims {
+            iss: TYPED_ISSUER.to_owned(),
+            sub: self.0.user().to_owned(),
+            tenant: self.0.tenant().to_owned(),
+            permissions: self.0.permissions().map(str::to_owned).collect(),
+            iat: now,
+            // For this command only.
+            exp: now.saturating_add(60),
+        })
+    }
+}
+
+/// The identity `flags` give, as typed.
+fn typed(role: Role, flags: &IdentityFlags) -> Result<AuthContext, Failure> {
     let (noun, verb) = (role.noun(), role.verb());
     let file = flags
         .file
@@ -198,23 +237,14 @@ fn parse(text: &str) -> Result<AuthContext, String> {
 }
 
 /// Refuses `operator` the action `verb` on `object` (`resume`, `the outbox event k1`) unless
-/// their name is an identifier and they hold `permission`.
+/// they hold `permission`.
 pub(crate) fn operator_may(
-    operator: &AuthContext,
+    operator: &Operator,
     permission: &str,
     verb: &str,
     object: &str,
 ) -> Result<(), Failure> {
-    let (user, tenant) = (operator.user(), operator.tenant());
-    if let Some(flaw) = identifier_flaw(user) {
-        return Err(Failure::refused(
-            format!("could not {verb} {object}"),
-            format!("the operator's name {user:?} is not an identifier: {flaw}"),
-            format!(
-                "{verb} under your name exactly as your identity gives it, with no space or invisible character"
-            ),
-        ));
-    }
+    let (user, tenant) = (operator.subject(), operator.tenant());
     if !operator.has_permission(permission) {
         return Err(Failure::refused(
             format!("could not {verb} {object}"),
@@ -245,7 +275,8 @@ mod tests {
         }
     }
 
-    fn describe(auth: &AuthContext) -> (String, String, Vec<String>) {
+    fn describe(operator: &Operator) -> (String, String, Vec<String>) {
+        let auth = operator.auth();
         (
             auth.tenant().to_owned(),
             auth.user().to_owned(),
@@ -293,7 +324,11 @@ mod tests {
             parse(r#"{"tenant": "acme", "user": "manager", "permissions": ["refund:approve"]}"#)
                 .unwrap();
         assert_eq!(
-            describe(&auth),
+            (
+                auth.tenant().to_owned(),
+                auth.user().to_owned(),
+                auth.permissions().map(str::to_owned).collect::<Vec<_>>()
+            ),
             (
                 "acme".into(),
                 "manager".into(),

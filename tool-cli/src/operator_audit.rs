@@ -1,7 +1,7 @@
 //! What an operator's action (`outbox resume`, `ops settle`), or a refused attempt at one, leaves
 //! in the audit trail: a record of kind `operator` in the operator's tenant.
 
-use toolgate_core::AuthContext;
+use toolgate_core::identity::Operator;
 use toolgate_core::store::{AuditEntry, AuditKind, OperationStore};
 
 use crate::error::Failure;
@@ -11,7 +11,7 @@ use crate::time::now_ms;
 pub(crate) struct Action<'a> {
     /// The command, as the error of a failed append names it (`outbox resume`).
     pub(crate) command: &'a str,
-    pub(crate) operator: &'a AuthContext,
+    pub(crate) operator: &'a Operator,
     pub(crate) key: &'a str,
     /// The operation's tool, when the action found it.
     pub(crate) tool: String,
@@ -29,7 +29,7 @@ pub(crate) async fn record(store: &dyn OperationStore, action: Action<'_>) -> Re
         run_id: String::new(),
         call_id: String::new(),
         tool: action.tool,
-        actor: action.operator.user().to_owned(),
+        actor: action.operator.subject().to_owned(),
         arguments: "null".to_owned(),
         attempts: 0,
         duration_ms: 0,

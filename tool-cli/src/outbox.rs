@@ -2,7 +2,7 @@
 //! a dead one.
 
 use serde_json::{Value, json};
-use toolgate_core::AuthContext;
+use toolgate_core::identity::Operator;
 use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent, ResumeRequest};
 
 use crate::args::ResumeArgs;
@@ -105,7 +105,7 @@ pub(crate) async fn show(
 pub(crate) async fn resume(
     store: &dyn OperationStore,
     args: &ResumeArgs,
-    operator: &AuthContext,
+    operator: &Operator,
 ) -> Result<String, Failure> {
     let done = resume_event(store, args, operator).await;
     let (outcome, reason, tool) = match &done {
@@ -137,7 +137,7 @@ pub(crate) async fn resume(
 async fn resume_event(
     store: &dyn OperationStore,
     args: &ResumeArgs,
-    operator: &AuthContext,
+    operator: &Operator,
 ) -> Result<(String, String), Failure> {
     let key = args.key.as_str();
     let tenant = operator.tenant();
@@ -179,7 +179,7 @@ async fn resume_event(
     let text = format!(
         "outbox event {key} of tenant {tenant} resumed by {}{reason}: pending, due now; the next \
          worker pass delivers it, with a full delivery budget again\n{}",
-        operator.user(),
+        operator.subject(),
         describe(&after)
     );
     Ok((text, after.tool))

@@ -2,7 +2,7 @@
 //! not, with the evidence, audited.
 
 use serde_json::json;
-use toolgate_core::AuthContext;
+use toolgate_core::identity::Operator;
 use toolgate_core::store::{
     OperationRecord, OperationState, OperationStore, Resolution, ResolveRequest,
 };
@@ -23,7 +23,7 @@ pub(crate) const SETTLE_PERMISSION: &str = "ops:settle";
 pub(crate) async fn settle(
     store: &dyn OperationStore,
     args: &SettleArgs,
-    operator: &AuthContext,
+    operator: &Operator,
 ) -> Result<String, Failure> {
     let done = settle_operation(store, args, operator).await;
     let (outcome, tool) = match &done {
@@ -57,7 +57,7 @@ pub(crate) async fn settle(
             "key": record.key,
             "tool": record.tool,
             "state": record.state.as_str(),
-            "settled_by": operator.user(),
+            "settled_by": operator.subject(),
             "evidence": args.evidence,
         })));
     }
@@ -66,7 +66,7 @@ pub(crate) async fn settle(
         record.key,
         record.tenant,
         outcome_word(args),
-        operator.user(),
+        operator.subject(),
         record.state.as_str()
     ))
 }
@@ -84,7 +84,7 @@ fn outcome_word(args: &SettleArgs) -> &'static str {
 async fn settle_operation(
     store: &dyn OperationStore,
     args: &SettleArgs,
-    operator: &AuthContext,
+    operator: &Operator,
 ) -> Result<OperationRecord, Failure> {
     let key = args.key.as_str();
     let tenant = operator.tenant();
@@ -103,7 +103,7 @@ async fn settle_operation(
         return Err(not_unknown(&before));
     }
     // What a call again with the key is answered with: who settled it, and on what evidence.
-    let applied = json!({"settled_by": operator.user(), "evidence": args.evidence}).to_string();
+    let applied = json!({"settled_by": operator.subject(), "evidence": args.evidence}).to_string();
     let resolution = if args.applied {
         Resolution::Applied(&applied)
     } else {

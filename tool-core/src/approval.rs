@@ -5,7 +5,6 @@
 pub use crate::decide::decide;
 pub use crate::descriptor::ApprovalPolicy;
 pub use crate::dispatch::runner::{ApprovedRun, Executed};
-pub use crate::identifier::identifier_flaw;
 
 /// A type that can hold the amount `approval_over` compares against its threshold.
 ///

@@ -1,6 +1,6 @@
 //! An approver's decision on an approval, with its record in the audit trail.
 
-use crate::auth::AuthContext;
+use crate::identity::Operator;
 use crate::store::{
     ApprovalRecord, AuditEntry, AuditKind, DecideRequest, Decided, Decision, OperationStore,
     Refusal, StoreError, Verdict,
@@ -24,12 +24,14 @@ use crate::store::{
 /// # Examples
 ///
 /// A refund over its tool's threshold waits for an approver. The application lists what waits
-/// and decides as the approver its own login identified (never as a name the model gives):
+/// and decides as the operator an [`Authenticator`](crate::identity::Authenticator) proved
+/// (never as a name the model gives):
 ///
 /// ```
 /// use std::sync::Arc;
 /// use toolgate::prelude::*;
 /// use toolgate::store::prelude::*;
+/// use toolgate::identity::{IssuerSecret, Operator, TokenVerifier};
 /// use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, Verdict};
 /// // The in-memory store of the tests; an application passes its SQLite or PostgreSQL store.
 /// use toolgate_test::MemoryStore;
@@ -55,11 +57,18 @@ use crate::store::{
 ///
 /// let query = ApprovalQuery { tenant: Some("acme"), status: Some(ApprovalStatus::Pending), limit: 0 };
 /// let waiting = store.list_approvals(query).await.unwrap();
-/// let supervisor = AuthContext::new("acme", "supervisor").with_permissions(["refund:approve"]);
 /// let now_ms = std::time::SystemTime::now()
 ///     .duration_since(std::time::UNIX_EPOCH)
 ///     .unwrap()
 ///     .as_millis() as i64;
+/// // The supervisor signs in with a token of the tenant's issuer (or the application's own
+/// // login, through an `Authenticator` of its own).
+/// let issuer = IssuerSecret::generate("acme-ops", "acme").unwrap();
+/// let token = issuer
+///     .issue("supervisor", &["refund:approve"], std::time::Duration::from_secs(3600), now_ms)
+///     .unwrap();
+/// let verifier = TokenVerifier::new(vec![issuer.public()]);
+/// let supervisor = Operator::authenticate(&verifier, &token, now_ms).unwrap();
 /// let request = DecideRequest {
 ///     id: &waiting[0].id,
 ///     approver: &supervisor,
@@ -117,7 +126,7 @@ pub async fn decide(
 /// does not hold, it names only the id asked.
 pub(crate) fn refused_entry(
     id: &str,
-    approver: &AuthContext,
+    approver: &Operator,
     verdict: Verdict,
     refusal: Refusal,
     approval: Option<&ApprovalRecord>,
@@ -130,7 +139,7 @@ pub(crate) fn refused_entry(
         run_id: of(|a| &a.run_id).unwrap_or_default(),
         call_id: of(|a| &a.call_id).unwrap_or_default(),
         tool: of(|a| &a.tool).unwrap_or_default(),
-        actor: approver.user().to_owned(),
+        actor: approver.subject().to_owned(),
         arguments: of(|a| &a.arguments).unwrap_or_else(|| "null".to_owned()),
         attempts: 0,
         duration_ms: 0,

@@ -9,7 +9,7 @@
 /// hyphen and the like).
 ///
 /// ```
-/// use toolgate::approval::identifier_flaw;
+/// use toolgate::identity::identifier_flaw;
 ///
 /// assert_eq!(identifier_flaw("agent2"), None);
 /// assert_eq!(identifier_flaw("ana.lópez@acme"), None);

@@ -50,12 +50,14 @@ mod controlled;
 mod failpoints;
 #[cfg(feature = "mcp-http-client")]
 mod mcp_http_client;
+mod operator;
 mod timed_turn;
 
 pub use controlled::{ControlledStore, Fault, Request, Tally};
 pub use failpoints::RecordingFailpoints;
 #[cfg(feature = "mcp-http-client")]
 pub use mcp_http_client::{BearerToken, McpHttpClient, McpHttpError};
+pub use operator::{TEST_ISSUER, operator};
 pub use timed_turn::timed_turn;
 #[doc(inline)]
 pub use toolgate_core::dispatch::ManualClock;

@@ -1,7 +1,6 @@
 //! `approvals list | show | approve | reject` on a SQLite file: what they print, what they
 //! store, and every refusal with its exit code.
 
-use toolgate_core::AuthContext;
 use toolgate_core::store::FailureNote;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
@@ -21,7 +20,7 @@ async fn list_shows_the_pending_approvals_as_a_table_and_as_json() {
     ask(&db.store, &approval("apr_g1", "globex", "k1", later)).await;
     ask(&db.store, &approval("apr_a2", "acme", "k2", later)).await;
     ask(&db.store, &approval("apr_a3", "acme", "k3", later)).await;
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     let decided = db
         .store
         .decide(DecideRequest {
@@ -346,9 +345,22 @@ async fn the_requester_cannot_approve_their_own_call() {
 
 #[tokio::test]
 async fn the_requester_renamed_with_a_space_or_an_invisible_character_cannot_approve() {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+    let before = db.store.approval("apr_a1").await.unwrap().unwrap();
     for renamed in ["agent ", "agent\u{200b}", "\u{feff}agent"] {
-        refused_and_unchanged(
+        let ran = toolgate(
+            &db.arg,
             &[
+                "approvals",
+                "approve",
+                "apr_a1",
+                "--reason",
+                "ok",
                 "--as",
                 renamed,
                 "--tenant",
@@ -356,10 +368,18 @@ async fn the_requester_renamed_with_a_space_or_an_invisible_character_cannot_app
                 "--permission",
                 "refund:approve",
             ],
-            "the approver's name holds whitespace, a control character or an invisible one",
-        )
-        .await;
+        );
+        assert_eq!(ran.code, 1, "{renamed:?}: {ran:?}");
+        assert!(
+            ran.stderr.contains("the approver's identity is refused")
+                && ran.stderr.contains("is not an identifier"),
+            "{renamed:?}: {}",
+            ran.stderr
+        );
     }
+    // Refused before the store: nothing decided, and no operator to record.
+    assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
+    assert!(all_audit(&db.store).await.is_empty());
 }
 
 #[tokio::test]
@@ -549,7 +569,7 @@ async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approve
     for expected in [
         "status                 rejected",
         "run state              aborted (permission_denied): close_account needs `accounts:close`",
-        "toolgate  run_aborted",
+        "toolgate  -       run_aborted",
     ] {
         assert!(
             ran.stdout.contains(expected),

@@ -36,6 +36,8 @@ async fn lists_and_approves_on_postgres() {
     let stored = store.approval("apr_a1").await.unwrap().unwrap();
     assert_eq!(stored.status, ApprovalStatus::Approved);
     assert_eq!(stored.decisions[0].by, "manager");
+    // Typed on the command line, vouched for by nobody: its issuer says so.
+    assert_eq!(stored.decisions[0].issuer.as_deref(), Some("typed"));
     let audit = all_audit(&store).await;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].entry.kind, AuditKind::Decision);

@@ -183,6 +183,7 @@ pub(super) fn revalidation_rejected(reason: String, now_ms: i64) -> Decision {
     Decision {
         verdict: Verdict::Reject,
         by: SYSTEM_DECIDER.to_owned(),
+        issuer: None,
         at_ms: now_ms,
         reason,
     }

@@ -12,7 +12,7 @@
 
 use super::claim_token::ClaimToken;
 use crate::auth::AuthContext;
-use crate::identifier::identifier_flaw;
+use crate::identity::Operator;
 
 /// Who decided an approval that no human decided: an expiry, the abort of its run, or a
 /// revalidation that failed after the approval.
@@ -79,8 +79,13 @@ impl Verdict {
 pub struct Decision {
     /// Approve or reject.
     pub verdict: Verdict,
-    /// The approver's user, or [`SYSTEM_DECIDER`].
+    /// The approver's subject, or [`SYSTEM_DECIDER`].
     pub by: String,
+    /// Who vouched for the approver ([`Operator::issuer`](crate::identity::Operator::issuer)):
+    /// the issuer of their token, or the application's login; `None` for the system's
+    /// decisions and for those stored before issuers were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
     /// When, in milliseconds since the epoch.
     pub at_ms: i64,
     /// Why, in the approver's words (`expired` for an expiry).
@@ -189,9 +194,6 @@ impl ApprovalRecord {
         if self.tenant != request.approver.tenant() {
             return DecideStep::Refuse(Refusal::NotFound);
         }
-        if identifier_flaw(request.approver.user()).is_some() {
-            return DecideStep::Refuse(Refusal::NotAnIdentifier);
-        }
         if self.is_run_aborted() {
             return DecideStep::Refuse(Refusal::RunAborted);
         }
@@ -204,7 +206,7 @@ impl ApprovalRecord {
         if !request.approver.has_permission(&self.approver_permission) {
             return DecideStep::Refuse(Refusal::MissingPermission);
         }
-        if request.approver.user() == self.requester.user {
+        if request.approver.subject() == self.requester.user {
             return DecideStep::Refuse(Refusal::SelfDecision);
         }
         DecideStep::Apply
@@ -214,7 +216,8 @@ impl ApprovalRecord {
     pub fn decision_of(request: &DecideRequest<'_>) -> Decision {
         Decision {
             verdict: request.verdict,
-            by: request.approver.user().to_owned(),
+            by: request.approver.subject().to_owned(),
+            issuer: Some(request.approver.issuer().to_owned()),
             at_ms: request.now_ms,
             reason: request.reason.to_owned(),
         }
@@ -225,6 +228,7 @@ impl ApprovalRecord {
         Decision {
             verdict: Verdict::Reject,
             by: SYSTEM_DECIDER.to_owned(),
+            issuer: None,
             at_ms: now_ms,
             reason: EXPIRED.to_owned(),
         }
@@ -235,6 +239,7 @@ impl ApprovalRecord {
         Decision {
             verdict: Verdict::Reject,
             by: SYSTEM_DECIDER.to_owned(),
+            issuer: None,
             at_ms: now_ms,
             reason: RUN_ABORTED.to_owned(),
         }
@@ -254,9 +259,9 @@ pub const RUN_ABORTED: &str = "run_aborted";
 pub struct DecideRequest<'a> {
     /// The approval's id.
     pub id: &'a str,
-    /// The approver: tenant, user and permissions, from the approver's own session or identity,
-    /// never from the approval.
-    pub approver: &'a AuthContext,
+    /// The approver, proven by an [`Authenticator`](crate::identity::Authenticator): tenant,
+    /// subject and permissions, never from the approval.
+    pub approver: &'a Operator,
     /// Approve or reject.
     pub verdict: Verdict,
     /// Why.
@@ -313,10 +318,7 @@ pub enum Refusal {
     MissingPermission,
     /// The approver is the requester.
     SelfDecision,
-    /// The approver's name is not an identifier
-    /// ([`identifier_flaw`](crate::approval::identifier_flaw)): it holds whitespace, a control
-    /// character or an invisible one, with which a requester could pass for somebody else.
-    NotAnIdentifier,
+
     /// Its run was aborted, and the approval was rejected with it ([`RUN_ABORTED`]): it never
     /// runs, whatever an approver decides.
     RunAborted,
@@ -353,9 +355,6 @@ impl Refusal {
             ),
             (Refusal::SelfDecision, None) => {
                 "the requester cannot decide on their own approval; another approver must".to_owned()
-            }
-            (Refusal::NotAnIdentifier, _) => {
-                "the approver's name holds whitespace, a control character or an invisible one, or is empty; an approver decides under the exact name their identity was issued with".to_owned()
             }
             (Refusal::RunAborted, Some(a)) => format!(
                 "approval {} was rejected (`run_aborted`) when its run {} was aborted; it never runs, and no decision changes that",
@@ -432,9 +431,10 @@ mod tests {
     }
 
     fn step(approver: &AuthContext, now_ms: i64, approval: &ApprovalRecord) -> DecideStep {
+        let approver = Operator::for_test(approver.clone());
         approval.decide_step(&DecideRequest {
             id: "apr_1",
-            approver,
+            approver: &approver,
             verdict: Verdict::Approve,
             reason: "ok",
             now_ms,

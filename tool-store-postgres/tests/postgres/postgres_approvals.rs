@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
-use toolgate_core::AuthContext;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, DecideRequest, Decided, OperationState,
@@ -84,7 +83,7 @@ async fn process_store(url: &str) -> PostgresStore {
 async fn an_approved_operation_claimed_from_two_processes_runs_once() {
     let url = test_database().await;
     let stores = [process_store(&url).await, process_store(&url).await];
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     for round in 0..ROUNDS {
         let key = format!("refund-{round}");
         let id = format!("apr_{round}");
@@ -162,7 +161,7 @@ async fn an_approved_operation_claimed_from_two_processes_runs_once() {
 async fn claims_racing_the_approval_never_run_it_twice_nor_before_it() {
     let url = test_database().await;
     let stores = [process_store(&url).await, process_store(&url).await];
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     for round in 0..ROUNDS {
         let key = format!("refund-{round}");
         let id = format!("apr_{round}");
@@ -265,7 +264,7 @@ async fn an_approval_outlives_its_process_and_keeps_every_character() {
         second.approval("apr_awkward").await.unwrap().as_ref(),
         Some(&asked)
     );
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     let reason = format!("checked {AWKWARD}");
     let decided = second
         .decide(DecideRequest {

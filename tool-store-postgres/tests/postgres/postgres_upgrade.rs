@@ -9,7 +9,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use toolgate_core::AuthContext;
 use toolgate_core::store::EventSettlement;
 use toolgate_core::store::StepRequest;
 use toolgate_core::store::prelude::*;
@@ -184,7 +183,7 @@ fn claim_of<'a>(
 
 fn decision<'a>(
     id: &'a str,
-    approver: &'a AuthContext,
+    approver: &'a toolgate_core::identity::Operator,
     verdict: Verdict,
     now_ms: i64,
 ) -> DecideRequest<'a> {
@@ -296,7 +295,7 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
     assert_eq!(replay, Claim::Existing(succeeded.clone()));
 
     // The old failed record waits for an approval, is approved, and runs once.
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     let asked = approval("apr_failed", &failed, T0 + 10);
     let waiting = store
         .claim(claim_of(&failed, Some(&asked), T0 + 10))

@@ -7,7 +7,6 @@ use std::time::Duration;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 use tokio::task::JoinSet;
-use toolgate_core::AuthContext;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, Claim, ClaimRequest, DecideRequest, Decided, OperationState,
@@ -58,7 +57,7 @@ fn claim(approval: Option<&ApprovalRecord>, now_ms: i64) -> ClaimRequest<'_> {
 }
 
 async fn approve(store: &SqliteStore, now_ms: i64) -> Result<ApprovalRecord, StoreError> {
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     match store
         .decide(DecideRequest {
             id: "apr_1",

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, SqliteConnection};
-use toolgate_core::AuthContext;
 use toolgate_core::store::EventSettlement;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
@@ -262,7 +261,7 @@ async fn approvals_and_the_audit_trail_work_on_an_upgraded_file() -> Result<(), 
     assert_eq!(waiting.approval_id.as_deref(), Some("apr_1"));
     assert_eq!(waiting.errors.len(), 1, "the old attempt's error is kept");
 
-    let manager = AuthContext::new("acme", "manager").with_permissions(["refund:approve"]);
+    let manager = toolgate_test::operator("acme", "manager", &["refund:approve"]);
     let decided = store
         .decide(DecideRequest {
             id: "apr_1",

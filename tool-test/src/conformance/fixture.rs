@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use toolgate_core::AuthContext;
+use toolgate_core::identity::Operator;
 use toolgate_core::store::{
     ApprovalRecord, ApprovalStatus, AttemptError, AuditEntry, AuditKind, Claim, ClaimRequest,
     ClaimToken, DecideRequest, Decided, OperationStore, Requester, Verdict,
@@ -124,8 +124,8 @@ pub(super) async fn approval_of(
 }
 
 /// `user` of `tenant` holding `refund:approve`.
-pub(super) fn approver(tenant: &str, user: &str) -> AuthContext {
-    AuthContext::new(tenant, user).with_permissions(["refund:approve"])
+pub(super) fn approver(tenant: &str, user: &str) -> Operator {
+    crate::operator(tenant, user, &["refund:approve"])
 }
 
 /// `approver`'s `verdict` on approval `id` at `now_ms`, which must be applied; answers the
@@ -133,7 +133,7 @@ pub(super) fn approver(tenant: &str, user: &str) -> AuthContext {
 pub(super) async fn decide(
     store: &dyn OperationStore,
     id: &str,
-    approver: &AuthContext,
+    approver: &Operator,
     verdict: Verdict,
     now_ms: i64,
 ) -> ApprovalRecord {

@@ -1,8 +1,11 @@
 //! The desk's approval lines: an approver decides what waits, and the application's runner runs
 //! what was approved.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use toolgate::AuthContext;
+use toolgate::identity::{IssuerSecret, Operator, TokenVerifier};
 use toolgate::store::{ApprovalQuery, ApprovalStatus, DecideRequest, Decided, Verdict};
 
 use super::Desk;
@@ -10,6 +13,21 @@ use crate::refund_desk::narrate::Voice;
 use crate::refund_desk::script::shortened;
 
 impl Desk {
+    /// The script's approver, signed in as an application signs its operators in: a token of
+    /// the desk's own issuer, checked like any operator token. The script names who approves,
+    /// as a person signing in would; a name that is not an identifier is refused here.
+    fn sign_in(&self, typed: &AuthContext) -> Result<Operator, String> {
+        let issuer =
+            IssuerSecret::generate("refund-desk", typed.tenant()).map_err(|e| e.to_string())?;
+        let now_ms = self.clock.now_ms();
+        let permissions: Vec<&str> = typed.permissions().collect();
+        let token = issuer
+            .issue(typed.user(), &permissions, Duration::from_secs(300), now_ms)
+            .map_err(|e| e.to_string())?;
+        let verifier = TokenVerifier::new(vec![issuer.public()]);
+        Operator::authenticate(&verifier, &token, now_ms).map_err(|e| e.to_string())
+    }
+
     /// Decides every approval waiting in the approver's tenant, oldest first. A refused decision
     /// (self-approval, a missing permission, an expiry) is the line's `{"error": …}`, and the
     /// approvals after it are left waiting.
@@ -19,6 +37,17 @@ impl Desk {
         approver: &AuthContext,
         reason: &str,
     ) -> Result<Value, String> {
+        let approver = match self.sign_in(approver) {
+            Ok(approver) => approver,
+            Err(why) => {
+                self.say(
+                    Voice::Bad,
+                    &format!("{} cannot sign in: {why}", approver.user()),
+                );
+                return Ok(json!({"error": why}));
+            }
+        };
+        let approver = &approver;
         let dispatcher = self.dispatcher().await?;
         let store = dispatcher
             .store()
@@ -54,7 +83,7 @@ impl Desk {
                         },
                         &format!(
                             "{} {}s {} {} (amount {}): {reason}",
-                            approver.user(),
+                            approver.subject(),
                             verdict.as_str(),
                             after.tool,
                             shortened(&after.arguments, 120),
@@ -67,7 +96,7 @@ impl Desk {
                     let why = refusal.explain(approval.as_ref());
                     self.say(
                         Voice::Bad,
-                        &format!("{} may not decide: {why}", approver.user()),
+                        &format!("{} may not decide: {why}", approver.subject()),
                     );
                     self.aside(
                         "An approver must hold the tool's approval permission, belong to the \

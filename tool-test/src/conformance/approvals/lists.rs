@@ -85,6 +85,7 @@ pub async fn reject_claimed_rejects_an_approved_operation_before_it_runs(
     let revalidation = Decision {
         verdict: Verdict::Reject,
         by: SYSTEM_DECIDER.into(),
+        issuer: None,
         at_ms: T0 + 30,
         reason: "the order has 0.00 left to refund".into(),
     };
