@@ -9,8 +9,20 @@ use toolgate_core::store::{
 };
 
 use crate::support::{
-    HOUR_MS, MANAGER, all_audit, approval, ask, now_ms, sqlite_file, toolgate, toolgate_env,
+    HOUR_MS, MANAGER, SqliteFile, all_audit, approval, ask, now_ms, sqlite_file, toolgate,
+    toolgate_env,
 };
+
+/// A SQLite file holding one approval waiting, `apr_a1` of acme, for an hour.
+async fn one_waiting() -> SqliteFile {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+    db
+}
 
 #[tokio::test]
 async fn list_shows_the_pending_approvals_as_a_table_and_as_json() {
@@ -163,12 +175,7 @@ fn rfc3339_of(ms: i64) -> String {
 
 #[tokio::test]
 async fn approve_stores_the_decision_and_its_audit_record() {
-    let db = sqlite_file().await;
-    ask(
-        &db.store,
-        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
-    )
-    .await;
+    let db = one_waiting().await;
 
     let mut args = vec![
         "approvals",
@@ -260,12 +267,7 @@ async fn approve_stores_the_decision_and_its_audit_record() {
 
 #[tokio::test]
 async fn reject_makes_the_approval_and_its_operation_rejected() {
-    let db = sqlite_file().await;
-    ask(
-        &db.store,
-        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
-    )
-    .await;
+    let db = one_waiting().await;
 
     let mut args = vec![
         "approvals",
@@ -296,12 +298,7 @@ async fn reject_makes_the_approval_and_its_operation_rejected() {
 /// Runs `approvals approve apr_a1` with `identity`, and asserts it was refused with exit 1,
 /// saying `says`, and that nothing was stored.
 async fn refused_and_unchanged(identity: &[&str], says: &str) {
-    let db = sqlite_file().await;
-    ask(
-        &db.store,
-        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
-    )
-    .await;
+    let db = one_waiting().await;
     let before = db.store.approval("apr_a1").await.unwrap().unwrap();
 
     let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "ok"];
@@ -345,12 +342,7 @@ async fn the_requester_cannot_approve_their_own_call() {
 
 #[tokio::test]
 async fn the_requester_renamed_with_a_space_or_an_invisible_character_cannot_approve() {
-    let db = sqlite_file().await;
-    ask(
-        &db.store,
-        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
-    )
-    .await;
+    let db = one_waiting().await;
     let before = db.store.approval("apr_a1").await.unwrap().unwrap();
     for renamed in ["agent ", "agent\u{200b}", "\u{feff}agent"] {
         let ran = toolgate(
@@ -447,12 +439,7 @@ async fn an_expired_approval_is_rejected_as_expired_instead() {
 
 #[tokio::test]
 async fn the_identity_file_decides_and_is_never_mixed_with_flags() {
-    let db = sqlite_file().await;
-    ask(
-        &db.store,
-        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
-    )
-    .await;
+    let db = one_waiting().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("identity.json");
     std::fs::write(
