@@ -2,8 +2,10 @@
 //! unknown outcome or resuming a dead delivery) whose identity was proven, never typed.
 //!
 //! An [`Operator`] is made only by [`Operator::authenticate`], from a credential an
-//! [`Authenticator`] checks: a token an issuer signed ([`TokenVerifier`], EdDSA JWTs whose
-//! issuer keys the store holds), or the application's own login (an `Authenticator` of its own).
+//! [`Authenticator`] checks: a token an issuer signed ([`TokenVerifier`], EdDSA JWTs checked
+//! against the issuers' public keys the application gives it), or the application's own login
+//! (an `Authenticator` of its own). The command line does not use tokens yet: its identities are
+//! typed, and every decision made with one records the issuer `typed`.
 //! Its subject is an identifier ([`identifier_flaw`]), compared exactly as it was issued.
 //!
 //! # Examples
@@ -12,7 +14,7 @@
 //! use std::time::Duration;
 //! use toolgate::identity::{IssuerSecret, Operator, TokenVerifier};
 //!
-//! // `toolgate operators init` keeps the secret in a file and the public key in the store.
+//! // The issuer keeps the secret; whoever checks tokens holds only the public key.
 //! let secret = IssuerSecret::generate("acme-ops", "acme").unwrap();
 //! let now_ms = 1_800_000_000_000;
 //! let token = secret

@@ -105,8 +105,8 @@ impl IssuerKey {
 }
 
 /// The secret key of an issuer of operator tokens, which signs them
-/// ([`IssuerSecret::issue`]). `toolgate operators init` writes it to a file of its own (never
-/// to the store) and the public half ([`IssuerSecret::public`]) to the store.
+/// ([`IssuerSecret::issue`]). Keep it where only the issuer reads it ([`IssuerSecret::to_jwk`]);
+/// whoever checks tokens needs only the public half ([`IssuerSecret::public`]).
 pub struct IssuerSecret {
     key: IssuerKey,
     signing: SigningKey,

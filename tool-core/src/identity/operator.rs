@@ -45,9 +45,9 @@ pub enum IdentityError {
     /// Its header names another algorithm than EdDSA (`none` for an unsigned one).
     #[error("the token is not signed with EdDSA (its header names {0:?})")]
     Unsigned(String),
-    /// No issuer key of the store verifies it: signed by another key, changed since it was
-    /// signed, or claiming another issuer or tenant than its key's.
-    #[error("the token was not signed by an issuer key of this store: {0}")]
+    /// No issuer key the verifier holds verifies it: signed by another key, changed since it
+    /// was signed, or claiming another issuer or tenant than its key's.
+    #[error("the token was not signed by a known issuer key: {0}")]
     ForeignKey(String),
     /// It expired (at `exp`, in seconds since the epoch).
     #[error("the token expired at {exp} (seconds since the epoch)")]
@@ -75,14 +75,12 @@ impl IdentityError {
     pub fn next(&self) -> &'static str {
         match self {
             IdentityError::Malformed(_) | IdentityError::Unsigned(_) => {
-                "pass the token `toolgate operators issue` printed, whole, with --token or TOOLGATE_TOKEN"
+                "pass the whole token its issuer signed (three base64url parts joined by dots)"
             }
             IdentityError::ForeignKey(_) => {
-                "ask for a token issued with this store's issuer key (`toolgate operators issue --key FILE`, the file `operators init` wrote for this store)"
+                "ask for a token signed with an issuer key the verifier holds, for the tenant you act in"
             }
-            IdentityError::Expired { .. } => {
-                "ask your issuer for a new token (`toolgate operators issue`)"
-            }
+            IdentityError::Expired { .. } => "ask your issuer for a new token",
             IdentityError::NotAnIdentifier { .. } => {
                 "issue the token to a subject and tenant with no space, control or invisible character"
             }

@@ -1,5 +1,5 @@
 //! The check of an operator token: a JWT (compact JWS, RFC 7515) signed with EdDSA by an issuer
-//! key the store holds.
+//! key the verifier holds.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::issuer::IssuerKey;
 use super::operator::{Authenticator, Claims, IdentityError};
 
-/// Checks operator tokens against the issuer keys it holds (the store's): the header names
+/// Checks operator tokens against the issuer keys it is given: the header names
 /// EdDSA and one of the keys, the signature verifies with it, the claims name that key's issuer
 /// and tenant, and the token has not expired. [`Operator::authenticate`](super::Operator::authenticate)
 /// turns what it answers into an operator.
@@ -51,7 +51,7 @@ impl Authenticator for TokenVerifier {
         let kid = header.kid.unwrap_or_default();
         let Some(key) = self.keys.iter().find(|key| key.kid() == kid) else {
             return Err(IdentityError::ForeignKey(format!(
-                "its header names the key {kid:?}, which is not one of the store's issuer keys"
+                "its header names the key {kid:?}, which is not one of the issuer keys held"
             )));
         };
         let signature = B64
