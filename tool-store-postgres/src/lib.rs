@@ -105,6 +105,7 @@ mod connect;
 mod connections;
 mod error;
 mod grant;
+mod issuer_keys;
 mod migrate;
 mod outbox;
 mod resolve;

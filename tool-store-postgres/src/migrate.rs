@@ -73,6 +73,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             include_str!("../migrations/0008_turn_claims.sql").into_sql_str(),
             false,
         ),
+        Migration::new(
+            9,
+            Cow::Borrowed("issuer keys"),
+            MigrationType::Simple,
+            include_str!("../migrations/0009_issuer_keys.sql").into_sql_str(),
+            false,
+        ),
     ]);
     // Set once, before any database saw the default name, so nothing is lost by it.
     migrator.dangerous_set_table_name(MIGRATIONS_TABLE);

@@ -128,6 +128,7 @@ mod begin;
 mod claim;
 mod connect;
 mod error;
+mod issuer_keys;
 mod migrate;
 mod outbox;
 mod resolve;

@@ -333,7 +333,22 @@ CREATE INDEX audit_by_key ON audit (idempotency_key, seq);
 CREATE INDEX audit_by_age ON audit (at_ms);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+/// Version 6: the public keys of the issuers of operator tokens, per tenant, as JSON Web Keys
+/// (never a secret).
+const V6: &str = r#"
+CREATE TABLE issuer_keys (
+    kid         TEXT    PRIMARY KEY,
+    tenant_id   TEXT    NOT NULL,
+    issuer      TEXT    NOT NULL,
+    jwk         TEXT    NOT NULL,
+    added_ms    INTEGER NOT NULL,
+    seq         INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX issuer_keys_by_tenant ON issuer_keys (tenant_id, seq);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;

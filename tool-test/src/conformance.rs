@@ -56,7 +56,8 @@
 //! ([`OutboxStore`](toolgate_core::store::OutboxStore): begin, commit, rollback, leases,
 //! settlement, resume, reconciliation), steps ([`StepStore`](toolgate_core::store::StepStore):
 //! steps, takeovers, `partial`, reconciliation) and the audit trail
-//! ([`AuditStore`](toolgate_core::store::AuditStore): order, queries, retention). They use fixed
+//! ([`AuditStore`](toolgate_core::store::AuditStore): order, queries, retention), and the
+//! issuers' keys ([`IssuerKeyStore`](toolgate_core::store::IssuerKeyStore)). They use fixed
 //! times (milliseconds in 2023) and the tenants `acme` and `globex`: a store must not read the
 //! clock itself.
 
@@ -67,6 +68,7 @@ mod approvals;
 mod audit;
 mod claims;
 mod fixture;
+mod issuer_keys;
 mod operations;
 mod outbox;
 mod runs;
@@ -115,6 +117,7 @@ pub use claims::{
     concurrent_claims_acquire_once, failed_can_be_claimed_again, first_claim_acquires_attempt_one,
     reordered_arguments_are_the_same_request, tenants_never_share_records,
 };
+pub use issuer_keys::issuer_keys_are_kept_per_tenant_once_and_in_order;
 pub use operations::{
     expire_leases_turns_only_expired_processing_into_unknown,
     reconciliation_settles_unknown_outcomes, retention_purges_only_terminal_records,
@@ -349,6 +352,7 @@ macro_rules! __conformance_cases {
             a_takeover_under_other_arguments_clears_the_journal
             reconciling_steps_as_not_applied_fails_the_started_ones
             retention_purges_events_and_steps_with_their_records
+            issuer_keys_are_kept_per_tenant_once_and_in_order
         }
     };
     (@list table () $($case:ident)*) => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
+use toolgate_core::identity::IssuerKey;
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{
     AbortReport, AbortRequest, ApprovalQuery, ApprovalRecord, ApprovalSweep, AttemptCharge,
@@ -311,6 +312,10 @@ controlled! {
         AppendAudit => append_audit(entry: &AuditEntry) -> i64;
         AppendAudits => append_audits(entries: &[AuditEntry]) -> ();
         Audit => audit(query: AuditQuery<'_>) -> Vec<AuditRecord>;
+    }
+    IssuerKeyStore {
+        AddIssuerKey => add_issuer_key(key: &IssuerKey, now_ms: i64) -> bool;
+        IssuerKeys => issuer_keys(tenant: &str) -> Vec<IssuerKey>;
     }
 }
 

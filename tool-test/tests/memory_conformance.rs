@@ -34,7 +34,7 @@ async fn the_suite_names_each_rule_a_store_breaks() {
         .downcast_ref::<String>()
         .expect("the suite panics with words");
     assert!(
-        message.starts_with("the store breaks 5 of the 67 conformance rules:\n"),
+        message.starts_with("the store breaks 5 of the 68 conformance rules:\n"),
         "{message}"
     );
     assert!(
@@ -54,7 +54,7 @@ async fn the_suite_names_each_rule_a_store_breaks() {
 #[test]
 fn the_suite_lists_each_rule_once() {
     let names: Vec<&str> = conformance::cases().iter().map(Case::name).collect();
-    assert_eq!(names.len(), 67, "{names:?}");
+    assert_eq!(names.len(), 68, "{names:?}");
     let mut unique = names.clone();
     unique.sort_unstable();
     unique.dedup();
@@ -62,6 +62,6 @@ fn the_suite_lists_each_rule_once() {
     assert_eq!(names[0], "first_claim_acquires_attempt_one");
     assert_eq!(
         names.last().copied(),
-        Some("retention_purges_events_and_steps_with_their_records")
+        Some("issuer_keys_are_kept_per_tenant_once_and_in_order")
     );
 }

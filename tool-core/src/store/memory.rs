@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 mod approval;
 mod audit;
 mod claim;
+mod issuer_keys;
 mod outbox;
 mod resolve;
 mod run;

@@ -20,6 +20,7 @@
 //! | [`OutboxStore`] | the outbox's events | [`event`](OutboxStore::event), [`list_events`](OutboxStore::list_events), [`resume_event`](OutboxStore::resume_event) | `begin`, `lease_events`, `settle_event` |
 //! | [`StepStore`] | step journals | [`steps`](StepStore::steps) | `begin_step`, `finish_step`, `partial` |
 //! | [`AuditStore`] | the audit trail | [`audit`](AuditStore::audit) | `append_audit`, `append_audits` |
+//! | [`IssuerKeyStore`] | the public keys of operator tokens' issuers | [`add_issuer_key`](IssuerKeyStore::add_issuer_key), [`issuer_keys`](IssuerKeyStore::issuer_keys) | |
 //!
 //! A store implements each of them; [`OperationStore`] is every one at once, implemented for
 //! any type that has them all, and is what the dispatcher holds (`Arc<dyn OperationStore>`).
@@ -47,6 +48,7 @@ mod audit_store;
 mod claim_store;
 mod claim_token;
 mod grants;
+mod issuer_key_store;
 #[cfg(feature = "test-util")]
 mod memory;
 mod operation_log;
@@ -72,6 +74,7 @@ pub use audit_store::AuditStore;
 pub use claim_store::ClaimStore;
 pub use claim_token::ClaimToken;
 pub use grants::Grants;
+pub use issuer_key_store::IssuerKeyStore;
 #[cfg(feature = "test-util")]
 pub use memory::MemoryStore;
 pub use operation_log::OperationLog;
@@ -100,7 +103,8 @@ pub use turn_claim::{TurnClaim, begin_turn_then_claim, grant_lets_claim};
 ///
 /// Implemented for every type that implements the capabilities (see [the module's
 /// docs](self)): a store implements [`ClaimStore`], [`OperationLog`], [`RunLedger`],
-/// [`ApprovalStore`], [`OutboxStore`], [`StepStore`] and [`AuditStore`], and is an
+/// [`ApprovalStore`], [`OutboxStore`], [`StepStore`], [`AuditStore`] and [`IssuerKeyStore`],
+/// and is an
 /// `OperationStore`. An [`Arc`](std::sync::Arc) of a store is a store too.
 ///
 /// Times are milliseconds since the Unix epoch, given by the caller (the dispatcher's clock), so
@@ -113,6 +117,7 @@ pub trait OperationStore:
     + OutboxStore
     + StepStore
     + AuditStore
+    + IssuerKeyStore
     + 'static
 {
 }
@@ -125,6 +130,7 @@ impl<T> OperationStore for T where
         + OutboxStore
         + StepStore
         + AuditStore
+        + IssuerKeyStore
         + ?Sized
         + 'static
 {
@@ -134,7 +140,7 @@ impl<T> OperationStore for T where
 /// `use toolgate_core::store::prelude::*;`.
 pub mod prelude {
     pub use super::{
-        ApprovalStore, AuditStore, ClaimStore, OperationLog, OperationStore, OutboxStore,
-        RunLedger, StepStore,
+        ApprovalStore, AuditStore, ClaimStore, IssuerKeyStore, OperationLog, OperationStore,
+        OutboxStore, RunLedger, StepStore,
     };
 }

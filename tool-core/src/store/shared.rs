@@ -7,14 +7,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::identity::IssuerKey;
+
 use super::{
     AbortReport, AbortRequest, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalSweep,
     AttemptCharge, AttemptFailure, AuditEntry, AuditQuery, AuditRecord, AuditStore, Begun, Claim,
     ClaimRequest, ClaimStore, ClaimedRejection, DecideRequest, Decided, EventLease, EventQuery,
-    EventSettlement, FailureNote, LeasedEvent, OperationLog, OperationQuery, OperationRecord,
-    OutboxEvent, OutboxStore, PartialOutcome, ResolveRequest, ResumeRequest, RetryNote, RunKey,
-    RunLedger, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart, StepStore, StoreError,
-    Success, TurnClaim, TurnGrant, TurnRequest,
+    EventSettlement, FailureNote, IssuerKeyStore, LeasedEvent, OperationLog, OperationQuery,
+    OperationRecord, OutboxEvent, OutboxStore, PartialOutcome, ResolveRequest, ResumeRequest,
+    RetryNote, RunKey, RunLedger, RunRecord, StepOutcome, StepRecord, StepRequest, StepStart,
+    StepStore, StoreError, Success, TurnClaim, TurnGrant, TurnRequest,
 };
 
 /// `impl<S: Trait + ?Sized> Trait for Arc<S>`, each listed method calling the store behind.
@@ -88,5 +90,9 @@ forward! {
         async fn append_audit(entry: &AuditEntry) -> i64;
         async fn append_audits(entries: &[AuditEntry]) -> ();
         async fn audit(query: AuditQuery<'_>) -> Vec<AuditRecord>;
+    }
+    IssuerKeyStore {
+        async fn add_issuer_key(key: &IssuerKey, now_ms: i64) -> bool;
+        async fn issuer_keys(tenant: &str) -> Vec<IssuerKey>;
     }
 }

@@ -46,7 +46,10 @@ async fn migrating_again_changes_nothing() {
     );
     store.migrate().await.unwrap();
     store.migrate().await.unwrap();
-    assert_eq!(applied_migrations(&store).await, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(
+        applied_migrations(&store).await,
+        [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    );
     let kept = store
         .get("acme", "k1")
         .await
@@ -65,7 +68,7 @@ async fn processes_connecting_at_once_to_an_empty_database_all_start() {
         .expect("every process connects and migrates");
     assert_eq!(
         applied_migrations(&stores[0]).await,
-        [1, 2, 3, 4, 5, 6, 7, 8]
+        [1, 2, 3, 4, 5, 6, 7, 8, 9]
     );
     let claims = join_all(stores.iter().map(|store| store.claim(request("k1")))).await;
     let acquired = claims
@@ -107,7 +110,10 @@ async fn errors_recorded_before_migration_two_are_kept_and_nul_is_stored_after()
     .unwrap();
 
     let store = PostgresStore::connect(&url).await.unwrap();
-    assert_eq!(applied_migrations(&store).await, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(
+        applied_migrations(&store).await,
+        [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    );
     let earlier = AttemptError {
         attempt: 1,
         kind: "unavailable".into(),

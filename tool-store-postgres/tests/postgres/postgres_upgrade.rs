@@ -239,7 +239,7 @@ async fn a_database_of_the_previous_release_keeps_its_records_and_gains_approval
             .fetch_all(store.pool())
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
 
     // Every record and the run are kept as they were.
     for record in records {
@@ -438,7 +438,7 @@ async fn a_database_of_the_approvals_release_keeps_its_records_and_gains_the_out
             .fetch_all(store.pool())
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
 
     // Every record, the approval and the audit record are kept as they were.
     for record in [&processing, &succeeded, &failed, &unknown, &waiting] {

@@ -185,7 +185,7 @@ async fn a_file_of_the_previous_release_keeps_every_row() -> Result<(), StoreErr
 
     let store = SqliteStore::open(&path).await?;
     store.close().await;
-    assert_eq!(version(&path).await, 5, "migrated through 3 and 4 to 5");
+    assert_eq!(version(&path).await, 6, "migrated through 3, 4 and 5 to 6");
     assert_eq!(dump(&path).await, before);
 
     let store = SqliteStore::open(&path).await?;
@@ -227,7 +227,7 @@ async fn a_file_of_the_previous_release_keeps_every_row() -> Result<(), StoreErr
         .expect("integrity check");
     assert_eq!(integrity, "ok");
     conn.close().await.expect("close");
-    assert_eq!(version(&path).await, 5);
+    assert_eq!(version(&path).await, 6);
     assert_eq!(dump(&path).await, before);
     Ok(())
 }
@@ -427,7 +427,7 @@ DELETE FROM audit WHERE seq = 7;
     conn.close().await.expect("close");
 
     let store = SqliteStore::open(&path).await?;
-    assert_eq!(version(&path).await, 5);
+    assert_eq!(version(&path).await, 6);
     let events = store.list_events(Default::default()).await?;
     let read: Vec<(&str, EventStatus, u32, bool)> = events
         .iter()

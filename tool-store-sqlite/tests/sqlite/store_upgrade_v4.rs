@@ -203,12 +203,12 @@ async fn a_version_3_file_keeps_every_row() -> Result<(), StoreError> {
         1
     );
     store.close().await;
-    assert_eq!(version(&path).await, 5);
+    assert_eq!(version(&path).await, 6);
     assert_eq!(dump(&path).await, before);
 
     let store = SqliteStore::open(&path).await?;
     store.close().await;
-    assert_eq!(version(&path).await, 5);
+    assert_eq!(version(&path).await, 6);
     assert_eq!(dump(&path).await, before);
     let mut conn = connect(&path).await;
     let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")

@@ -5,7 +5,7 @@
 use toolgate_core::store::StoreError;
 #[cfg(doc)]
 use toolgate_core::store::{
-    ApprovalStore, AuditStore, ClaimStore, OperationLog, OperationStore, RunLedger,
+    ApprovalStore, AuditStore, ClaimStore, IssuerKeyStore, OperationLog, OperationStore, RunLedger,
 };
 
 /// A request of the [`OperationStore`] trait: one variant a method.
@@ -61,10 +61,14 @@ pub enum Request {
     AppendAudits,
     /// [`AuditStore::audit`].
     Audit,
+    /// [`IssuerKeyStore::add_issuer_key`].
+    AddIssuerKey,
+    /// [`IssuerKeyStore::issuer_keys`].
+    IssuerKeys,
 }
 
 /// How many kinds of request there are.
-pub(super) const KINDS: usize = 25;
+pub(super) const KINDS: usize = 27;
 
 impl Request {
     /// Every request.
@@ -94,6 +98,8 @@ impl Request {
         Request::AppendAudit,
         Request::AppendAudits,
         Request::Audit,
+        Request::AddIssuerKey,
+        Request::IssuerKeys,
     ];
 
     /// The writes that record what became of a claimed write: `succeed`, `fail` and
@@ -128,6 +134,8 @@ impl Request {
             Request::AppendAudit => "append_audit",
             Request::AppendAudits => "append_audits",
             Request::Audit => "audit",
+            Request::AddIssuerKey => "add_issuer_key",
+            Request::IssuerKeys => "issuer_keys",
         }
     }
 

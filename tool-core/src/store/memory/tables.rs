@@ -22,6 +22,8 @@ pub(super) struct Tables {
     pub(super) events: HashMap<(String, String), OutboxEvent>,
     /// The step journals, by their operation, each in `seq` order.
     pub(super) steps: HashMap<(String, String), Vec<StepRecord>>,
+    /// The issuers' public keys, in the order they were added.
+    pub(super) issuer_keys: Vec<crate::identity::IssuerKey>,
 }
 
 impl Tables {
