@@ -10,8 +10,9 @@ use crate::identity::IssuerKey;
 /// ([`TokenVerifier::new`](crate::identity::TokenVerifier::new)). Only public keys: a store
 /// never holds an issuer's secret.
 ///
-/// An application (or `toolgate operators init`) adds a tenant's key; whatever checks tokens
-/// reads the tenant's keys. Both are an application's calls.
+/// An application adds a tenant's key, and reads the tenant's keys to check its operators'
+/// tokens: both are an application's calls. (The command line does not use them yet: its
+/// identities are typed.)
 #[async_trait]
 pub trait IssuerKeyStore: Send + Sync {
     /// Keeps `key`, added at `now_ms`: tokens it signs are accepted from now on. Answers
