@@ -1,6 +1,6 @@
 //! `Dispatcher::answer_turn` reads a call's arguments in one pass: the formats leave the text
-//! unread, and a tool that can check text as it reads it (`__private::TextArgs::read_args`) is handed the text
-//! first. Text it does not take is checked as `parse_calls_text` checks it, with the same answer.
+//! unread, and a tool that can check text as it reads it (`__private::TextArgs::read_args`) is
+//! handed the text first. Text it does not take is checked as `parse_calls_text` checks it, with the same answer.
 //! (`hostile_turns` checks, on drawn turns in every format, that the two readings agree in every
 //! report.)
 

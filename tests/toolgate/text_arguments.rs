@@ -1,5 +1,6 @@
 //! Arguments that arrive as JSON text (OpenAI's formats) skip the tree and the schema validator
-//! when the tool's parameter types decide exactly as its schema would (the reading of text `#[tool]` generates, `__private::TextArgs`).
+//! when the tool's parameter types decide exactly as its schema would (the reading of text
+//! `#[tool]` generates, `__private::TextArgs`).
 //!
 //! Property: for any argument text, the model gets the same result whether the text is read
 //! straight into the parameters or parsed, validated against the schema and deserialized.

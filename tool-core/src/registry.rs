@@ -86,17 +86,20 @@ impl RegisteredTool {
         &self.lowerings
     }
 
-    /// [`TextArgs::invoke_text`](crate::text_args::TextArgs::invoke_text) of the tool's reading of text; `None` for a tool without one.
+    /// [`TextArgs::invoke_text`](crate::text_args::TextArgs::invoke_text) of the tool's reading
+    /// of text; `None` for a tool without one.
     pub(crate) fn invoke_text<'a>(&'a self, ctx: &'a Ctx, text: &'a str) -> Option<ToolFuture<'a>> {
         self.tool.text_args()?.invoke_text(ctx, text)
     }
 
-    /// [`TextArgs::read_args`](crate::text_args::TextArgs::read_args) of the tool's reading of text; `None` for a tool without one.
+    /// [`TextArgs::read_args`](crate::text_args::TextArgs::read_args) of the tool's reading of
+    /// text; `None` for a tool without one.
     pub(crate) fn read_args(&self, text: &str) -> Option<ReadArgs> {
         self.tool.text_args()?.read_args(text)
     }
 
-    /// [`TextArgs::invoke_args`](crate::text_args::TextArgs::invoke_args) of the tool's reading of text, on what its `read_args` read.
+    /// [`TextArgs::invoke_args`](crate::text_args::TextArgs::invoke_args) of the tool's reading
+    /// of text, on what its `read_args` read.
     pub(crate) fn invoke_args<'a>(&'a self, ctx: &'a Ctx, args: ReadArgs) -> ToolFuture<'a> {
         match self.tool.text_args() {
             Some(text_args) => text_args.invoke_args(ctx, args),

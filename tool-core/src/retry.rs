@@ -1,8 +1,8 @@
 //! The retry policy a tool declares with `retry(...)`.
 //!
 //! The dispatcher retries transient faults below the model with exponential backoff and full
-//! jitter ([`crate::backoff::Backoff`]): reads on any transient fault, writes only while the fault proves
-//! nothing was applied. Which failed attempts may be sent again is decided in one place,
+//! jitter ([`crate::backoff::Backoff`]): reads on any transient fault, writes only while the fault
+//! proves nothing was applied. Which failed attempts may be sent again is decided in one place,
 //! [`RetryPolicy::may_send_again`].
 
 use std::time::Duration;

@@ -38,8 +38,8 @@ pub trait Tool: Send + Sync + 'static {
     fn invoke<'a>(&'a self, ctx: &'a Ctx, args: &'a Value) -> ToolFuture<'a>;
 
     /// How `#[tool]` hands the dispatcher its reading of arguments sent as text (see
-    /// [`TextArgs`](crate::__private::TextArgs)). Not a public API: a tool written by hand keeps the default,
-    /// `None`, and its arguments are always validated against its schema.
+    /// [`TextArgs`](crate::__private::TextArgs)). Not a public API: a tool written by hand keeps
+    /// the default, `None`, and its arguments are always validated against its schema.
     #[doc(hidden)]
     fn text_args(&self) -> Option<&dyn crate::text_args::TextArgs> {
         None

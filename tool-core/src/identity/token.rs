@@ -11,8 +11,9 @@ use super::operator::{Authenticator, Claims, IdentityError};
 
 /// Checks operator tokens against the issuer keys it is given: the header names
 /// EdDSA and one of the keys, the signature verifies with it, the claims name that key's issuer
-/// and tenant, and the token has not expired. [`Operator::authenticate`](super::Operator::authenticate)
-/// turns what it answers into an operator.
+/// and tenant, and the token has not expired.
+/// [`Operator::authenticate`](super::Operator::authenticate) turns what it answers into an
+/// operator.
 #[derive(Debug, Clone, Default)]
 pub struct TokenVerifier {
     keys: Vec<IssuerKey>,
