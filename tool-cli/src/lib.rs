@@ -20,6 +20,7 @@ mod operator_audit;
 mod ops;
 mod outbox;
 mod settle;
+mod sign_in;
 mod table;
 mod time;
 

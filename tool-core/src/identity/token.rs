@@ -32,6 +32,21 @@ impl TokenVerifier {
     pub fn new(keys: Vec<IssuerKey>) -> TokenVerifier {
         TokenVerifier { keys }
     }
+
+    /// The tenant `token` claims, unchecked: whose issuer keys to check it with (a store keeps
+    /// them per tenant, and answers them with `IssuerKeyStore::issuer_keys`).
+    /// Nothing else may be taken from it before a verifier built with those keys accepts the
+    /// token, which also refuses a tenant claim its key was not issued for.
+    pub fn claimed_tenant(token: &str) -> Result<String, IdentityError> {
+        #[derive(Deserialize)]
+        struct Tenant {
+            tenant: String,
+        }
+        let claims = token.trim().split('.').nth(1).ok_or_else(|| {
+            IdentityError::Malformed("a token is three base64url parts joined by dots".into())
+        })?;
+        Ok(decode_json::<Tenant>(claims, "claims")?.tenant)
+    }
 }
 
 impl Authenticator for TokenVerifier {
@@ -164,6 +179,20 @@ mod tests {
 
         for garbage in ["", "manager", "a.b", "a.b.c.d", "!!.!!.!!"] {
             let refused = verifier.authenticate(garbage, NOW_MS);
+            assert!(
+                matches!(refused, Err(IdentityError::Malformed(_))),
+                "{garbage:?}: {refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_claimed_tenant_is_read_unchecked() {
+        let acme = IssuerSecret::generate("acme-ops", "acme").unwrap();
+        let token = issued(&acme, "manager");
+        assert_eq!(TokenVerifier::claimed_tenant(&token).as_deref(), Ok("acme"));
+        for garbage in ["", "manager", "a.!!.c", "a.e30.c"] {
+            let refused = TokenVerifier::claimed_tenant(garbage);
             assert!(
                 matches!(refused, Err(IdentityError::Malformed(_))),
                 "{garbage:?}: {refused:?}"
