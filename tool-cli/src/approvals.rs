@@ -8,7 +8,6 @@ use toolgate_core::store::{
     OperationStore, Refusal, RunKey, RunRecord, Verdict,
 };
 
-use crate::args::DecideArgs;
 use crate::error::Failure;
 use crate::json::{Output, document, stored};
 use crate::table::{Table, or_dash};
@@ -159,26 +158,27 @@ fn run_json(run: Option<&RunRecord>) -> Value {
     }
 }
 
-/// `approvals approve ID` or `approvals reject ID` (`verdict`), as `approver`.
+/// `approvals approve ID` or `approvals reject ID` (`verdict`) with `reason`, as `approver`:
+/// what to tell the approver when the decision stands.
 pub(crate) async fn decide(
     store: &dyn OperationStore,
     verdict: Verdict,
-    args: &DecideArgs,
+    id: &str,
+    reason: &str,
     approver: &Operator,
 ) -> Result<String, Failure> {
     let request = DecideRequest {
-        id: &args.id,
+        id,
         approver,
         verdict,
-        reason: &args.reason,
+        reason,
         now_ms: now_ms(),
     };
     let decided = toolgate_core::approval::decide(store, request).await.map_err(|e| {
-        let mut failure = Failure::store(&format!("decide on approval {}", args.id), &e);
+        let mut failure = Failure::store(&format!("decide on approval {id}"), &e);
         if let Failure::Store(explained) = &mut failure {
             explained.next = format!(
-                "run `toolgate approvals show {}`: a decision it lists stands (its audit record may be missing); otherwise decide again",
-                args.id
+                "run `toolgate approvals show {id}`: a decision it lists stands (its audit record may be missing); otherwise decide again"
             );
         }
         failure
@@ -186,7 +186,7 @@ pub(crate) async fn decide(
     match decided {
         Decided::Applied(approval) => Ok(applied(&approval, verdict)),
         Decided::Refused { refusal, approval } => {
-            Err(refused(verdict, args, refusal, approval.as_ref()))
+            Err(refused(verdict, id, refusal, approval.as_ref()))
         }
     }
 }
@@ -214,7 +214,7 @@ fn applied(approval: &ApprovalRecord, verdict: Verdict) -> String {
 
 fn refused(
     verdict: Verdict,
-    args: &DecideArgs,
+    id: &str,
     refusal: Refusal,
     approval: Option<&ApprovalRecord>,
 ) -> Failure {
@@ -224,7 +224,7 @@ fn refused(
             "check the id, and that the approver's tenant (--tenant, or the identity file) is the approval's".to_owned()
         }
         (Refusal::AlreadyDecided, _) | (Refusal::Expired, _) => {
-            format!("see its decisions with `toolgate approvals show {}`", args.id)
+            format!("see its decisions with `toolgate approvals show {id}`")
         }
         (Refusal::MissingPermission, Some(a)) => {
             format!("decide as an approver who holds `{}`", a.approver_permission)
@@ -234,12 +234,11 @@ fn refused(
         }
         (Refusal::SelfDecision, _) => "another approver of the tenant must decide".to_owned(),
         (Refusal::RunAborted, _) => format!(
-            "nothing is left to decide; see the approval and why its run stopped with `toolgate approvals show {}`",
-            args.id
+            "nothing is left to decide; see the approval and why its run stopped with `toolgate approvals show {id}`"
         ),
     };
     Failure::refused(
-        format!("could not {verb} approval {}", args.id),
+        format!("could not {verb} approval {id}"),
         refusal.explain(approval),
         next,
     )

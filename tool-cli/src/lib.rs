@@ -153,7 +153,7 @@ async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result
     }
     let approver = identity::resolve(&args.identity)?;
     with_store(spec, async |store| {
-        approvals::decide(store, verdict, args, &approver).await
+        approvals::decide(store, verdict, &args.id, &args.reason, &approver).await
     })
     .await
 }
@@ -162,7 +162,12 @@ async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result
 async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> {
     let operator = identity::resolve_as(Role::Operator, &args.identity)?;
     with_store(spec, async |store| {
-        outbox::resume(store, args, &operator).await
+        let resume = outbox::Resume {
+            key: &args.key,
+            reason: args.reason.as_deref(),
+            json: args.json,
+        };
+        outbox::resume(store, &resume, &operator).await
     })
     .await
 }
@@ -179,7 +184,13 @@ async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> 
     }
     let operator = identity::resolve_as(Role::Settler, &args.identity)?;
     with_store(spec, async |store| {
-        settle::settle(store, args, &operator).await
+        let settlement = settle::Settlement {
+            key: &args.key,
+            applied: args.applied,
+            evidence: &args.evidence,
+            json: args.json,
+        };
+        settle::settle(store, &settlement, &operator).await
     })
     .await
 }

@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use toolgate_core::identity::Operator;
 use toolgate_core::store::{EventQuery, EventStatus, OperationStore, OutboxEvent, ResumeRequest};
 
-use crate::args::ResumeArgs;
 use crate::error::Failure;
 use crate::identity;
 use crate::json::{document, stored};
@@ -99,17 +98,25 @@ pub(crate) async fn show(
     Ok(describe(&event))
 }
 
+/// What an operator resumes: the dead event of the operation `key`, for `reason`; printed as
+/// JSON with `json`.
+pub(crate) struct Resume<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) reason: Option<&'a str>,
+    pub(crate) json: bool,
+}
+
 /// `outbox resume KEY`, as `operator`: a dead event of the operator's tenant is pending again,
 /// due now, with its delivery budget counted afresh. The action, or the refusal of it, appends
 /// an audit record (kind `operator`).
 pub(crate) async fn resume(
     store: &dyn OperationStore,
-    args: &ResumeArgs,
+    args: &Resume<'_>,
     operator: &Operator,
 ) -> Result<String, Failure> {
     let done = resume_event(store, args, operator).await;
     let (outcome, reason, tool) = match &done {
-        Ok((_, tool)) => ("resumed", args.reason.clone(), tool.clone()),
+        Ok((_, tool)) => ("resumed", args.reason.map(str::to_owned), tool.clone()),
         Err(Failure::Refused(refusal)) => (
             "refused",
             Some(format!("{}: {}", refusal.what, refusal.why)),
@@ -121,7 +128,7 @@ pub(crate) async fn resume(
     let action = Action {
         command: "outbox resume",
         operator,
-        key: &args.key,
+        key: args.key,
         tool,
         outcome,
         reason: match reason {
@@ -136,10 +143,10 @@ pub(crate) async fn resume(
 /// The resume itself: what to print, and the event's tool.
 async fn resume_event(
     store: &dyn OperationStore,
-    args: &ResumeArgs,
+    args: &Resume<'_>,
     operator: &Operator,
 ) -> Result<(String, String), Failure> {
-    let key = args.key.as_str();
+    let key = args.key;
     let tenant = operator.tenant();
     identity::operator_may(
         operator,
@@ -173,7 +180,6 @@ async fn resume_event(
     }
     let reason = args
         .reason
-        .as_deref()
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
     let text = format!(

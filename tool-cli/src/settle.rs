@@ -7,7 +7,6 @@ use toolgate_core::store::{
     OperationRecord, OperationState, OperationStore, Resolution, ResolveRequest,
 };
 
-use crate::args::SettleArgs;
 use crate::error::Failure;
 use crate::identity;
 use crate::json::document;
@@ -17,12 +16,21 @@ use crate::time::now_ms;
 /// The permission an operator needs to settle an unknown outcome.
 pub(crate) const SETTLE_PERMISSION: &str = "ops:settle";
 
+/// What an operator settles: the operation `key`, as `applied` or not, on `evidence`; printed as
+/// JSON with `json`.
+pub(crate) struct Settlement<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) applied: bool,
+    pub(crate) evidence: &'a str,
+    pub(crate) json: bool,
+}
+
 /// `ops settle KEY`, as `operator`: an `outcome_unknown` operation of the operator's tenant
 /// becomes `succeeded` (`--applied`) or `failed` (`--not-applied`), as the reconciler would
 /// settle it. The settlement, or the refusal of it, appends an audit record (kind `operator`).
 pub(crate) async fn settle(
     store: &dyn OperationStore,
-    args: &SettleArgs,
+    args: &Settlement<'_>,
     operator: &Operator,
 ) -> Result<String, Failure> {
     let done = settle_operation(store, args, operator).await;
@@ -44,7 +52,7 @@ pub(crate) async fn settle(
     let action = Action {
         command: "ops settle",
         operator,
-        key: &args.key,
+        key: args.key,
         tool,
         outcome,
         reason,
@@ -72,7 +80,7 @@ pub(crate) async fn settle(
 }
 
 /// `applied` or `not applied`, as asked.
-fn outcome_word(args: &SettleArgs) -> &'static str {
+fn outcome_word(args: &Settlement<'_>) -> &'static str {
     if args.applied {
         "applied"
     } else {
@@ -83,10 +91,10 @@ fn outcome_word(args: &SettleArgs) -> &'static str {
 /// The settlement itself: the record after it.
 async fn settle_operation(
     store: &dyn OperationStore,
-    args: &SettleArgs,
+    args: &Settlement<'_>,
     operator: &Operator,
 ) -> Result<OperationRecord, Failure> {
-    let key = args.key.as_str();
+    let key = args.key;
     let tenant = operator.tenant();
     identity::operator_may(
         operator,
