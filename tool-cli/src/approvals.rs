@@ -121,7 +121,7 @@ pub(crate) async fn show(
 
 /// The state of an approval's run, as `approvals show` says it: aborted (with why), or not,
 /// or unknown to the store.
-fn run_state(run: Option<&RunRecord>) -> String {
+pub(crate) fn run_state(run: Option<&RunRecord>) -> String {
     match run {
         None => {
             "no record in this store (an unshared run, counted in its session only; or purged after its retention)".to_owned()

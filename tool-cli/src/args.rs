@@ -9,11 +9,13 @@ use clap::{Parser, Subcommand};
 
 mod approvals;
 mod audit;
+mod console;
 mod ops;
 mod outbox;
 
 pub(crate) use approvals::{Approvals, DecideArgs};
 pub(crate) use audit::AuditArgs;
+pub(crate) use console::ConsoleArgs;
 pub(crate) use ops::{Ops, SettleArgs};
 pub(crate) use outbox::{Outbox, ResumeArgs};
 
@@ -52,6 +54,9 @@ pub(crate) enum Command {
     /// Show a run's audit trail in order: its calls, the decisions on its approvals, and the
     /// outbox deliveries and operator actions on its operations
     Audit(AuditArgs),
+    /// Serve the operators' web console: the approval queue, operations by state, the outbox
+    /// and the audit trail, for operators who sign in with a token
+    Console(ConsoleArgs),
 }
 
 const ROOT_AFTER_HELP: &str = "\

@@ -94,7 +94,7 @@ pub(crate) async fn trail(
 
 /// `records` (of one run of one tenant), with the records of their operations that belong to no
 /// run (an outbox delivery, an operator's action), in the order they were appended.
-async fn with_operations(
+pub(crate) async fn with_operations(
     store: &dyn OperationStore,
     mut records: Vec<AuditRecord>,
 ) -> Result<Vec<AuditRecord>, StoreError> {

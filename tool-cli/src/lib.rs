@@ -12,6 +12,7 @@
 mod approvals;
 mod args;
 mod audit;
+mod console;
 mod error;
 mod identity;
 mod json;
@@ -132,6 +133,7 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             .await
         }
         Command::Outbox(Outbox::Resume(a)) => resume(&spec, &a).await,
+        Command::Console(a) => console::run(&spec, a.listen).await,
         Command::Audit(a) => {
             with_store(&spec, async |store| {
                 audit::trail(store, &a.run, a.tenant.as_deref(), a.json).await

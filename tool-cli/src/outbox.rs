@@ -178,10 +178,7 @@ async fn resume_event(
     if args.json {
         return Ok((document(&event_json(&after)), after.tool));
     }
-    let reason = args
-        .reason
-        .map(|r| format!(" ({r})"))
-        .unwrap_or_default();
+    let reason = args.reason.map(|r| format!(" ({r})")).unwrap_or_default();
     let text = format!(
         "outbox event {key} of tenant {tenant} resumed by {}{reason}: pending, due now; the next \
          worker pass delivers it, with a full delivery budget again\n{}",

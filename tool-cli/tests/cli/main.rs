@@ -2,6 +2,7 @@
 //! API: a SQLite file, and a PostgreSQL database.
 
 mod approvals;
+mod console;
 mod hashes;
 mod outbox;
 mod postgres;
@@ -9,3 +10,4 @@ mod reads;
 mod settle;
 mod support;
 mod usage;
+mod web;

@@ -96,6 +96,7 @@ impl IdentityError {
 pub struct Operator {
     auth: AuthContext,
     issuer: String,
+    expires_ms: i64,
 }
 
 impl Operator {
@@ -125,6 +126,7 @@ impl Operator {
         Ok(Operator {
             auth: AuthContext::new(claims.tenant, claims.sub).with_permissions(claims.permissions),
             issuer: claims.iss,
+            expires_ms: claims.exp.saturating_mul(1000),
         })
     }
 
@@ -148,6 +150,12 @@ impl Operator {
         &self.auth
     }
 
+    /// When the credential stops being accepted, in milliseconds since the epoch: a console's
+    /// session of this operator ends then at the latest.
+    pub fn expires_ms(&self) -> i64 {
+        self.expires_ms
+    }
+
     /// Whether the operator holds `permission`.
     pub fn has_permission(&self, permission: &str) -> bool {
         self.auth.has_permission(permission)
@@ -159,6 +167,7 @@ impl Operator {
         Operator {
             auth,
             issuer: "tests".into(),
+            expires_ms: i64::MAX,
         }
     }
 }
@@ -194,6 +203,7 @@ mod tests {
             Operator::authenticate(&Login(claims("manager")), "cookie", 1_500_000).unwrap();
         assert_eq!(operator.subject(), "manager");
         assert_eq!(operator.issuer(), "acme-login");
+        assert_eq!(operator.expires_ms(), 2_000_000);
         assert!(operator.has_permission("refund:approve"));
     }
 
