@@ -96,7 +96,7 @@ fn search_form(body: &mut Html, run: Option<&str>, call: Option<&str>, key: Opti
 
 fn table(body: &mut Html, records: &[AuditRecord]) {
     body.raw(
-        r#"<table id="trail"><tr><th>#</th><th>Time</th><th>Kind</th><th>Run</th><th>Call</th><th>Tool</th><th>Outcome</th><th>Attempts</th><th>Replayed</th><th>Key</th><th>Approval</th><th>Actor</th><th>Reason</th><th>Arguments (redacted)</th></tr>"#,
+        r#"<table id="trail"><tr><th>#</th><th>Time</th><th>Kind</th><th>Call</th><th>Tool</th><th>Outcome</th><th>Actor</th><th>Reason</th><th>Run, key, approval and arguments (redacted)</th></tr>"#,
     );
     for r in records {
         let e = &r.entry;
@@ -111,11 +111,6 @@ fn table(body: &mut Html, records: &[AuditRecord]) {
             .raw("</td>")
             .cell(&rfc3339(e.at_ms))
             .cell(e.kind.as_str())
-            .cell(if e.run_id.is_empty() {
-                "—"
-            } else {
-                &e.run_id
-            })
             .cell(if e.call_id.is_empty() {
                 "—"
             } else {
@@ -124,16 +119,32 @@ fn table(body: &mut Html, records: &[AuditRecord]) {
             .cell(&e.tool)
             .raw(r#"<td class="outcome">"#)
             .text(&outcome)
-            .raw("</td><td>")
+            .raw(r#"<br><span class="note">"#)
             .number(e.attempts)
-            .raw("</td>")
-            .cell(if e.replayed { "yes" } else { "no" })
-            .cell(e.key.as_deref().unwrap_or("—"))
-            .cell(e.approval_id.as_deref().unwrap_or("—"))
+            .raw(if e.attempts == 1 {
+                " attempt"
+            } else {
+                " attempts"
+            });
+        if e.replayed {
+            body.raw(", replayed");
+        }
+        body.raw("</span></td>")
             .cell(&e.actor)
             .cell(e.reason.as_deref().unwrap_or("—"))
-            .code_cell(&e.arguments)
-            .raw("</tr>");
+            .raw(r#"<td class="details"><code>run "#)
+            .text(if e.run_id.is_empty() {
+                "—"
+            } else {
+                &e.run_id
+            })
+            .raw("\nkey ")
+            .text(e.key.as_deref().unwrap_or("—"))
+            .raw("\napproval ")
+            .text(e.approval_id.as_deref().unwrap_or("—"))
+            .raw("\n")
+            .text(&e.arguments)
+            .raw("</code></td></tr>");
     }
     body.raw("</table>");
 }

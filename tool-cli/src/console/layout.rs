@@ -9,7 +9,7 @@ use super::sessions::{Flash, Session};
 pub(crate) const CSS: &str = "\
 body{font-family:system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 header{display:flex;gap:1.5rem;align-items:center;padding:.6rem 1.5rem;background:#1d2430;color:#fff}
-header a{color:#cfe1ff;text-decoration:none;font-weight:600}
+header a{color:#cfe1ff;text-decoration:none;font-weight:600;margin-right:1rem}
 header a.here{color:#fff;border-bottom:2px solid #7fb0ff}
 header .who{margin-left:auto;font-size:.9rem;color:#c8ced8}
 header form{margin:0}
@@ -29,6 +29,7 @@ form.act{display:flex;gap:.4rem;flex-wrap:wrap;margin:0}
 form.act input[type=text]{min-width:12rem}
 button{cursor:pointer}
 .note{color:#5b6472;font-size:.85rem}
+td.details{min-width:22rem;max-width:34rem}
 .login{max-width:40rem;margin:3rem auto;background:#fff;padding:1.5rem;border:1px solid #d9dde3}
 .login textarea{width:100%;height:7rem;font-family:ui-monospace,monospace}
 ";

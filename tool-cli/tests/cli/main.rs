@@ -2,6 +2,7 @@
 //! API: a SQLite file, and a PostgreSQL database.
 
 mod approvals;
+mod browser;
 mod console;
 mod hashes;
 mod outbox;
@@ -11,3 +12,4 @@ mod settle;
 mod support;
 mod usage;
 mod web;
+mod webdriver;
