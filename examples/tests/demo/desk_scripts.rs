@@ -85,6 +85,8 @@ fn story_ledger(path: &str) -> Value {
         ),
         "slow-call-times-out.jsonl" => ledger(&[("ORD-1004", "5.00", 1)], 1, 0),
         "approval-waits-for-a-manager.jsonl" => ledger(&[("ORD-1002", "8000.00", 1)], 1, 0),
+        // Played on a fresh store: the refund waits, and the runner finds nothing approved.
+        "refund-waits-for-approval.jsonl" | "run-approved.jsonl" => ledger(&[], 0, 0),
         "balance-changes-while-waiting.jsonl" => ledger(&[("ORD-1002", "100.00", 1)], 1, 0),
         "bad-arguments.jsonl"
         | "hostile-turns.jsonl"
@@ -179,7 +181,7 @@ fn every_example_script_gives_the_same_output_twice() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
         .collect();
     scripts.sort();
-    assert_eq!(scripts.len(), 13, "{scripts:?}");
+    assert_eq!(scripts.len(), 15, "{scripts:?}");
     for script in scripts {
         let path = script.to_str().unwrap();
         let run = || {
