@@ -142,7 +142,63 @@ pub(crate) fn login_cookie(token: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use toolgate_core::identity::{IssuerSecret, TokenVerifier};
+
     use super::*;
+
+    const NOW_MS: i64 = 1_800_000_000_000;
+
+    /// The manager of acme, whose token expires `lifetime` after `NOW_MS`.
+    fn manager(lifetime: Duration) -> Operator {
+        let secret = IssuerSecret::generate("acme-ops", "acme").unwrap();
+        let token = secret.issue("manager", &[], lifetime, NOW_MS).unwrap();
+        Operator::authenticate(&TokenVerifier::new(vec![secret.public()]), &token, NOW_MS).unwrap()
+    }
+
+    #[test]
+    fn a_session_ends_when_its_token_does_or_after_8_hours() {
+        let sessions = Sessions::default();
+        let short = sessions.open(manager(Duration::from_secs(60)), NOW_MS);
+        let long = sessions.open(manager(Duration::from_secs(86_400)), NOW_MS);
+        assert!(sessions.get(&short, NOW_MS + 59_999).is_some());
+        assert!(sessions.get(&short, NOW_MS + 60_000).is_none());
+        assert!(
+            sessions.get(&short, NOW_MS).is_none(),
+            "an ended session is gone"
+        );
+        assert!(sessions.get(&long, NOW_MS + SESSION_MS - 1).is_some());
+        assert!(sessions.get(&long, NOW_MS + SESSION_MS).is_none());
+        assert!(sessions.get("no-such-session", NOW_MS).is_none());
+    }
+
+    #[test]
+    fn a_flash_is_shown_once_and_a_closed_session_is_gone() {
+        let sessions = Sessions::default();
+        let id = sessions.open(manager(Duration::from_secs(3600)), NOW_MS);
+        sessions.flash(&id, Flash::Done("approved".into()));
+        let first = sessions.get(&id, NOW_MS).unwrap();
+        assert_eq!(first.flash, Some(Flash::Done("approved".into())));
+        assert_eq!(sessions.get(&id, NOW_MS).unwrap().flash, None);
+        sessions.close(&id);
+        assert!(sessions.get(&id, NOW_MS).is_none());
+    }
+
+    #[test]
+    fn past_the_limit_the_session_that_ends_first_is_closed() {
+        let sessions = Sessions::default();
+        let first = sessions.open(manager(Duration::from_secs(60)), NOW_MS);
+        let hour = manager(Duration::from_secs(3600));
+        let rest: Vec<String> = (1..MAX_SESSIONS)
+            .map(|_| sessions.open(hour.clone(), NOW_MS))
+            .collect();
+        assert!(sessions.get(&first, NOW_MS).is_some());
+        let newest = sessions.open(manager(Duration::from_secs(3600)), NOW_MS);
+        assert!(sessions.get(&first, NOW_MS).is_none());
+        assert!(sessions.get(&newest, NOW_MS).is_some());
+        assert!(rest.iter().all(|id| sessions.get(id, NOW_MS).is_some()));
+    }
 
     #[test]
     fn tokens_compare_exactly() {
