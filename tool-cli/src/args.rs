@@ -1,6 +1,6 @@
 //! The command line, declared with clap's derive: its commands, their arguments and their help
 //! (each type's doc comment is its help). The arguments of each area live in a file of their
-//! own: `approvals`, `ops`, `outbox`, `audit`.
+//! own: `approvals`, `ops`, `outbox`, `operators`, `audit`.
 
 use std::ffi::OsString;
 
@@ -9,16 +9,18 @@ use clap::{Parser, Subcommand};
 
 mod approvals;
 mod audit;
+mod operators;
 mod ops;
 mod outbox;
 
 pub(crate) use approvals::{Approvals, DecideArgs};
 pub(crate) use audit::AuditArgs;
+pub(crate) use operators::{InitArgs, IssueArgs, Operators};
 pub(crate) use ops::{Ops, SettleArgs};
 pub(crate) use outbox::{Outbox, ResumeArgs};
 
-/// Act on a toolgate operation store: decide approvals, resume dead outbox events, read
-/// operations and the audit trail
+/// Act on a toolgate operation store: decide approvals, resume dead outbox events, settle
+/// unknown outcomes, read operations and the audit trail, and issue the operators' tokens
 #[derive(Debug, Parser)]
 #[command(name = "toolgate", version, after_help = ROOT_AFTER_HELP)]
 pub(crate) struct Cli {
@@ -43,12 +45,16 @@ pub(crate) enum Command {
     /// List, show, approve or reject the approvals of operations over a tool's threshold
     #[command(subcommand)]
     Approvals(Approvals),
-    /// List or show the stored write operations
+    /// List or show the stored write operations, or settle one whose outcome is unknown
     #[command(subcommand)]
     Ops(Ops),
     /// List or show the outbox events of operations delivered by a worker, or resume a dead one
     #[command(subcommand)]
     Outbox(Outbox),
+    /// Make a tenant's issuer of operator tokens, issue tokens, and list the issuer keys a store
+    /// accepts
+    #[command(subcommand)]
+    Operators(Operators),
     /// Show a run's audit trail in order: its calls, the decisions on its approvals, and the
     /// outbox deliveries and operator actions on its operations
     Audit(AuditArgs),
@@ -69,11 +75,19 @@ The approver (approvals approve and reject) or operator (outbox resume), one sou
   `outbox resume` needs the permission outbox:resume, and resumes only an event of the
   operator's tenant.
 
+Issuers of operator tokens (operators init, issue, list):
+  Once per tenant, whoever issues its tokens makes the issuer (the secret key stays in the file):
+    toolgate --store … operators init --issuer acme-ops --tenant acme --secret-file acme-ops.jwk
+  Then, for each operator (no store needed; the token is printed alone):
+    toolgate operators issue --secret-file acme-ops.jwk --subject manager \\
+        --permission refund:approve --lifetime 8h
+
 Exit codes:
   0  done
   1  a decision or a resume was refused (self-approval, expired, missing permission, not found,
-     already decided, an event that is not dead), or what was asked for was not found
-  2  usage error
+     already decided, an event that is not dead), a secret file exists or others can read it,
+     or what was asked for was not found
+  2  usage error (a name that is not an identifier, a bad lifetime among them)
   3  the store could not be opened, reached or read";
 
 /// A `--status` that also takes `all`.

@@ -3,7 +3,8 @@
 //! It works on the application's operation store (a SQLite file or a PostgreSQL database)
 //! without the application's code: it lists and shows approvals and decides on them, lists and
 //! shows operations, lists and shows outbox events and resumes dead ones, and prints a run's
-//! audit trail. Run `toolgate --help` for its commands.
+//! audit trail. `operators init` makes a tenant's issuer of operator tokens (its public key in the
+//! store), `operators issue` issues tokens. Run `toolgate --help` for its commands.
 //!
 //! This library is the command line as a function: [`main`] is all the `toolgate` binary runs,
 //! for a program that ships the same commands under a name of its own (an application's admin
@@ -17,6 +18,7 @@ mod identity;
 mod json;
 mod open;
 mod operator_audit;
+mod operators;
 mod ops;
 mod outbox;
 mod settle;
@@ -24,7 +26,7 @@ mod sign_in;
 mod table;
 mod time;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -32,11 +34,11 @@ use clap::error::ErrorKind;
 use toolgate_core::store::{OperationStore, Verdict};
 
 use crate::args::{
-    Approvals, Cli, Command, DecideArgs, Ops, Outbox, ResumeArgs, SettleArgs, StatusFilter,
+    Approvals, Cli, Command, DecideArgs, Operators, Ops, Outbox, ResumeArgs, SettleArgs,
+    StatusFilter,
 };
 use crate::error::Failure;
 use crate::identity::Role;
-use crate::open::StoreSpec;
 
 /// Runs the command line on the process's arguments and environment, printing what the command
 /// prints, and answers the exit code: 0 done, 1 a decision refused or nothing found, 2 bad usage,
@@ -87,24 +89,25 @@ fn execute(cli: Cli) -> Result<String, Failure> {
 }
 
 async fn run(cli: Cli) -> Result<String, Failure> {
-    let spec = open::spec(cli.store.as_deref())?;
+    // The store is named only where one is opened: `operators issue` needs none.
+    let spec = cli.store.as_deref();
     match cli.command {
         Command::Approvals(Approvals::List(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 approvals::list(store, a.status.only(), a.tenant.as_deref(), a.output).await
             })
             .await
         }
         Command::Approvals(Approvals::Show(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 approvals::show(store, &a.id, a.tenant.as_deref(), a.output).await
             })
             .await
         }
-        Command::Approvals(Approvals::Approve(a)) => decide(&spec, Verdict::Approve, &a).await,
-        Command::Approvals(Approvals::Reject(a)) => decide(&spec, Verdict::Reject, &a).await,
+        Command::Approvals(Approvals::Approve(a)) => decide(spec, Verdict::Approve, &a).await,
+        Command::Approvals(Approvals::Reject(a)) => decide(spec, Verdict::Reject, &a).await,
         Command::Ops(Ops::List(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 let (run, tenant) = (a.run.as_deref(), a.tenant.as_deref());
                 let status = a.status.and_then(StatusFilter::only);
                 ops::list(store, status, run, tenant, a.output).await
@@ -112,28 +115,42 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             .await
         }
         Command::Ops(Ops::Show(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 ops::show(store, &a.key, a.tenant.as_deref(), a.output).await
             })
             .await
         }
-        Command::Ops(Ops::Settle(a)) => settle(&spec, &a).await,
+        Command::Ops(Ops::Settle(a)) => settle(spec, &a).await,
         Command::Outbox(Outbox::List(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 let status = a.status.only();
                 outbox::list(store, status, a.tenant.as_deref(), a.limit, a.json).await
             })
             .await
         }
         Command::Outbox(Outbox::Show(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 outbox::show(store, &a.key, a.tenant.as_deref(), a.json).await
             })
             .await
         }
-        Command::Outbox(Outbox::Resume(a)) => resume(&spec, &a).await,
+        Command::Outbox(Outbox::Resume(a)) => resume(spec, &a).await,
+        Command::Operators(Operators::Init(a)) => {
+            let secret = operators::prepare(&a)?;
+            with_store(spec, async |store| {
+                operators::init(store, &a, &secret).await
+            })
+            .await
+        }
+        Command::Operators(Operators::Issue(a)) => operators::issue(&a),
+        Command::Operators(Operators::List(a)) => {
+            with_store(spec, async |store| {
+                operators::list(store, &a.tenant, a.json).await
+            })
+            .await
+        }
         Command::Audit(a) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 audit::trail(store, &a.run, a.tenant.as_deref(), a.json).await
             })
             .await
@@ -143,7 +160,11 @@ async fn run(cli: Cli) -> Result<String, Failure> {
 
 /// `approvals approve` or `approvals reject`: what can be refused without the store (an empty
 /// reason, no approver) is refused before opening it.
-async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result<String, Failure> {
+async fn decide(
+    spec: Option<&OsStr>,
+    verdict: Verdict,
+    args: &DecideArgs,
+) -> Result<String, Failure> {
     if args.reason.trim().is_empty() {
         return Err(Failure::usage(
             "the reason is empty",
@@ -159,7 +180,7 @@ async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result
 }
 
 /// `outbox resume`: without an operator, the store is not opened.
-async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> {
+async fn resume(spec: Option<&OsStr>, args: &ResumeArgs) -> Result<String, Failure> {
     let operator = identity::resolve_as(Role::Operator, &args.identity)?;
     with_store(spec, async |store| {
         outbox::resume(store, args, &operator).await
@@ -169,7 +190,7 @@ async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> 
 
 /// `ops settle`: what can be refused without the store (empty evidence, no operator) is refused
 /// before opening it.
-async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> {
+async fn settle(spec: Option<&OsStr>, args: &SettleArgs) -> Result<String, Failure> {
     if args.evidence.trim().is_empty() {
         return Err(Failure::usage(
             "the evidence is empty",
@@ -184,12 +205,14 @@ async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> 
     .await
 }
 
-/// Opens the store `spec` names, does `work` on it, and closes it.
+/// Opens the store `given` names (`--store`, else `TOOLGATE_STORE`), does `work` on it, and
+/// closes it.
 async fn with_store(
-    spec: &StoreSpec,
+    given: Option<&OsStr>,
     work: impl AsyncFnOnce(&dyn OperationStore) -> Result<String, Failure>,
 ) -> Result<String, Failure> {
-    let opened = open::open(spec).await?;
+    let spec = open::spec(given)?;
+    let opened = open::open(&spec).await?;
     let output = work(opened.store()).await;
     opened.close().await;
     output

@@ -3,8 +3,10 @@
 
 mod approvals;
 mod hashes;
+mod operators;
 mod outbox;
 mod postgres;
+mod pyjwt;
 mod reads;
 mod settle;
 mod support;

@@ -1,9 +1,10 @@
 //! What the command line's tests share: approvals and operations prepared through the store
-//! API, and the `toolgate` binary run as an operator runs it.
+//! API, issuers of operator tokens, and the `toolgate` binary run as an operator runs it.
 
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use toolgate_core::identity::IssuerSecret;
 use toolgate_store_sqlite::SqliteStore;
 
 use toolgate_core::store::EventSettlement;
@@ -302,23 +303,50 @@ pub(crate) const MANAGER: [&str; 6] = [
     "refund:approve",
 ];
 
-/// A SQLite store in a file of its own, and the `--store` argument naming it.
+/// An issuer of operator tokens, its secret key held by the test.
+pub(crate) struct Issuer {
+    /// Its secret key.
+    pub(crate) secret: IssuerSecret,
+}
+
+impl Issuer {
+    /// A new issuer `name` of `tenant`, whose public key `store` holds, as `toolgate operators
+    /// init` leaves it.
+    pub(crate) async fn added(store: &dyn OperationStore, name: &str, tenant: &str) -> Issuer {
+        let issuer = Issuer {
+            secret: IssuerSecret::generate(name, tenant).unwrap(),
+        };
+        let added = store
+            .add_issuer_key(&issuer.secret.public(), now_ms())
+            .await
+            .unwrap();
+        assert!(added, "a new key is added");
+        issuer
+    }
+}
+
+/// A SQLite store in a file of its own, the `--store` argument naming it, and acme's issuer of
+/// operator tokens, whose public key it holds.
 pub(crate) struct SqliteFile {
     /// The store, opened by the test.
     pub(crate) store: SqliteStore,
     /// `sqlite:PATH`.
     pub(crate) arg: String,
+    /// The issuer `acme-ops` of the tenant acme.
+    pub(crate) acme: Issuer,
     _dir: tempfile::TempDir,
 }
 
-/// A new SQLite store in a temporary directory.
+/// A new SQLite store in a temporary directory, holding the key of acme's issuer `acme-ops`.
 pub(crate) async fn sqlite_file() -> SqliteFile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("operations.db");
     let store = SqliteStore::open(&path).await.unwrap();
+    let acme = Issuer::added(&store, "acme-ops", "acme").await;
     SqliteFile {
         store,
         arg: format!("sqlite:{}", path.display()),
+        acme,
         _dir: dir,
     }
 }

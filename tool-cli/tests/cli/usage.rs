@@ -56,6 +56,15 @@ fn every_command_has_help() {
         &["ops"],
         &["ops", "list"],
         &["ops", "show"],
+        &["ops", "settle"],
+        &["outbox"],
+        &["outbox", "list"],
+        &["outbox", "show"],
+        &["outbox", "resume"],
+        &["operators"],
+        &["operators", "init"],
+        &["operators", "issue"],
+        &["operators", "list"],
         &["audit"],
     ] {
         let mut args = command.to_vec();
