@@ -67,27 +67,26 @@ The store:
   TOOLGATE_STORE                 used when --store is not given
   Opening a store applies its migrations, as the application does at start-up.
 
-The approver (approvals approve and reject) or operator (outbox resume), one source of the two:
-  --as USER --tenant TENANT --permission PERMISSION (repeatable)   for local use
-  --identity FILE, or TOOLGATE_IDENTITY=FILE   a JSON file {\"tenant\": \"acme\",
-                           \"user\": \"manager\", \"permissions\": [\"refund:approve\"]}, for real use
-  Giving both is an error. The approver never comes from the approval itself.
-  `outbox resume` needs the permission outbox:resume, and resumes only an event of the
-  operator's tenant.
-
-Issuers of operator tokens (operators init, issue, list):
+Who acts (approvals approve and reject, outbox resume, ops settle): the operator a token proves
+  --token TOKEN, or TOOLGATE_TOKEN=TOKEN   an operator token the tenant's issuer signed
+                           (TOOLGATE_TOKEN keeps it out of the process list and shell history)
   Once per tenant, whoever issues its tokens makes the issuer (the secret key stays in the file):
     toolgate --store … operators init --issuer acme-ops --tenant acme --secret-file acme-ops.jwk
   Then, for each operator (no store needed; the token is printed alone):
-    toolgate operators issue --secret-file acme-ops.jwk --subject manager \\
-        --permission refund:approve --lifetime 8h
+    export TOOLGATE_TOKEN=$(toolgate operators issue --secret-file acme-ops.jwk \\
+        --subject manager --permission refund:approve --lifetime 8h)
+  The token's subject is recorded as the approver or operator, never a name from the approval,
+  the event or the operation. `outbox resume` needs outbox:resume, `ops settle` ops:settle, and
+  each acts only in the token's tenant. An expired token, or one that no key the store holds for
+  its tenant verifies, is refused before anything is done.
 
 Exit codes:
   0  done
-  1  a decision or a resume was refused (self-approval, expired, missing permission, not found,
-     already decided, an event that is not dead), a secret file exists or others can read it,
-     or what was asked for was not found
-  2  usage error (a name that is not an identifier, a bad lifetime among them)
+  1  refused: a token (expired, or of a key the store does not hold), a decision (self-approval,
+     expired, missing permission, not found, already decided), a resume or a settlement (missing
+     permission, the wrong status), a secret file that exists or that others can read; or what
+     was asked for was not found
+  2  usage error (no token, a name that is not an identifier, a bad lifetime)
   3  the store could not be opened, reached or read";
 
 /// A `--status` that also takes `all`.
@@ -134,7 +133,7 @@ mod tests {
     use super::approvals::{ListApprovals, ShowApproval};
     use super::ops::{ListOps, ShowOperation};
     use super::*;
-    use crate::identity::IdentityFlags;
+    use crate::identity::TokenArg;
     use crate::json::Output;
 
     pub(super) fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
@@ -199,14 +198,8 @@ mod tests {
             "apr_1",
             "--reason",
             "checked",
-            "--as",
-            "manager",
-            "--tenant",
-            "acme",
-            "--permission",
-            "refund:approve",
-            "--permission",
-            "x",
+            "--token",
+            "h.c.s",
         ])
         .unwrap();
         assert_eq!(
@@ -214,36 +207,31 @@ mod tests {
             Command::Approvals(Approvals::Approve(DecideArgs {
                 id: "apr_1".into(),
                 reason: "checked".into(),
-                identity: IdentityFlags {
-                    user: Some("manager".into()),
-                    tenant: Some("acme".into()),
-                    permissions: vec!["refund:approve".into(), "x".into()],
-                    file: None,
+                operator: TokenArg {
+                    token: Some("h.c.s".into()),
                 },
             }))
         );
+        // Without a token it parses: the command says what is missing, before the store.
         let reject = parse(&["approvals", "reject", "apr_1", "--reason", "no"]).unwrap();
         assert!(matches!(
             reject.command,
             Command::Approvals(Approvals::Reject(DecideArgs { .. }))
         ));
-        let by_file = parse(&[
-            "approvals",
-            "reject",
-            "apr_1",
-            "--reason",
-            "no",
-            "--identity",
-            "/etc/toolgate/approver.json",
-        ])
-        .unwrap();
-        let Command::Approvals(Approvals::Reject(args)) = by_file.command else {
-            panic!("a rejection: {by_file:?}");
-        };
-        assert_eq!(
-            args.identity.file.as_deref(),
-            Some(std::path::Path::new("/etc/toolgate/approver.json"))
-        );
+        // No typed identity.
+        for typed in [
+            &["--as", "manager"][..],
+            &["--identity", "a.json"],
+            &["--permission", "p"],
+        ] {
+            let args = [
+                &["approvals", "approve", "apr_1", "--reason", "ok"][..],
+                typed,
+            ]
+            .concat();
+            let err = parse(&args).expect_err("no typed identity");
+            assert_eq!(err.exit_code(), 2, "{typed:?}");
+        }
         let ops = parse(&[
             "ops",
             "list",
@@ -353,6 +341,6 @@ mod tests {
         }
         let help = parse(&["approvals", "approve", "--help"]).expect_err("help is shown");
         assert_eq!(help.exit_code(), 0);
-        assert!(help.to_string().contains("TOOLGATE_IDENTITY"), "{help}");
+        assert!(help.to_string().contains("TOOLGATE_TOKEN"), "{help}");
     }
 }

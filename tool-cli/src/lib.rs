@@ -2,8 +2,9 @@
 //!
 //! It works on the application's operation store (a SQLite file or a PostgreSQL database)
 //! without the application's code: it lists and shows approvals and decides on them, lists and
-//! shows operations, lists and shows outbox events and resumes dead ones, and prints a run's
-//! audit trail. `operators init` makes a tenant's issuer of operator tokens (its public key in the
+//! shows operations and settles unknown outcomes, lists and shows outbox events and resumes dead
+//! ones, and prints a run's audit trail. Whoever decides or acts signs in with an operator token
+//! that the tenant's issuer signed: `operators init` makes an issuer (its public key in the
 //! store), `operators issue` issues tokens. Run `toolgate --help` for its commands.
 //!
 //! This library is the command line as a function: [`main`] is all the `toolgate` binary runs,
@@ -39,10 +40,12 @@ use crate::args::{
 };
 use crate::error::Failure;
 use crate::identity::Role;
+use crate::sign_in::sign_in;
+use crate::time::now_ms;
 
 /// Runs the command line on the process's arguments and environment, printing what the command
-/// prints, and answers the exit code: 0 done, 1 a decision refused or nothing found, 2 bad usage,
-/// 3 the store failed.
+/// prints, and answers the exit code: 0 done, 1 refused (a token, a decision, an action) or
+/// nothing found, 2 bad usage, 3 the store failed.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -159,7 +162,8 @@ async fn run(cli: Cli) -> Result<String, Failure> {
 }
 
 /// `approvals approve` or `approvals reject`: what can be refused without the store (an empty
-/// reason, no approver) is refused before opening it.
+/// reason, no token) is refused before opening it; the approver is signed in before anything
+/// is decided.
 async fn decide(
     spec: Option<&OsStr>,
     verdict: Verdict,
@@ -172,24 +176,27 @@ async fn decide(
             "give --reason TEXT with the decision's reason",
         ));
     }
-    let approver = identity::resolve(&args.identity)?;
+    let token = identity::token(Role::Approver, &args.operator)?;
     with_store(spec, async |store| {
+        let approver = sign_in(store, token, now_ms()).await?;
         approvals::decide(store, verdict, args, &approver).await
     })
     .await
 }
 
-/// `outbox resume`: without an operator, the store is not opened.
+/// `outbox resume`: without a token, the store is not opened; the operator is signed in before
+/// anything is resumed.
 async fn resume(spec: Option<&OsStr>, args: &ResumeArgs) -> Result<String, Failure> {
-    let operator = identity::resolve_as(Role::Operator, &args.identity)?;
+    let token = identity::token(Role::Operator, &args.operator)?;
     with_store(spec, async |store| {
+        let operator = sign_in(store, token, now_ms()).await?;
         outbox::resume(store, args, &operator).await
     })
     .await
 }
 
-/// `ops settle`: what can be refused without the store (empty evidence, no operator) is refused
-/// before opening it.
+/// `ops settle`: what can be refused without the store (empty evidence, no token) is refused
+/// before opening it; the operator is signed in before anything is settled.
 async fn settle(spec: Option<&OsStr>, args: &SettleArgs) -> Result<String, Failure> {
     if args.evidence.trim().is_empty() {
         return Err(Failure::usage(
@@ -198,8 +205,9 @@ async fn settle(spec: Option<&OsStr>, args: &SettleArgs) -> Result<String, Failu
             "give --evidence TEXT: the provider's reference, or what you saw in its ledger",
         ));
     }
-    let operator = identity::resolve_as(Role::Settler, &args.identity)?;
+    let token = identity::token(Role::Settler, &args.operator)?;
     with_store(spec, async |store| {
+        let operator = sign_in(store, token, now_ms()).await?;
         settle::settle(store, args, &operator).await
     })
     .await

@@ -79,10 +79,11 @@ identifier), 3 store error.";
 
 const ISSUE_HELP: &str = "\
 Prints the token, and nothing else, on stdout: an EdDSA JWT naming the issuer, the subject, the
-tenant and the permissions, valid for --lifetime, which the issuer's public key in the store
-verifies:
+tenant and the permissions, valid for --lifetime. Give it to the operator, who passes it to the
+commands that act (approvals approve and reject, outbox resume, ops settle) as --token or in
+TOOLGATE_TOKEN:
 
-  TOKEN=$(toolgate operators issue --secret-file acme-ops.jwk \\
+  export TOOLGATE_TOKEN=$(toolgate operators issue --secret-file acme-ops.jwk \\
       --subject manager --permission refund:approve)
 
 Needs no store. A secret file that group or others can read or write is refused (chmod 600 it).

@@ -9,5 +9,6 @@ mod postgres;
 mod pyjwt;
 mod reads;
 mod settle;
+mod sign_in;
 mod support;
 mod usage;

@@ -1,6 +1,7 @@
-//! Operator tokens read by another JWT library: PyJWT (Debian's `python3-jwt`, with
+//! Operator tokens read and written by another JWT library: PyJWT (Debian's `python3-jwt`, with
 //! `python3-cryptography` for EdDSA). A token `toolgate operators issue` prints verifies in
-//! PyJWT with the issuer's public key.
+//! PyJWT with the issuer's public key, and a token PyJWT signs with the issuer's secret key is
+//! accepted by `toolgate approvals approve`.
 //!
 //! The tests install both packages with apt-get when `/usr/bin/python3` cannot import them (CI
 //! runs the tests as root on a fresh machine), and fail, saying why, when that fails: they never
@@ -10,7 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::{Ran, sqlite_file, toolgate};
+use toolgate_core::store::prelude::*;
+
+use crate::support::{HOUR_MS, Ran, approval, ask, now_ms, sqlite_file, toolgate, toolgate_as};
 
 /// Debian's Python, whose packages apt-get installs.
 const PYTHON: &str = "/usr/bin/python3";
@@ -183,4 +186,62 @@ async fn pyjwt_verifies_a_token_toolgate_issues() {
         .expect("the fixture's issuer is listed");
     let refused = python(VERIFY, &[&other["jwk"].to_string(), token]);
     assert!(refused.contains("\"refused\""), "{refused}");
+}
+
+/// Signs, with the secret JWK in the file `argv[1]`, the claims of an operator token for the
+/// subject `argv[2]` holding the permission `argv[3]`, valid for an hour; prints the token.
+const SIGN: &str = r#"
+import json, sys, time, jwt
+from jwt.algorithms import OKPAlgorithm
+jwk = json.load(open(sys.argv[1]))
+key = OKPAlgorithm.from_jwk(json.dumps(jwk))
+now = int(time.time())
+claims = {
+    "iss": jwk["iss"],
+    "sub": sys.argv[2],
+    "tenant": jwk["tenant"],
+    "permissions": [sys.argv[3]],
+    "iat": now,
+    "exp": now + 3600,
+}
+print(jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": jwk["kid"]}))
+"#;
+
+#[tokio::test]
+async fn toolgate_accepts_a_token_pyjwt_signs() {
+    let db = sqlite_file().await;
+    ask(
+        &db.store,
+        &approval("apr_a1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("acme-desk.jwk");
+    let ran = init(&db.arg, &secret);
+    assert_eq!(ran.code, 0, "{ran:?}");
+
+    let secret = secret.to_str().unwrap();
+    let token = python(SIGN, &[secret, "manager", "refund:approve"]);
+    let args = ["approvals", "approve", "apr_a1", "--reason", "checked"];
+    let ran = toolgate_as(&db.arg, token.trim_end(), &args);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let decided = db.store.approval("apr_a1").await.unwrap().unwrap();
+    let decision = decided.last_decision().unwrap();
+    assert_eq!(
+        (decision.by.as_str(), decision.issuer.as_deref()),
+        ("manager", Some("acme-desk"))
+    );
+
+    // What PyJWT signs for the requester is still refused self-approval.
+    let ask_again = approval("apr_a2", "acme", "k2", now_ms() + HOUR_MS);
+    ask(&db.store, &ask_again).await;
+    let token = python(SIGN, &[secret, "agent", "refund:approve"]);
+    let args = ["approvals", "approve", "apr_a2", "--reason", "mine"];
+    let ran = toolgate_as(&db.arg, token.trim_end(), &args);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("agent asked for approval apr_a2 and cannot decide on it"),
+        "{ran:?}"
+    );
 }
