@@ -61,12 +61,17 @@
 //!
 //! A refund over 5000 waits for a manager's approval: the model reads `awaiting_approval` with
 //! the approval's id. A manager decides with the operator's command line on the same database,
-//! while the server runs:
+//! while the server runs, signed in with a token of acme's issuer (made once with `operators
+//! init`; its secret key stays in the file, the database gets its public key):
 //!
 //! ```sh
-//! cargo run -p toolgate-cli -- --store sqlite:PATH approvals list
-//! cargo run -p toolgate-cli -- --store sqlite:PATH approvals approve ID --reason "…" \
-//!     --as manager --tenant acme --permission refund:approve
+//! export TOOLGATE_STORE=sqlite:PATH
+//! cargo run -p toolgate-cli -- operators init --issuer acme-ops --tenant acme \
+//!     --secret-file acme-ops.jwk
+//! export TOOLGATE_TOKEN=$(cargo run -q -p toolgate-cli -- operators issue \
+//!     --secret-file acme-ops.jwk --subject manager --permission refund:approve)
+//! cargo run -p toolgate-cli -- approvals list
+//! cargo run -p toolgate-cli -- approvals approve ID --reason "…"
 //! ```
 //!
 //! The server's runner of approved operations (a pass every second; `--approvals-every-ms N`)

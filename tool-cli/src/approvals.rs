@@ -221,16 +221,19 @@ fn refused(
     let verb = verdict.as_str();
     let next = match (refusal, approval) {
         (Refusal::NotFound, _) => {
-            "check the id, and that the approver's tenant (--tenant, or the identity file) is the approval's".to_owned()
+            "check the id, and that the approver's token is of the approval's tenant (`toolgate approvals show ID` names it)".to_owned()
         }
         (Refusal::AlreadyDecided, _) | (Refusal::Expired, _) => {
             format!("see its decisions with `toolgate approvals show {id}`")
         }
         (Refusal::MissingPermission, Some(a)) => {
-            format!("decide as an approver who holds `{}`", a.approver_permission)
+            format!(
+                "decide with the token of an approver who holds `{}`",
+                a.approver_permission
+            )
         }
         (Refusal::MissingPermission, None) => {
-            "decide as an approver who holds the approval permission".to_owned()
+            "decide with the token of an approver who holds the approval permission".to_owned()
         }
         (Refusal::SelfDecision, _) => "another approver of the tenant must decide".to_owned(),
         (Refusal::RunAborted, _) => format!(

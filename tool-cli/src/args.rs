@@ -1,6 +1,6 @@
 //! The command line, declared with clap's derive: its commands, their arguments and their help
 //! (each type's doc comment is its help). The arguments of each area live in a file of their
-//! own: `approvals`, `ops`, `outbox`, `audit`.
+//! own: `approvals`, `ops`, `outbox`, `operators`, `audit`.
 
 use std::ffi::OsString;
 
@@ -10,17 +10,19 @@ use clap::{Parser, Subcommand};
 mod approvals;
 mod audit;
 mod console;
+mod operators;
 mod ops;
 mod outbox;
 
 pub(crate) use approvals::{Approvals, DecideArgs};
 pub(crate) use audit::AuditArgs;
 pub(crate) use console::ConsoleArgs;
+pub(crate) use operators::{InitArgs, IssueArgs, Operators};
 pub(crate) use ops::{Ops, SettleArgs};
 pub(crate) use outbox::{Outbox, ResumeArgs};
 
-/// Act on a toolgate operation store: decide approvals, resume dead outbox events, read
-/// operations and the audit trail
+/// Act on a toolgate operation store: decide approvals, resume dead outbox events, settle
+/// unknown outcomes, read operations and the audit trail, and issue the operators' tokens
 #[derive(Debug, Parser)]
 #[command(name = "toolgate", version, after_help = ROOT_AFTER_HELP)]
 pub(crate) struct Cli {
@@ -45,12 +47,16 @@ pub(crate) enum Command {
     /// List, show, approve or reject the approvals of operations over a tool's threshold
     #[command(subcommand)]
     Approvals(Approvals),
-    /// List or show the stored write operations
+    /// List or show the stored write operations, or settle one whose outcome is unknown
     #[command(subcommand)]
     Ops(Ops),
     /// List or show the outbox events of operations delivered by a worker, or resume a dead one
     #[command(subcommand)]
     Outbox(Outbox),
+    /// Make a tenant's issuer of operator tokens, issue tokens, and list the issuer keys a store
+    /// accepts
+    #[command(subcommand)]
+    Operators(Operators),
     /// Show a run's audit trail in order: its calls, the decisions on its approvals, and the
     /// outbox deliveries and operator actions on its operations
     Audit(AuditArgs),
@@ -66,19 +72,26 @@ The store:
   TOOLGATE_STORE                 used when --store is not given
   Opening a store applies its migrations, as the application does at start-up.
 
-The approver (approvals approve and reject) or operator (outbox resume), one source of the two:
-  --as USER --tenant TENANT --permission PERMISSION (repeatable)   for local use
-  --identity FILE, or TOOLGATE_IDENTITY=FILE   a JSON file {\"tenant\": \"acme\",
-                           \"user\": \"manager\", \"permissions\": [\"refund:approve\"]}, for real use
-  Giving both is an error. The approver never comes from the approval itself.
-  `outbox resume` needs the permission outbox:resume, and resumes only an event of the
-  operator's tenant.
+Who acts (approvals approve and reject, outbox resume, ops settle): the operator a token proves
+  --token TOKEN, or TOOLGATE_TOKEN=TOKEN   an operator token the tenant's issuer signed
+                           (TOOLGATE_TOKEN keeps it out of the process list and shell history)
+  Once per tenant, whoever issues its tokens makes the issuer (the secret key stays in the file):
+    toolgate --store … operators init --issuer acme-ops --tenant acme --secret-file acme-ops.jwk
+  Then, for each operator (no store needed; the token is printed alone):
+    export TOOLGATE_TOKEN=$(toolgate operators issue --secret-file acme-ops.jwk \\
+        --subject manager --permission refund:approve --lifetime 8h)
+  The token's subject is recorded as the approver or operator, never a name from the approval,
+  the event or the operation. `outbox resume` needs outbox:resume, `ops settle` ops:settle, and
+  each acts only in the token's tenant. An expired token, or one that no key the store holds for
+  its tenant verifies, is refused before anything is done.
 
 Exit codes:
   0  done
-  1  a decision or a resume was refused (self-approval, expired, missing permission, not found,
-     already decided, an event that is not dead), or what was asked for was not found
-  2  usage error
+  1  refused: a token (expired, or of a key the store does not hold), a decision (self-approval,
+     expired, missing permission, not found, already decided), a resume or a settlement (missing
+     permission, the wrong status), a secret file that exists or that others can read; or what
+     was asked for was not found
+  2  usage error (no token, a name that is not an identifier, a bad lifetime)
   3  the store could not be opened, reached or read";
 
 /// A `--status` that also takes `all`.
@@ -125,7 +138,7 @@ mod tests {
     use super::approvals::{ListApprovals, ShowApproval};
     use super::ops::{ListOps, ShowOperation};
     use super::*;
-    use crate::identity::IdentityFlags;
+    use crate::identity::TokenArg;
     use crate::json::Output;
 
     pub(super) fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
@@ -190,14 +203,8 @@ mod tests {
             "apr_1",
             "--reason",
             "checked",
-            "--as",
-            "manager",
-            "--tenant",
-            "acme",
-            "--permission",
-            "refund:approve",
-            "--permission",
-            "x",
+            "--token",
+            "h.c.s",
         ])
         .unwrap();
         assert_eq!(
@@ -205,36 +212,31 @@ mod tests {
             Command::Approvals(Approvals::Approve(DecideArgs {
                 id: "apr_1".into(),
                 reason: "checked".into(),
-                identity: IdentityFlags {
-                    user: Some("manager".into()),
-                    tenant: Some("acme".into()),
-                    permissions: vec!["refund:approve".into(), "x".into()],
-                    file: None,
+                operator: TokenArg {
+                    token: Some("h.c.s".into()),
                 },
             }))
         );
+        // Without a token it parses: the command says what is missing, before the store.
         let reject = parse(&["approvals", "reject", "apr_1", "--reason", "no"]).unwrap();
         assert!(matches!(
             reject.command,
             Command::Approvals(Approvals::Reject(DecideArgs { .. }))
         ));
-        let by_file = parse(&[
-            "approvals",
-            "reject",
-            "apr_1",
-            "--reason",
-            "no",
-            "--identity",
-            "/etc/toolgate/approver.json",
-        ])
-        .unwrap();
-        let Command::Approvals(Approvals::Reject(args)) = by_file.command else {
-            panic!("a rejection: {by_file:?}");
-        };
-        assert_eq!(
-            args.identity.file.as_deref(),
-            Some(std::path::Path::new("/etc/toolgate/approver.json"))
-        );
+        // No typed identity.
+        for typed in [
+            &["--as", "manager"][..],
+            &["--identity", "a.json"],
+            &["--permission", "p"],
+        ] {
+            let args = [
+                &["approvals", "approve", "apr_1", "--reason", "ok"][..],
+                typed,
+            ]
+            .concat();
+            let err = parse(&args).expect_err("no typed identity");
+            assert_eq!(err.exit_code(), 2, "{typed:?}");
+        }
         let ops = parse(&[
             "ops",
             "list",
@@ -344,6 +346,6 @@ mod tests {
         }
         let help = parse(&["approvals", "approve", "--help"]).expect_err("help is shown");
         assert_eq!(help.exit_code(), 0);
-        assert!(help.to_string().contains("TOOLGATE_IDENTITY"), "{help}");
+        assert!(help.to_string().contains("TOOLGATE_TOKEN"), "{help}");
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! It works on the application's operation store (a SQLite file or a PostgreSQL database)
 //! without the application's code: it lists and shows approvals and decides on them, lists and
-//! shows operations, lists and shows outbox events and resumes dead ones, and prints a run's
-//! audit trail. Run `toolgate --help` for its commands.
+//! shows operations and settles unknown outcomes, lists and shows outbox events and resumes dead
+//! ones, and prints a run's audit trail. Whoever decides or acts signs in with an operator token
+//! that the tenant's issuer signed: `operators init` makes an issuer (its public key in the
+//! store), `operators issue` issues tokens. Run `toolgate --help` for its commands.
 //!
 //! This library is the command line as a function: [`main`] is all the `toolgate` binary runs,
 //! for a program that ships the same commands under a name of its own (an application's admin
@@ -18,6 +20,7 @@ mod identity;
 mod json;
 mod open;
 mod operator_audit;
+mod operators;
 mod ops;
 mod outbox;
 mod settle;
@@ -25,7 +28,7 @@ mod sign_in;
 mod table;
 mod time;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -33,15 +36,17 @@ use clap::error::ErrorKind;
 use toolgate_core::store::{OperationStore, Verdict};
 
 use crate::args::{
-    Approvals, Cli, Command, DecideArgs, Ops, Outbox, ResumeArgs, SettleArgs, StatusFilter,
+    Approvals, Cli, Command, DecideArgs, Operators, Ops, Outbox, ResumeArgs, SettleArgs,
+    StatusFilter,
 };
 use crate::error::Failure;
 use crate::identity::Role;
-use crate::open::StoreSpec;
+use crate::sign_in::sign_in;
+use crate::time::now_ms;
 
 /// Runs the command line on the process's arguments and environment, printing what the command
-/// prints, and answers the exit code: 0 done, 1 a decision refused or nothing found, 2 bad usage,
-/// 3 the store failed.
+/// prints, and answers the exit code: 0 done, 1 refused (a token, a decision, an action) or
+/// nothing found, 2 bad usage, 3 the store failed.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -88,24 +93,25 @@ fn execute(cli: Cli) -> Result<String, Failure> {
 }
 
 async fn run(cli: Cli) -> Result<String, Failure> {
-    let spec = open::spec(cli.store.as_deref())?;
+    // The store is named only where one is opened: `operators issue` needs none.
+    let spec = cli.store.as_deref();
     match cli.command {
         Command::Approvals(Approvals::List(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 approvals::list(store, a.status.only(), a.tenant.as_deref(), a.output).await
             })
             .await
         }
         Command::Approvals(Approvals::Show(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 approvals::show(store, &a.id, a.tenant.as_deref(), a.output).await
             })
             .await
         }
-        Command::Approvals(Approvals::Approve(a)) => decide(&spec, Verdict::Approve, &a).await,
-        Command::Approvals(Approvals::Reject(a)) => decide(&spec, Verdict::Reject, &a).await,
+        Command::Approvals(Approvals::Approve(a)) => decide(spec, Verdict::Approve, &a).await,
+        Command::Approvals(Approvals::Reject(a)) => decide(spec, Verdict::Reject, &a).await,
         Command::Ops(Ops::List(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 let (run, tenant) = (a.run.as_deref(), a.tenant.as_deref());
                 let status = a.status.and_then(StatusFilter::only);
                 ops::list(store, status, run, tenant, a.output).await
@@ -113,29 +119,43 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             .await
         }
         Command::Ops(Ops::Show(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 ops::show(store, &a.key, a.tenant.as_deref(), a.output).await
             })
             .await
         }
-        Command::Ops(Ops::Settle(a)) => settle(&spec, &a).await,
+        Command::Ops(Ops::Settle(a)) => settle(spec, &a).await,
         Command::Outbox(Outbox::List(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 let status = a.status.only();
                 outbox::list(store, status, a.tenant.as_deref(), a.limit, a.json).await
             })
             .await
         }
         Command::Outbox(Outbox::Show(a)) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 outbox::show(store, &a.key, a.tenant.as_deref(), a.json).await
             })
             .await
         }
-        Command::Outbox(Outbox::Resume(a)) => resume(&spec, &a).await,
-        Command::Console(a) => console::run(&spec, a.listen).await,
+        Command::Outbox(Outbox::Resume(a)) => resume(spec, &a).await,
+        Command::Operators(Operators::Init(a)) => {
+            let secret = operators::prepare(&a)?;
+            with_store(spec, async |store| {
+                operators::init(store, &a, &secret).await
+            })
+            .await
+        }
+        Command::Operators(Operators::Issue(a)) => operators::issue(&a),
+        Command::Operators(Operators::List(a)) => {
+            with_store(spec, async |store| {
+                operators::list(store, &a.tenant, a.json).await
+            })
+            .await
+        }
+        Command::Console(a) => console::run(&open::spec(spec)?, a.listen).await,
         Command::Audit(a) => {
-            with_store(&spec, async |store| {
+            with_store(spec, async |store| {
                 audit::trail(store, &a.run, a.tenant.as_deref(), a.json).await
             })
             .await
@@ -144,8 +164,13 @@ async fn run(cli: Cli) -> Result<String, Failure> {
 }
 
 /// `approvals approve` or `approvals reject`: what can be refused without the store (an empty
-/// reason, no approver) is refused before opening it.
-async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result<String, Failure> {
+/// reason, no token) is refused before opening it; the approver is signed in before anything
+/// is decided.
+async fn decide(
+    spec: Option<&OsStr>,
+    verdict: Verdict,
+    args: &DecideArgs,
+) -> Result<String, Failure> {
     if args.reason.trim().is_empty() {
         return Err(Failure::usage(
             "the reason is empty",
@@ -153,17 +178,20 @@ async fn decide(spec: &StoreSpec, verdict: Verdict, args: &DecideArgs) -> Result
             "give --reason TEXT with the decision's reason",
         ));
     }
-    let approver = identity::resolve(&args.identity)?;
+    let token = identity::token(Role::Approver, &args.operator)?;
     with_store(spec, async |store| {
+        let approver = sign_in(store, token, now_ms()).await?;
         approvals::decide(store, verdict, &args.id, &args.reason, &approver).await
     })
     .await
 }
 
-/// `outbox resume`: without an operator, the store is not opened.
-async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> {
-    let operator = identity::resolve_as(Role::Operator, &args.identity)?;
+/// `outbox resume`: without a token, the store is not opened; the operator is signed in before
+/// anything is resumed.
+async fn resume(spec: Option<&OsStr>, args: &ResumeArgs) -> Result<String, Failure> {
+    let token = identity::token(Role::Operator, &args.operator)?;
     with_store(spec, async |store| {
+        let operator = sign_in(store, token, now_ms()).await?;
         let resume = outbox::Resume {
             key: &args.key,
             reason: args.reason.as_deref(),
@@ -174,9 +202,9 @@ async fn resume(spec: &StoreSpec, args: &ResumeArgs) -> Result<String, Failure> 
     .await
 }
 
-/// `ops settle`: what can be refused without the store (empty evidence, no operator) is refused
-/// before opening it.
-async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> {
+/// `ops settle`: what can be refused without the store (empty evidence, no token) is refused
+/// before opening it; the operator is signed in before anything is settled.
+async fn settle(spec: Option<&OsStr>, args: &SettleArgs) -> Result<String, Failure> {
     if args.evidence.trim().is_empty() {
         return Err(Failure::usage(
             "the evidence is empty",
@@ -184,8 +212,9 @@ async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> 
             "give --evidence TEXT: the provider's reference, or what you saw in its ledger",
         ));
     }
-    let operator = identity::resolve_as(Role::Settler, &args.identity)?;
+    let token = identity::token(Role::Settler, &args.operator)?;
     with_store(spec, async |store| {
+        let operator = sign_in(store, token, now_ms()).await?;
         let settlement = settle::Settlement {
             key: &args.key,
             applied: args.applied,
@@ -197,12 +226,14 @@ async fn settle(spec: &StoreSpec, args: &SettleArgs) -> Result<String, Failure> 
     .await
 }
 
-/// Opens the store `spec` names, does `work` on it, and closes it.
+/// Opens the store `given` names (`--store`, else `TOOLGATE_STORE`), does `work` on it, and
+/// closes it.
 async fn with_store(
-    spec: &StoreSpec,
+    given: Option<&OsStr>,
     work: impl AsyncFnOnce(&dyn OperationStore) -> Result<String, Failure>,
 ) -> Result<String, Failure> {
-    let opened = open::open(spec).await?;
+    let spec = open::spec(given)?;
+    let opened = open::open(&spec).await?;
     let output = work(opened.store()).await;
     opened.close().await;
     output

@@ -4,9 +4,14 @@
 //! An [`Operator`] is made only by [`Operator::authenticate`], from a credential an
 //! [`Authenticator`] checks: a token an issuer signed ([`TokenVerifier`], EdDSA JWTs checked
 //! against the issuers' public keys the application gives it), or the application's own login
-//! (an `Authenticator` of its own). The command line does not use tokens yet: its identities are
-//! typed, and every decision made with one records the issuer `typed`.
-//! Its subject is an identifier ([`identifier_flaw`]), compared exactly as it was issued.
+//! (an `Authenticator` of its own). The operators' `toolgate` (crate `toolgate-cli`) signs its
+//! operators in with tokens: `toolgate operators init` makes a tenant's issuer (the secret key
+//! in a file of its own, the public key in the store, which keeps issuers' keys as an
+//! `IssuerKeyStore`), `toolgate operators issue` signs a token, and each command that decides or
+//! acts takes one (`--token` or `TOOLGATE_TOKEN`), as the web console's sign-in page does, checked
+//! against the keys the store holds for the tenant it claims.
+//! An operator's subject is an identifier ([`identifier_flaw`]), compared exactly as it was
+//! issued.
 //!
 //! # Examples
 //!

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::support::{PATIENCE, call, desk, only_result, operator_cli, read_lines};
+use crate::support::{PATIENCE, call, desk, only_result, operator_cli, operator_token, read_lines};
 use serde_json::{Value, json};
 use toolgate::idempotency::{HASH_SECRET_ENV, HASH_SECRET_FILE_ENV, HashSecret};
 use toolgate::idempotency::{canonical_json, request_hash};
@@ -47,21 +47,16 @@ fn the_command_line_approves_while_the_desk_waits() {
     assert!(listed.status.success(), "{listed:?}");
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let manager = operator_token(&store, dir.path(), "manager", "refund:approve");
     let approved = operator_cli()
         .args(["--store", &store, "approvals", "approve", &id])
         .args(["--reason", "the customer returned the whole order"])
-        .args([
-            "--as",
-            "manager",
-            "--tenant",
-            "acme",
-            "--permission",
-            "refund:approve",
-        ])
+        .env("TOOLGATE_TOKEN", &manager)
         .output()
         .unwrap();
     assert!(approved.status.success(), "{approved:?}");
-    // The requester may not decide on their own refund.
+    // The requester may not decide on their own refund, even with a token of the issuer.
+    let agent = operator_token(&store, dir.path(), "agent", "refund:approve");
     let own = operator_cli()
         .args([
             "--store",
@@ -72,14 +67,7 @@ fn the_command_line_approves_while_the_desk_waits() {
             "--reason",
             "mine",
         ])
-        .args([
-            "--as",
-            "agent",
-            "--tenant",
-            "acme",
-            "--permission",
-            "refund:approve",
-        ])
+        .args(["--token", &agent])
         .output()
         .unwrap();
     assert_eq!(own.status.code(), Some(1), "{own:?}");

@@ -6,7 +6,9 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::support::{PATIENCE, call, desk, only_result, operator_cli, play, read_lines};
+use crate::support::{
+    PATIENCE, call, desk, only_result, operator_cli, operator_token, play, read_lines,
+};
 use serde_json::{Value, json};
 use sqlx::{Connection, Row};
 use toolgate_test_postgres::test_database;
@@ -180,10 +182,11 @@ fn the_command_line_resumes_a_dead_refund_and_the_next_delivery_applies_it_once(
     );
     assert_eq!(dead, json!({"delivered": 0, "retrying": 2, "dead": 1}));
 
-    let operator = ["--as", "ops", "--tenant", "acme"];
+    // A token without outbox:resume is refused.
+    let settler = operator_token(&store, dir.path(), "ops", "ops:settle");
     let refused = operator_cli()
         .args(["--store", &store, "outbox", "resume", &key])
-        .args(operator)
+        .args(["--token", &settler])
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
@@ -194,8 +197,10 @@ fn the_command_line_resumes_a_dead_refund_and_the_next_delivery_applies_it_once(
     let resumed = operator_cli()
         .args(["--store", &store, "outbox", "resume", &key, "--json"])
         .args(["--reason", "the provider is back"])
-        .args(operator)
-        .args(["--permission", "outbox:resume"])
+        .env(
+            "TOOLGATE_TOKEN",
+            operator_token(&store, dir.path(), "ops", "outbox:resume"),
+        )
         .output()
         .unwrap();
     assert!(resumed.status.success(), "{resumed:?}");

@@ -6,7 +6,7 @@
 //! too, so that a test can read its ledger.
 
 use crate::mcp_client::{assert_shop_listed, call, ledger, protocol_error, refund, result_object};
-use crate::support::{FakePayments, McpHttpServer, PATIENCE, operator_cli};
+use crate::support::{FakePayments, McpHttpServer, PATIENCE, operator_cli, operator_token};
 use rmcp::model::{ErrorCode, ProtocolVersion};
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
@@ -240,11 +240,11 @@ async fn a_refund_approved_with_the_command_line_runs_while_the_client_waits() {
     let id = waiting["error"]["approval_id"].as_str().unwrap().to_owned();
 
     // The client waits; a manager approves on the same database.
+    let manager = operator_token(&store, dir.path(), "manager", "refund:approve");
     let approved = operator_cli()
         .args(["--store", &store, "approvals", "approve", &id])
         .args(["--reason", "the customer returned the whole order"])
-        .args(["--as", "manager", "--tenant", "acme"])
-        .args(["--permission", "refund:approve"])
+        .env("TOOLGATE_TOKEN", &manager)
         .output()
         .unwrap();
     assert!(approved.status.success(), "{approved:?}");

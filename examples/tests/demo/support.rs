@@ -7,6 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
@@ -20,6 +21,40 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
 /// binary), ready to take flags.
 pub(crate) fn operator_cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_operator"))
+}
+
+/// A token of acme's operator `subject` holding `permission`, issued with the command line
+/// (`operators issue`) by acme's issuer `acme-ops`, which the first call makes in `store` with
+/// `operators init`, its secret key in `dir`.
+pub(crate) fn operator_token(store: &str, dir: &Path, subject: &str, permission: &str) -> String {
+    let secret = dir.join("acme-ops.jwk");
+    if !secret.exists() {
+        let made = operator_cli()
+            .args([
+                "--store",
+                store,
+                "operators",
+                "init",
+                "--issuer",
+                "acme-ops",
+            ])
+            .args(["--tenant", "acme", "--secret-file"])
+            .arg(&secret)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    }
+    let issued = operator_cli()
+        .args(["operators", "issue", "--secret-file"])
+        .arg(&secret)
+        .args(["--subject", subject, "--permission", permission])
+        .output()
+        .unwrap();
+    assert!(issued.status.success(), "{issued:?}");
+    String::from_utf8(issued.stdout)
+        .unwrap()
+        .trim_end()
+        .to_owned()
 }
 
 /// The refund desk binary, ready to take flags.

@@ -4,7 +4,7 @@ use clap::{Args, Subcommand};
 use toolgate_core::store::ApprovalStatus;
 
 use super::{StatusFilter, status_or_all};
-use crate::identity::IdentityFlags;
+use crate::identity::TokenArg;
 use crate::json::Output;
 
 /// `approvals …`.
@@ -16,10 +16,10 @@ pub(crate) enum Approvals {
     Show(ShowApproval),
     /// Approve an operation: it runs at the next call of the model with the same arguments, or
     /// by the application's runner
-    #[command(after_help = IDENTITY_HELP)]
+    #[command(after_help = DECIDE_HELP)]
     Approve(DecideArgs),
     /// Reject an operation: it never runs; the model's next identical call is told so
-    #[command(after_help = IDENTITY_HELP)]
+    #[command(after_help = DECIDE_HELP)]
     Reject(DecideArgs),
 }
 
@@ -64,17 +64,19 @@ pub(crate) struct DecideArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) reason: String,
     #[command(flatten)]
-    pub(crate) identity: IdentityFlags,
+    pub(crate) operator: TokenArg,
 }
 
-const IDENTITY_HELP: &str = "\
-The approver: --as USER --tenant TENANT --permission PERMISSION (repeatable), or the JSON file
-named by --identity or TOOLGATE_IDENTITY: {\"tenant\": \"acme\", \"user\": \"manager\",
-\"permissions\": [\"refund:approve\"]}. Exactly one of the two. The approver must belong to the
-approval's tenant, hold its approval permission (shown by `approvals show`), and not be its
-requester.
+const DECIDE_HELP: &str = "\
+The approver is whom the operator token names (--token, or TOOLGATE_TOKEN): a token the
+tenant's issuer signed with a key the store holds, issued with `toolgate operators issue`. The
+token's subject is recorded as the approver, its issuer with the decision. The approver must
+belong to the approval's tenant, hold its approval permission (shown by `approvals show`), and
+not be its requester. An expired token, or one no key of its tenant in the store verifies, is
+refused before anything is decided.
 
-Exit codes: 0 decided, 1 refused (the reason is printed), 2 usage error, 3 store error.";
+Exit codes: 0 decided, 1 refused (the reason is printed), 2 usage error (no token), 3 store
+error.";
 
 /// `pending`, `approved`, `rejected` or `all`.
 fn statuses() -> impl clap::builder::TypedValueParser<Value = StatusFilter<ApprovalStatus>> {

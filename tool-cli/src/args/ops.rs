@@ -4,7 +4,7 @@ use clap::{ArgGroup, Args, Subcommand};
 use toolgate_core::store::OperationState;
 
 use super::{StatusFilter, status_or_all};
-use crate::identity::IdentityFlags;
+use crate::identity::TokenArg;
 use crate::json::Output;
 
 /// `ops …`.
@@ -66,28 +66,31 @@ pub(crate) struct SettleArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) evidence: String,
     #[command(flatten)]
-    pub(crate) identity: IdentityFlags,
+    pub(crate) operator: TokenArg,
     /// Print one JSON document instead of a table
     #[arg(long)]
     pub(crate) json: bool,
 }
 
 const SETTLE_HELP: &str = "\
-The operator: --as USER --tenant TENANT --permission PERMISSION (repeatable), or the JSON file
-named by --identity or TOOLGATE_IDENTITY: {\"tenant\": \"acme\", \"user\": \"ops\",
-\"permissions\": [\"ops:settle\"]}. Exactly one of the two. The operator must hold the
-permission ops:settle, and settles only an operation of their own tenant.
+The operator is whom the operator token names (--token, or TOOLGATE_TOKEN): a token the
+tenant's issuer signed with a key the store holds, issued with `toolgate operators issue`
+holding the permission ops:settle. The operator settles only an operation of the token's
+tenant; an expired token, or one no key of its tenant in the store verifies, is refused before
+anything is settled.
 
 Only an operation whose outcome is unknown is settled. --applied: it becomes succeeded, with the
-result {\"settled_by\": USER, \"evidence\": TEXT}, which a call again with its key is answered
+result {\"settled_by\": SUBJECT, \"evidence\": TEXT}, which a call again with its key is answered
 with (an outbox operation's event becomes delivered). --not-applied: it becomes failed (an outbox
 operation's event is pending again; an operation with steps is partial if one succeeded), and a
 call again with its key runs it afresh. Look at the provider before you settle: the reconciler
 asks it by itself where the tool has a reconcile hook. Any other state is refused, and the
 refusal says which it is. The settlement, or its refusal, appends an audit record of kind
-`operator` (the operator, the key, `settled` or `refused`, the outcome and the evidence).
+`operator` (the token's subject, the key, `settled` or `refused`, the outcome and the
+evidence).
 
-Exit codes: 0 settled, 1 refused (the reason is printed), 2 usage error, 3 store error.";
+Exit codes: 0 settled, 1 refused (the reason is printed), 2 usage error (no token, no evidence),
+3 store error.";
 
 /// Every [`OperationState`] by its stored name, or `all`.
 fn states() -> impl clap::builder::TypedValueParser<Value = StatusFilter<OperationState>> {

@@ -4,7 +4,7 @@ use clap::{Args, Subcommand};
 use toolgate_core::store::EventStatus;
 
 use super::{StatusFilter, status_or_all};
-use crate::identity::IdentityFlags;
+use crate::identity::TokenArg;
 
 /// `outbox …`.
 #[derive(Debug, PartialEq, Eq, Subcommand)]
@@ -60,24 +60,27 @@ pub(crate) struct ResumeArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) reason: Option<String>,
     #[command(flatten)]
-    pub(crate) identity: IdentityFlags,
+    pub(crate) operator: TokenArg,
     /// Print one JSON document instead of a table
     #[arg(long)]
     pub(crate) json: bool,
 }
 
 const RESUME_HELP: &str = "\
-The operator: --as USER --tenant TENANT --permission PERMISSION (repeatable), or the JSON file
-named by --identity or TOOLGATE_IDENTITY: {\"tenant\": \"acme\", \"user\": \"ops\",
-\"permissions\": [\"outbox:resume\"]}. Exactly one of the two. The operator must hold the
-permission outbox:resume, and resumes only an event of their own tenant.
+The operator is whom the operator token names (--token, or TOOLGATE_TOKEN): a token the
+tenant's issuer signed with a key the store holds, issued with `toolgate operators issue`
+holding the permission outbox:resume. The operator resumes only an event of the token's tenant;
+an expired token, or one no key of its tenant in the store verifies, is refused before anything
+is resumed.
 
 Only a dead event is resumed: it becomes pending, due now, and its delivery budget is counted
 again from its current attempt; the next worker pass delivers it with the operation's key. Any
 other status is refused, and the refusal says which it is. The resume, or its refusal, appends
-an audit record of kind `operator` (the operator, the key, `resumed` or `refused`, the --reason).
+an audit record of kind `operator` (the token's subject, the key, `resumed` or `refused`, the
+--reason).
 
-Exit codes: 0 resumed, 1 refused (the reason is printed), 2 usage error, 3 store error.";
+Exit codes: 0 resumed, 1 refused (the reason is printed), 2 usage error (no token), 3 store
+error.";
 
 /// Every [`EventStatus`] by its stored name, or `all`.
 fn statuses() -> impl clap::builder::TypedValueParser<Value = StatusFilter<EventStatus>> {
@@ -111,23 +114,12 @@ mod tests {
                 ..
             }))
         ));
-        let resume = parse(&[
-            "outbox",
-            "resume",
-            "k1",
-            "--as",
-            "ops",
-            "--tenant",
-            "acme",
-            "--permission",
-            "outbox:resume",
-        ])
-        .unwrap();
+        let resume = parse(&["outbox", "resume", "k1", "--token", "a.b.c"]).unwrap();
         let Command::Outbox(Outbox::Resume(args)) = resume.command else {
             panic!("a resume");
         };
         assert_eq!(args.key, "k1");
-        assert_eq!(args.identity.permissions, ["outbox:resume"]);
+        assert_eq!(args.operator.token.as_deref(), Some("a.b.c"));
         assert!(parse(&["outbox", "list", "--status", "lost"]).is_err());
         assert!(parse(&["outbox", "list", "--limit", "-1"]).is_err());
         assert!(parse(&["outbox", "resume"]).is_err());

@@ -9,9 +9,14 @@ use toolgate_core::store::{
 };
 
 use crate::support::{
-    HOUR_MS, MANAGER, SqliteFile, all_audit, approval, ask, now_ms, sqlite_file, toolgate,
-    toolgate_env,
+    HOUR_MS, Issuer, SqliteFile, all_audit, approval, ask, edited, now_ms, sqlite_file, toolgate,
+    toolgate_as, toolgate_env,
 };
+
+/// The token of acme's manager, who holds the approval permission.
+fn manager(db: &SqliteFile) -> String {
+    db.acme.token("manager", &["refund:approve"])
+}
 
 /// A SQLite file holding one approval waiting, `apr_a1` of acme, for an hour.
 async fn one_waiting() -> SqliteFile {
@@ -177,15 +182,14 @@ fn rfc3339_of(ms: i64) -> String {
 async fn approve_stores_the_decision_and_its_audit_record() {
     let db = one_waiting().await;
 
-    let mut args = vec![
+    let args = [
         "approvals",
         "approve",
         "apr_a1",
         "--reason",
         "checked the order",
     ];
-    args.extend(MANAGER);
-    let ran = toolgate(&db.arg, &args);
+    let ran = toolgate_as(&db.arg, &manager(&db), &args);
     assert_eq!(ran.code, 0, "{ran:?}");
     assert!(ran.stdout.contains("approval apr_a1"), "{}", ran.stdout);
     assert!(
@@ -207,6 +211,25 @@ async fn approve_stores_the_decision_and_its_audit_record() {
         ),
         (Verdict::Approve, "manager", "checked the order")
     );
+    // The token's issuer vouches for the decision, and `approvals show` says so.
+    assert_eq!(decision.issuer.as_deref(), Some("acme-ops"));
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(
+        ran.stdout.contains("VERDICT  BY       ISSUER"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout
+            .contains("approve  manager  acme-ops  checked the order"),
+        "{}",
+        ran.stdout
+    );
+    let ran = toolgate(&db.arg, &["approvals", "show", "apr_a1", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(shown["decisions"][0]["issuer"], "acme-ops", "{shown}");
+    assert_eq!(shown["decisions"][0]["by"], "manager", "{shown}");
     // Approved, the operation waits for its next claim to run.
     let record = db.store.get("acme", "k1").await.unwrap().unwrap();
     assert_eq!(record.state, OperationState::AwaitingApproval);
@@ -233,15 +256,14 @@ async fn approve_stores_the_decision_and_its_audit_record() {
     assert_eq!(entry.approval_id.as_deref(), Some("apr_a1"));
 
     // Decided, it is not decided again.
-    let mut again = vec![
+    let again = [
         "approvals",
         "reject",
         "apr_a1",
         "--reason",
         "changed my mind",
     ];
-    again.extend(MANAGER);
-    let ran = toolgate(&db.arg, &again);
+    let ran = toolgate_as(&db.arg, &manager(&db), &again);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr.contains("was already decided (approved)"),
@@ -269,15 +291,14 @@ async fn approve_stores_the_decision_and_its_audit_record() {
 async fn reject_makes_the_approval_and_its_operation_rejected() {
     let db = one_waiting().await;
 
-    let mut args = vec![
+    let args = [
         "approvals",
         "reject",
         "apr_a1",
         "--reason",
         "duplicate refund",
     ];
-    args.extend(MANAGER);
-    let ran = toolgate(&db.arg, &args);
+    let ran = toolgate_as(&db.arg, &manager(&db), &args);
     assert_eq!(ran.code, 0, "{ran:?}");
     assert!(
         ran.stdout.contains("rejected by manager: duplicate refund"),
@@ -295,15 +316,15 @@ async fn reject_makes_the_approval_and_its_operation_rejected() {
     assert_eq!(audit[0].entry.outcome, "rejected");
 }
 
-/// Runs `approvals approve apr_a1` with `identity`, and asserts it was refused with exit 1,
-/// saying `says`, and that nothing was stored.
-async fn refused_and_unchanged(identity: &[&str], says: &str) {
+/// Runs `approvals approve apr_a1` with the token `token` answers for the store, and asserts it
+/// was refused with exit 1, saying `says`, that nothing was decided, and that the refused
+/// attempt has its audit record.
+async fn refused_and_unchanged(token: impl AsyncFnOnce(&SqliteFile) -> String, says: &str) {
     let db = one_waiting().await;
     let before = db.store.approval("apr_a1").await.unwrap().unwrap();
 
-    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "ok"];
-    args.extend_from_slice(identity);
-    let ran = toolgate(&db.arg, &args);
+    let args = ["approvals", "approve", "apr_a1", "--reason", "ok"];
+    let ran = toolgate_as(&db.arg, &token(&db).await, &args);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
     assert!(ran.stdout.is_empty(), "{}", ran.stdout);
@@ -326,15 +347,9 @@ async fn refused_and_unchanged(identity: &[&str], says: &str) {
 
 #[tokio::test]
 async fn the_requester_cannot_approve_their_own_call() {
+    // A token of the tenant's own issuer, issued to the requester's subject.
     refused_and_unchanged(
-        &[
-            "--as",
-            "agent",
-            "--tenant",
-            "acme",
-            "--permission",
-            "refund:approve",
-        ],
+        async |db| db.acme.token("agent", &["refund:approve"]),
         "agent asked for approval apr_a1 and cannot decide on it",
     )
     .await;
@@ -344,47 +359,56 @@ async fn the_requester_cannot_approve_their_own_call() {
 async fn the_requester_renamed_with_a_space_or_an_invisible_character_cannot_approve() {
     let db = one_waiting().await;
     let before = db.store.approval("apr_a1").await.unwrap().unwrap();
+    // The issuer's own key signs these, as a careless issuer of another library might: the
+    // signature holds, and the subject is still refused.
     for renamed in ["agent ", "agent\u{200b}", "\u{feff}agent"] {
-        let ran = toolgate(
+        let token = db.acme.hand_signed(serde_json::json!({
+            "sub": renamed,
+            "permissions": ["refund:approve"],
+        }));
+        let ran = toolgate_as(
             &db.arg,
-            &[
-                "approvals",
-                "approve",
-                "apr_a1",
-                "--reason",
-                "ok",
-                "--as",
-                renamed,
-                "--tenant",
-                "acme",
-                "--permission",
-                "refund:approve",
-            ],
+            &token,
+            &["approvals", "approve", "apr_a1", "--reason", "ok"],
         );
         assert_eq!(ran.code, 1, "{renamed:?}: {ran:?}");
         assert!(
-            ran.stderr.contains("the approver's identity is refused")
+            ran.stderr.contains("the operator token is refused")
                 && ran.stderr.contains("is not an identifier"),
             "{renamed:?}: {}",
             ran.stderr
         );
     }
-    // Refused before the store: nothing decided, and no operator to record.
+    // A token the requester was issued, its subject changed to the manager's after signing.
+    let renamed = edited(&db.acme.token("agent", &["refund:approve"]), |claims| {
+        claims["sub"] = "manager".into();
+    });
+    let ran = toolgate_as(
+        &db.arg,
+        &renamed,
+        &["approvals", "approve", "apr_a1", "--reason", "ok"],
+    );
+    assert_eq!(ran.code, 1, "{ran:?}");
+    for says in [
+        "the operator token is refused",
+        "its signature does not verify with the key of acme-ops (tenant acme)",
+    ] {
+        assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
+    }
+    // Refused at sign-in: nothing decided, and no operator to record.
     assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
     assert!(all_audit(&db.store).await.is_empty());
 }
 
 #[tokio::test]
-async fn another_tenant_does_not_find_the_approval() {
+async fn another_tenants_operator_does_not_find_the_approval() {
+    // Globex's own issuer, whose key the store holds for globex: its manager signs in, as
+    // globex's, and finds no approval apr_a1 there.
     refused_and_unchanged(
-        &[
-            "--as",
-            "manager",
-            "--tenant",
-            "globex",
-            "--permission",
-            "refund:approve",
-        ],
+        async |db| {
+            let globex = Issuer::added(&db.store, "globex-ops", "globex").await;
+            globex.token("manager", &["refund:approve"])
+        },
         "there is no approval with this id in your tenant",
     )
     .await;
@@ -393,14 +417,7 @@ async fn another_tenant_does_not_find_the_approval() {
 #[tokio::test]
 async fn an_approver_without_the_permission_is_refused() {
     refused_and_unchanged(
-        &[
-            "--as",
-            "clerk",
-            "--tenant",
-            "acme",
-            "--permission",
-            "refund:create",
-        ],
+        async |db| db.acme.token("clerk", &["refund:create"]),
         "takes the permission `refund:approve`, which the approver does not hold",
     )
     .await;
@@ -416,9 +433,8 @@ async fn an_expired_approval_is_rejected_as_expired_instead() {
     )
     .await;
 
-    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "late"];
-    args.extend(MANAGER);
-    let ran = toolgate(&db.arg, &args);
+    let args = ["approvals", "approve", "apr_a1", "--reason", "late"];
+    let ran = toolgate_as(&db.arg, &manager(&db), &args);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr.contains("expired before this decision"),
@@ -438,64 +454,47 @@ async fn an_expired_approval_is_rejected_as_expired_instead() {
 }
 
 #[tokio::test]
-async fn the_identity_file_decides_and_is_never_mixed_with_flags() {
+async fn the_token_is_given_by_flag_or_environment_and_the_flag_wins() {
     let db = one_waiting().await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("identity.json");
-    std::fs::write(
-        &file,
-        r#"{"tenant": "acme", "user": "lead", "permissions": ["refund:approve"]}"#,
-    )
-    .unwrap();
-    let file = file.display().to_string();
-    let env = [("TOOLGATE_IDENTITY", file.as_str())];
     let store = ["--store", db.arg.as_str()];
+    let decide = |verb: &'static str| {
+        let mut args = store.to_vec();
+        args.extend(["approvals", verb, "apr_a1", "--reason", "ok"]);
+        args
+    };
 
-    // Both sources: refused before anything is decided.
-    let mut args = store.to_vec();
-    args.extend([
-        "approvals",
-        "approve",
-        "apr_a1",
-        "--reason",
-        "ok",
-        "--as",
-        "manager",
-    ]);
-    let ran = toolgate_env(&args, &env);
-    assert_eq!(ran.code, 2, "{ran:?}");
-    assert!(
-        ran.stderr
-            .contains("the approver's identity is given twice"),
-        "{}",
-        ran.stderr
-    );
-    assert!(
-        ran.stderr.contains("unset TOOLGATE_IDENTITY"),
-        "{}",
-        ran.stderr
-    );
+    // Without a token, or with an empty TOOLGATE_TOKEN: a usage error, before the store.
+    for env in [&[][..], &[("TOOLGATE_TOKEN", "")]] {
+        let ran = toolgate_env(&decide("reject"), env);
+        assert_eq!(ran.code, 2, "{ran:?}");
+        for says in [
+            "no approver token",
+            "--token TOKEN",
+            "TOOLGATE_TOKEN",
+            "toolgate operators issue",
+        ] {
+            assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
+        }
+    }
     let waiting = db.store.approval("apr_a1").await.unwrap().unwrap();
     assert_eq!(waiting.status, ApprovalStatus::Pending);
+    assert!(all_audit(&db.store).await.is_empty());
 
-    let mut args = store.to_vec();
-    args.extend(["approvals", "approve", "apr_a1", "--reason", "ok"]);
-    let ran = toolgate_env(&args, &env);
+    // --token wins over TOOLGATE_TOKEN: the lead's token in the environment is not used.
+    let lead = db.acme.token("lead", &["refund:approve"]);
+    let mut args = decide("approve");
+    let token = manager(&db);
+    args.extend(["--token", token.as_str()]);
+    let ran = toolgate_env(&args, &[("TOOLGATE_TOKEN", lead.as_str())]);
     assert_eq!(ran.code, 0, "{ran:?}");
     let stored = db.store.approval("apr_a1").await.unwrap().unwrap();
-    assert_eq!(stored.status, ApprovalStatus::Approved);
-    assert_eq!(stored.decisions[0].by, "lead");
+    assert_eq!(stored.decisions[0].by, "manager");
 
-    // Without either source, no decision.
-    let mut args = store.to_vec();
-    args.extend(["approvals", "reject", "apr_a1", "--reason", "no"]);
-    let ran = toolgate_env(&args, &[]);
-    assert_eq!(ran.code, 2, "{ran:?}");
-    assert!(
-        ran.stderr.contains("--as USER --tenant TENANT"),
-        "{}",
-        ran.stderr
-    );
+    // TOOLGATE_TOKEN alone signs the lead in.
+    let ran = toolgate_env(&decide("reject"), &[("TOOLGATE_TOKEN", lead.as_str())]);
+    assert_eq!(ran.code, 1, "already decided: {ran:?}");
+    let audit = all_audit(&db.store).await;
+    assert_eq!(audit.last().unwrap().entry.actor, "lead", "{audit:?}");
 }
 
 /// `approvals show` says the state of the approval's run; the approval of an aborted run is
@@ -572,9 +571,8 @@ async fn show_says_the_runs_state_and_an_aborted_runs_approval_cannot_be_approve
 
     let before = db.store.approval("apr_a1").await.unwrap().unwrap();
     let audited = all_audit(&db.store).await.len();
-    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "ok"];
-    args.extend_from_slice(&MANAGER);
-    let ran = toolgate(&db.arg, &args);
+    let args = ["approvals", "approve", "apr_a1", "--reason", "ok"];
+    let ran = toolgate_as(&db.arg, &manager(&db), &args);
     assert_eq!(ran.code, 1, "{ran:?}");
     for says in [
         "approval apr_a1 was rejected (`run_aborted`) when its run run-1 was aborted; it never runs",

@@ -6,7 +6,14 @@ use toolgate_core::store::prelude::*;
 
 use toolgate_core::store::{AuditKind, EventStatus};
 
-use crate::support::{OPERATOR, call_entry, dead_event, operator_trail, sqlite_file, toolgate};
+use crate::support::{
+    SqliteFile, call_entry, dead_event, operator_trail, sqlite_file, toolgate, toolgate_as,
+};
+
+/// The token of acme's operator `ops`, who holds `outbox:resume`.
+fn operator(db: &SqliteFile) -> String {
+    db.acme.token("ops", &["outbox:resume"])
+}
 
 #[tokio::test]
 async fn list_and_show_print_the_events_as_a_table_and_as_json() {
@@ -75,35 +82,31 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
     dead_event(&db.store, "globex", "k2").await;
 
     // Without outbox:resume.
-    let ran = toolgate(
+    let ran = toolgate_as(
         &db.arg,
-        &["outbox", "resume", "k1", "--as", "ops", "--tenant", "acme"],
+        &db.acme.token("ops", &["ops:settle"]),
+        &["outbox", "resume", "k1"],
     );
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(ran.stderr.contains("`outbox:resume`"), "{ran:?}");
     // Another tenant's event is not found for acme's operator.
-    let ran = toolgate(
-        &db.arg,
-        &[&["outbox", "resume", "k2"][..], &OPERATOR].concat(),
-    );
+    let ran = toolgate_as(&db.arg, &operator(&db), &["outbox", "resume", "k2"]);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr.contains("no outbox event k2 of tenant acme"),
         "{ran:?}"
     );
-    // No identity at all is a usage error.
+    // No token at all is a usage error.
     let ran = toolgate(&db.arg, &["outbox", "resume", "k1"]);
     assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("no operator token"), "{ran:?}");
     let event = db.store.event("acme", "k1").await.unwrap().unwrap();
     assert_eq!(event.status, EventStatus::Dead, "nothing was changed");
 
-    let ran = toolgate(
+    let ran = toolgate_as(
         &db.arg,
-        &[
-            &["outbox", "resume", "k1", "--json", "--reason", "back up"][..],
-            &OPERATOR,
-        ]
-        .concat(),
+        &operator(&db),
+        &["outbox", "resume", "k1", "--json", "--reason", "back up"],
     );
     assert_eq!(ran.code, 0, "{ran:?}");
     let resumed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
@@ -117,10 +120,7 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
     assert_eq!(event.resumed_at, event.attempt);
 
     // Pending now: a second resume is refused and says so.
-    let ran = toolgate(
-        &db.arg,
-        &[&["outbox", "resume", "k1"][..], &OPERATOR].concat(),
-    );
+    let ran = toolgate_as(&db.arg, &operator(&db), &["outbox", "resume", "k1"]);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr
@@ -129,7 +129,7 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
     );
 
     // Every operator action, and every refused attempt at one, is in the audit trail; the
-    // attempt with no identity never reached the store.
+    // attempt with no token never reached the store.
     let trail: Vec<(String, String, String)> = operator_trail(&db.store)
         .await
         .into_iter()
@@ -142,9 +142,9 @@ async fn resume_makes_a_dead_event_pending_and_refuses_anything_else() {
         trail,
         [
             row("ops", "k1", "refused"),
-            row(OPERATOR[1], "k2", "refused"),
-            row(OPERATOR[1], "k1", "resumed"),
-            row(OPERATOR[1], "k1", "refused"),
+            row("ops", "k2", "refused"),
+            row("ops", "k1", "resumed"),
+            row("ops", "k1", "refused"),
         ]
     );
 }
@@ -167,10 +167,7 @@ async fn audit_of_a_run_shows_the_deliveries_and_operator_actions_on_its_operati
     for entry in [&run_call, &elsewhere, &delivery, &other_run] {
         store.append_audit(entry).await.unwrap();
     }
-    let ran = toolgate(
-        &db.arg,
-        &[&["outbox", "resume", "k1"][..], &OPERATOR].concat(),
-    );
+    let ran = toolgate_as(&db.arg, &operator(&db), &["outbox", "resume", "k1"]);
     assert_eq!(ran.code, 0, "{ran:?}");
 
     let ran = toolgate(&db.arg, &["audit", "run-7", "--json"]);
@@ -194,7 +191,7 @@ async fn audit_of_a_run_shows_the_deliveries_and_operator_actions_on_its_operati
         [
             ("call", "agent", "succeeded"),
             ("delivery", "worker-1", "dead"),
-            ("operator", OPERATOR[1], "resumed"),
+            ("operator", "ops", "resumed"),
         ]
     );
     let ran = toolgate(&db.arg, &["audit", "run-7"]);

@@ -1,5 +1,6 @@
-//! The command line on a PostgreSQL database (a real one, through the tests' harness): listing
-//! approving, and settling an unknown outcome.
+//! The command line on a PostgreSQL database (a real one, through the tests' harness): an issuer
+//! made with `operators init` and listed, listing and approving with a token it issued, a token
+//! it did not issue refused, and settling an unknown outcome.
 
 use toolgate_core::store::prelude::*;
 
@@ -8,7 +9,7 @@ use toolgate_store_postgres::PostgresStore;
 use toolgate_test_postgres::test_database;
 
 use crate::support::{
-    HOUR_MS, MANAGER, SETTLER, all_audit, approval, ask, now_ms, toolgate, unknown,
+    HOUR_MS, Issuer, all_audit, approval, ask, now_ms, toolgate, toolgate_as, unknown,
 };
 
 #[tokio::test]
@@ -28,19 +29,70 @@ async fn lists_and_approves_on_postgres() {
     assert_eq!(listed[0]["id"], "apr_a1");
     assert_eq!(listed[0]["status"], "pending");
 
-    let mut args = vec!["approvals", "approve", "apr_a1", "--reason", "checked"];
-    args.extend(MANAGER);
-    let ran = toolgate(&url, &args);
+    // The issuer, made by the command line: its secret in a file, its public key in the
+    // database.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("acme-ops.jwk");
+    let secret = secret.to_str().unwrap();
+    let ran = toolgate(
+        &url,
+        &[
+            "operators",
+            "init",
+            "--issuer",
+            "acme-ops",
+            "--tenant",
+            "acme",
+            "--secret-file",
+            secret,
+        ],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let keys = store.issuer_keys("acme").await.unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ran = toolgate(&url, &["operators", "list", "--tenant", "acme", "--json"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let listed: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(listed[0]["kid"], keys[0].kid(), "{listed}");
+    let ran = toolgate(
+        &url,
+        &[
+            "operators",
+            "issue",
+            "--secret-file",
+            secret,
+            "--subject",
+            "manager",
+            "--permission",
+            "refund:approve",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let token = ran.stdout.trim_end();
+
+    // A token of a key the database does not hold decides nothing.
+    let stranger = Issuer::unknown("acme-ops", "acme").token("manager", &["refund:approve"]);
+    let args = ["approvals", "approve", "apr_a1", "--reason", "checked"];
+    let ran = toolgate_as(&url, &stranger, &args);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr.contains("the operator token is refused"),
+        "{ran:?}"
+    );
+    assert!(all_audit(&store).await.is_empty());
+
+    let ran = toolgate_as(&url, token, &args);
     assert_eq!(ran.code, 0, "{ran:?}");
 
     let stored = store.approval("apr_a1").await.unwrap().unwrap();
     assert_eq!(stored.status, ApprovalStatus::Approved);
     assert_eq!(stored.decisions[0].by, "manager");
-    // Typed on the command line, vouched for by nobody: its issuer says so.
-    assert_eq!(stored.decisions[0].issuer.as_deref(), Some("typed"));
+    // The token's issuer vouches for the decision.
+    assert_eq!(stored.decisions[0].issuer.as_deref(), Some("acme-ops"));
     let audit = all_audit(&store).await;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].entry.kind, AuditKind::Decision);
+    assert_eq!(audit[0].entry.actor, "manager");
 
     let ran = toolgate(&url, &["approvals", "list"]);
     assert_eq!(
@@ -55,14 +107,12 @@ async fn settles_an_unknown_outcome_on_postgres() {
     let store = PostgresStore::connect(&url).await.unwrap();
     unknown(&store, "acme", "k1").await;
     unknown(&store, "acme", "k2").await;
+    let acme = Issuer::added(&store, "acme-ops", "acme").await;
+    let token = acme.token("ops-lead", &["ops:settle"]);
 
     let settle = |key: &str, outcome: &str| {
-        let args = [
-            &["ops", "settle", key, outcome, "--evidence", "seen"][..],
-            &SETTLER,
-        ]
-        .concat();
-        toolgate(&url, &args)
+        let args = ["ops", "settle", key, outcome, "--evidence", "seen"];
+        toolgate_as(&url, &token, &args)
     };
     let ran = settle("k1", "--applied");
     assert_eq!(ran.code, 0, "{ran:?}");
@@ -74,10 +124,14 @@ async fn settles_an_unknown_outcome_on_postgres() {
     let state = async |key| store.get("acme", key).await.unwrap().unwrap().state;
     assert_eq!(state("k1").await, OperationState::Succeeded);
     assert_eq!(state("k2").await, OperationState::Failed);
-    let outcomes: Vec<String> = all_audit(&store)
+    let outcomes: Vec<(String, String)> = all_audit(&store)
         .await
         .into_iter()
-        .map(|record| record.entry.outcome)
+        .map(|record| (record.entry.actor, record.entry.outcome))
         .collect();
-    assert_eq!(outcomes, ["settled", "settled", "refused"]);
+    let by_lead = |outcome: &str| ("ops-lead".to_owned(), outcome.to_owned());
+    assert_eq!(
+        outcomes,
+        [by_lead("settled"), by_lead("settled"), by_lead("refused")]
+    );
 }

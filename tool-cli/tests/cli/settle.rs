@@ -7,8 +7,14 @@ use toolgate_core::store::prelude::*;
 use toolgate_core::store::{Claim, OperationState};
 
 use crate::support::{
-    SETTLER, operator_trail, refund_claim, sqlite_file, succeeded, toolgate, unknown,
+    SqliteFile, operator_trail, refund_claim, sqlite_file, succeeded, toolgate, toolgate_as,
+    unknown,
 };
+
+/// The token of acme's operator `ops`, who holds `ops:settle`.
+fn settler(db: &SqliteFile) -> String {
+    db.acme.token("ops", &["ops:settle"])
+}
 
 /// A claim of `key` again, as a call again with its key makes one.
 async fn claim_again(store: &dyn OperationStore, key: &str) -> Claim {
@@ -22,20 +28,17 @@ async fn an_unknown_outcome_settled_as_applied_is_replayed_and_as_not_applied_ru
     unknown(&db.store, "acme", "k1").await;
     unknown(&db.store, "acme", "k2").await;
 
-    let ran = toolgate(
+    let ran = toolgate_as(
         &db.arg,
+        &settler(&db),
         &[
-            &[
-                "ops",
-                "settle",
-                "k1",
-                "--applied",
-                "--evidence",
-                "re_42 in the ledger",
-            ][..],
-            &SETTLER,
-        ]
-        .concat(),
+            "ops",
+            "settle",
+            "k1",
+            "--applied",
+            "--evidence",
+            "re_42 in the ledger",
+        ],
     );
     assert_eq!(ran.code, 0, "{ran:?}");
     assert_eq!(
@@ -57,21 +60,18 @@ async fn an_unknown_outcome_settled_as_applied_is_replayed_and_as_not_applied_ru
     assert_eq!(existing.state, OperationState::Succeeded);
     assert_eq!(existing.result, record.result);
 
-    let ran = toolgate(
+    let ran = toolgate_as(
         &db.arg,
+        &settler(&db),
         &[
-            &[
-                "ops",
-                "settle",
-                "k2",
-                "--not-applied",
-                "--evidence",
-                "no refund at the provider",
-                "--json",
-            ][..],
-            &SETTLER,
-        ]
-        .concat(),
+            "ops",
+            "settle",
+            "k2",
+            "--not-applied",
+            "--evidence",
+            "no refund at the provider",
+            "--json",
+        ],
     );
     assert_eq!(ran.code, 0, "{ran:?}");
     let settled: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
@@ -90,14 +90,11 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
     unknown(&db.store, "acme", "k1").await;
     unknown(&db.store, "globex", "k2").await;
     succeeded(&db.store, "acme", "k3", r#"{"refund_id":"re_3"}"#).await;
-    let settle = |key: &'static str, who: &[&'static str]| {
-        let args = [
-            &["ops", "settle", key, "--applied", "--evidence", "seen"][..],
-            who,
-        ]
-        .concat();
-        toolgate(&db.arg, &args)
+    let settle = |key: &str, token: &str| {
+        let args = ["ops", "settle", key, "--applied", "--evidence", "seen"];
+        toolgate_as(&db.arg, token, &args)
     };
+    let settler = settler(&db);
 
     // What an operator looks at first: every operation, and the unknown ones.
     let listed = |status: &str| {
@@ -109,51 +106,46 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
     assert_eq!((listed("all"), listed("outcome_unknown")), (3, 2));
 
     // Without ops:settle.
-    let ran = settle("k1", &["--as", "ops", "--tenant", "acme"]);
+    let ran = settle("k1", &db.acme.token("ops", &["outbox:resume"]));
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(ran.stderr.contains("`ops:settle`"), "{ran:?}");
-    // Under a name that reads as another's but is not an identifier: refused before the store.
-    let ran = settle(
-        "k1",
-        &[
-            "--as",
-            "ops\u{200b}",
-            "--tenant",
-            "acme",
-            "--permission",
-            "ops:settle",
-        ],
-    );
+    // Under a name that reads as another's but is not an identifier, though the issuer's key
+    // signed it: refused at sign-in, with no operator to record.
+    let renamed = db.acme.hand_signed(serde_json::json!({
+        "sub": "ops\u{200b}",
+        "permissions": ["ops:settle"],
+    }));
+    let ran = settle("k1", &renamed);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
-        ran.stderr.contains("the operator's identity is refused")
+        ran.stderr.contains("the operator token is refused")
             && ran.stderr.contains("is not an identifier"),
         "{ran:?}"
     );
     // Another tenant's operation is not found for acme's operator.
-    let ran = settle("k2", &SETTLER);
+    let ran = settle("k2", &settler);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr.contains("no operation k2 of tenant acme"),
         "{ran:?}"
     );
     // A settled operation is the store's own account: refused, naming its state.
-    let ran = settle("k3", &SETTLER);
+    let ran = settle("k3", &settler);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr
             .contains("the operation k3 is succeeded, not outcome_unknown"),
         "{ran:?}"
     );
-    // No identity, or no evidence, is a usage error that never reaches the store.
-    let ran = settle("k1", &[]);
+    // No token, or no evidence, is a usage error that never reaches the store.
+    let ran = toolgate(
+        &db.arg,
+        &["ops", "settle", "k1", "--applied", "--evidence", "seen"],
+    );
     assert_eq!(ran.code, 2, "{ran:?}");
-    let args = [
-        &["ops", "settle", "k1", "--applied", "--evidence", " "][..],
-        &SETTLER,
-    ]
-    .concat();
-    let ran = toolgate(&db.arg, &args);
+    assert!(ran.stderr.contains("no operator token"), "{ran:?}");
+    let args = ["ops", "settle", "k1", "--applied", "--evidence", " "];
+    let ran = toolgate_as(&db.arg, &settler, &args);
     assert_eq!(ran.code, 2, "{ran:?}");
     assert!(ran.stderr.contains("the evidence is empty"), "{ran:?}");
     let record = db.store.get("acme", "k1").await.unwrap().unwrap();
@@ -163,10 +155,10 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
         "nothing was changed"
     );
 
-    let ran = settle("k1", &SETTLER);
+    let ran = settle("k1", &settler);
     assert_eq!(ran.code, 0, "{ran:?}");
     // Settled now: a second settlement is refused and says so.
-    let ran = settle("k1", &SETTLER);
+    let ran = settle("k1", &settler);
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(
         ran.stderr

@@ -1,9 +1,14 @@
 //! What the command line's tests share: approvals and operations prepared through the store
-//! API, and the `toolgate` binary run as an operator runs it.
+//! API, issuers of operator tokens, and the `toolgate` binary run as an operator runs it.
 
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use ed25519_dalek::{Signer, SigningKey};
+use serde_json::Value;
+use toolgate_core::identity::IssuerSecret;
 use toolgate_store_sqlite::SqliteStore;
 
 use toolgate_core::store::EventSettlement;
@@ -135,16 +140,6 @@ pub(crate) async fn unknown(store: &dyn OperationStore, tenant: &str, key: &str)
         .unwrap();
 }
 
-/// `args` for settling as the tenant acme's operator, who holds `ops:settle`.
-pub(crate) const SETTLER: [&str; 6] = [
-    "--as",
-    "ops",
-    "--tenant",
-    "acme",
-    "--permission",
-    "ops:settle",
-];
-
 /// An outbox refund under `key` in `tenant`, committed with its event, whose delivery was leased
 /// and dead-lettered after a 503: the event as the store answers it after.
 pub(crate) async fn dead_event(store: &dyn OperationStore, tenant: &str, key: &str) -> OutboxEvent {
@@ -262,7 +257,7 @@ pub(crate) fn toolgate_env(args: &[&str], env: &[(&str, &str)]) -> Ran {
     command
         .args(args)
         .env_remove("TOOLGATE_STORE")
-        .env_remove("TOOLGATE_IDENTITY");
+        .env_remove("TOOLGATE_TOKEN");
     for (name, value) in env {
         command.env(name, value);
     }
@@ -281,44 +276,117 @@ pub(crate) fn toolgate(store: &str, args: &[&str]) -> Ran {
     toolgate_env(&all, &[])
 }
 
-/// `args` for resuming as the tenant acme's operator, who holds `outbox:resume`.
-pub(crate) const OPERATOR: [&str; 6] = [
-    "--as",
-    "ops",
-    "--tenant",
-    "acme",
-    "--permission",
-    "outbox:resume",
-];
+/// Runs `toolgate --store STORE` with `args` and `--token TOKEN`.
+pub(crate) fn toolgate_as(store: &str, token: &str, args: &[&str]) -> Ran {
+    let mut all = args.to_vec();
+    all.extend(["--token", token]);
+    toolgate(store, &all)
+}
 
-/// `args` for approving or rejecting as the tenant acme's manager, who holds the approval
-/// permission.
-pub(crate) const MANAGER: [&str; 6] = [
-    "--as",
-    "manager",
-    "--tenant",
-    "acme",
-    "--permission",
-    "refund:approve",
-];
+/// An issuer of operator tokens, its secret key held by the test.
+pub(crate) struct Issuer {
+    /// Its secret key.
+    pub(crate) secret: IssuerSecret,
+}
 
-/// A SQLite store in a file of its own, and the `--store` argument naming it.
+impl Issuer {
+    /// A new issuer `name` of `tenant`, whose public key `store` holds, as `toolgate operators
+    /// init` leaves it.
+    pub(crate) async fn added(store: &dyn OperationStore, name: &str, tenant: &str) -> Issuer {
+        let issuer = Issuer::unknown(name, tenant);
+        let added = store
+            .add_issuer_key(&issuer.secret.public(), now_ms())
+            .await
+            .unwrap();
+        assert!(added, "a new key is added");
+        issuer
+    }
+
+    /// A new issuer `name` of `tenant` whose key no store holds.
+    pub(crate) fn unknown(name: &str, tenant: &str) -> Issuer {
+        Issuer {
+            secret: IssuerSecret::generate(name, tenant).unwrap(),
+        }
+    }
+
+    /// A token for `subject` holding `permissions`, valid for an hour from now.
+    pub(crate) fn token(&self, subject: &str, permissions: &[&str]) -> String {
+        self.token_at(subject, permissions, now_ms())
+    }
+
+    /// A token for `subject` holding `permissions`, issued at `issued_ms` for an hour.
+    pub(crate) fn token_at(&self, subject: &str, permissions: &[&str], issued_ms: i64) -> String {
+        let hour = Duration::from_millis(HOUR_MS.unsigned_abs());
+        self.secret
+            .issue(subject, permissions, hour, issued_ms)
+            .unwrap()
+    }
+
+    /// A token of `claims` (its issuer's and tenant's added when absent, valid for an hour from
+    /// now when `exp` is absent), signed with this issuer's key as no library of toolgate's
+    /// would sign it: a subject that is not an identifier, a tenant not its key's.
+    pub(crate) fn hand_signed(&self, claims: Value) -> String {
+        let key = self.secret.public();
+        let now = now_ms() / 1000;
+        let mut claims = claims;
+        let fields = claims.as_object_mut().expect("claims are an object");
+        for (name, value) in [
+            ("iss", Value::from(key.issuer.clone())),
+            ("tenant", Value::from(key.tenant.clone())),
+            ("permissions", Value::Array(Vec::new())),
+            ("iat", Value::from(now)),
+            ("exp", Value::from(now + HOUR_MS / 1000)),
+        ] {
+            fields.entry(name).or_insert(value);
+        }
+        let header = serde_json::json!({"alg": "EdDSA", "typ": "JWT", "kid": key.kid()});
+        let signed = format!(
+            "{}.{}",
+            B64.encode(header.to_string()),
+            B64.encode(claims.to_string())
+        );
+        let jwk: Value = serde_json::from_str(&self.secret.to_jwk()).unwrap();
+        let seed: [u8; 32] = B64
+            .decode(jwk["d"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let signature = SigningKey::from_bytes(&seed).sign(signed.as_bytes());
+        format!("{signed}.{}", B64.encode(signature.to_bytes()))
+    }
+}
+
+/// `token` with its claims changed by `change` after it was signed, its signature kept.
+pub(crate) fn edited(token: &str, change: impl FnOnce(&mut Value)) -> String {
+    let [header, claims, signature]: [&str; 3] =
+        token.split('.').collect::<Vec<_>>().try_into().unwrap();
+    let mut claims: Value = serde_json::from_slice(&B64.decode(claims).unwrap()).unwrap();
+    change(&mut claims);
+    format!("{header}.{}.{signature}", B64.encode(claims.to_string()))
+}
+
+/// A SQLite store in a file of its own, the `--store` argument naming it, and acme's issuer of
+/// operator tokens, whose public key it holds.
 pub(crate) struct SqliteFile {
     /// The store, opened by the test.
     pub(crate) store: SqliteStore,
     /// `sqlite:PATH`.
     pub(crate) arg: String,
+    /// The issuer `acme-ops` of the tenant acme.
+    pub(crate) acme: Issuer,
     _dir: tempfile::TempDir,
 }
 
-/// A new SQLite store in a temporary directory.
+/// A new SQLite store in a temporary directory, holding the key of acme's issuer `acme-ops`.
 pub(crate) async fn sqlite_file() -> SqliteFile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("operations.db");
     let store = SqliteStore::open(&path).await.unwrap();
+    let acme = Issuer::added(&store, "acme-ops", "acme").await;
     SqliteFile {
         store,
         arg: format!("sqlite:{}", path.display()),
+        acme,
         _dir: dir,
     }
 }

@@ -3,7 +3,7 @@
 
 use std::net::TcpListener;
 
-use crate::support::{MANAGER, toolgate, toolgate_env};
+use crate::support::{toolgate, toolgate_env};
 
 #[test]
 fn bad_usage_exits_2_and_names_the_fix() {
@@ -37,8 +37,15 @@ fn bad_usage_exits_2_and_names_the_fix() {
     assert_eq!(ran.code, 2, "{ran:?}");
     assert!(ran.stderr.contains("--store sqlite:PATH"), "{}", ran.stderr);
 
-    let mut args = vec!["approvals", "approve", "apr_1", "--reason", " "];
-    args.extend(MANAGER);
+    let args = [
+        "approvals",
+        "approve",
+        "apr_1",
+        "--reason",
+        " ",
+        "--token",
+        "not.checked.yet",
+    ];
     let ran = toolgate("sqlite:/nowhere/ops.db", &args);
     assert_eq!(ran.code, 2, "{ran:?}");
     assert!(ran.stderr.contains("the reason is empty"), "{}", ran.stderr);
@@ -56,6 +63,15 @@ fn every_command_has_help() {
         &["ops"],
         &["ops", "list"],
         &["ops", "show"],
+        &["ops", "settle"],
+        &["outbox"],
+        &["outbox", "list"],
+        &["outbox", "show"],
+        &["outbox", "resume"],
+        &["operators"],
+        &["operators", "init"],
+        &["operators", "issue"],
+        &["operators", "list"],
         &["audit"],
     ] {
         let mut args = command.to_vec();
@@ -68,13 +84,26 @@ fn every_command_has_help() {
             ran.stdout
         );
     }
-    let ran = toolgate_env(&["approvals", "approve", "--help"], &[]);
-    assert!(ran.stdout.contains("TOOLGATE_IDENTITY"), "{}", ran.stdout);
-    assert!(
-        ran.stdout.contains("--permission <PERMISSION>"),
-        "{}",
-        ran.stdout
-    );
+    for command in [
+        &["approvals", "approve"][..],
+        &["approvals", "reject"],
+        &["ops", "settle"],
+        &["outbox", "resume"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let ran = toolgate_env(&args, &[]);
+        for says in [
+            "--token <TOKEN>",
+            "[env: TOOLGATE_TOKEN]",
+            "toolgate operators issue",
+        ] {
+            assert!(ran.stdout.contains(says), "{says:?} in {}", ran.stdout);
+        }
+        for gone in ["--as", "--identity", "TOOLGATE_IDENTITY", "--permission"] {
+            assert!(!ran.stdout.contains(gone), "{gone:?} in {}", ran.stdout);
+        }
+    }
 }
 
 #[test]
@@ -134,8 +163,12 @@ fn a_file_that_is_not_a_store_is_a_store_error_and_is_left_alone() {
 
 #[test]
 fn the_help_names_the_environment_and_the_flags_win_over_it() {
-    // Every command's help names both variables, never the store's value: a URL holds a password.
-    let secret = [("TOOLGATE_STORE", "postgres://toolgate:hunter2@db/toolgate")];
+    // Every command's help names both variables, never their values: a URL holds a password, and
+    // a token is the operator's credential.
+    let secret = [
+        ("TOOLGATE_STORE", "postgres://toolgate:hunter2@db/toolgate"),
+        ("TOOLGATE_TOKEN", "eyJhbGciOiJFZERTQSJ9.c2VjcmV0.c2lnbmVk"),
+    ];
     let ran = toolgate_env(&["approvals", "approve", "--help"], &secret);
     assert_eq!(ran.code, 0, "{ran:?}");
     assert!(
@@ -144,11 +177,12 @@ fn the_help_names_the_environment_and_the_flags_win_over_it() {
         ran.stdout
     );
     assert!(
-        ran.stdout.contains("[env: TOOLGATE_IDENTITY]"),
+        ran.stdout.contains("[env: TOOLGATE_TOKEN]"),
         "{}",
         ran.stdout
     );
     assert!(!ran.stdout.contains("hunter2"), "{}", ran.stdout);
+    assert!(!ran.stdout.contains("c2VjcmV0"), "{}", ran.stdout);
 
     // --store wins over TOOLGATE_STORE.
     let dir = tempfile::tempdir().unwrap();
@@ -176,33 +210,52 @@ fn the_help_names_the_environment_and_the_flags_win_over_it() {
 }
 
 #[test]
-fn the_identity_file_is_named_by_flag_or_environment_never_both_with_flags() {
-    let decide = [
-        "--store",
-        "sqlite:/nowhere/ops.db",
-        "approvals",
-        "approve",
-        "apr_1",
-        "--reason",
-        "checked",
+fn an_acting_command_without_a_token_is_a_usage_error_that_says_how_to_get_one() {
+    // Refused before the store is opened: this one does not exist.
+    let commands: [(&[&str], &str); 4] = [
+        (
+            &["approvals", "approve", "apr_1", "--reason", "ok"],
+            "approver",
+        ),
+        (
+            &["approvals", "reject", "apr_1", "--reason", "no"],
+            "approver",
+        ),
+        (&["outbox", "resume", "k1"], "operator"),
+        (
+            &["ops", "settle", "k1", "--applied", "--evidence", "seen"],
+            "operator",
+        ),
     ];
-    let mut args = decide.to_vec();
-    args.extend(["--identity", "/no/such/identity.json"]);
-    let ran = toolgate_env(&args, &[]);
+    for (command, noun) in commands {
+        let ran = toolgate("sqlite:/nowhere/ops.db", command);
+        assert_eq!(ran.code, 2, "{command:?}: {ran:?}");
+        for says in [
+            &format!("no {noun} token"),
+            "--token TOKEN",
+            "TOOLGATE_TOKEN",
+            "toolgate operators issue",
+        ] {
+            assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
+        }
+    }
+    // The typed identity is gone.
+    let ran = toolgate(
+        "sqlite:/nowhere/ops.db",
+        &[
+            "approvals",
+            "approve",
+            "apr_1",
+            "--reason",
+            "ok",
+            "--as",
+            "manager",
+        ],
+    );
     assert_eq!(ran.code, 2, "{ran:?}");
     assert!(
-        ran.stderr
-            .contains("could not read the identity file /no/such/identity.json"),
+        ran.stderr.contains("unexpected argument '--as'"),
         "{}",
         ran.stderr
     );
-
-    // --identity wins over TOOLGATE_IDENTITY, and neither mixes with the flags.
-    let mut args = decide.to_vec();
-    args.extend(["--identity", "/flag/identity.json"]);
-    args.extend(MANAGER);
-    let ran = toolgate_env(&args, &[("TOOLGATE_IDENTITY", "/env/identity.json")]);
-    assert_eq!(ran.code, 2, "{ran:?}");
-    assert!(ran.stderr.contains("given twice"), "{}", ran.stderr);
-    assert!(ran.stderr.contains("/flag/identity.json"), "{}", ran.stderr);
 }

@@ -10,9 +10,9 @@ use crate::identity::IssuerKey;
 /// ([`TokenVerifier::new`](crate::identity::TokenVerifier::new)). Only public keys: a store
 /// never holds an issuer's secret.
 ///
-/// An application adds a tenant's key, and reads the tenant's keys to check its operators'
-/// tokens: both are an application's calls. (The command line does not use them yet: its
-/// identities are typed.)
+/// A tenant's key is added by the application, or by `toolgate operators init`; whoever checks an
+/// operator's token reads the keys of the tenant the token claims (the command line does, before
+/// each command that decides or acts).
 #[async_trait]
 pub trait IssuerKeyStore: Send + Sync {
     /// Keeps `key`, added at `now_ms`: tokens it signs are accepted from now on. Answers
