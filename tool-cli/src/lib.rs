@@ -1,11 +1,12 @@
-//! `toolgate`: the operator's command line of toolgate.
+//! `toolgate`: the operators' command line and web console of toolgate.
 //!
 //! It works on the application's operation store (a SQLite file or a PostgreSQL database)
 //! without the application's code: it lists and shows approvals and decides on them, lists and
 //! shows operations and settles unknown outcomes, lists and shows outbox events and resumes dead
 //! ones, and prints a run's audit trail. Whoever decides or acts signs in with an operator token
 //! that the tenant's issuer signed: `operators init` makes an issuer (its public key in the
-//! store), `operators issue` issues tokens. Run `toolgate --help` for its commands.
+//! store), `operators issue` issues tokens. `console` serves the same work as web pages, to
+//! operators who sign in with their token. Run `toolgate --help` for its commands.
 //!
 //! This library is the command line as a function: [`main`] is all the `toolgate` binary runs,
 //! for a program that ships the same commands under a name of its own (an application's admin

@@ -30,6 +30,7 @@ form.act input[type=text]{min-width:12rem}
 button{cursor:pointer}
 .note{color:#5b6472;font-size:.85rem}
 td.details{min-width:22rem;max-width:34rem}
+td.arguments{min-width:16rem;max-width:30rem}
 .login{max-width:40rem;margin:3rem auto;background:#fff;padding:1.5rem;border:1px solid #d9dde3}
 .login textarea{width:100%;height:7rem;font-family:ui-monospace,monospace}
 ";
