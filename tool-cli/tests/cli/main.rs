@@ -4,6 +4,7 @@
 mod approvals;
 mod browser;
 mod console;
+mod debian;
 mod hashes;
 mod operators;
 mod outbox;

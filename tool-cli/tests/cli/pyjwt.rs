@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use toolgate_core::store::prelude::*;
 
+use crate::debian;
 use crate::support::{HOUR_MS, Ran, approval, ask, now_ms, sqlite_file, toolgate, toolgate_as};
 
 /// Debian's Python, whose packages apt-get installs.
@@ -29,43 +30,12 @@ fn importable() -> bool {
         .is_ok_and(|output| output.status.success())
 }
 
-/// Runs `apt-get ARGS`, answering what it said when it failed.
-fn apt_get(args: &[&str]) -> Result<(), String> {
-    let output = Command::new("apt-get")
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output()
-        .map_err(|err| format!("apt-get {} did not run: {err}", args.join(" ")))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "apt-get {} failed ({}): {}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stderr).trim()
-    ))
-}
-
 /// Makes sure PyJWT and cryptography import in `/usr/bin/python3`, installing them once per test
 /// process when they do not (and reading the package lists first when the install cannot find
 /// them). Panics, saying what to do, when they cannot be had.
 fn pyjwt() {
     static READY: OnceLock<Result<(), String>> = OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        if importable() {
-            return Ok(());
-        }
-        let install = [&["install", "-y"][..], &PACKAGES].concat();
-        apt_get(&install).or_else(|_| apt_get(&["update"]).and_then(|()| apt_get(&install)))?;
-        if importable() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{PYTHON} still cannot import jwt and cryptography after apt-get"
-            ))
-        }
-    });
+    let ready = READY.get_or_init(|| debian::ensure(&PACKAGES, importable));
     if let Err(why) = ready {
         panic!(
             "the PyJWT interop tests need {PYTHON} with PyJWT and cryptography: {why}; install \

@@ -7,7 +7,6 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -17,43 +16,22 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
+use crate::debian;
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// The key W3C WebDriver names an element by.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// Installs Debian's `chromium` and `chromium-driver` when either is missing, once per process;
-/// panics with what to do when that fails. Never skips.
+/// Installs Debian's `chromium` and `chromium-driver` when either is missing; panics with what
+/// to do when that fails. Never skips.
 pub(crate) fn ensure_chromium() {
-    static INSTALLED: Mutex<bool> = Mutex::new(false);
-    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
-    if *installed || (Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists()) {
-        *installed = true;
-        return;
-    }
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-    };
-    let install = ["install", "-y", "-q", "chromium", "chromium-driver"];
-    let mut outcome = apt(&install);
-    if !outcome.as_ref().is_ok_and(|o| o.status.success()) {
-        // The package lists may be missing or stale on a fresh machine.
-        let _ = apt(&["update", "-q"]);
-        outcome = apt(&install);
-    }
-    match outcome {
-        Ok(o) if o.status.success() && Path::new(CHROMEDRIVER).exists() => *installed = true,
-        Ok(o) => panic!(
-            "the console's browser test needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER}), and `apt-get install -y chromium chromium-driver` failed: {}\nrun it as root, then the tests again",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => panic!(
-            "the console's browser test needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER}), and apt-get could not run: {e}\ninstall them, then run the tests again"
-        ),
+    let present = || Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+    if let Err(why) = debian::ensure(&["chromium", "chromium-driver"], present) {
+        panic!(
+            "the console's browser test needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER}): {why}\ninstall them (`apt-get install -y chromium chromium-driver`, as root), then run the tests again"
+        );
     }
 }
 
