@@ -42,8 +42,7 @@ use crate::args::{
 };
 use crate::error::Failure;
 use crate::identity::Role;
-use crate::sign_in::sign_in;
-use crate::time::now_ms;
+use crate::sign_in::{Target, sign_in_to_act};
 
 /// Runs the command line on the process's arguments and environment, printing what the command
 /// prints, and answers the exit code: 0 done, 1 refused (a token, a decision, an action) or
@@ -181,7 +180,8 @@ async fn decide(
     }
     let token = identity::token(Role::Approver, &args.operator)?;
     with_store(spec, async |store| {
-        let approver = sign_in(store, token, now_ms()).await?;
+        let command = format!("approvals {}", verdict.as_str());
+        let approver = sign_in_to_act(store, token, &command, Target::Approval(&args.id)).await?;
         approvals::decide(store, verdict, &args.id, &args.reason, &approver).await
     })
     .await
@@ -192,7 +192,8 @@ async fn decide(
 async fn resume(spec: Option<&OsStr>, args: &ResumeArgs) -> Result<String, Failure> {
     let token = identity::token(Role::Operator, &args.operator)?;
     with_store(spec, async |store| {
-        let operator = sign_in(store, token, now_ms()).await?;
+        let target = Target::Operation(&args.key);
+        let operator = sign_in_to_act(store, token, "outbox resume", target).await?;
         let resume = outbox::Resume {
             key: &args.key,
             reason: args.reason.as_deref(),
@@ -215,7 +216,8 @@ async fn settle(spec: Option<&OsStr>, args: &SettleArgs) -> Result<String, Failu
     }
     let token = identity::token(Role::Settler, &args.operator)?;
     with_store(spec, async |store| {
-        let operator = sign_in(store, token, now_ms()).await?;
+        let target = Target::Operation(&args.key);
+        let operator = sign_in_to_act(store, token, "ops settle", target).await?;
         let settlement = settle::Settlement {
             key: &args.key,
             applied: args.applied,

@@ -3,10 +3,80 @@
 //! sign their operator in here.
 
 use toolgate_core::identity::{IdentityError, Operator, TokenVerifier};
-use toolgate_core::store::OperationStore;
+use toolgate_core::store::{AuditEntry, AuditKind, OperationStore};
 
 use crate::error::Failure;
-use crate::time::rfc3339;
+use crate::time::{now_ms, rfc3339};
+
+/// What a command that acts was asked to act on: the record of a refused sign-in names it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// `approvals approve|reject ID`: the approval.
+    Approval(&'a str),
+    /// `ops settle KEY`, `outbox resume KEY`: the operation's key.
+    Operation(&'a str),
+}
+
+/// [`sign_in`] for `command` acting on `target`. A refused token is a refused attempt to act,
+/// and leaves an audit record in the tenant the token claims (when it reads that far): a
+/// `decision` on the approval, or an `operator` action on the operation, `refused`, with no actor
+/// (no one was proven) and the refusal as its reason.
+pub(crate) async fn sign_in_to_act(
+    store: &dyn OperationStore,
+    token: &str,
+    command: &str,
+    target: Target<'_>,
+) -> Result<Operator, Failure> {
+    let signed_in = sign_in(store, token, now_ms()).await;
+    let (Err(Failure::Refused(refusal)), Ok(tenant)) =
+        (&signed_in, TokenVerifier::claimed_tenant(token))
+    else {
+        return signed_in;
+    };
+    let mut entry = AuditEntry {
+        kind: AuditKind::Operator,
+        tenant,
+        run_id: String::new(),
+        call_id: String::new(),
+        tool: String::new(),
+        actor: String::new(),
+        arguments: "null".to_owned(),
+        attempts: 0,
+        duration_ms: 0,
+        outcome: "refused".to_owned(),
+        error_kind: None,
+        replayed: false,
+        bytes: 0,
+        key: None,
+        approval_id: None,
+        reason: Some(format!("{command}: {}: {}", refusal.what, refusal.why)),
+        at_ms: now_ms(),
+    };
+    let read = |e| Failure::store(&format!("record the refused `{command}`"), &e);
+    match target {
+        Target::Approval(id) => {
+            entry.kind = AuditKind::Decision;
+            entry.approval_id = Some(id.to_owned());
+            // In the approval's run's trail, when the claimed tenant has it.
+            if let Some(approval) = store.approval(id).await.map_err(read)?
+                && approval.tenant == entry.tenant
+            {
+                entry.run_id = approval.run_id;
+                entry.call_id = approval.call_id;
+                entry.tool = approval.tool;
+                entry.key = Some(approval.key);
+            }
+        }
+        Target::Operation(key) => {
+            entry.key = Some(key.to_owned());
+            if let Some(record) = store.get(&entry.tenant, key).await.map_err(read)? {
+                entry.tool = record.tool;
+            }
+        }
+    }
+    store.append_audit(&entry).await.map_err(read)?;
+    signed_in
+}
 
 /// The operator `token` proves at `now_ms`, or why it is refused: a token that does not read,
 /// is unsigned, was signed by a key the store does not hold for its tenant (another key, another

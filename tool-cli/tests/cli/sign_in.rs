@@ -2,7 +2,8 @@
 //! settle`, `outbox resume`): the token's subject is the operator, recorded as the actor of what
 //! it does; an expired token, one signed by a key the store does not hold, one signed by another
 //! tenant's key, an unsigned one and one that does not read are refused (exit 1) before anything
-//! is decided, settled or resumed, and leave no audit record.
+//! is decided, settled or resumed. A refused token is a refused attempt to act: it leaves an
+//! audit record, with no actor, in the tenant it claims, when it reads that far.
 
 use toolgate_core::store::prelude::*;
 use toolgate_core::store::{ApprovalStatus, AuditKind, EventStatus, OperationState};
@@ -42,9 +43,20 @@ const ACTS: [(&[&str], &str); 3] = [
     ),
 ];
 
-/// Asserts that `ran` was refused at sign-in, saying `says`, and that nothing in `db` changed:
-/// the approval pending, the outcome unknown, the event dead, and no audit record.
-async fn refused_and_unchanged(db: &SqliteFile, ran: &Ran, says: &str) {
+/// Asserts that `ran`, the command `args`, was refused at sign-in, saying `says`, and that
+/// nothing in `db` changed: the approval pending, the outcome unknown, the event dead. Every
+/// audit record is a refusal with no actor; when `recorded`, the last one is this refusal's, on
+/// what the command was asked to act on.
+async fn refused_and_unchanged(db: &SqliteFile, args: &[&str], ran: &Ran, says: &str) {
+    refused_as(db, args, ran, says, true).await;
+}
+
+/// [`refused_and_unchanged`] of a token that does not say its tenant: no record.
+async fn refused_unrecorded(db: &SqliteFile, args: &[&str], ran: &Ran, says: &str) {
+    refused_as(db, args, ran, says, false).await;
+}
+
+async fn refused_as(db: &SqliteFile, args: &[&str], ran: &Ran, says: &str, recorded: bool) {
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(ran.stdout.is_empty(), "{ran:?}");
     for part in [
@@ -63,7 +75,39 @@ async fn refused_and_unchanged(db: &SqliteFile, ran: &Ran, says: &str) {
     let event = db.store.event("acme", "k2").await.unwrap().unwrap();
     assert_eq!(event.status, EventStatus::Dead);
     let audit = all_audit(&db.store).await;
-    assert!(audit.is_empty(), "{audit:?}");
+    for record in &audit {
+        let entry = &record.entry;
+        assert_eq!(
+            (entry.outcome.as_str(), entry.actor.as_str()),
+            ("refused", "")
+        );
+        let reason = entry.reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("the operator token is refused"), "{reason}");
+    }
+    if !recorded {
+        return;
+    }
+    let last = &audit.last().expect("the refusal is recorded").entry;
+    assert!(last.reason.as_deref().unwrap().contains(says), "{last:?}");
+    assert!(
+        last.reason
+            .as_deref()
+            .unwrap()
+            .starts_with(&format!("{} {}", args[0], args[1]))
+    );
+    let on = args[2];
+    if args[0] == "approvals" {
+        assert_eq!(last.kind, AuditKind::Decision);
+        assert_eq!(last.approval_id.as_deref(), Some(on));
+        // In the approval's run's trail.
+        assert_eq!(
+            (last.run_id.as_str(), last.key.as_deref()),
+            ("run-1", Some("k0"))
+        );
+    } else {
+        assert_eq!(last.kind, AuditKind::Operator);
+        assert_eq!(last.key.as_deref(), Some(on));
+    }
 }
 
 #[tokio::test]
@@ -75,7 +119,7 @@ async fn an_expired_token_is_refused_by_every_command() {
             .acme
             .token_at("manager", &[permission], now_ms() - 2 * HOUR_MS);
         let ran = toolgate_as(&db.arg, &token, args);
-        refused_and_unchanged(&db, &ran, "the token expired at ").await;
+        refused_and_unchanged(&db, args, &ran, "the token expired at ").await;
         assert!(ran.stderr.contains("toolgate operators issue"), "{ran:?}");
     }
 }
@@ -88,7 +132,7 @@ async fn a_token_of_a_key_the_store_does_not_hold_is_refused_by_every_command() 
     for (args, permission) in ACTS {
         let token = stranger.token("manager", &[permission]);
         let ran = toolgate_as(&db.arg, &token, args);
-        refused_and_unchanged(&db, &ran, "which is not one of the issuer keys held").await;
+        refused_and_unchanged(&db, args, &ran, "which is not one of the issuer keys held").await;
         assert!(
             ran.stderr.contains("toolgate operators list --tenant acme"),
             "{ran:?}"
@@ -110,7 +154,8 @@ async fn a_token_signed_with_another_tenants_key_is_refused_by_every_command() {
                 "permissions": [permission],
             }));
             let ran = toolgate_as(&db.arg, &token, args);
-            refused_and_unchanged(&db, &ran, "which is not one of the issuer keys held").await;
+            let says = "which is not one of the issuer keys held";
+            refused_and_unchanged(&db, args, &ran, says).await;
         }
     }
 }
@@ -137,10 +182,10 @@ async fn an_unsigned_or_unreadable_token_is_refused_by_every_command() {
             B64.encode(claims.to_string())
         );
         let ran = toolgate_as(&db.arg, &unsigned, args);
-        refused_and_unchanged(&db, &ran, "not signed with EdDSA").await;
+        refused_and_unchanged(&db, args, &ran, "not signed with EdDSA").await;
         for garbage in ["manager", "a.b.c"] {
             let ran = toolgate_as(&db.arg, garbage, args);
-            refused_and_unchanged(&db, &ran, "the token is not an operator token").await;
+            refused_unrecorded(&db, args, &ran, "the token is not an operator token").await;
         }
     }
 }
