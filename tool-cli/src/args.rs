@@ -151,6 +151,23 @@ mod tests {
     }
 
     #[test]
+    fn the_console_listens_on_loopback_unless_told_otherwise() {
+        let console = parse(&["console"]).unwrap();
+        let Command::Console(args) = console.command else {
+            panic!("{console:?}");
+        };
+        assert!(args.listen.ip().is_loopback(), "{}", args.listen);
+        assert_eq!(args.listen.to_string(), "127.0.0.1:8080");
+        let all = parse(&["console", "--listen", "0.0.0.0:9000"]).unwrap();
+        let Command::Console(args) = all.command else {
+            panic!("{all:?}");
+        };
+        assert_eq!(args.listen.to_string(), "0.0.0.0:9000");
+        let err = parse(&["console", "--listen", "localhost"]).unwrap_err();
+        assert!(err.to_string().contains("--listen"), "{err}");
+    }
+
+    #[test]
     fn commands_parse() {
         let list = parse(&["approvals", "list", "--store", "sqlite:a.db"]).unwrap();
         assert_eq!(list.store.as_deref(), Some("sqlite:a.db".as_ref()));

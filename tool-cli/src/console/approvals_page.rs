@@ -118,7 +118,7 @@ async fn row(
         body.raw(r#"<form class="act" method="post" action="/approvals/decide">"#)
             .csrf_field(&session.csrf)
             .hidden("id", &a.id)
-            .raw(r#"<input type="text" name="reason" placeholder="reason" required><button type="submit" name="verdict" value="approve">Approve</button><button type="submit" name="verdict" value="reject">Reject</button></form>"#);
+            .raw(r#"<input type="text" name="reason" placeholder="reason" aria-label="reason for the decision" maxlength="2000" required><button type="submit" name="verdict" value="approve">Approve</button><button type="submit" name="verdict" value="reject">Reject</button></form>"#);
     } else {
         body.raw("—");
     }

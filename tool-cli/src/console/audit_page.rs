@@ -85,11 +85,11 @@ async fn search(
 }
 
 fn search_form(body: &mut Html, run: Option<&str>, call: Option<&str>, key: Option<&str>) {
-    body.raw(r#"<form class="act" method="get" action="/audit"><input type="text" name="run" placeholder="run" value=""#)
+    body.raw(r#"<form class="act" method="get" action="/audit"><input type="text" name="run" placeholder="run" aria-label="run" value=""#)
         .text(run.unwrap_or_default())
-        .raw(r#""><input type="text" name="call" placeholder="call id" value=""#)
+        .raw(r#""><input type="text" name="call" placeholder="call id" aria-label="call id" value=""#)
         .text(call.unwrap_or_default())
-        .raw(r#""><input type="text" name="key" placeholder="operation key" value=""#)
+        .raw(r#""><input type="text" name="key" placeholder="operation key" aria-label="operation key" value=""#)
         .text(key.unwrap_or_default())
         .raw(r#""><button type="submit">Search</button></form><p class="note">In the order appended; this page reloads itself every 5 seconds.</p>"#);
 }

@@ -85,7 +85,7 @@ fn row(session: &Session, body: &mut Html, r: &OperationRecord) {
         body.raw(r#"<form class="act" method="post" action="/operations/settle">"#)
             .csrf_field(&session.csrf)
             .hidden("key", &r.key)
-            .raw(r#"<input type="text" name="evidence" placeholder="evidence: the provider's reference, or what its ledger shows" required><button type="submit" name="outcome" value="applied">Applied</button><button type="submit" name="outcome" value="not_applied">Not applied</button></form>"#);
+            .raw(r#"<input type="text" name="evidence" placeholder="evidence: the provider's reference, or what its ledger shows" aria-label="evidence" maxlength="2000" required><button type="submit" name="outcome" value="applied">Applied</button><button type="submit" name="outcome" value="not_applied">Not applied</button></form>"#);
     } else {
         body.raw("—");
     }

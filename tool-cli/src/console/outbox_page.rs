@@ -81,7 +81,7 @@ fn row(session: &Session, body: &mut Html, e: &OutboxEvent) {
         body.raw(r#"<form class="act" method="post" action="/outbox/resume">"#)
             .csrf_field(&session.csrf)
             .hidden("key", &e.key)
-            .raw(r#"<input type="text" name="reason" placeholder="reason (optional)"><button type="submit">Resume</button></form>"#);
+            .raw(r#"<input type="text" name="reason" placeholder="reason (optional)" aria-label="reason for the resume" maxlength="2000"><button type="submit">Resume</button></form>"#);
     } else {
         body.raw("—");
     }

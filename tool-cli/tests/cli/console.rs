@@ -414,3 +414,33 @@ async fn signing_out_ends_the_session_and_ctrl_c_stops_the_console() {
     assert!(status.success(), "{status:?}");
     assert!(printed.contains("toolgate console stopped"), "{printed}");
 }
+
+#[tokio::test]
+async fn the_console_says_whether_it_listens_on_loopback() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let db = sqlite_file().await;
+    for (listen, says) in [
+        (
+            "127.0.0.1:0",
+            "it listens on loopback: only this machine reaches it",
+        ),
+        ("0.0.0.0:0", "it listens beyond loopback"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["console", "--store", &db.arg, "--listen", listen])
+            .env_remove("TOOLGATE_STORE")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let (mut first, mut second) = (String::new(), String::new());
+        out.read_line(&mut first).unwrap();
+        out.read_line(&mut second).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(first.starts_with("toolgate console on http://"), "{first}");
+        assert!(second.contains(says), "{listen}: {second}");
+    }
+}
