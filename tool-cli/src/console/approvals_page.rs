@@ -6,15 +6,19 @@ use toolgate_core::store::{ApprovalQuery, ApprovalRecord, ApprovalStatus, RunKey
 
 use super::html::Html;
 use super::http::Request;
-use super::layout::{self, Area, filters};
+use super::layout::{self, Area, chosen_status, filters};
 use super::sessions::{Flash, Session};
 use super::{Console, flash_of};
 use crate::approvals;
 use crate::error::Failure;
 use crate::time::rfc3339;
 
-/// The statuses the page filters on, and `all`.
-const FILTERS: [&str; 4] = ["pending", "approved", "rejected", "all"];
+/// The statuses the page filters on.
+const STATUSES: [ApprovalStatus; 3] = [
+    ApprovalStatus::Pending,
+    ApprovalStatus::Approved,
+    ApprovalStatus::Rejected,
+];
 
 /// `GET /approvals?status=`: pending ones by default.
 pub(crate) async fn show(
@@ -22,10 +26,8 @@ pub(crate) async fn show(
     session: &Session,
     request: &Request,
 ) -> Result<String, Failure> {
-    let filter = request
-        .param("status")
-        .filter(|s| FILTERS.contains(s))
-        .unwrap_or("pending");
+    let statuses = STATUSES.map(ApprovalStatus::as_str);
+    let (names, filter) = chosen_status(request, statuses, ApprovalStatus::Pending.as_str());
     let store = console.store();
     let tenant = session.operator.tenant();
     let query = ApprovalQuery {
@@ -38,7 +40,7 @@ pub(crate) async fn show(
         .await
         .map_err(|e| Failure::store("list the approvals", &e))?;
     let mut body = Html::new();
-    filters(&mut body, "/approvals", &FILTERS, filter);
+    filters(&mut body, "/approvals", &names, filter);
     if approvals.is_empty() {
         body.raw(r#"<p id="empty">No "#)
             .text(if filter == "all" { "" } else { filter })

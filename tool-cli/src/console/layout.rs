@@ -2,6 +2,7 @@
 //! came to; and the pages that are not an area's: signing in, and a refusal.
 
 use super::html::Html;
+use super::http::Request;
 use super::sessions::{Flash, Session};
 
 /// The console's style sheet, served at `/console.css` (the pages hold no style of their own:
@@ -152,6 +153,21 @@ pub(crate) fn refusal(what: &str, why: &str, next: &str) -> String {
         }))
         .raw(r#"<p><a href="/approvals">Back to the console</a></p></main></body></html>"#);
     html.into_string()
+}
+
+/// The status a list is filtered on: the request's `status` when it is one of `statuses` (their
+/// names) or `all`, else `default`.
+pub(crate) fn chosen_status(
+    request: &Request,
+    statuses: impl IntoIterator<Item = &'static str>,
+    default: &'static str,
+) -> (Vec<&'static str>, &'static str) {
+    let names: Vec<&'static str> = statuses.into_iter().chain(["all"]).collect();
+    let chosen = request
+        .param("status")
+        .and_then(|s| names.iter().find(|n| **n == s).copied())
+        .unwrap_or(default);
+    (names, chosen)
 }
 
 /// The links that filter a list: `path?status=NAME` for each of `names`, `here` marked.

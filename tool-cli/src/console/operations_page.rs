@@ -5,7 +5,7 @@ use toolgate_core::store::{OperationQuery, OperationRecord, OperationState};
 
 use super::html::Html;
 use super::http::Request;
-use super::layout::{self, Area, filters};
+use super::layout::{self, Area, chosen_status, filters};
 use super::sessions::{Flash, Session};
 use super::{Console, flash_of};
 use crate::error::Failure;
@@ -18,15 +18,8 @@ pub(crate) async fn show(
     session: &Session,
     request: &Request,
 ) -> Result<String, Failure> {
-    let names: Vec<&'static str> = OperationState::ALL
-        .iter()
-        .map(|s| s.as_str())
-        .chain(["all"])
-        .collect();
-    let filter = request
-        .param("status")
-        .and_then(|s| names.iter().find(|n| **n == s).copied())
-        .unwrap_or(OperationState::OutcomeUnknown.as_str());
+    let states = OperationState::ALL.iter().map(|s| s.as_str());
+    let (names, filter) = chosen_status(request, states, OperationState::OutcomeUnknown.as_str());
     let tenant = session.operator.tenant();
     let query = OperationQuery {
         tenant: Some(tenant),

@@ -4,7 +4,7 @@ use toolgate_core::store::{EventQuery, EventStatus, OutboxEvent};
 
 use super::html::Html;
 use super::http::Request;
-use super::layout::{self, Area, filters};
+use super::layout::{self, Area, chosen_status, filters};
 use super::sessions::{Flash, Session};
 use super::{Console, flash_of};
 use crate::error::Failure;
@@ -17,15 +17,8 @@ pub(crate) async fn show(
     session: &Session,
     request: &Request,
 ) -> Result<String, Failure> {
-    let names: Vec<&'static str> = EventStatus::ALL
-        .iter()
-        .map(|s| s.as_str())
-        .chain(["all"])
-        .collect();
-    let filter = request
-        .param("status")
-        .and_then(|s| names.iter().find(|n| **n == s).copied())
-        .unwrap_or(EventStatus::Dead.as_str());
+    let statuses = EventStatus::ALL.iter().map(|s| s.as_str());
+    let (names, filter) = chosen_status(request, statuses, EventStatus::Dead.as_str());
     let tenant = session.operator.tenant();
     let query = EventQuery {
         tenant: Some(tenant),

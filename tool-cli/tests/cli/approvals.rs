@@ -395,9 +395,18 @@ async fn the_requester_renamed_with_a_space_or_an_invisible_character_cannot_app
     ] {
         assert!(ran.stderr.contains(says), "{says:?} in {}", ran.stderr);
     }
-    // Refused at sign-in: nothing decided, and no operator to record.
+    // Refused at sign-in: nothing decided; each attempt recorded as refused, with no actor.
     assert_eq!(db.store.approval("apr_a1").await.unwrap().unwrap(), before);
-    assert!(all_audit(&db.store).await.is_empty());
+    let audit = all_audit(&db.store).await;
+    assert_eq!(audit.len(), 4, "{audit:?}");
+    for record in audit {
+        let entry = record.entry;
+        assert_eq!(
+            (entry.kind, entry.outcome.as_str(), entry.actor.as_str()),
+            (AuditKind::Decision, "refused", "")
+        );
+        assert_eq!(entry.approval_id.as_deref(), Some("apr_a1"));
+    }
 }
 
 #[tokio::test]

@@ -79,7 +79,15 @@ async fn lists_and_approves_on_postgres() {
         ran.stderr.contains("the operator token is refused"),
         "{ran:?}"
     );
-    assert!(all_audit(&store).await.is_empty());
+    let refused = all_audit(&store).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(
+        (
+            refused[0].entry.outcome.as_str(),
+            refused[0].entry.actor.as_str()
+        ),
+        ("refused", "")
+    );
 
     let ran = toolgate_as(&url, token, &args);
     assert_eq!(ran.code, 0, "{ran:?}");
@@ -90,9 +98,9 @@ async fn lists_and_approves_on_postgres() {
     // The token's issuer vouches for the decision.
     assert_eq!(stored.decisions[0].issuer.as_deref(), Some("acme-ops"));
     let audit = all_audit(&store).await;
-    assert_eq!(audit.len(), 1);
-    assert_eq!(audit[0].entry.kind, AuditKind::Decision);
-    assert_eq!(audit[0].entry.actor, "manager");
+    assert_eq!(audit.len(), 2);
+    assert_eq!(audit[1].entry.kind, AuditKind::Decision);
+    assert_eq!(audit[1].entry.actor, "manager");
 
     let ran = toolgate(&url, &["approvals", "list"]);
     assert_eq!(

@@ -110,7 +110,7 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
     assert_eq!(ran.code, 1, "{ran:?}");
     assert!(ran.stderr.contains("`ops:settle`"), "{ran:?}");
     // Under a name that reads as another's but is not an identifier, though the issuer's key
-    // signed it: refused at sign-in, with no operator to record.
+    // signed it: refused at sign-in, and recorded with no actor (no one was proven).
     let renamed = db.acme.hand_signed(serde_json::json!({
         "sub": "ops\u{200b}",
         "permissions": ["ops:settle"],
@@ -170,7 +170,13 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
         .await
         .into_iter()
         .map(|(actor, key, outcome, reason)| {
-            assert!(reason.starts_with("ops settle applied: "), "{reason}");
+            let at_sign_in = actor.is_empty();
+            let says = if at_sign_in {
+                "ops settle: the operator token is refused: "
+            } else {
+                "ops settle applied: "
+            };
+            assert!(reason.starts_with(says), "{reason}");
             (actor, key, outcome)
         })
         .collect();
@@ -179,6 +185,7 @@ async fn a_settlement_is_refused_for_any_other_state_tenant_or_operator_and_ever
         trail,
         [
             row("k1", "refused"),
+            (String::new(), "k1".to_owned(), "refused".to_owned()),
             row("k2", "refused"),
             row("k3", "refused"),
             row("k1", "settled"),
