@@ -22,6 +22,7 @@ use std::sync::Arc;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use toolgate_core::store::OperationStore;
 
@@ -109,10 +110,11 @@ fn announce(bound: SocketAddr, loopback: bool) {
     let _ = out.flush();
 }
 
-/// Answers connections until Ctrl-C, then lets the open ones finish their request.
+/// Answers connections until Ctrl-C, then lets the open ones finish the request they are
+/// answering (a decision half made would lose its audit record) and closes them.
 async fn serve(console: &Arc<Console>, listener: TcpListener) {
     let mut stop = std::pin::pin!(tokio::signal::ctrl_c());
-    let mut connections = tokio::task::JoinSet::new();
+    let graceful = GracefulShutdown::new();
     loop {
         let accepted = tokio::select! {
             _ = &mut stop => break,
@@ -132,25 +134,29 @@ async fn serve(console: &Arc<Console>, listener: TcpListener) {
                 Ok::<_, Infallible>(answer.into_response())
             }
         });
-        connections.spawn(async move {
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), requests)
-                .await;
+        let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), requests);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
         });
-        // Reap the connections that ended.
-        while connections.try_join_next().is_some() {}
     }
-    connections.shutdown().await;
+    graceful.shutdown().await;
 }
 
 /// What an action came to, for the next page: the command line's own words either way.
 fn flash_of(done: Result<String, Failure>) -> Flash {
     match done {
         Ok(text) => Flash::Done(text.trim_end().to_owned()),
-        Err(Failure::Usage(e) | Failure::Refused(e) | Failure::Store(e)) => Flash::Failed {
-            what: e.what,
-            why: e.why,
-            next: e.next,
-        },
+        Err(failure) => failed(failure),
+    }
+}
+
+/// `failure`'s what, why and what to do, for a page.
+fn failed(failure: Failure) -> Flash {
+    let (Failure::Usage(e) | Failure::Refused(e) | Failure::Store(e)) = failure;
+    Flash::Failed {
+        what: e.what,
+        why: e.why,
+        next: e.next,
     }
 }

@@ -142,15 +142,11 @@ pub(crate) fn login(csrf: &str, refused: Option<&Flash>) -> String {
     html.into_string()
 }
 
-/// A page that refuses a request: what, why, what to do, and a way back.
-pub(crate) fn refusal(what: &str, why: &str, next: &str) -> String {
+/// A page that refuses a request: what, why, what to do (`failed`), and a way back.
+pub(crate) fn refusal(failed: &Flash) -> String {
     let mut html = head("refused");
     html.raw(r#"</head><body><main><h1>Refused</h1>"#)
-        .append(flash_box(&Flash::Failed {
-            what: what.to_owned(),
-            why: why.to_owned(),
-            next: next.to_owned(),
-        }))
+        .append(flash_box(failed))
         .raw(r#"<p><a href="/approvals">Back to the console</a></p></main></body></html>"#);
     html.into_string()
 }

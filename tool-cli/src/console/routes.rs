@@ -83,14 +83,15 @@ pub(crate) async fn answer(console: &Console, request: &Request, now_ms: i64) ->
             StatusCode::METHOD_NOT_ALLOWED,
             "this page is read with GET; its forms post to their own paths",
         ),
-        _ => Answer::page(
-            StatusCode::NOT_FOUND,
-            layout::refusal(
-                "no such page",
-                "the console has the pages Approvals, Operations, Outbox and Audit trail",
-                "follow the links at the top of a page",
-            ),
-        ),
+        _ => {
+            let missing = Flash::Failed {
+                what: "no such page".to_owned(),
+                why: "the console has the pages Approvals, Operations, Outbox and Audit trail"
+                    .to_owned(),
+                next: "follow the links at the top of a page".to_owned(),
+            };
+            Answer::page(StatusCode::NOT_FOUND, layout::refusal(&missing))
+        }
     }
 }
 
@@ -156,7 +157,7 @@ async fn log_in(console: &Console, request: &Request, now_ms: i64) -> Answer {
         }
         Err(failure) => {
             eprintln!("sign-in refused: {failure}");
-            login_page(request, Some(super::flash_of(Err(failure))))
+            login_page(request, Some(super::failed(failure)))
         }
     }
 }
@@ -170,10 +171,7 @@ fn page(rendered: Result<String, Failure>) -> Answer {
                 Failure::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::BAD_REQUEST,
             };
-            let Flash::Failed { what, why, next } = super::flash_of(Err(failure)) else {
-                unreachable!("a failure's flash is Failed");
-            };
-            Answer::page(status, layout::refusal(&what, &why, &next))
+            Answer::page(status, layout::refusal(&super::failed(failure)))
         }
     }
 }
@@ -205,5 +203,10 @@ fn acted(
 }
 
 fn refused(what: &str, why: &str, next: &str) -> Answer {
-    Answer::page(StatusCode::FORBIDDEN, layout::refusal(what, why, next))
+    let flash = Flash::Failed {
+        what: what.to_owned(),
+        why: why.to_owned(),
+        next: next.to_owned(),
+    };
+    Answer::page(StatusCode::FORBIDDEN, layout::refusal(&flash))
 }
