@@ -163,8 +163,16 @@ mod tests {
             panic!("{all:?}");
         };
         assert_eq!(args.listen.to_string(), "0.0.0.0:9000");
-        let err = parse(&["console", "--listen", "localhost"]).unwrap_err();
-        assert!(err.to_string().contains("--listen"), "{err}");
+        let local = parse(&["console", "--listen", "localhost:9001"]).unwrap();
+        let Command::Console(args) = local.command else {
+            panic!("{local:?}");
+        };
+        assert_eq!(args.listen.to_string(), "127.0.0.1:9001");
+        for bad in ["localhost", "localhost:http", "example.com:80", "8080"] {
+            let err = parse(&["console", "--listen", bad]).unwrap_err();
+            assert!(err.to_string().contains("--listen"), "{err}");
+            assert!(err.to_string().contains("localhost:8080"), "{bad}: {err}");
+        }
     }
 
     #[test]

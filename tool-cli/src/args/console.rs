@@ -8,9 +8,30 @@ use clap::Args;
 #[derive(Debug, PartialEq, Eq, Args)]
 #[command(after_help = CONSOLE_AFTER_HELP)]
 pub(crate) struct ConsoleArgs {
-    /// The address and port to listen on; loopback unless you give another
-    #[arg(long, value_name = "ADDRESS:PORT", default_value = "127.0.0.1:8080")]
+    /// The address and port to listen on (an IP address, or localhost); loopback unless you
+    /// give another
+    #[arg(
+        long,
+        value_name = "ADDRESS:PORT",
+        default_value = "127.0.0.1:8080",
+        value_parser = listen_address
+    )]
     pub(crate) listen: SocketAddr,
+}
+
+/// `ADDRESS:PORT` as an IP address and port; `localhost:PORT` is `127.0.0.1:PORT`. No other name
+/// is looked up: where the console listens is never up to a resolver.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("{port:?} is not a port (0 to 65535), as in localhost:8080"))?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        "give an IP address and a port, such as 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080 or localhost:8080"
+            .to_owned()
+    })
 }
 
 const CONSOLE_AFTER_HELP: &str = "\
