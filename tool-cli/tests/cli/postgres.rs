@@ -1,6 +1,7 @@
 //! The command line on a PostgreSQL database (a real one, through the tests' harness): an issuer
 //! made with `operators init` and listed, listing and approving with a token it issued, a token
-//! it did not issue refused, and settling an unknown outcome.
+//! it did not issue refused, and settling an unknown outcome; and the console on the same
+//! database, signing in and approving.
 
 use toolgate_core::store::prelude::*;
 
@@ -141,5 +142,56 @@ async fn settles_an_unknown_outcome_on_postgres() {
     assert_eq!(
         outcomes,
         [by_lead("settled"), by_lead("settled"), by_lead("refused")]
+    );
+}
+
+#[tokio::test]
+async fn the_console_signs_in_and_approves_on_postgres() {
+    use crate::web::{Client, ConsoleProcess, csrf_of, issuer, token};
+
+    let url = test_database().await;
+    let store = PostgresStore::connect(&url).await.unwrap();
+    ask(
+        &store,
+        &approval("apr_p1", "acme", "k1", now_ms() + HOUR_MS),
+    )
+    .await;
+    let acme = issuer(&store, "acme-ops", "acme").await;
+    let console = ConsoleProcess::start(&url);
+
+    // A token of a key the database does not hold signs no one in.
+    let stranger = toolgate_core::identity::IssuerSecret::generate("acme-ops", "acme").unwrap();
+    let mut client = Client::new(&console.addr);
+    let refused = client
+        .sign_in(&token(&stranger, "manager", &["refund:approve"]))
+        .await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+
+    let reply = client
+        .sign_in(&token(&acme, "manager", &["refund:approve"]))
+        .await;
+    assert_eq!(reply.location.as_deref(), Some("/approvals"), "{reply:?}");
+    let queue = client.get("/approvals").await;
+    assert!(queue.body.contains("apr_p1") && queue.body.contains("8000.00"));
+    let csrf = csrf_of(&queue.body);
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("id", "apr_p1"),
+        ("verdict", "approve"),
+        ("reason", "checked on postgres"),
+    ];
+    client.post("/approvals/decide", &form).await;
+    let stored = store.approval("apr_p1").await.unwrap().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Approved);
+    let decision = stored.last_decision().unwrap();
+    assert_eq!(
+        (decision.by.as_str(), decision.issuer.as_deref()),
+        ("manager", Some("acme-ops"))
+    );
+    let audit = all_audit(&store).await;
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(
+        (audit[0].entry.kind, audit[0].entry.actor.as_str()),
+        (AuditKind::Decision, "manager")
     );
 }
