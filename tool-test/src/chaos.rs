@@ -43,7 +43,7 @@
 //! // The provider answered the proxy, which kept the answer: the refund was applied.
 //! proxy
 //!     .plan()
-//!     .wait_for(|records| matches!(records[0].upstream, Upstream::Answered(_)))
+//!     .wait_for(|records| records.first().is_some_and(|r| matches!(r.upstream, Upstream::Answered(_))))
 //!     .await;
 //! refund(&proxy.url(), "k1").await.expect("the retry goes through");
 //! assert_eq!(proxy.plan().keys(&refunds), ["k1", "k1"], "one key for both");
