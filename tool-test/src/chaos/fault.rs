@@ -34,7 +34,8 @@ pub enum Fault {
     /// an answer.
     ResetAfterApply,
     /// Sent to the provider after this long, and answered as usual. A client that gives up
-    /// while it waits sent a request that was never applied.
+    /// while it waits sent a request that was never applied: its record says
+    /// [`Upstream::Abandoned`](super::Upstream::Abandoned).
     Delay(Duration),
 }
 

@@ -130,7 +130,11 @@ impl FaultHook {
             Some(Fault::RateLimited { retry_after }) => {
                 return Err(NotReached::RateLimited { retry_after });
             }
-            Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+            Some(Fault::Delay(delay)) => {
+                let waiting = self.plan.waiting(index);
+                tokio::time::sleep(delay).await;
+                waiting.sent();
+            }
             _ => {}
         }
         self.plan.reach(index, Upstream::Sent);
@@ -244,6 +248,21 @@ mod tests {
             .unwrap();
         assert_eq!(started.elapsed(), Duration::from_secs(90));
         assert_eq!(hook.after_apply(sent), Ok(()));
+        assert_eq!(hook.plan().requests()[0].upstream, Upstream::Sent);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_given_up_while_it_waits_is_abandoned() {
+        let plan = FaultPlan::new();
+        plan.next(Route::any("/"), 1, Fault::Delay(Duration::from_secs(90)));
+        let hook = FaultHook::new(plan.clone());
+        let gave_up = tokio::time::timeout(
+            Duration::from_secs(10),
+            hook.before_send(Method::PUT, "/objects/a", Some("k1")),
+        )
+        .await;
+        assert!(gave_up.is_err());
+        assert_eq!(plan.requests()[0].upstream, Upstream::Abandoned);
     }
 
     #[test]

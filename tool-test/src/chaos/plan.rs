@@ -206,6 +206,42 @@ impl FaultPlan {
     }
 }
 
+/// Marks a request [`Upstream::Abandoned`] if it is dropped before [`Waiting::sent`]: the
+/// guard of a request waiting out a [`Fault::Delay`].
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    plan: FaultPlan,
+    index: usize,
+    sent: bool,
+}
+
+impl Waiting {
+    /// The request goes on to the provider.
+    pub(crate) fn sent(mut self) {
+        self.sent = true;
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.plan.reach(self.index, Upstream::Abandoned);
+        }
+    }
+}
+
+impl FaultPlan {
+    /// A guard for the request at `index` while it waits: dropped before it is sent, the
+    /// request is marked abandoned.
+    pub(crate) fn waiting(&self, index: usize) -> Waiting {
+        Waiting {
+            plan: self.clone(),
+            index,
+            sent: false,
+        }
+    }
+}
+
 impl State {
     /// How many requests of `route` were seen.
     fn seen(&self, route: &Route) -> u64 {

@@ -86,7 +86,11 @@ impl Player {
                 );
                 return Ok(answer);
             }
-            Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+            Some(Fault::Delay(delay)) => {
+                let waiting = self.plan.waiting(index);
+                tokio::time::sleep(delay).await;
+                waiting.sent();
+            }
             _ => {}
         }
         // What the server side put there is not the provider's business.

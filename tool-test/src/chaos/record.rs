@@ -33,8 +33,11 @@ impl Record {
 #[non_exhaustive]
 pub enum Upstream {
     /// Not sent: a fault answered in the provider's place, or the request is still waiting out
-    /// a [`Fault::Delay`] (or its client gave up while it waited, and it never will be sent).
+    /// a [`Fault::Delay`].
     NotSent,
+    /// Never sent: its client gave up (or the proxy stopped) while it waited out a
+    /// [`Fault::Delay`].
+    Abandoned,
     /// Sent, and not answered yet. A hook's requests stay here: the tool reports no status.
     Sent,
     /// The provider answered with this status (whatever the client was then given).

@@ -165,6 +165,24 @@ async fn delay_forwards_after_the_delay() {
     assert_eq!(record.upstream, Reached::Answered(StatusCode::OK));
 }
 
+/// A client that gives up while its request waits out a delay sent nothing: the proxy drops
+/// the request with the connection, and the record says it was abandoned.
+#[tokio::test]
+async fn a_client_that_gives_up_during_a_delay_sent_nothing() {
+    let (upstream, proxy) = proxy_with(Fault::Delay(Duration::from_secs(3600))).await;
+    let waiting = proxy.plan().wait_for(|records| !records.is_empty());
+    let outcome = send_until(proxy.addr(), post("/refunds", "k1", "{}"), waiting).await;
+    assert!(matches!(outcome, Outcome::TimedOut), "{outcome:?}");
+    patiently(
+        proxy
+            .plan()
+            .wait_for(|records| records[0].upstream == Reached::Abandoned),
+    )
+    .await;
+    assert!(upstream.ledger().is_empty());
+    the_next_request_goes_through(&upstream, &proxy).await;
+}
+
 /// A provider that cannot be reached is answered `502`, and the record says it failed.
 #[tokio::test]
 async fn an_unreachable_provider_is_a_bad_gateway() {
