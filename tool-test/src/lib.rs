@@ -10,7 +10,12 @@
 //! - [`ControlledStore`]: a store wrapped so that a test can make its requests fail, or the
 //!   whole store go down, and count what was asked of it;
 //! - `McpHttpClient` (feature `mcp-http-client`): the HTTP side of the MCP SDK's streamable HTTP
-//!   client, over plain HTTP/1.1, for tests that drive a `toolgate::mcp` server over loopback.
+//!   client, over plain HTTP/1.1, for tests that drive a `toolgate::mcp` server over loopback;
+//! - `chaos` (feature `chaos`): faults for a tool's own provider, planned per route and per
+//!   request count (a `503`, a `429`, an answer dropped or a connection reset after the
+//!   provider applied the request, a delay), played by a reverse proxy in front of an HTTP
+//!   provider or by a hook around any other, with a record of every request and its
+//!   idempotency key.
 //!
 //! Depending on this crate turns on the `test-util` feature of `toolgate-core`, which exports the
 //! same [`MemoryStore`] and [`ManualClock`] and the failpoint hooks of the dispatcher.
@@ -45,6 +50,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "chaos")]
+pub mod chaos;
 pub mod conformance;
 mod controlled;
 mod failpoints;

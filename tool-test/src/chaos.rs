@@ -1,0 +1,72 @@
+//! Chaos for a tool's own provider (feature `chaos`): the faults that make a write's outcome
+//! hard to know, played on the requests a tool sends, so that a test can prove the tool keeps
+//! toolgate's promise under them: a request refused before the provider is `unavailable` (and
+//! safe to retry), one applied and answered never is `outcome_unknown` (never `failed`), and a
+//! retry under the same idempotency key is applied once.
+//!
+//! - [`FaultProxy`]: an HTTP/1.1 reverse proxy on a loopback port in front of the provider;
+//!   point the tool's base URL at [`FaultProxy::url`];
+//! - [`FaultHook`]: the same faults for a provider that is not HTTP, played by the tool itself
+//!   around its call;
+//! - [`FaultPlan`]: which requests misbehave, chosen by [`Route`] (a method and a path prefix)
+//!   and by count ("the 2nd and 3rd `POST /refunds`", "the next 3 requests to `/refunds`"),
+//!   and the [`Record`] of every request seen, with its idempotency key. The proxy and the hook
+//!   share it;
+//! - [`Fault`]: a `503` or a `429` answered in the provider's place, the provider's answer
+//!   dropped or the connection reset after the provider applied the request, or a delay.
+//!
+//! A dropped answer holds the client's connection until the client gives up: the tool's own
+//! deadline decides, as it would against a provider that stopped answering. A reset is a TCP
+//! `RST` (`SO_LINGER` set to zero on the client's socket as it closes, with tokio's
+//! `set_zero_linger`). Nothing in the proxy waits on a timer but a planned [`Fault::Delay`],
+//! which runs on tokio's clock.
+//!
+//! # Examples
+//!
+//! A tool's HTTP client put through a dropped answer: the provider applies the refund, the
+//! client's deadline passes, and the retry under the same key finds it applied.
+//!
+//! ```no_run
+//! use std::net::SocketAddr;
+//! use std::time::Duration;
+//! use toolgate_test::chaos::{Fault, FaultProxy, Route, Upstream};
+//!
+//! # async fn refund(base_url: &str, key: &str) -> Result<(), ()> { Ok(()) }
+//! # async fn run(provider: SocketAddr) -> std::io::Result<()> {
+//! let proxy = FaultProxy::start(provider).await?;
+//! let refunds = Route::post("/refunds");
+//! proxy.plan().at(refunds.clone(), [1], Fault::DropAfterApply);
+//!
+//! // The tool's client, with a deadline of its own, posts to `{base_url}/refunds`.
+//! let first = tokio::time::timeout(Duration::from_secs(2), refund(&proxy.url(), "k1")).await;
+//! assert!(first.is_err(), "the answer never came");
+//! // The provider answered the proxy, which kept the answer: the refund was applied.
+//! proxy
+//!     .plan()
+//!     .wait_for(|records| records.first().is_some_and(|r| matches!(r.upstream, Upstream::Answered(_))))
+//!     .await;
+//! refund(&proxy.url(), "k1").await.expect("the retry goes through");
+//! assert_eq!(proxy.plan().keys(&refunds), ["k1", "k1"], "one key for both");
+//! proxy.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod fault;
+mod forward;
+mod hook;
+mod hop_by_hop;
+mod lifetime;
+mod plan;
+mod play;
+mod proxy;
+mod record;
+mod reset;
+mod route;
+
+pub use fault::Fault;
+pub use hook::{AnswerLost, FaultHook, NotReached, Sent};
+pub use plan::FaultPlan;
+pub use proxy::{DEFAULT_BODY_LIMIT, DEFAULT_KEY_HEADER, FaultProxy, FaultProxyBuilder};
+pub use record::{Record, Upstream};
+pub use route::Route;

@@ -1,0 +1,27 @@
+//! The chaos kit against a real HTTP provider on loopback: each fault of the proxy does what it
+//! says (`faults`), faults take exactly the requests planned for them and the record says what
+//! came (`planning`), what is not planned passes through unchanged (`passing`), the proxy stops
+//! when told (`stopping`), and a tool under toolgate's dispatcher keeps its promise through the
+//! proxy and through the hook (`dispatch`).
+//!
+//! `upstream` is the provider, `client` the client a tool would have, with a deadline of its own.
+
+mod client;
+mod dispatch;
+mod faults;
+mod passing;
+mod planning;
+mod stopping;
+mod upstream;
+
+use std::time::Duration;
+
+/// How long a test waits for something that should happen at once; reaching it is a failure.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Waits for `what` at most [`PATIENCE`].
+async fn patiently<T>(what: impl Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, what)
+        .await
+        .expect("it happens well within the test's patience")
+}
