@@ -1,0 +1,387 @@
+//! The promises a played story is checked against: [`Played::check`], the [`Applied`] effects
+//! it is given, and the [`Violation`]s it finds.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use toolgate_core::ErrorKind;
+use toolgate_core::store::OperationState;
+
+use super::Played;
+use super::played::PlayedTurn;
+
+/// One effect the provider applied, as its authoritative state tells: the business operation
+/// (an id of the application's own, `"refund ORD-1001"`) and the idempotency key it was applied
+/// under, when the tool passed one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Applied {
+    /// The business operation, named so that two effects of the same operation have the same
+    /// name.
+    pub operation: String,
+    /// The idempotency key the provider applied it under; `None` when the request carried none.
+    pub key: Option<String>,
+}
+
+impl Applied {
+    /// `operation` applied under `key`.
+    pub fn new(operation: impl Into<String>, key: Option<impl Into<String>>) -> Applied {
+        Applied {
+            operation: operation.into(),
+            key: key.map(Into::into),
+        }
+    }
+}
+
+/// A promise of toolgate that a played story broke, with what usually causes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Violation {
+    /// A call id of a turn was not answered exactly once (or an answer names an id the turn
+    /// did not ask for).
+    CallAnswered {
+        /// The turn's line.
+        line: usize,
+        /// The call id.
+        call_id: String,
+        /// How many answers name it.
+        answers: usize,
+    },
+    /// A business operation was applied more than once.
+    AppliedMoreThanOnce {
+        /// The operation.
+        operation: String,
+        /// The key of each application, in the provider's order.
+        keys: Vec<Option<String>>,
+    },
+    /// An applied effect that no `succeeded` operation accounts for after the final reconcile:
+    /// the model was never told it happened, and nothing settled it.
+    Unaccounted {
+        /// The operation.
+        operation: String,
+        /// The key it was applied under.
+        key: Option<String>,
+        /// The state of the operation under that key, when the store holds one.
+        state: Option<OperationState>,
+    },
+    /// An operation of a tool with a `reconcile` hook is still `outcome_unknown` after the
+    /// final reconcile.
+    StillUnknown {
+        /// The tool.
+        tool: String,
+        /// The operation's key.
+        key: String,
+        /// How many times the reconciler asked.
+        tries: u32,
+    },
+    /// A call the dispatcher refused before running it (invalid arguments) reached the
+    /// provider, by its operation's key.
+    RefusedButSent {
+        /// The turn's line.
+        line: usize,
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The key the dispatcher derives for the call.
+        key: String,
+        /// How many requests under the key the stage's plan saw.
+        requests: usize,
+        /// How many effects the provider applied under the key.
+        effects: usize,
+    },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::CallAnswered {
+                line,
+                call_id,
+                answers,
+            } => write!(
+                f,
+                "line {line}: call id {call_id:?} was answered {answers} times, not once; \
+                 usually a provider format of one's own that drops or repeats a result, or an \
+                 answer assembled outside the dispatcher"
+            ),
+            Violation::AppliedMoreThanOnce { operation, keys } => {
+                let keys: Vec<&str> = keys
+                    .iter()
+                    .map(|key| key.as_deref().unwrap_or("no key"))
+                    .collect();
+                write!(
+                    f,
+                    "{operation} was applied {} times (keys: {}); usually the tool does not pass \
+                     the operation's key to the provider (`key: &IdempotencyKey`, as an \
+                     `Idempotency-Key` header), or the provider does not honour it",
+                    keys.len(),
+                    keys.join(", ")
+                )
+            }
+            Violation::Unaccounted {
+                operation,
+                key: None,
+                ..
+            } => write!(
+                f,
+                "{operation} was applied under no key, so no operation accounts for it and no \
+                 reconcile hook can find it; usually the tool does not pass the operation's key \
+                 to the provider"
+            ),
+            Violation::Unaccounted {
+                operation,
+                key: Some(key),
+                state: Some(state),
+            } => write!(
+                f,
+                "{operation} was applied under {key}, whose operation is {} after the final \
+                 reconcile: the model was never told it happened, and nothing settled it; \
+                 usually a reconcile hook that answers \"not applied\" without asking the \
+                 provider, or a tool that reports a failure after the provider applied it",
+                state.as_str()
+            ),
+            Violation::Unaccounted {
+                operation,
+                key: Some(key),
+                state: None,
+            } => write!(
+                f,
+                "{operation} was applied under {key}, a key no operation of the store holds; \
+                 usually a tool that sends a key of its own instead of the operation's, or an \
+                 effect made outside the dispatcher"
+            ),
+            Violation::StillUnknown { tool, key, tries } => write!(
+                f,
+                "{tool} operation {key} is still outcome_unknown after the final reconcile \
+                 ({tries} tries); usually its reconcile hook cannot find the operation at the \
+                 provider (the tool did not pass the key) or answers an error instead of \
+                 \"applied\" or \"not applied\""
+            ),
+            Violation::RefusedButSent {
+                line,
+                call_id,
+                tool,
+                key,
+                requests,
+                effects,
+            } => write!(
+                f,
+                "line {line}: call {call_id:?} of {tool} was refused before it ran (invalid \
+                 arguments), yet {requests} request(s) and {effects} effect(s) under its key \
+                 {key} reached the provider; usually a check hook, or code outside the \
+                 dispatcher, that calls the provider before toolgate decides"
+            ),
+        }
+    }
+}
+
+/// The violations [`Played::check`] found, at least one; each on a line of its own as text.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Violations(Vec<Violation>);
+
+impl Violations {
+    /// Each violation, in the order found.
+    pub fn iter(&self) -> std::slice::Iter<'_, Violation> {
+        self.0.iter()
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never: a check that finds nothing answers `Ok`.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The violations.
+    pub fn into_vec(self) -> Vec<Violation> {
+        self.0
+    }
+}
+
+impl fmt::Display for Violations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} violation(s) of toolgate's promises:", self.0.len())?;
+        for violation in &self.0 {
+            writeln!(f, "- {violation}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Violations {
+    /// As [`Display`](fmt::Display): what `unwrap` prints is what a person reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl<'a> IntoIterator for &'a Violations {
+    type Item = &'a Violation;
+    type IntoIter = std::slice::Iter<'a, Violation>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl Played {
+    /// Checks the story against toolgate's promises, given the effects the provider applied
+    /// (`provider` reads its authoritative state):
+    ///
+    /// - every call id of every turn is answered once (a turn of a run already aborted
+    ///   answers none);
+    /// - no business operation is applied more than once;
+    /// - every applied effect is accounted for by a `succeeded` operation of the store under
+    ///   its key, after the final reconcile;
+    /// - no operation of a tool with a `reconcile` hook is still `outcome_unknown`;
+    /// - no call refused before it ran (invalid arguments) reached the provider.
+    ///
+    /// The last check goes by the key the dispatcher derives for the refused call, as far as
+    /// the record allows: a call whose arguments are not a JSON object has no key, and a
+    /// refused call shares its key with any call of the same key fields, so it is checked
+    /// only when no operation of the store holds that key (none ran under it). A refused call
+    /// whose tool sends no key cannot be told from the provider's side; nor can one by its
+    /// business operation, which the kit does not know a call's.
+    ///
+    /// # Errors
+    ///
+    /// [`Violations`]: every broken promise found, each with what usually causes it.
+    pub fn check<I>(&self, provider: impl FnOnce() -> I) -> Result<(), Violations>
+    where
+        I: IntoIterator<Item = Applied>,
+    {
+        let applied: Vec<Applied> = provider().into_iter().collect();
+        let mut found = Vec::new();
+        for (line, turn) in self.turns() {
+            found.extend(answered_once(line, turn));
+        }
+        found.extend(applied_once(&applied));
+        let refused = self.refused_but_sent(&applied);
+        found.extend(self.unaccounted(&applied, &refused));
+        found.extend(self.still_unknown());
+        found.extend(refused);
+        match found.is_empty() {
+            true => Ok(()),
+            false => Err(Violations(found)),
+        }
+    }
+
+    fn unaccounted(&self, applied: &[Applied], refused: &[Violation]) -> Vec<Violation> {
+        let reported_refused = |key: &str| {
+            refused
+                .iter()
+                .any(|violation| matches!(violation, Violation::RefusedButSent { key: k, .. } if k == key))
+        };
+        applied
+            .iter()
+            .filter_map(|effect| {
+                let state = match &effect.key {
+                    Some(key) if reported_refused(key) => return None,
+                    Some(key) => self.operation(key).map(|operation| operation.state),
+                    None => None,
+                };
+                (state != Some(OperationState::Succeeded)).then(|| Violation::Unaccounted {
+                    operation: effect.operation.clone(),
+                    key: effect.key.clone(),
+                    state,
+                })
+            })
+            .collect()
+    }
+
+    fn still_unknown(&self) -> Vec<Violation> {
+        self.operations
+            .iter()
+            .filter(|operation| operation.state == OperationState::OutcomeUnknown)
+            .filter(|operation| self.reconciled_tools.contains(&operation.tool))
+            .map(|operation| Violation::StillUnknown {
+                tool: operation.tool.clone(),
+                key: operation.key.clone(),
+                tries: operation.reconcile_tries,
+            })
+            .collect()
+    }
+
+    fn refused_but_sent(&self, applied: &[Applied]) -> Vec<Violation> {
+        let mut found = Vec::new();
+        for (line, turn) in self.turns() {
+            for call in &turn.asked {
+                let Some(key) = &call.key else { continue };
+                let refused = turn.report(&call.id).is_some_and(|report| {
+                    report.result.error_kind() == Some(ErrorKind::InvalidArguments)
+                });
+                if !refused || self.operation(key).is_some() {
+                    continue;
+                }
+                let requests = self
+                    .requests
+                    .iter()
+                    .filter(|request| request.key.as_ref() == Some(key))
+                    .count();
+                let effects = applied
+                    .iter()
+                    .filter(|effect| effect.key.as_ref() == Some(key))
+                    .count();
+                if requests + effects > 0 {
+                    found.push(Violation::RefusedButSent {
+                        line,
+                        call_id: call.id.clone(),
+                        tool: call.tool.clone(),
+                        key: key.clone(),
+                        requests,
+                        effects,
+                    });
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The call ids of `turn` not answered exactly once, and the answers to ids it did not ask.
+fn answered_once(line: usize, turn: &PlayedTurn) -> Vec<Violation> {
+    let answered = turn.answered_ids();
+    if answered.is_empty() && matches!(turn.outcome, super::TurnOutcome::Aborted(_)) {
+        // A turn of a run already aborted: none of its calls ran, and none is answered.
+        return Vec::new();
+    }
+    let mut answers: BTreeMap<&str, usize> = turn
+        .asked
+        .iter()
+        .map(|call| (call.id.as_str(), 0))
+        .collect();
+    for id in answered {
+        *answers.entry(id).or_default() += 1;
+    }
+    answers
+        .into_iter()
+        .filter(|(_, answers)| *answers != 1)
+        .map(|(call_id, answers)| Violation::CallAnswered {
+            line,
+            call_id: call_id.to_owned(),
+            answers,
+        })
+        .collect()
+}
+
+/// The operations applied more than once.
+fn applied_once(applied: &[Applied]) -> Vec<Violation> {
+    let mut by_operation: BTreeMap<&str, Vec<Option<String>>> = BTreeMap::new();
+    for effect in applied {
+        by_operation
+            .entry(&effect.operation)
+            .or_default()
+            .push(effect.key.clone());
+    }
+    by_operation
+        .into_iter()
+        .filter(|(_, keys)| keys.len() > 1)
+        .map(|(operation, keys)| Violation::AppliedMoreThanOnce {
+            operation: operation.to_owned(),
+            keys,
+        })
+        .collect()
+}
