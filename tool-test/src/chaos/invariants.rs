@@ -36,8 +36,7 @@ impl Applied {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Violation {
-    /// A call id of a turn was not answered exactly once (or an answer names an id the turn
-    /// did not ask for).
+    /// A call id of a turn was not answered exactly once.
     CallAnswered {
         /// The turn's line.
         line: usize,
@@ -45,6 +44,13 @@ pub enum Violation {
         call_id: String,
         /// How many answers name it.
         answers: usize,
+    },
+    /// An answer of a turn names a call id the turn did not ask for.
+    AnsweredUnasked {
+        /// The turn's line.
+        line: usize,
+        /// The call id.
+        call_id: String,
     },
     /// A business operation was applied more than once.
     AppliedMoreThanOnce {
@@ -103,6 +109,11 @@ impl fmt::Display for Violation {
                 "line {line}: call id {call_id:?} was answered {answers} times, not once; \
                  usually a provider format of one's own that drops or repeats a result, or an \
                  answer assembled outside the dispatcher"
+            ),
+            Violation::AnsweredUnasked { line, call_id } => write!(
+                f,
+                "line {line}: an answer names call id {call_id:?}, which the turn did not ask \
+                 for; usually a provider format of one's own that renames a call's id"
             ),
             Violation::AppliedMoreThanOnce { operation, keys } => {
                 let keys: Vec<&str> = keys
@@ -231,8 +242,8 @@ impl Played {
     /// Checks the story against toolgate's promises, given the effects the provider applied
     /// (`provider` reads its authoritative state):
     ///
-    /// - every call id of every turn is answered once (a turn of a run already aborted
-    ///   answers none);
+    /// - every call id of every turn is answered once, and no answer names an id the turn did
+    ///   not ask for (a turn of a run already aborted answers none);
     /// - no business operation is applied more than once;
     /// - every applied effect is accounted for by a `succeeded` operation of the store under
     ///   its key, after the final reconcile;
@@ -348,21 +359,27 @@ fn answered_once(line: usize, turn: &PlayedTurn) -> Vec<Violation> {
         // A turn of a run already aborted: none of its calls ran, and none is answered.
         return Vec::new();
     }
-    let mut answers: BTreeMap<&str, usize> = turn
+    let mut answers: BTreeMap<&str, (bool, usize)> = turn
         .asked
         .iter()
-        .map(|call| (call.id.as_str(), 0))
+        .map(|call| (call.id.as_str(), (true, 0)))
         .collect();
     for id in answered {
-        *answers.entry(id).or_default() += 1;
+        answers.entry(id).or_insert((false, 0)).1 += 1;
     }
     answers
         .into_iter()
-        .filter(|(_, answers)| *answers != 1)
-        .map(|(call_id, answers)| Violation::CallAnswered {
-            line,
-            call_id: call_id.to_owned(),
-            answers,
+        .filter_map(|(call_id, (asked, answers))| match (asked, answers) {
+            (true, 1) => None,
+            (true, answers) => Some(Violation::CallAnswered {
+                line,
+                call_id: call_id.to_owned(),
+                answers,
+            }),
+            (false, _) => Some(Violation::AnsweredUnasked {
+                line,
+                call_id: call_id.to_owned(),
+            }),
         })
         .collect()
 }
@@ -384,4 +401,275 @@ fn applied_once(applied: &[Applied]) -> Vec<Violation> {
             keys,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use http::Method;
+    use toolgate_core::dispatch::CallReport;
+    use toolgate_core::reconcile::ReconcileReport;
+    use toolgate_core::run::{RunAborted, TurnAborted};
+    use toolgate_core::store::OperationRecord;
+    use toolgate_core::tool::JsonText;
+    use toolgate_core::{CallResult, ToolError};
+
+    use super::*;
+    use crate::chaos::played::{Answer, Answered, AskedCall, TurnOutcome};
+    use crate::chaos::{Record, TurnFormat, Upstream};
+
+    fn asked(id: &str, key: Option<&str>) -> AskedCall {
+        AskedCall {
+            id: id.to_owned(),
+            tool: "refund".to_owned(),
+            key: key.map(str::to_owned),
+        }
+    }
+
+    fn report(id: &str, result: CallResult) -> CallReport {
+        CallReport {
+            call_id: id.to_owned(),
+            tool: "refund".to_owned(),
+            result,
+        }
+    }
+
+    fn succeeded() -> CallResult {
+        CallResult::succeeded(JsonText::of(&serde_json::json!({"refund_id": "re_1"})).unwrap())
+    }
+
+    fn refused() -> CallResult {
+        CallResult::from_error(&ToolError::new(
+            ErrorKind::InvalidArguments,
+            "order_id is not a string",
+        ))
+    }
+
+    fn operation(key: &str, tool: &str, state: OperationState) -> OperationRecord {
+        OperationRecord {
+            tenant: "acme".to_owned(),
+            key: key.to_owned(),
+            tool: tool.to_owned(),
+            request_hash: "h".to_owned(),
+            arguments: "{}".to_owned(),
+            state,
+            attempt: 1,
+            lease_until_ms: 0,
+            result: None,
+            errors: Vec::new(),
+            reconcile_tries: 2,
+            created_ms: 0,
+            updated_ms: 0,
+            approval_id: None,
+        }
+    }
+
+    fn turn(line: usize, asked: Vec<AskedCall>, outcome: TurnOutcome) -> Answered {
+        Answered {
+            line,
+            process: "a".to_owned(),
+            answer: Answer::Turn(PlayedTurn {
+                format: TurnFormat::OpenAi,
+                tenant: "acme".to_owned(),
+                run: "run-1".to_owned(),
+                asked,
+                outcome,
+            }),
+        }
+    }
+
+    fn answered(reports: Vec<CallReport>) -> TurnOutcome {
+        TurnOutcome::Answered {
+            message: None,
+            reports,
+        }
+    }
+
+    fn played(answers: Vec<Answered>, operations: Vec<OperationRecord>) -> Played {
+        Played {
+            answers,
+            final_reconcile: ReconcileReport::default(),
+            operations,
+            requests: Vec::new(),
+            reconciled_tools: BTreeSet::from(["refund".to_owned()]),
+        }
+    }
+
+    fn violations(played: &Played, applied: Vec<Applied>) -> Vec<Violation> {
+        match played.check(|| applied) {
+            Ok(()) => Vec::new(),
+            Err(found) => found.into_vec(),
+        }
+    }
+
+    #[test]
+    fn every_call_id_of_a_turn_is_answered_once() {
+        let turns = vec![
+            turn(
+                1,
+                vec![asked("call_1", None), asked("call_2", None)],
+                answered(vec![report("call_1", succeeded())]),
+            ),
+            turn(
+                2,
+                vec![asked("call_3", None)],
+                answered(vec![
+                    report("call_3", succeeded()),
+                    report("call_3", succeeded()),
+                    report("call_9", succeeded()),
+                ]),
+            ),
+            // A turn of a run already aborted answers none of its calls.
+            turn(
+                3,
+                vec![asked("call_4", None)],
+                TurnOutcome::Aborted(TurnAborted {
+                    reason: RunAborted {
+                        kind: ErrorKind::PermissionDenied,
+                        reason: "no refund:create".to_owned(),
+                    },
+                    calls: Vec::new(),
+                }),
+            ),
+        ];
+        let found = violations(&played(turns, Vec::new()), Vec::new());
+        let answered = |line, id: &str, answers| Violation::CallAnswered {
+            line,
+            call_id: id.to_owned(),
+            answers,
+        };
+        let unasked = Violation::AnsweredUnasked {
+            line: 2,
+            call_id: "call_9".to_owned(),
+        };
+        assert_eq!(
+            found,
+            [answered(1, "call_2", 0), answered(2, "call_3", 2), unasked]
+        );
+        assert!(found[0].to_string().contains("answered 0 times, not once"));
+        assert!(found[2].to_string().contains("did not ask for"));
+    }
+
+    #[test]
+    fn an_effect_is_accounted_for_by_a_succeeded_operation_under_its_key() {
+        let operations = vec![
+            operation("k_ok", "refund", OperationState::Succeeded),
+            operation("k_failed", "refund", OperationState::Failed),
+        ];
+        let found = violations(
+            &played(Vec::new(), operations),
+            vec![
+                Applied::new("refund ORD-1", Some("k_ok")),
+                Applied::new("refund ORD-2", Some("k_failed")),
+                Applied::new("refund ORD-3", Some("k_nowhere")),
+                Applied::new("refund ORD-4", None::<String>),
+            ],
+        );
+        let unaccounted = |order: &str, key: Option<&str>, state| Violation::Unaccounted {
+            operation: format!("refund {order}"),
+            key: key.map(str::to_owned),
+            state,
+        };
+        assert_eq!(
+            found,
+            [
+                unaccounted("ORD-2", Some("k_failed"), Some(OperationState::Failed)),
+                unaccounted("ORD-3", Some("k_nowhere"), None),
+                unaccounted("ORD-4", None, None),
+            ]
+        );
+        assert!(
+            found[1]
+                .to_string()
+                .contains("a key no operation of the store holds")
+        );
+    }
+
+    #[test]
+    fn an_unknown_outcome_left_is_a_violation_only_for_a_tool_with_a_hook() {
+        let operations = vec![
+            operation("k1", "refund", OperationState::OutcomeUnknown),
+            operation("k2", "email", OperationState::OutcomeUnknown),
+        ];
+        let found = violations(&played(Vec::new(), operations), Vec::new());
+        assert_eq!(
+            found,
+            [Violation::StillUnknown {
+                tool: "refund".to_owned(),
+                key: "k1".to_owned(),
+                tries: 2,
+            }]
+        );
+    }
+
+    #[test]
+    fn a_refused_call_that_reached_the_provider_is_found_by_its_key() {
+        let turns = vec![turn(
+            1,
+            vec![
+                asked("call_1", Some("k_refused")),
+                asked("call_2", Some("k_ran_too")),
+                asked("call_3", None),
+            ],
+            answered(vec![
+                report("call_1", refused()),
+                report("call_2", refused()),
+                report("call_3", refused()),
+            ]),
+        )];
+        // Another call with the same key fields ran: the refused one cannot be told from it.
+        let operations = vec![operation("k_ran_too", "refund", OperationState::Succeeded)];
+        let mut played = played(turns, operations);
+        played.requests.push(Record {
+            method: Method::POST,
+            path: "/refunds".to_owned(),
+            key: Some("k_refused".to_owned()),
+            fault: None,
+            upstream: Upstream::Answered(http::StatusCode::OK),
+        });
+        let found = violations(
+            &played,
+            vec![
+                Applied::new("refund ORD-1", Some("k_refused")),
+                Applied::new("refund ORD-2", Some("k_ran_too")),
+            ],
+        );
+        assert_eq!(
+            found,
+            [Violation::RefusedButSent {
+                line: 1,
+                call_id: "call_1".to_owned(),
+                tool: "refund".to_owned(),
+                key: "k_refused".to_owned(),
+                requests: 1,
+                effects: 1,
+            }],
+            "reported once, not also as an effect unaccounted for"
+        );
+        assert!(found[0].to_string().contains("refused before it ran"));
+    }
+
+    #[test]
+    fn a_business_operation_applied_twice_is_one_violation_with_every_key() {
+        let operations = vec![
+            operation("k1", "refund", OperationState::Succeeded),
+            operation("k2", "refund", OperationState::Succeeded),
+        ];
+        let found = violations(
+            &played(Vec::new(), operations),
+            vec![
+                Applied::new("refund ORD-1", Some("k1")),
+                Applied::new("refund ORD-1", Some("k2")),
+                Applied::new("refund ORD-2", Some("k1")),
+            ],
+        );
+        assert_eq!(
+            found,
+            [Violation::AppliedMoreThanOnce {
+                operation: "refund ORD-1".to_owned(),
+                keys: vec![Some("k1".to_owned()), Some("k2".to_owned())],
+            }]
+        );
+    }
 }

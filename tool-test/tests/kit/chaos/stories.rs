@@ -9,6 +9,7 @@ mod tools;
 
 use std::sync::Arc;
 
+use http::Method;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::prelude::*;
@@ -19,6 +20,7 @@ use toolgate_test::chaos::{
 
 use self::payments::Payments;
 use self::tools::PaymentsUrl;
+use super::client::{request, send};
 use super::patiently;
 
 /// The provider, the proxy in front of it, and a stage on a SQLite file in a directory of its
@@ -315,5 +317,52 @@ async fn a_restart_and_a_second_process_on_the_same_store_keep_each_refund_once(
         scene.posted(),
         2,
         "one request a refund: the store kept each once"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_call_is_checked_by_its_operation_s_key() {
+    let story = Story::new().openai(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "refund", "arguments": "{\"order_id\": \"ORD-1001\", \"amount\": 5}"}}]}));
+    let scene = Scene::new(right).await;
+    let played = scene.play(&story).await;
+    let (_, turn) = played.turns().next().unwrap();
+    assert_eq!(
+        turn.report("call_1").unwrap().result.error_kind(),
+        Some(ErrorKind::InvalidArguments),
+        "refused before it ran: `amount` is no argument of the tool"
+    );
+    played.check(|| scene.payments.applied()).unwrap();
+
+    // Code outside the dispatcher sends the refused refund under its operation's key.
+    let key = turn.asked[0]
+        .key
+        .clone()
+        .expect("the arguments are an object");
+    let body = json!({"order_id": "ORD-1001"}).to_string();
+    let sent = send(
+        scene.proxy.addr(),
+        request(Method::POST, "/refunds", Some(&key), &body),
+        None,
+    )
+    .await;
+    assert_eq!(sent.answer().status(), 200);
+    let mut played = played;
+    played.requests = scene.proxy.plan().requests();
+    let violations = played
+        .check(|| scene.payments.applied())
+        .unwrap_err()
+        .into_vec();
+    assert_eq!(
+        violations,
+        [Violation::RefusedButSent {
+            line: 1,
+            call_id: "call_1".to_owned(),
+            tool: "refund".to_owned(),
+            key,
+            requests: 1,
+            effects: 1,
+        }]
     );
 }
