@@ -136,10 +136,11 @@ mod reset;
 mod route;
 mod stage;
 mod story;
+mod violation;
 
 pub use fault::Fault;
 pub use hook::{AnswerLost, FaultHook, NotReached, Sent};
-pub use invariants::{Applied, Violation, Violations};
+pub use invariants::Applied;
 pub use line::{StoryLine, TurnFormat};
 pub use plan::FaultPlan;
 pub use played::{Answer, Answered, AskedCall, Played, PlayedTurn, TurnOutcome};
@@ -149,3 +150,4 @@ pub use record::{Record, Upstream};
 pub use route::Route;
 pub use stage::Stage;
 pub use story::{Story, StoryError};
+pub use violation::{Violation, Violations};

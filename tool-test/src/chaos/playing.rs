@@ -129,11 +129,12 @@ impl Player<'_> {
                 return Ok(());
             }
             StoryLine::Restart => {
-                let store = self.open(line).await?;
-                // The old dispatcher, and the store it held, go before the new one is built.
+                // The old dispatcher goes first, and the store it held with it (a pool closes
+                // its connections as it is dropped), as a process that ends.
                 self.processes.remove(&self.current);
-                let dispatcher = self.stage.build(store);
-                self.processes.insert(self.current.clone(), dispatcher);
+                let store = self.open(line).await?;
+                self.processes
+                    .insert(self.current.clone(), self.stage.build(store));
                 return Ok(());
             }
             StoryLine::Process(name) => {

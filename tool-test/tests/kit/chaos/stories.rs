@@ -13,7 +13,7 @@ use http::Method;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::prelude::*;
-use toolgate::store::{OperationState, OperationStore, SqliteStore};
+use toolgate::store::{Decided, OperationState, OperationStore, SqliteStore};
 use toolgate_test::chaos::{
     Answer, Fault, FaultProxy, Played, Route, Stage, Story, Upstream, Violation, play,
 };
@@ -92,6 +92,12 @@ fn right() -> Registry {
 fn keyless() -> Registry {
     let mut registry = Registry::new();
     registry.register::<tools::keyless::refund>().unwrap();
+    registry
+}
+
+fn approved() -> Registry {
+    let mut registry = Registry::new();
+    registry.register::<tools::approved::refund>().unwrap();
     registry
 }
 
@@ -365,4 +371,59 @@ async fn a_refused_call_is_checked_by_its_operation_s_key() {
             effects: 1,
         }]
     );
+}
+
+/// A refund over the approval threshold, decided by a manager, then asked for again.
+fn held_then_decided(verdict: fn(Story) -> Story) -> Story {
+    let big = |id: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": "refund", "arguments": "{\"order_id\":\"ORD-1002\",\"amount\":500}"}}]})
+    };
+    verdict(
+        Story::new()
+            .session("acme", "agent", ["refund:create"])
+            .openai(big("call_1")),
+    )
+    .run_approved()
+    .openai(big("call_2"))
+}
+
+#[tokio::test]
+async fn an_approved_refund_runs_once_and_a_rejected_one_never() {
+    let approve = held_then_decided(|story| {
+        story.approve("manager", ["refund:approve"], "the return arrived")
+    });
+    let scene = Scene::new(approved).await;
+    let played = scene.play(&approve).await;
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(status(&played, 2, "call_1"), ("awaiting_approval", false));
+    let answers: Vec<&Answer> = played
+        .answers
+        .iter()
+        .map(|answered| &answered.answer)
+        .collect();
+    let [_, Answer::Decided(decided), Answer::RanApproved(ran), _] = answers[..] else {
+        panic!("{answers:?}");
+    };
+    assert!(matches!(decided[..], [Decided::Applied(_)]), "{decided:?}");
+    assert_eq!(ran.executed.len(), 1, "{ran:?}");
+    assert!(ran.executed[0].result.is_succeeded(), "{ran:?}");
+    assert_eq!(status(&played, 5, "call_2"), ("succeeded", true));
+    assert_eq!(scene.payments.applied().len(), 1);
+
+    let reject =
+        held_then_decided(|story| story.reject("manager", ["refund:approve"], "no return"));
+    let scene = Scene::new(approved).await;
+    let played = scene.play(&reject).await;
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(status(&played, 5, "call_2"), ("rejected", true));
+    assert!(scene.payments.applied().is_empty());
+
+    // A manager without the approval permission decides nothing: the refund still waits.
+    let refused = held_then_decided(|story| story.approve("manager", ["refund:create"], "why not"));
+    let scene = Scene::new(approved).await;
+    let played = scene.play(&refused).await;
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(status(&played, 5, "call_2"), ("awaiting_approval", true));
+    assert!(scene.payments.applied().is_empty());
 }

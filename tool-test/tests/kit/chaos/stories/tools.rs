@@ -1,7 +1,8 @@
 //! One `refund` tool in three versions, each reaching the provider through the fault proxy:
 //! `right` passes the operation's key as `Idempotency-Key` and its reconcile hook asks the
 //! provider for the refund under that key; `keyless` is the same but sends no key; `guessing`
-//! passes the key, and its reconcile hook answers "not applied" without asking.
+//! passes the key, and its reconcile hook answers "not applied" without asking. A fourth,
+//! `approved`, is `right` with an amount that needs an approval over 100.
 
 use std::net::SocketAddr;
 
@@ -145,5 +146,39 @@ pub(crate) mod guessing {
     pub(crate) async fn not_applied(key: &IdempotencyKey) -> Result<Option<Value>, ToolError> {
         let _unasked = key;
         Ok(None)
+    }
+}
+
+/// The refund tool done right, with an amount: over 100 it waits for an approver holding
+/// `refund:approve`.
+pub(crate) mod approved {
+    use super::*;
+
+    /// Refund an amount of an order at the payment provider.
+    #[tool(
+        side_effect = "write",
+        key = [order_id],
+        approval_over = 100,
+        approver = "refund:approve",
+        timeout = "400ms",
+        retry(max_attempts = 3, base = "1ms", max = "2ms"),
+        reconcile = lookup(ctx, key)
+    )]
+    pub(crate) async fn refund(
+        ctx: &Ctx,
+        key: &IdempotencyKey,
+        order_id: String,
+        amount: u32,
+    ) -> Result<Value, ToolError> {
+        let _amount = amount;
+        post_refund(ctx, Some(key), &order_id).await
+    }
+
+    /// Asks the provider for the refund under the operation's key.
+    pub(crate) async fn lookup(
+        ctx: &Ctx,
+        key: &IdempotencyKey,
+    ) -> Result<Option<Value>, ToolError> {
+        find_refund(ctx, key).await
     }
 }
