@@ -279,7 +279,10 @@ async fn a_restart_and_a_second_process_on_the_same_store_keep_each_refund_once(
         .restart()
         .openai(openai("call_6", "ORD-1002"))
         .process("a")
-        .openai(openai("call_7", "ORD-1002"));
+        .openai_responses(
+            json!([{"type": "function_call", "id": "fc_7", "call_id": "call_7",
+            "name": "refund", "arguments": "{\"order_id\":\"ORD-1002\"}", "status": "completed"}]),
+        );
     let scene = Scene::new(right).await;
     let played = scene.play(&story).await;
 

@@ -71,7 +71,7 @@ pub(crate) mod right {
     #[tool(
         side_effect = "write",
         key = [order_id],
-        timeout = "400ms",
+        timeout = "1s",
         retry(max_attempts = 3, base = "1ms", max = "2ms"),
         reconcile = lookup(ctx, key)
     )]
@@ -100,7 +100,7 @@ pub(crate) mod keyless {
     #[tool(
         side_effect = "write",
         key = [order_id],
-        timeout = "400ms",
+        timeout = "1s",
         retry(max_attempts = 3, base = "1ms", max = "2ms"),
         reconcile = lookup(ctx, key)
     )]
@@ -130,7 +130,7 @@ pub(crate) mod guessing {
     #[tool(
         side_effect = "write",
         key = [order_id],
-        timeout = "400ms",
+        timeout = "1s",
         retry(max_attempts = 3, base = "1ms", max = "2ms"),
         reconcile = not_applied(key)
     )]
@@ -160,7 +160,7 @@ pub(crate) mod approved {
         key = [order_id],
         approval_over = 100,
         approver = "refund:approve",
-        timeout = "400ms",
+        timeout = "1s",
         retry(max_attempts = 3, base = "1ms", max = "2ms"),
         reconcile = lookup(ctx, key)
     )]
