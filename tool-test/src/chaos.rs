@@ -15,6 +15,26 @@
 //! - [`Fault`]: a `503` or a `429` answered in the provider's place, the provider's answer
 //!   dropped or the connection reset after the provider applied the request, or a delay.
 //!
+//! On top of them, stories: what happens to a tool, played under the application's own
+//! dispatcher and checked against the promises toolgate makes.
+//!
+//! - [`Story`]: a script of [`StoryLine`]s, JSON Lines as the refund desk's scripts are (model
+//!   turns in each provider format, `fault` lines for the plan, `restart`, a second `process`
+//!   on the same store, `reconcile`, `approve` / `reject`, `run_approved`), read with
+//!   [`Story::from_jsonl`], built in code, and written back with [`Story::to_jsonl`]. Outbox
+//!   deliveries have no line yet;
+//! - [`Stage`]: what the application gives: how to open its store (again at each restart and
+//!   for each process), how to build its dispatcher on it, the [`FaultPlan`] of its provider,
+//!   and its reconciler's setup;
+//! - [`play`]: plays a story on a stage, then one last reconcile pass, and answers what it did
+//!   ([`Played`]: each turn's call ids and their answers, each pass and decision, the store's
+//!   operations and the plan's requests);
+//! - [`Played::check`]: given the effects the provider applied ([`Applied`], from its own
+//!   authoritative state), finds every [`Violation`]: a call id answered other than once, a
+//!   business operation applied twice, an effect no `succeeded` operation accounts for, an
+//!   outcome left unknown for a tool with a reconcile hook, a refused call that reached the
+//!   provider. Each says what failed and what usually causes it.
+//!
 //! A dropped answer holds the client's connection until the client gives up: the tool's own
 //! deadline decides, as it would against a provider that stopped answering. A reset is a TCP
 //! `RST` (`SO_LINGER` set to zero on the client's socket as it closes, with tokio's
@@ -52,21 +72,82 @@
 //! # }
 //! ```
 
+//!
+//! A story played on a refund tool and checked against the provider's ledger: the model's
+//! answer is lost after the provider applied the refund, the model asks again, the reconciler
+//! settles it, and the refund must be applied once and accounted for.
+//!
+//! ```no_run
+//! use std::path::PathBuf;
+//! use std::sync::Arc;
+//! use toolgate::prelude::*;
+//! use toolgate::store::{OperationStore, SqliteStore};
+//! use toolgate_test::chaos::{Applied, FaultProxy, Stage, Story, play};
+//!
+//! # fn registry(proxy_url: &str) -> Registry { Registry::new() }
+//! # fn refunds_at_provider() -> Vec<(String, Option<String>)> { Vec::new() }
+//! # async fn run(provider: std::net::SocketAddr, path: PathBuf) -> Result<(), Box<dyn std::error::Error>> {
+//! let proxy = FaultProxy::start(provider).await?;
+//! let url = proxy.url();
+//! let stage = Stage::new(
+//!     move || {
+//!         let path = path.clone();
+//!         async move { Ok(Arc::new(SqliteStore::open(&path).await?) as Arc<dyn OperationStore>) }
+//!     },
+//!     move |store| Dispatcher::builder(registry(&url)).store(store).build(),
+//! )
+//! .with_plan(proxy.plan().clone());
+//!
+//! let story = Story::from_jsonl(r#"
+//! {"session": {"tenant": "acme", "user": "agent", "permissions": ["refund:create"]}}
+//! {"fault": {"route": "POST /refunds", "kind": "drop_after_apply", "times": 1}}
+//! {"openai": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "refund", "arguments": "{\"order_id\":\"ORD-1\"}"}}]}}
+//! {"openai": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_2", "type": "function", "function": {"name": "refund", "arguments": "{\"order_id\":\"ORD-1\"}"}}]}}
+//! {"reconcile": {}}
+//! "#)?;
+//! let played = play(&stage, &story).await?;
+//! // The provider's ledger: each refund by its order and the key it was applied under.
+//! let applied = || {
+//!     refunds_at_provider()
+//!         .into_iter()
+//!         .map(|(order, key)| Applied::new(format!("refund {order}"), key))
+//! };
+//! if let Err(violations) = played.check(applied) {
+//!     panic!("{violations}\nthe story:\n{}", story.to_jsonl());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
 mod fault;
 mod forward;
 mod hook;
 mod hop_by_hop;
+mod invariants;
 mod lifetime;
+mod line;
 mod plan;
 mod play;
+mod played;
+mod playing;
 mod proxy;
 mod record;
 mod reset;
 mod route;
+mod stage;
+mod story;
+mod violation;
 
 pub use fault::Fault;
 pub use hook::{AnswerLost, FaultHook, NotReached, Sent};
+pub use invariants::Applied;
+pub use line::{StoryLine, TurnFormat};
 pub use plan::FaultPlan;
+pub use played::{Answer, Answered, AskedCall, Played, PlayedTurn, TurnOutcome};
+pub use playing::{PlayError, play};
 pub use proxy::{DEFAULT_BODY_LIMIT, DEFAULT_KEY_HEADER, FaultProxy, FaultProxyBuilder};
 pub use record::{Record, Upstream};
 pub use route::Route;
+pub use stage::Stage;
+pub use story::{Story, StoryError};
+pub use violation::{Violation, Violations};

@@ -15,7 +15,9 @@
 //!   request count (a `503`, a `429`, an answer dropped or a connection reset after the
 //!   provider applied the request, a delay), played by a reverse proxy in front of an HTTP
 //!   provider or by a hook around any other, with a record of every request and its
-//!   idempotency key.
+//!   idempotency key; and stories (turns, faults, restarts, a second process, reconcile passes,
+//!   approvals) played on the application's own dispatcher and store, checked against what
+//!   its provider applied.
 //!
 //! Depending on this crate turns on the `test-util` feature of `toolgate-core`, which exports the
 //! same [`MemoryStore`] and [`ManualClock`] and the failpoint hooks of the dispatcher.

@@ -30,11 +30,21 @@ impl Authenticator for TestLogin<'_> {
 /// `subject` of `tenant` holding `permissions`, as an operator [`TEST_ISSUER`] vouches for.
 /// Panics when `subject` or `tenant` is not an identifier (which no authenticator proves).
 pub fn operator(tenant: &str, subject: &str, permissions: &[&str]) -> Operator {
+    try_operator(tenant, subject, permissions)
+        .unwrap_or_else(|err| panic!("{subject} of {tenant} is no operator: {err}"))
+}
+
+/// [`operator`], or why `subject` or `tenant` is not an identifier.
+#[cfg_attr(not(feature = "chaos"), allow(dead_code))]
+pub(crate) fn try_operator(
+    tenant: &str,
+    subject: &str,
+    permissions: &[&str],
+) -> Result<Operator, IdentityError> {
     let login = TestLogin {
         tenant,
         subject,
         permissions,
     };
     Operator::authenticate(&login, "", 0)
-        .unwrap_or_else(|err| panic!("{subject} of {tenant} is no operator: {err}"))
 }

@@ -2,7 +2,8 @@
 //! says (`faults`), faults take exactly the requests planned for them and the record says what
 //! came (`planning`), what is not planned passes through unchanged (`passing`), the proxy stops
 //! when told (`stopping`), and a tool under toolgate's dispatcher keeps its promise through the
-//! proxy and through the hook (`dispatch`).
+//! proxy and through the hook (`dispatch`), and stories played on a tool of one's own are checked
+//! against its provider's ledger (`stories`).
 //!
 //! `upstream` is the provider, `client` the client a tool would have, with a deadline of its own.
 
@@ -12,6 +13,7 @@ mod faults;
 mod passing;
 mod planning;
 mod stopping;
+mod stories;
 mod upstream;
 
 use std::time::Duration;

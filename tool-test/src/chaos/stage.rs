@@ -1,0 +1,136 @@
+//! [`Stage`]: what a [`Story`](super::Story) is played on: the application's dispatcher, its
+//! store, and the fault plan its provider sits behind.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use toolgate_core::Dispatcher;
+use toolgate_core::dispatch::{Clock, SystemClock};
+use toolgate_core::reconcile::Reconciler;
+use toolgate_core::store::{OperationStore, StoreError};
+
+use super::FaultPlan;
+
+type Open =
+    dyn Fn() -> BoxFuture<'static, Result<Arc<dyn OperationStore>, StoreError>> + Send + Sync;
+type Build = dyn Fn(Arc<dyn OperationStore>) -> Dispatcher + Send + Sync;
+type SetUp = dyn Fn(Reconciler) -> Reconciler + Send + Sync;
+
+/// What the application gives the kit to play stories on: how to open its store (again, at a
+/// restart or for a second process), how to build its dispatcher on a store (its registry and
+/// its state), the [`FaultPlan`] its provider sits behind (the plan of its
+/// [`FaultProxy`](super::FaultProxy) or [`FaultHook`](super::FaultHook)), and how it sets up
+/// its [`Reconciler`] when its tools have `reconcile` hooks.
+///
+/// A restart opens the store again and builds a new dispatcher on it; so does the first line
+/// of a second process. Each opening must reach the same records: a SQLite file or a
+/// PostgreSQL database, never a store in memory made anew.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::path::PathBuf;
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use toolgate::prelude::*;
+/// use toolgate::store::{OperationStore, SqliteStore};
+/// use toolgate_test::chaos::{FaultPlan, Stage};
+///
+/// # fn registry() -> Registry { Registry::new() }
+/// # fn stage(path: PathBuf, plan: FaultPlan) -> Stage {
+/// Stage::new(
+///     move || {
+///         let path = path.clone();
+///         async move {
+///             let store = SqliteStore::open(&path).await?;
+///             Ok(Arc::new(store) as Arc<dyn OperationStore>)
+///         }
+///     },
+///     |store| Dispatcher::builder(registry()).store(store).build(),
+/// )
+/// .with_plan(plan)
+/// .with_reconciler(|reconciler| reconciler.escalate_after(3))
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Stage {
+    open: Arc<Open>,
+    build: Arc<Build>,
+    plan: FaultPlan,
+    reconciler: Arc<SetUp>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Stage {
+    /// A stage whose store `open` opens (every time it is called, on the same records) and
+    /// whose dispatcher `build` builds on that store. Its plan is a new [`FaultPlan`] until
+    /// [`Stage::with_plan`] gives the provider's; its reconciler is [`Reconciler::new`]'s.
+    pub fn new<O, F, B>(open: O, build: B) -> Stage
+    where
+        O: Fn() -> F + Send + Sync + 'static,
+        F: Future<Output = Result<Arc<dyn OperationStore>, StoreError>> + Send + 'static,
+        B: Fn(Arc<dyn OperationStore>) -> Dispatcher + Send + Sync + 'static,
+    {
+        Stage {
+            open: Arc::new(move || Box::pin(open())),
+            build: Arc::new(build),
+            plan: FaultPlan::new(),
+            reconciler: Arc::new(|reconciler| reconciler),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The plan the provider sits behind: the `fault` lines are planned on it, and its record
+    /// of requests is [`Played::requests`](super::Played::requests).
+    pub fn with_plan(mut self, plan: FaultPlan) -> Stage {
+        self.plan = plan;
+        self
+    }
+
+    /// How the application sets up its reconciler (its escalation, its batch), applied to
+    /// [`Reconciler::new`] for every `reconcile` line and for the pass at the end.
+    pub fn with_reconciler(
+        mut self,
+        setup: impl Fn(Reconciler) -> Reconciler + Send + Sync + 'static,
+    ) -> Stage {
+        self.reconciler = Arc::new(setup);
+        self
+    }
+
+    /// The clock the approvers decide by: the dispatcher's, when the application gives its
+    /// dispatcher a clock of its own (the system clock otherwise).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Stage {
+        self.clock = clock;
+        self
+    }
+
+    /// The plan the provider sits behind.
+    pub fn plan(&self) -> &FaultPlan {
+        &self.plan
+    }
+
+    pub(crate) async fn open(&self) -> Result<Arc<dyn OperationStore>, StoreError> {
+        (self.open)().await
+    }
+
+    pub(crate) fn build(&self, store: Arc<dyn OperationStore>) -> Dispatcher {
+        (self.build)(store)
+    }
+
+    pub(crate) fn reconciler(&self, dispatcher: &Dispatcher) -> Reconciler {
+        (self.reconciler)(Reconciler::new(dispatcher))
+    }
+
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}
+
+impl fmt::Debug for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stage")
+            .field("plan", &self.plan)
+            .finish_non_exhaustive()
+    }
+}
