@@ -99,7 +99,10 @@ impl PostgresStore {
     /// `_toolgate_store_migrations`, apart from any migrations of the application's.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let mut lease = self.conns.lease().await.map_err(backend)?;
-        let applied = migrator().run(lease.conn()).await;
+        // `run_direct` on the lease's connection, not `run` (generic over `Acquire`), whose future
+        // the compiler cannot prove `Send` for every lifetime: `connect` would not compile inside
+        // `tokio::spawn`.
+        let applied = migrator().run_direct(None, lease.conn(), false).await;
         if applied.is_ok() {
             lease.done().await;
         }

@@ -1,5 +1,5 @@
 //! Connecting with options and closing: a closed store refuses statements with a backend error
-//! that keeps sqlx's error as its source.
+//! that keeps sqlx's error as its source; connecting (migrations included) in a spawned task.
 //!
 //! And the store's own connections, seen from the server (`pg_stat_activity`, the store's
 //! connections named by their `application_name`): a call cut short while its statement waits
@@ -88,6 +88,20 @@ async fn hold(store: &PostgresStore, key: &str) -> Box<dyn StoreTransaction> {
         Begun::Open { tx, .. } => tx,
         Begun::Settled(claim) => panic!("{key} was not acquired: {claim:?}"),
     }
+}
+
+/// Connecting, with its migrations, is a future that can run on a task of its own, as an
+/// application that opens its store in `tokio::spawn` (or behind an API that asks for `Send`)
+/// runs it. That this compiles is most of the test.
+#[tokio::test]
+async fn connecting_runs_in_a_spawned_task() {
+    let url = test_database().await;
+    let options = url.clone();
+    let connected = tokio::spawn(async move { PostgresStore::connect(&url).await });
+    let store = connected.await.unwrap().unwrap();
+    store.close().await;
+    let built = tokio::spawn(async move { PostgresStore::options(&options).connect().await });
+    built.await.unwrap().unwrap().close().await;
 }
 
 #[tokio::test]
