@@ -1,8 +1,8 @@
-//! Stories played on a refund tool of one's own, on a SQLite file, its provider behind the
-//! fault proxy, and checked against the provider's ledger: the tool done right keeps every
-//! promise, a tool that sends no key is caught applying a refund twice, a reconcile hook that
-//! answers without asking is caught leaving a refund unaccounted for, and a restart and a
-//! second process on the same store keep each refund once.
+//! Stories played on a refund tool of one's own, on a SQLite file (and some on a PostgreSQL
+//! database), its provider behind the fault proxy, and checked against the provider's ledger:
+//! the tool done right keeps every promise, a tool that sends no key is caught applying a refund
+//! twice, a reconcile hook that answers without asking is caught leaving a refund unaccounted
+//! for, and a restart and a second process on the same store keep each refund once.
 
 mod payments;
 mod tools;
@@ -13,7 +13,7 @@ use http::Method;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::prelude::*;
-use toolgate::store::{Decided, OperationState, OperationStore, SqliteStore};
+use toolgate::store::{Decided, OperationState, OperationStore, PostgresStore, SqliteStore};
 use toolgate_test::chaos::{
     Answer, Fault, FaultProxy, Played, Route, Stage, Story, Upstream, Violation, play,
 };
@@ -24,7 +24,7 @@ use super::client::{request, send};
 use super::patiently;
 
 /// The provider, the proxy in front of it, and a stage on a SQLite file in a directory of its
-/// own, with the registry `registry` builds.
+/// own (or a PostgreSQL database of its own), with the registry `registry` builds.
 struct Scene {
     payments: Payments,
     proxy: FaultProxy,
@@ -32,19 +32,39 @@ struct Scene {
     _dir: TempDir,
 }
 
+/// Where a scene's stage keeps its operations.
+enum Store {
+    /// A SQLite file in the scene's directory.
+    Sqlite,
+    /// A fresh database on the tests' PostgreSQL server.
+    Postgres,
+}
+
 impl Scene {
     async fn new(registry: fn() -> Registry) -> Scene {
+        Scene::on(Store::Sqlite, registry).await
+    }
+
+    async fn on(store: Store, registry: fn() -> Registry) -> Scene {
         let payments = Payments::start().await;
         let proxy = FaultProxy::start(payments.addr()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("toolgate.sqlite");
+        let url = match store {
+            Store::Sqlite => None,
+            Store::Postgres => Some(toolgate_test_postgres::test_database().await),
+        };
         let addr = proxy.addr();
         let stage = Stage::new(
             move || {
-                let path = path.clone();
+                let (path, url) = (path.clone(), url.clone());
                 async move {
-                    let store = SqliteStore::open(&path).await?;
-                    Ok(Arc::new(store) as Arc<dyn OperationStore>)
+                    // Each opening is a pool of its own, as each process has.
+                    let store: Arc<dyn OperationStore> = match url {
+                        None => Arc::new(SqliteStore::open(&path).await?),
+                        Some(url) => Arc::new(PostgresStore::connect(&url).await?),
+                    };
+                    Ok(store)
                 }
             },
             move |store| {
@@ -262,9 +282,10 @@ async fn a_reconcile_hook_that_answers_without_asking_leaves_an_effect_unaccount
     );
 }
 
-#[tokio::test]
-async fn a_restart_and_a_second_process_on_the_same_store_keep_each_refund_once() {
-    let story = Story::new()
+/// A lost answer, a restart, a second process, a reconcile pass, and a second refund across
+/// both processes and another restart, its turns in every wire format.
+fn restarts_and_a_second_process() -> Story {
+    Story::new()
         .fault(Route::post("/refunds"), Fault::DropAfterApply, 1)
         .anthropic(anthropic("toolu_1", "ORD-1001"))
         .restart()
@@ -282,7 +303,12 @@ async fn a_restart_and_a_second_process_on_the_same_store_keep_each_refund_once(
         .openai_responses(
             json!([{"type": "function_call", "id": "fc_7", "call_id": "call_7",
             "name": "refund", "arguments": "{\"order_id\":\"ORD-1002\"}", "status": "completed"}]),
-        );
+        )
+}
+
+#[tokio::test]
+async fn a_restart_and_a_second_process_on_the_same_store_keep_each_refund_once() {
+    let story = restarts_and_a_second_process();
     let scene = Scene::new(right).await;
     let played = scene.play(&story).await;
 
@@ -429,4 +455,41 @@ async fn an_approved_refund_runs_once_and_a_rejected_one_never() {
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(status(&played, 5, "call_2"), ("awaiting_approval", true));
     assert!(scene.payments.applied().is_empty());
+}
+
+#[tokio::test]
+async fn on_postgres_the_right_tool_keeps_every_promise_and_a_keyless_one_is_caught() {
+    let story = Story::from_jsonl(LOST_THEN_ASKED_AGAIN).unwrap();
+    let scene = Scene::on(Store::Postgres, right).await;
+    let played = scene.play(&story).await;
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(reconciled(&played, 5), (1, 0, 0));
+    assert_eq!(status(&played, 6, "call_3"), ("succeeded", true));
+    assert_eq!(scene.payments.applied().len(), 1);
+
+    let scene = Scene::on(Store::Postgres, keyless).await;
+    let played = scene.play(&story).await;
+    let violations = played
+        .check(|| scene.payments.applied())
+        .unwrap_err()
+        .into_vec();
+    let twice = Violation::AppliedMoreThanOnce {
+        operation: "refund ORD-1001".to_owned(),
+        keys: vec![None, None],
+    };
+    assert!(violations.contains(&twice), "{violations:#?}");
+}
+
+#[tokio::test]
+async fn on_postgres_a_restart_and_a_second_process_keep_each_refund_once() {
+    let scene = Scene::on(Store::Postgres, right).await;
+    let played = scene.play(&restarts_and_a_second_process()).await;
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(
+        status(&played, 6, "gemini_call_0"),
+        ("outcome_unknown", true),
+        "a second process on the database remembers"
+    );
+    assert_eq!(scene.payments.applied().len(), 2);
+    assert_eq!(scene.posted(), 2, "one request a refund");
 }
