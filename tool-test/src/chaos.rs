@@ -19,7 +19,8 @@
 //! dispatcher and checked against the promises toolgate makes.
 //!
 //! - [`Story`]: a script of [`StoryLine`]s, JSON Lines as the refund desk's scripts are (model
-//!   turns in each provider format, `fault` lines for the plan, `restart`, a second `process`
+//!   turns in each provider format, `run` lines with the run's limits, `fault` lines for the
+//!   plan, `restart`, a second `process`
 //!   on the same store, `reconcile`, `approve` / `reject`, `run_approved`), read with
 //!   [`Story::from_jsonl`], built in code, and written back with [`Story::to_jsonl`]. Outbox
 //!   deliveries have no line yet;

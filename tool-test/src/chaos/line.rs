@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use toolgate_core::RunLimits;
 use toolgate_core::provider::{Anthropic, Gemini, OpenAiChat, OpenAiResponses, WireFormat};
 use toolgate_core::store::Verdict;
 
@@ -28,8 +29,15 @@ pub enum StoryLine {
         /// The permissions the user holds.
         permissions: Vec<String>,
     },
-    /// `{"run": "id"}`: the turns that follow belong to a new agent run with this id.
-    Run(String),
+    /// `{"run": "id"}`, or `{"run": {"id", "max_steps", "max_tool_calls", "retry_budget"}}`: the
+    /// turns that follow belong to a new agent run with this id, under these limits (a limit
+    /// left out keeps `RunLimits::DEFAULT`'s; no limits, the dispatcher's own).
+    Run {
+        /// The run's id.
+        id: String,
+        /// Its limits, when the line gives them.
+        limits: Option<RunLimits>,
+    },
     /// `{"openai": message}` and the other formats: one model turn, the assistant message as
     /// the provider sends it, kept as its JSON text.
     Turn {
@@ -199,7 +207,7 @@ impl StoryLine {
                     permissions: session.permissions,
                 }
             }
-            "run" => StoryLine::Run(name(&key, raw)?),
+            "run" => run(raw, fields("id, max_steps, max_tool_calls, retry_budget"))?,
             "process" => StoryLine::Process(name(&key, raw)?),
             "fault" => {
                 let fault: FaultFields = serde_json::from_str(raw.get())
@@ -242,7 +250,19 @@ impl StoryLine {
                 "session",
                 json!({"tenant": tenant, "user": user, "permissions": permissions}),
             ),
-            StoryLine::Run(id) => ("run", json!(id)),
+            StoryLine::Run { id, limits: None } => ("run", json!(id)),
+            StoryLine::Run {
+                id,
+                limits: Some(limits),
+            } => (
+                "run",
+                json!({
+                    "id": id,
+                    "max_steps": limits.max_steps,
+                    "max_tool_calls": limits.max_tool_calls,
+                    "retry_budget": limits.retry_budget,
+                }),
+            ),
             StoryLine::Turn { format, message } => {
                 let key = Value::from(format.key()).to_string();
                 return format!("{{{key}:{message}}}");
@@ -278,6 +298,63 @@ impl fmt::Display for StoryLine {
 }
 
 /// A `run` or `process` name: a non-empty string.
+/// The fields of a `run` line that gives limits: a limit left out is `RunLimits::DEFAULT`'s, a
+/// limit `null` is none.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFields {
+    id: String,
+    #[serde(default = "left_out")]
+    max_steps: Limit,
+    #[serde(default = "left_out")]
+    max_tool_calls: Limit,
+    #[serde(default = "left_out")]
+    retry_budget: Limit,
+}
+
+/// One limit of a `run` line as written: a number, `null` (no limit), or left out (`None`).
+struct Limit(Option<Option<u32>>);
+
+impl<'de> Deserialize<'de> for Limit {
+    /// Given, it is a number or `null`: `Some`. (Left out, the field's default makes it `None`.)
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Limit, D::Error> {
+        Option::<u32>::deserialize(deserializer).map(|limit| Limit(Some(limit)))
+    }
+}
+
+fn left_out() -> Limit {
+    Limit(None)
+}
+
+impl Limit {
+    /// The limit, `default` when it was left out.
+    fn or(self, default: Option<u32>) -> Option<u32> {
+        self.0.unwrap_or(default)
+    }
+}
+
+/// A `run` line: its id alone, or an object with the id and the run's limits.
+fn run(raw: &RawValue, bad: impl FnOnce(serde_json::Error) -> String) -> Result<StoryLine, String> {
+    if !raw.get().trim_start().starts_with('{') {
+        let id = name("run", raw)?;
+        return Ok(StoryLine::Run { id, limits: None });
+    }
+    let fields: RunFields = serde_json::from_str(raw.get()).map_err(bad)?;
+    if fields.id.is_empty() {
+        return Err("a run's `id` is a non-empty string".to_owned());
+    }
+    let default = RunLimits::DEFAULT;
+    let limits = RunLimits {
+        max_steps: fields.max_steps.or(default.max_steps),
+        max_tool_calls: fields.max_tool_calls.or(default.max_tool_calls),
+        retry_budget: fields.retry_budget.or(default.retry_budget),
+    };
+    Ok(StoryLine::Run {
+        id: fields.id,
+        limits: Some(limits),
+    })
+}
+
 fn name(key: &str, raw: &RawValue) -> Result<String, String> {
     match serde_json::from_str::<Value>(raw.get()) {
         Ok(Value::String(name)) if !name.is_empty() => Ok(name),
@@ -400,6 +477,7 @@ mod tests {
         let lines = [
             r#"{"session":{"tenant":"acme","user":"agent","permissions":["refund:create"]}}"#,
             r#"{"run":"r1"}"#,
+            r#"{"run":{"id":"r2","max_steps":8,"max_tool_calls":1,"retry_budget":null}}"#,
             r#"{"openai":{"role": "assistant", "tool_calls": []}}"#,
             r#"{"anthropic":{"role":"assistant","content":[]}}"#,
             r#"{"gemini":{"role":"model","parts":[]}}"#,
@@ -420,6 +498,20 @@ mod tests {
             let line = StoryLine::parse(text).unwrap_or_else(|err| panic!("{text}: {err}"));
             assert_eq!(line.to_json(), text, "{line:?}");
         }
+    }
+
+    #[test]
+    fn a_run_line_keeps_the_default_for_a_limit_left_out() {
+        let line = StoryLine::parse(r#"{"run": {"id": "r2", "max_tool_calls": 1}}"#).unwrap();
+        let StoryLine::Run {
+            id,
+            limits: Some(limits),
+        } = line
+        else {
+            panic!("{line:?}");
+        };
+        assert_eq!(id, "r2");
+        assert_eq!(limits, RunLimits::DEFAULT.max_tool_calls(1));
     }
 
     #[test]
@@ -444,6 +536,12 @@ mod tests {
             (r#"{"run": "a", "restart": {}}"#, "exactly one key"),
             (r#"{"rerun": "a"}"#, "unknown line `rerun`"),
             (r#"{"run": ""}"#, "non-empty string"),
+            (r#"{"run": {"id": ""}}"#, "non-empty string"),
+            (r#"{"run": {"max_steps": 2}}"#, "missing field `id`"),
+            (
+                r#"{"run": {"id": "r", "max_turns": 2}}"#,
+                "unknown field `max_turns`",
+            ),
             (r#"{"process": 2}"#, "non-empty string"),
             (r#"{"session": {"tenant": "acme"}}"#, "missing field `user`"),
             (r#"{"restart": {"now": true}}"#, "unknown field `now`"),

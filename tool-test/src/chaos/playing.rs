@@ -9,7 +9,7 @@ use toolgate_core::identity::IdentityError;
 use toolgate_core::store::{
     ApprovalQuery, ApprovalStatus, DecideRequest, OperationQuery, StoreError, Verdict,
 };
-use toolgate_core::{AuthContext, Dispatcher, Session, ToolCall};
+use toolgate_core::{AuthContext, Dispatcher, RunLimits, Session, ToolCall};
 
 use super::played::{Answer, Answered, AskedCall, PlayedTurn, TurnOutcome};
 use super::{Played, Stage, Story, StoryLine, TurnFormat};
@@ -93,6 +93,14 @@ pub async fn play(stage: &Stage, story: &Story) -> Result<Played, PlayError> {
     player.finish().await
 }
 
+/// `session` under `limits`, when there are any.
+fn with_limits(session: Session, limits: Option<RunLimits>) -> Session {
+    match limits {
+        Some(limits) => session.with_limits(limits),
+        None => session,
+    }
+}
+
 /// A story between two of its lines.
 struct Player<'a> {
     stage: &'a Stage,
@@ -113,11 +121,15 @@ impl Player<'_> {
             } => {
                 let auth = AuthContext::new(tenant.as_str(), user.as_str())
                     .with_permissions(permissions.iter().map(String::as_str));
-                self.session = Session::new(auth, self.session.run_id());
+                self.session = with_limits(
+                    Session::new(auth, self.session.run_id()),
+                    self.session.limits(),
+                );
                 return Ok(());
             }
-            StoryLine::Run(id) => {
-                self.session = Session::new(self.session.auth().clone(), id.as_str());
+            StoryLine::Run { id, limits } => {
+                let session = Session::new(self.session.auth().clone(), id.as_str());
+                self.session = with_limits(session, *limits);
                 return Ok(());
             }
             StoryLine::Fault {

@@ -3,6 +3,7 @@
 //! code, and written back as JSON Lines.
 
 use serde_json::Value;
+use toolgate_core::RunLimits;
 use toolgate_core::store::Verdict;
 
 use super::{Fault, Route, StoryLine, TurnFormat};
@@ -16,7 +17,8 @@ use super::{Fault, Route, StoryLine, TurnFormat};
 /// | line | what happens |
 /// |---|---|
 /// | `{"session": {"tenant": "acme", "user": "agent", "permissions": ["refund:create"]}}` | who calls in the turns that follow (before any: tenant `acme`, user `agent`, no permission) |
-/// | `{"run": "r1"}` | the turns that follow are a new agent run with this id (before any: `run-1`) |
+/// | `{"run": "r1"}` | the turns that follow are a new agent run with this id (before any: `run-1`), under the dispatcher's limits |
+/// | `{"run": {"id": "r2", "max_steps": 8, "max_tool_calls": 20, "retry_budget": null}}` | the same, under these limits: a limit left out is `RunLimits::DEFAULT`'s, `null` is none |
 /// | `{"openai": msg}`, `{"openai_responses": output}`, `{"anthropic": msg}`, `{"gemini": msg}` | one model turn: the assistant message (for OpenAI Responses, the `output` items) exactly as the provider sends it, answered by [`Dispatcher::answer_turn`](toolgate_core::Dispatcher::answer_turn) |
 /// | `{"fault": {"route": "POST /refunds", "kind": "drop_after_apply", "times": 1}}` | the next `times` (default 1) requests of the route take the fault, on the stage's [`FaultPlan`](super::FaultPlan) with [`next`](super::FaultPlan::next); `kind` is `unavailable`, `rate_limited` (with `retry_after_ms`), `drop_after_apply`, `reset_after_apply` or `delay` (with `ms`); a route is a method and a path prefix, or `any` and a prefix |
 /// | `{"restart": {}}` | the current process's dispatcher is dropped and the store opened again through the stage |
@@ -151,7 +153,18 @@ impl Story {
 
     /// A `run` line.
     pub fn run(self, id: impl Into<String>) -> Story {
-        self.line(StoryLine::Run(id.into()))
+        self.line(StoryLine::Run {
+            id: id.into(),
+            limits: None,
+        })
+    }
+
+    /// The turns that follow belong to a new run `id`, under `limits`.
+    pub fn run_with_limits(self, id: impl Into<String>, limits: RunLimits) -> Story {
+        self.line(StoryLine::Run {
+            id: id.into(),
+            limits: Some(limits),
+        })
     }
 
     /// A model turn in `format`, `message` as the provider sends it.

@@ -493,3 +493,31 @@ async fn on_postgres_a_restart_and_a_second_process_keep_each_refund_once() {
     assert_eq!(scene.payments.applied().len(), 2);
     assert_eq!(scene.posted(), 2, "one request a refund");
 }
+
+#[tokio::test]
+async fn a_run_line_s_limits_stop_the_run_before_the_provider_is_asked_again() {
+    let story = Story::new()
+        .run_with_limits("r2", RunLimits::DEFAULT.max_tool_calls(1))
+        .openai(openai("call_1", "ORD-1001"))
+        .openai(openai("call_2", "ORD-1002"));
+    let written = story.to_jsonl();
+    assert!(
+        written.starts_with(r#"{"run":{"id":"r2","max_steps":50,"max_tool_calls":1,"#),
+        "{written}"
+    );
+    assert_eq!(Story::from_jsonl(&written).unwrap(), story);
+
+    let scene = Scene::new(right).await;
+    let played = scene.play(&story).await;
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(status(&played, 2, "call_1"), ("succeeded", false));
+    assert_eq!(status(&played, 3, "call_2"), ("error", false));
+    let (_, second) = played.turns().nth(1).unwrap();
+    let kind = second.report("call_2").unwrap().result.error_kind();
+    assert_eq!(
+        kind,
+        Some(ErrorKind::CallBudgetExhausted),
+        "over the run's one tool call"
+    );
+    assert_eq!(scene.posted(), 1, "ORD-1002 was never sent");
+}
