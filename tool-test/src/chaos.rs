@@ -20,13 +20,12 @@
 //!
 //! - [`Story`]: a script of [`StoryLine`]s, JSON Lines as the refund desk's scripts are (model
 //!   turns in each provider format, `run` lines with the run's limits, `fault` lines for the
-//!   plan, `restart`, a second `process`
-//!   on the same store, `reconcile`, `approve` / `reject`, `run_approved`), read with
-//!   [`Story::from_jsonl`], built in code, and written back with [`Story::to_jsonl`]. Outbox
-//!   deliveries have no line yet;
+//!   plan, `restart`, a second `process` on the same store, `reconcile`, `approve` / `reject`,
+//!   `run_approved`, `deliver` for the outbox worker), read with [`Story::from_jsonl`], built in
+//!   code, and written back with [`Story::to_jsonl`];
 //! - [`Stage`]: what the application gives: how to open its store (again at each restart and
 //!   for each process), how to build its dispatcher on it, the [`FaultPlan`] of its provider,
-//!   and its reconciler's setup;
+//!   its reconciler's setup and its outbox worker;
 //! - [`play`]: plays a story on a stage, then one last reconcile pass, and answers what it did
 //!   ([`Played`]: each turn's call ids and their answers, each pass and decision, the store's
 //!   operations and the plan's requests);

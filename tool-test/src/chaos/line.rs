@@ -78,6 +78,9 @@ pub enum StoryLine {
     },
     /// `{"run_approved": {}}`: one pass of the runner of approved operations.
     RunApproved,
+    /// `{"deliver": {}}`: the stage's outbox worker delivers every event due, until a pass
+    /// leases nothing.
+    Deliver,
 }
 
 /// The provider format of a model turn, and the key of its line.
@@ -132,7 +135,7 @@ impl TurnFormat {
 
 /// The keys a line may have.
 const KEYS: &str = "session, run, openai, openai_responses, anthropic, gemini, fault, restart, \
-                    process, reconcile, approve, reject, run_approved";
+                    process, reconcile, approve, reject, run_approved, deliver";
 
 /// The object of a `session` line.
 #[derive(Deserialize)]
@@ -170,7 +173,7 @@ struct DecideFields {
     reason: String,
 }
 
-/// The object of `restart`, `reconcile` and `run_approved`: empty.
+/// The object of `restart`, `reconcile`, `run_approved` and `deliver`: empty.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Empty {}
@@ -214,11 +217,12 @@ impl StoryLine {
                     .map_err(fields("route, kind, times, retry_after_ms, ms"))?;
                 fault.read()?
             }
-            "restart" | "reconcile" | "run_approved" => {
+            "restart" | "reconcile" | "run_approved" | "deliver" => {
                 serde_json::from_str::<Empty>(raw.get()).map_err(fields("an empty object"))?;
                 match key.as_str() {
                     "restart" => StoryLine::Restart,
                     "reconcile" => StoryLine::Reconcile,
+                    "deliver" => StoryLine::Deliver,
                     _ => StoryLine::RunApproved,
                 }
             }
@@ -285,6 +289,7 @@ impl StoryLine {
                 json!({"approver": approver, "permissions": permissions, "reason": reason}),
             ),
             StoryLine::RunApproved => ("run_approved", json!({})),
+            StoryLine::Deliver => ("deliver", json!({})),
         };
         json!({ key: value }).to_string()
     }
@@ -493,6 +498,7 @@ mod tests {
             r#"{"approve":{"approver":"manager","permissions":["refund:approve"],"reason":"ok"}}"#,
             r#"{"reject":{"approver":"manager","permissions":[],"reason":"no"}}"#,
             r#"{"run_approved":{}}"#,
+            r#"{"deliver":{}}"#,
         ];
         for text in lines {
             let line = StoryLine::parse(text).unwrap_or_else(|err| panic!("{text}: {err}"));

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use toolgate_core::approval::ApprovedRun;
 use toolgate_core::dispatch::CallReport;
+use toolgate_core::outbox::DeliveryReport;
 use toolgate_core::reconcile::ReconcileReport;
 use toolgate_core::run::TurnAborted;
 use toolgate_core::store::{Decided, OperationRecord};
@@ -54,6 +55,9 @@ pub enum Answer {
     Decided(Vec<Decided>),
     /// A pass of the runner of approved operations.
     RanApproved(ApprovedRun),
+    /// A `deliver` line: what the outbox worker's passes delivered, retried, dead-lettered or
+    /// left unknown.
+    Delivered(DeliveryReport),
 }
 
 /// A model turn as it was played: the calls the turn asked for, and how it was answered.

@@ -7,7 +7,8 @@ use toolgate_core::dispatch::TurnError;
 use toolgate_core::idempotency::operation_key;
 use toolgate_core::identity::IdentityError;
 use toolgate_core::store::{
-    ApprovalQuery, ApprovalStatus, DecideRequest, OperationQuery, StoreError, Verdict,
+    ApprovalQuery, ApprovalStatus, DecideRequest, OperationQuery, OperationStore, StoreError,
+    Verdict,
 };
 use toolgate_core::{AuthContext, Dispatcher, RunLimits, Session, ToolCall};
 
@@ -58,6 +59,13 @@ pub enum PlayError {
         #[source]
         source: IdentityError,
     },
+    /// A `deliver` line, on a stage without an outbox worker: give it one with
+    /// `Stage::with_worker`.
+    #[error("line {line}: a `deliver` line needs the stage's outbox worker (`Stage::with_worker`)")]
+    NoWorker {
+        /// The line's number.
+        line: usize,
+    },
     /// The final reconcile pass, or the listing of the operations after it, failed.
     #[error("the final reconcile pass failed: {0}")]
     Final(#[source] StoreError),
@@ -76,8 +84,8 @@ pub enum PlayError {
 /// line cannot be played (a turn its format cannot read, an approver who is no identifier).
 pub async fn play(stage: &Stage, story: &Story) -> Result<Played, PlayError> {
     let store = stage.open().await.map_err(PlayError::Open)?;
-    let first = stage.build(store);
-    if first.store().is_none() {
+    let first = Process::new(stage, store);
+    if first.dispatcher.store().is_none() {
         return Err(PlayError::NoStore);
     }
     let mut player = Player {
@@ -101,11 +109,27 @@ fn with_limits(session: Session, limits: Option<RunLimits>) -> Session {
     }
 }
 
+/// One process of a story: its dispatcher, and the store it opened (which its outbox worker,
+/// if any, delivers from).
+struct Process {
+    dispatcher: Dispatcher,
+    store: Arc<dyn OperationStore>,
+}
+
+impl Process {
+    fn new(stage: &Stage, store: Arc<dyn OperationStore>) -> Process {
+        Process {
+            dispatcher: stage.build(Arc::clone(&store)),
+            store,
+        }
+    }
+}
+
 /// A story between two of its lines.
 struct Player<'a> {
     stage: &'a Stage,
     /// Each process's dispatcher, by name.
-    processes: BTreeMap<String, Dispatcher>,
+    processes: BTreeMap<String, Process>,
     current: String,
     session: Session,
     answers: Vec<Answered>,
@@ -146,13 +170,14 @@ impl Player<'_> {
                 self.processes.remove(&self.current);
                 let store = self.open(line).await?;
                 self.processes
-                    .insert(self.current.clone(), self.stage.build(store));
+                    .insert(self.current.clone(), Process::new(self.stage, store));
                 return Ok(());
             }
             StoryLine::Process(name) => {
                 if !self.processes.contains_key(name) {
                     let store = self.open(line).await?;
-                    self.processes.insert(name.clone(), self.stage.build(store));
+                    self.processes
+                        .insert(name.clone(), Process::new(self.stage, store));
                 }
                 self.current.clone_from(name);
                 return Ok(());
@@ -177,6 +202,15 @@ impl Player<'_> {
                 let pass = self.dispatcher().run_approved(RUN_APPROVED_LIMIT).await;
                 Answer::RanApproved(pass.map_err(|source| PlayError::Store { line, source })?)
             }
+            StoryLine::Deliver => {
+                let store = Arc::clone(&self.processes[&self.current].store);
+                let worker = self
+                    .stage
+                    .worker(store)
+                    .ok_or(PlayError::NoWorker { line })?;
+                let delivered = worker.drain().await;
+                Answer::Delivered(delivered.map_err(|source| PlayError::Store { line, source })?)
+            }
         };
         self.answers.push(Answered {
             line,
@@ -189,7 +223,7 @@ impl Player<'_> {
     /// The current process's dispatcher.
     fn dispatcher(&self) -> &Dispatcher {
         // Every process named by `current` was built before it became current.
-        &self.processes[&self.current]
+        &self.processes[&self.current].dispatcher
     }
 
     /// The store, opened again for a restart or a new process.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use toolgate_core::Dispatcher;
 use toolgate_core::dispatch::{Clock, SystemClock};
+use toolgate_core::outbox::OutboxWorker;
 use toolgate_core::reconcile::Reconciler;
 use toolgate_core::store::{OperationStore, StoreError};
 
@@ -16,6 +17,7 @@ type Open =
     dyn Fn() -> BoxFuture<'static, Result<Arc<dyn OperationStore>, StoreError>> + Send + Sync;
 type Build = dyn Fn(Arc<dyn OperationStore>) -> Dispatcher + Send + Sync;
 type SetUp = dyn Fn(Reconciler) -> Reconciler + Send + Sync;
+type Worker = dyn Fn(Arc<dyn OperationStore>) -> OutboxWorker + Send + Sync;
 
 /// What the application gives the kit to play stories on: how to open its store (again, at a
 /// restart or for a second process), how to build its dispatcher on a store (its registry and
@@ -59,6 +61,7 @@ pub struct Stage {
     build: Arc<Build>,
     plan: FaultPlan,
     reconciler: Arc<SetUp>,
+    worker: Option<Arc<Worker>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -77,6 +80,7 @@ impl Stage {
             build: Arc::new(build),
             plan: FaultPlan::new(),
             reconciler: Arc::new(|reconciler| reconciler),
+            worker: None,
             clock: Arc::new(SystemClock),
         }
     }
@@ -95,6 +99,17 @@ impl Stage {
         setup: impl Fn(Reconciler) -> Reconciler + Send + Sync + 'static,
     ) -> Stage {
         self.reconciler = Arc::new(setup);
+        self
+    }
+
+    /// How the application builds its outbox worker (its handlers, its retry) on a store: what
+    /// a `deliver` line runs, on the current process's store. A story with a `deliver` line
+    /// and no worker is not played ([`PlayError::NoWorker`](super::PlayError::NoWorker)).
+    pub fn with_worker(
+        mut self,
+        worker: impl Fn(Arc<dyn OperationStore>) -> OutboxWorker + Send + Sync + 'static,
+    ) -> Stage {
+        self.worker = Some(Arc::new(worker));
         self
     }
 
@@ -120,6 +135,11 @@ impl Stage {
 
     pub(crate) fn reconciler(&self, dispatcher: &Dispatcher) -> Reconciler {
         (self.reconciler)(Reconciler::new(dispatcher))
+    }
+
+    /// The outbox worker on `store`, when the stage has one.
+    pub(crate) fn worker(&self, store: Arc<dyn OperationStore>) -> Option<OutboxWorker> {
+        self.worker.as_ref().map(|build| build(store))
     }
 
     pub(crate) fn now_ms(&self) -> i64 {

@@ -26,8 +26,7 @@ use super::{Fault, Route, StoryLine, TurnFormat};
 /// | `{"reconcile": {}}` | one pass of the reconciler |
 /// | `{"approve": {"approver": "manager", "permissions": ["refund:approve"], "reason": "…"}}`, `{"reject": …}` | every approval pending in the session's tenant is decided by that operator |
 /// | `{"run_approved": {}}` | one pass of the runner of approved operations (100 at most) |
-///
-/// Outbox deliveries (a worker's pass) have no line yet.
+/// | `{"deliver": {}}` | the stage's outbox worker ([`Stage::with_worker`](super::Stage::with_worker)) on the current process's store delivers every event due, pass after pass, until one leases nothing |
 ///
 /// # Examples
 ///
@@ -257,6 +256,11 @@ impl Story {
     /// A `run_approved` line.
     pub fn run_approved(self) -> Story {
         self.line(StoryLine::RunApproved)
+    }
+
+    /// A `deliver` line.
+    pub fn deliver(self) -> Story {
+        self.line(StoryLine::Deliver)
     }
 }
 

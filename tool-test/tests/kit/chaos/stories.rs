@@ -12,10 +12,13 @@ use std::sync::Arc;
 use http::Method;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use toolgate::outbox::OutboxWorker;
 use toolgate::prelude::*;
+use toolgate::store::OutboxEvent;
 use toolgate::store::{Decided, OperationState, OperationStore, PostgresStore, SqliteStore};
+use toolgate::tool::RetrySpec;
 use toolgate_test::chaos::{
-    Answer, Fault, FaultProxy, Played, Route, Stage, Story, Upstream, Violation, play,
+    Answer, Fault, FaultProxy, PlayError, Played, Route, Stage, Story, Upstream, Violation, play,
 };
 
 use self::payments::Payments;
@@ -520,4 +523,135 @@ async fn a_run_line_s_limits_stop_the_run_before_the_provider_is_asked_again() {
         "over the run's one tool call"
     );
     assert_eq!(scene.posted(), 1, "ORD-1002 was never sent");
+}
+
+fn queued() -> Registry {
+    let mut registry = Registry::new();
+    registry.register::<tools::queued::refund>().unwrap();
+    registry
+}
+
+/// The application's outbox worker on `store`: it posts each refund event to the provider
+/// behind `proxy` under the operation's key, gives up on an answer after a second
+/// (`outcome_unknown`: the refund may have been applied), and retries at once.
+fn worker(store: Arc<dyn OperationStore>, proxy: std::net::SocketAddr) -> OutboxWorker {
+    let retry = RetrySpec {
+        max_attempts: Some(3),
+        base: Some(std::time::Duration::ZERO),
+        max: Some(std::time::Duration::ZERO),
+        jitter: Some(false),
+    };
+    OutboxWorker::builder(store)
+        .name("worker-1")
+        .retry(retry)
+        .deliver("refund", move |event: OutboxEvent| async move {
+            let payload: Value = serde_json::from_str(&event.payload).unwrap();
+            let order = payload["order_id"].as_str().unwrap().to_owned();
+            let posted = tools::post_refund_to(proxy, Some(&event.key), &order);
+            match tokio::time::timeout(std::time::Duration::from_secs(1), posted).await {
+                Ok(answered) => answered,
+                Err(_) => Err(ToolError::outcome_unknown(
+                    "the provider did not answer in 1 s",
+                )),
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+fn queued_unhooked() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register::<tools::queued_unhooked::refund>()
+        .unwrap();
+    registry
+}
+
+/// A refund queued for the outbox, whose delivery's answer is lost after the provider applied
+/// it, settled by a reconcile pass, and asked for again.
+fn queued_then_lost() -> Story {
+    Story::new()
+        .openai(openai("call_1", "ORD-1001"))
+        .fault(Route::post("/refunds"), Fault::DropAfterApply, 1)
+        .deliver()
+        .reconcile()
+        .openai(openai("call_2", "ORD-1001"))
+}
+
+/// The scene of `registry`, with the outbox worker posting through its proxy.
+async fn outbox_scene(registry: fn() -> Registry) -> Scene {
+    let mut scene = Scene::new(registry).await;
+    let proxy = scene.proxy.addr();
+    scene.stage = scene.stage.with_worker(move |store| worker(store, proxy));
+    scene
+}
+
+/// The report of the story's `deliver` line.
+fn delivered(played: &Played) -> toolgate::outbox::DeliveryReport {
+    played
+        .answers
+        .iter()
+        .find_map(|answered| match &answered.answer {
+            Answer::Delivered(report) => Some(*report),
+            _ => None,
+        })
+        .expect("the deliver line is answered")
+}
+
+#[tokio::test]
+async fn an_outbox_refund_whose_delivery_answer_is_lost_is_settled_and_applied_once() {
+    let story = queued_then_lost();
+    assert_eq!(Story::from_jsonl(&story.to_jsonl()).unwrap(), story);
+    let scene = outbox_scene(queued).await;
+    let played = scene.play(&story).await;
+
+    played.check(|| scene.payments.applied()).unwrap();
+    assert_eq!(status(&played, 1, "call_1"), ("queued", false));
+    // The worker gives up on the answer: the delivery may have been applied, so it is left
+    // to the reconciler, never sent blind again.
+    let report = delivered(&played);
+    assert_eq!((report.delivered, report.unknown), (0, 1), "{report:?}");
+    assert_eq!(
+        reconciled(&played, 4),
+        (1, 0, 0),
+        "the hook found it applied"
+    );
+    assert_eq!(status(&played, 5, "call_2"), ("succeeded", true));
+    assert_eq!(scene.payments.applied().len(), 1, "applied once");
+    assert_eq!(scene.posted(), 1);
+}
+
+#[tokio::test]
+async fn the_same_story_catches_an_outbox_tool_without_a_reconcile_hook() {
+    let scene = outbox_scene(queued_unhooked).await;
+    let played = scene.play(&queued_then_lost()).await;
+    let violations = played
+        .check(|| scene.payments.applied())
+        .unwrap_err()
+        .into_vec();
+    assert!(
+        matches!(
+            violations.as_slice(),
+            [Violation::Unaccounted {
+                state: Some(OperationState::OutcomeUnknown),
+                ..
+            }]
+        ),
+        "{violations:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deliver_line_needs_the_stages_worker() {
+    let scene = Scene::new(queued).await;
+    let story = Story::new().openai(openai("call_1", "ORD-1001")).deliver();
+    let refused = play(&scene.stage, &story).await.unwrap_err();
+    assert!(
+        matches!(refused, PlayError::NoWorker { line: 2 }),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("Stage::with_worker"),
+        "{refused}"
+    );
 }

@@ -2,7 +2,9 @@
 //! `right` passes the operation's key as `Idempotency-Key` and its reconcile hook asks the
 //! provider for the refund under that key; `keyless` is the same but sends no key; `guessing`
 //! passes the key, and its reconcile hook answers "not applied" without asking. A fourth,
-//! `approved`, is `right` with an amount that needs an approval over 100.
+//! `approved`, is `right` with an amount that needs an approval over 100; `queued` records its
+//! refund for the outbox, which the worker delivers under the operation's key, and
+//! `queued_unhooked` is the same without a reconcile hook.
 
 use std::net::SocketAddr;
 
@@ -19,6 +21,15 @@ pub(crate) struct PaymentsUrl(pub(crate) SocketAddr);
 /// Posts a refund of `order_id`, under `key` when there is one.
 async fn post_refund(ctx: &Ctx, key: Option<&str>, order_id: &str) -> Result<Value, ToolError> {
     let PaymentsUrl(addr) = ctx.state::<PaymentsUrl>()?;
+    post_refund_to(*addr, key, order_id).await
+}
+
+/// Posts a refund of `order_id` to the provider at `addr`, under `key` when there is one.
+pub(crate) async fn post_refund_to(
+    addr: SocketAddr,
+    key: Option<&str>,
+    order_id: &str,
+) -> Result<Value, ToolError> {
     let body = json!({"order_id": order_id}).to_string();
     let mut refund = request(Method::POST, "/refunds", key, &body);
     refund
@@ -26,7 +37,7 @@ async fn post_refund(ctx: &Ctx, key: Option<&str>, order_id: &str) -> Result<Val
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     // No deadline of the client's own: the tool's timeout drops this future, and the
     // connection with it.
-    match send(*addr, refund, None).await {
+    match send(addr, refund, None).await {
         Outcome::Answered(answer) if answer.status() == StatusCode::OK => json_of(answer.body()),
         Outcome::Answered(answer) if answer.status() == StatusCode::SERVICE_UNAVAILABLE => {
             Err(ToolError::unavailable("the payment provider answered 503"))
@@ -89,6 +100,51 @@ pub(crate) mod right {
         key: &IdempotencyKey,
     ) -> Result<Option<Value>, ToolError> {
         find_refund(ctx, key).await
+    }
+}
+
+/// The refund tool delivered through the outbox: it records the refund and its event, and the
+/// application's worker (`worker` in the stories) posts it to the provider under the
+/// operation's key. A delivery whose answer is lost is settled by its reconcile hook.
+pub(crate) mod queued {
+    use super::*;
+
+    /// Refund an order at the payment provider, delivered by the application's worker.
+    #[tool(
+        side_effect = "write",
+        delivery = "outbox",
+        key = [order_id],
+        reconcile = lookup(ctx, key)
+    )]
+    pub(crate) async fn refund(
+        ctx: &Ctx,
+        key: &IdempotencyKey,
+        order_id: String,
+    ) -> Result<Value, ToolError> {
+        // The worker sends the event under the operation's key; the hook asks for it.
+        let _sent_by_the_worker = key;
+        ctx.enqueue(&json!({"order_id": order_id}))?;
+        Ok(json!({"order_id": order_id}))
+    }
+
+    /// Asks the provider for the refund under the operation's key.
+    pub(crate) async fn lookup(
+        ctx: &Ctx,
+        key: &IdempotencyKey,
+    ) -> Result<Option<Value>, ToolError> {
+        find_refund(ctx, key).await
+    }
+}
+
+/// `queued` without a reconcile hook: a delivery whose answer is lost stays unknown.
+pub(crate) mod queued_unhooked {
+    use super::*;
+
+    /// Refund an order at the payment provider, delivered by the application's worker.
+    #[tool(side_effect = "write", delivery = "outbox", key = [order_id])]
+    pub(crate) async fn refund(ctx: &Ctx, order_id: String) -> Result<Value, ToolError> {
+        ctx.enqueue(&json!({"order_id": order_id}))?;
+        Ok(json!({"order_id": order_id}))
     }
 }
 
