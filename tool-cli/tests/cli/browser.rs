@@ -68,12 +68,7 @@ async fn an_operator_approves_a_waiting_refund_in_a_browser_and_it_runs_once() {
     browser.screenshot("1-sign-in").await;
     let requester = token(&acme, "agent", &["refund:create", "refund:approve"]);
     sign_in(&browser, &requester).await;
-    browser
-        .type_into("tr[data-approval] input[name=reason]", "I asked for it")
-        .await;
-    browser
-        .submit("tr[data-approval] button[value=approve]")
-        .await;
+    approve(&browser, "I asked for it").await;
     let refused = browser.text("#flash").await;
     assert!(refused.contains("could not approve"), "{refused}");
     assert!(refused.contains("agent asked for approval"), "{refused}");
@@ -98,12 +93,7 @@ async fn an_operator_approves_a_waiting_refund_in_a_browser_and_it_runs_once() {
     browser
         .run("document.querySelector('tr[data-approval] input[name=csrf]').remove();")
         .await;
-    browser
-        .type_into("tr[data-approval] input[name=reason]", "returned in full")
-        .await;
-    browser
-        .submit("tr[data-approval] button[value=approve]")
-        .await;
+    approve(&browser, "returned in full").await;
     let page = browser.text("main").await;
     assert!(
         page.contains("did not carry this session's CSRF token"),
@@ -114,12 +104,7 @@ async fn an_operator_approves_a_waiting_refund_in_a_browser_and_it_runs_once() {
 
     // From the page as served, the manager approves.
     browser.open(&format!("{base}/approvals")).await;
-    browser
-        .type_into("tr[data-approval] input[name=reason]", "returned in full")
-        .await;
-    browser
-        .submit("tr[data-approval] button[value=approve]")
-        .await;
+    approve(&browser, "returned in full").await;
     let done = browser.text("#flash").await;
     assert!(done.contains("approved by manager"), "{done}");
     browser.screenshot("5-approved").await;
@@ -154,6 +139,17 @@ async fn an_operator_approves_a_waiting_refund_in_a_browser_and_it_runs_once() {
     browser.screenshot("7-operations").await;
     browser.open(&format!("{base}/outbox")).await;
     browser.screenshot("8-outbox").await;
+}
+
+/// Writes `reason` in the waiting approval's form and presses Approve, then waits for the page
+/// the form leads to.
+async fn approve(browser: &Browser, reason: &str) {
+    browser
+        .type_into("tr[data-approval] input[name=reason]", reason)
+        .await;
+    browser
+        .submit("tr[data-approval] button[value=approve]")
+        .await;
 }
 
 /// Signs in on the sign-in page with `token`, and lands on the approval queue.

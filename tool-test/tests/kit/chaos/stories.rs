@@ -106,29 +106,20 @@ impl Scene {
     }
 }
 
-fn right() -> Registry {
+/// A registry of the one tool `T`.
+fn only<T: toolgate::Tool + Default>() -> Registry {
     let mut registry = Registry::new();
-    registry.register::<tools::right::refund>().unwrap();
+    registry.register::<T>().unwrap();
     registry
 }
 
-fn keyless() -> Registry {
-    let mut registry = Registry::new();
-    registry.register::<tools::keyless::refund>().unwrap();
-    registry
-}
-
-fn approved() -> Registry {
-    let mut registry = Registry::new();
-    registry.register::<tools::approved::refund>().unwrap();
-    registry
-}
-
-fn guessing() -> Registry {
-    let mut registry = Registry::new();
-    registry.register::<tools::guessing::refund>().unwrap();
-    registry
-}
+/// The stories' registries, one version of the refund tool each.
+const RIGHT: fn() -> Registry = only::<tools::right::refund>;
+const KEYLESS: fn() -> Registry = only::<tools::keyless::refund>;
+const APPROVED: fn() -> Registry = only::<tools::approved::refund>;
+const GUESSING: fn() -> Registry = only::<tools::guessing::refund>;
+const QUEUED: fn() -> Registry = only::<tools::queued::refund>;
+const QUEUED_UNHOOKED: fn() -> Registry = only::<tools::queued_unhooked::refund>;
 
 /// The OpenAI assistant message asking for a refund of `order` as call `id`.
 fn openai(id: &str, order: &str) -> Value {
@@ -187,7 +178,7 @@ const LOST_THEN_ASKED_AGAIN: &str = r#"{"session": {"tenant": "acme", "user": "a
 #[tokio::test]
 async fn a_lost_answer_asked_again_then_reconciled_is_applied_once_by_the_right_tool() {
     let story = Story::from_jsonl(LOST_THEN_ASKED_AGAIN).unwrap();
-    let scene = Scene::new(right).await;
+    let scene = Scene::new(RIGHT).await;
     let played = scene.play(&story).await;
 
     played.check(|| scene.payments.applied()).unwrap();
@@ -210,7 +201,7 @@ async fn a_lost_answer_asked_again_then_reconciled_is_applied_once_by_the_right_
 #[tokio::test]
 async fn the_same_story_catches_a_tool_that_sends_no_key() {
     let story = Story::from_jsonl(LOST_THEN_ASKED_AGAIN).unwrap();
-    let scene = Scene::new(keyless).await;
+    let scene = Scene::new(KEYLESS).await;
     let played = scene.play(&story).await;
 
     assert_eq!(
@@ -257,12 +248,12 @@ fn lost_then_reconciled() -> Story {
 async fn a_reconcile_hook_that_answers_without_asking_leaves_an_effect_unaccounted_for() {
     let story = lost_then_reconciled();
 
-    let scene = Scene::new(right).await;
+    let scene = Scene::new(RIGHT).await;
     let played = scene.play(&story).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(reconciled(&played, 3), (1, 0, 0));
 
-    let scene = Scene::new(guessing).await;
+    let scene = Scene::new(GUESSING).await;
     let played = scene.play(&story).await;
     assert_eq!(reconciled(&played, 3), (0, 1, 0), "settled as not applied");
     let (_, turn) = played.turns().next().unwrap();
@@ -312,7 +303,7 @@ fn restarts_and_a_second_process() -> Story {
 #[tokio::test]
 async fn a_restart_and_a_second_process_on_the_same_store_keep_each_refund_once() {
     let story = restarts_and_a_second_process();
-    let scene = Scene::new(right).await;
+    let scene = Scene::new(RIGHT).await;
     let played = scene.play(&story).await;
 
     played.check(|| scene.payments.applied()).unwrap();
@@ -363,7 +354,7 @@ async fn a_refused_call_is_checked_by_its_operation_s_key() {
     let story = Story::new().openai(json!({"role": "assistant", "content": null, "tool_calls": [
         {"id": "call_1", "type": "function",
          "function": {"name": "refund", "arguments": "{\"order_id\": \"ORD-1001\", \"amount\": 5}"}}]}));
-    let scene = Scene::new(right).await;
+    let scene = Scene::new(RIGHT).await;
     let played = scene.play(&story).await;
     let (_, turn) = played.turns().next().unwrap();
     assert_eq!(
@@ -425,7 +416,7 @@ async fn an_approved_refund_runs_once_and_a_rejected_one_never() {
     let approve = held_then_decided(|story| {
         story.approve("manager", ["refund:approve"], "the return arrived")
     });
-    let scene = Scene::new(approved).await;
+    let scene = Scene::new(APPROVED).await;
     let played = scene.play(&approve).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(status(&played, 2, "call_1"), ("awaiting_approval", false));
@@ -445,7 +436,7 @@ async fn an_approved_refund_runs_once_and_a_rejected_one_never() {
 
     let reject =
         held_then_decided(|story| story.reject("manager", ["refund:approve"], "no return"));
-    let scene = Scene::new(approved).await;
+    let scene = Scene::new(APPROVED).await;
     let played = scene.play(&reject).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(status(&played, 5, "call_2"), ("rejected", true));
@@ -453,7 +444,7 @@ async fn an_approved_refund_runs_once_and_a_rejected_one_never() {
 
     // A manager without the approval permission decides nothing: the refund still waits.
     let refused = held_then_decided(|story| story.approve("manager", ["refund:create"], "why not"));
-    let scene = Scene::new(approved).await;
+    let scene = Scene::new(APPROVED).await;
     let played = scene.play(&refused).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(status(&played, 5, "call_2"), ("awaiting_approval", true));
@@ -463,14 +454,14 @@ async fn an_approved_refund_runs_once_and_a_rejected_one_never() {
 #[tokio::test]
 async fn on_postgres_the_right_tool_keeps_every_promise_and_a_keyless_one_is_caught() {
     let story = Story::from_jsonl(LOST_THEN_ASKED_AGAIN).unwrap();
-    let scene = Scene::on(Store::Postgres, right).await;
+    let scene = Scene::on(Store::Postgres, RIGHT).await;
     let played = scene.play(&story).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(reconciled(&played, 5), (1, 0, 0));
     assert_eq!(status(&played, 6, "call_3"), ("succeeded", true));
     assert_eq!(scene.payments.applied().len(), 1);
 
-    let scene = Scene::on(Store::Postgres, keyless).await;
+    let scene = Scene::on(Store::Postgres, KEYLESS).await;
     let played = scene.play(&story).await;
     let violations = played
         .check(|| scene.payments.applied())
@@ -485,7 +476,7 @@ async fn on_postgres_the_right_tool_keeps_every_promise_and_a_keyless_one_is_cau
 
 #[tokio::test]
 async fn on_postgres_a_restart_and_a_second_process_keep_each_refund_once() {
-    let scene = Scene::on(Store::Postgres, right).await;
+    let scene = Scene::on(Store::Postgres, RIGHT).await;
     let played = scene.play(&restarts_and_a_second_process()).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(
@@ -510,7 +501,7 @@ async fn a_run_line_s_limits_stop_the_run_before_the_provider_is_asked_again() {
     );
     assert_eq!(Story::from_jsonl(&written).unwrap(), story);
 
-    let scene = Scene::new(right).await;
+    let scene = Scene::new(RIGHT).await;
     let played = scene.play(&story).await;
     played.check(|| scene.payments.applied()).unwrap();
     assert_eq!(status(&played, 2, "call_1"), ("succeeded", false));
@@ -523,12 +514,6 @@ async fn a_run_line_s_limits_stop_the_run_before_the_provider_is_asked_again() {
         "over the run's one tool call"
     );
     assert_eq!(scene.posted(), 1, "ORD-1002 was never sent");
-}
-
-fn queued() -> Registry {
-    let mut registry = Registry::new();
-    registry.register::<tools::queued::refund>().unwrap();
-    registry
 }
 
 /// The application's outbox worker on `store`: it posts each refund event to the provider
@@ -557,14 +542,6 @@ fn worker(store: Arc<dyn OperationStore>, proxy: std::net::SocketAddr) -> Outbox
         })
         .build()
         .unwrap()
-}
-
-fn queued_unhooked() -> Registry {
-    let mut registry = Registry::new();
-    registry
-        .register::<tools::queued_unhooked::refund>()
-        .unwrap();
-    registry
 }
 
 /// A refund queued for the outbox, whose delivery's answer is lost after the provider applied
@@ -602,7 +579,7 @@ fn delivered(played: &Played) -> toolgate::outbox::DeliveryReport {
 async fn an_outbox_refund_whose_delivery_answer_is_lost_is_settled_and_applied_once() {
     let story = queued_then_lost();
     assert_eq!(Story::from_jsonl(&story.to_jsonl()).unwrap(), story);
-    let scene = outbox_scene(queued).await;
+    let scene = outbox_scene(QUEUED).await;
     let played = scene.play(&story).await;
 
     played.check(|| scene.payments.applied()).unwrap();
@@ -623,7 +600,7 @@ async fn an_outbox_refund_whose_delivery_answer_is_lost_is_settled_and_applied_o
 
 #[tokio::test]
 async fn the_same_story_catches_an_outbox_tool_without_a_reconcile_hook() {
-    let scene = outbox_scene(queued_unhooked).await;
+    let scene = outbox_scene(QUEUED_UNHOOKED).await;
     let played = scene.play(&queued_then_lost()).await;
     let violations = played
         .check(|| scene.payments.applied())
@@ -643,7 +620,7 @@ async fn the_same_story_catches_an_outbox_tool_without_a_reconcile_hook() {
 
 #[tokio::test]
 async fn a_deliver_line_needs_the_stages_worker() {
-    let scene = Scene::new(queued).await;
+    let scene = Scene::new(QUEUED).await;
     let story = Story::new().openai(openai("call_1", "ORD-1001")).deliver();
     let refused = play(&scene.stage, &story).await.unwrap_err();
     assert!(
