@@ -41,6 +41,8 @@ pub mod guide {
     pub mod tool_attribute {}
     #[doc = include_str!("../docs/guide/refund_desk.md")]
     pub mod refund_desk {}
+    #[doc = include_str!("../docs/guide/storm.md")]
+    pub mod storm {}
 }
 
 /// The names most programs need: `use toolgate::prelude::*;`.

@@ -34,6 +34,11 @@
 //!   business operation applied twice, an effect no `succeeded` operation accounts for, an
 //!   outcome left unknown for a tool with a reconcile hook, a refused call that reached the
 //!   provider. Each says what failed and what usually causes it.
+//! - [`Storm`]: stories drawn from the tools' schemas with proptest (valid and invalid calls,
+//!   repeats, parallel batches, faults, restarts, a second process, reconcile passes), each
+//!   played by the application on a fresh stage; the first that fails is shrunk to the
+//!   shortest story that fails the same way ([`Caught`]), written to a file and printed with
+//!   the one command that replays it.
 //!
 //! A dropped answer holds the client's connection until the client gives up: the tool's own
 //! deadline decides, as it would against a provider that stopped answering. A reset is a TCP
@@ -135,6 +140,7 @@ mod record;
 mod reset;
 mod route;
 mod stage;
+mod storm;
 mod story;
 mod violation;
 
@@ -149,5 +155,6 @@ pub use proxy::{DEFAULT_BODY_LIMIT, DEFAULT_KEY_HEADER, FaultProxy, FaultProxyBu
 pub use record::{Record, Upstream};
 pub use route::Route;
 pub use stage::Stage;
+pub use storm::{Caught, SEED_VAR, STORIES_VAR, STORY_VAR, Storm, Survived};
 pub use story::{Story, StoryError};
 pub use violation::{Violation, Violations};

@@ -17,7 +17,8 @@
 //!   provider or by a hook around any other, with a record of every request and its
 //!   idempotency key; and stories (turns, faults, restarts, a second process, reconcile passes,
 //!   approvals) played on the application's own dispatcher and store, checked against what
-//!   its provider applied.
+//!   its provider applied; and storms of stories drawn from the tools' schemas, the first
+//!   failure shrunk to the shortest story that fails the same way, with a command to replay it.
 //!
 //! Depending on this crate turns on the `test-util` feature of `toolgate-core`, which exports the
 //! same [`MemoryStore`] and [`ManualClock`] and the failpoint hooks of the dispatcher.

@@ -72,7 +72,8 @@ pub enum PlayError {
 }
 
 /// Plays `story` on `stage`, line by line, and then one reconcile pass, in the process the
-/// story ended in; answers what each line answered, the operations of the store after that
+/// story ended in, with the faults not played yet forgotten (the storm has passed: the
+/// provider answers the reconciler); answers what each line answered, the operations of the store after that
 /// pass and the requests the stage's plan saw.
 ///
 /// The story starts in process `a`, as tenant `acme`, user `agent` with no permission, in run
@@ -306,6 +307,8 @@ impl Player<'_> {
 
     /// The reconcile pass after the last line, and where the store and the provider stand.
     async fn finish(self) -> Result<Played, PlayError> {
+        // The storm has passed: the provider answers the final pass's questions.
+        self.stage.plan().clear();
         let dispatcher = self.dispatcher();
         let final_reconcile = self
             .stage

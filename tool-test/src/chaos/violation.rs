@@ -70,6 +70,22 @@ pub enum Violation {
     },
 }
 
+impl Violation {
+    /// The kind of promise broken, as a word: `call_answered`, `answered_unasked`,
+    /// `applied_more_than_once`, `unaccounted`, `still_unknown` or `refused_but_sent`. Two
+    /// stories fail the same way when their violations are of the same kinds.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Violation::CallAnswered { .. } => "call_answered",
+            Violation::AnsweredUnasked { .. } => "answered_unasked",
+            Violation::AppliedMoreThanOnce { .. } => "applied_more_than_once",
+            Violation::Unaccounted { .. } => "unaccounted",
+            Violation::StillUnknown { .. } => "still_unknown",
+            Violation::RefusedButSent { .. } => "refused_but_sent",
+        }
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -110,7 +126,8 @@ impl fmt::Display for Violation {
                 f,
                 "{operation} was applied under no key, so no operation accounts for it and no \
                  reconcile hook can find it; usually the tool does not pass the operation's key \
-                 to the provider"
+                 to the provider, or a tool declared `side_effect = \"read\"` changes something \
+                 (a read has no key and no record)"
             ),
             Violation::Unaccounted {
                 operation,

@@ -2,8 +2,9 @@
 //! says (`faults`), faults take exactly the requests planned for them and the record says what
 //! came (`planning`), what is not planned passes through unchanged (`passing`), the proxy stops
 //! when told (`stopping`), and a tool under toolgate's dispatcher keeps its promise through the
-//! proxy and through the hook (`dispatch`), and stories played on a tool of one's own are checked
-//! against its provider's ledger (`stories`).
+//! proxy and through the hook (`dispatch`), stories played on a tool of one's own are checked
+//! against its provider's ledger (`stories`), and storms of generated stories pass the tool done
+//! right and catch the wrong ones with a short story that replays (`storm`).
 //!
 //! `upstream` is the provider, `client` the client a tool would have, with a deadline of its own.
 
@@ -14,6 +15,7 @@ mod passing;
 mod planning;
 mod stopping;
 mod stories;
+mod storm;
 mod upstream;
 
 use std::time::Duration;

@@ -28,15 +28,16 @@ use super::patiently;
 
 /// The provider, the proxy in front of it, and a stage on a SQLite file in a directory of its
 /// own (or a PostgreSQL database of its own), with the registry `registry` builds.
-struct Scene {
-    payments: Payments,
+pub(super) struct Scene {
+    pub(super) payments: Payments,
     proxy: FaultProxy,
     stage: Stage,
     _dir: TempDir,
 }
 
 /// Where a scene's stage keeps its operations.
-enum Store {
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Store {
     /// A SQLite file in the scene's directory.
     Sqlite,
     /// A fresh database on the tests' PostgreSQL server.
@@ -48,7 +49,7 @@ impl Scene {
         Scene::on(Store::Sqlite, registry).await
     }
 
-    async fn on(store: Store, registry: fn() -> Registry) -> Scene {
+    pub(super) async fn on(store: Store, registry: fn() -> Registry) -> Scene {
         let payments = Payments::start().await;
         let proxy = FaultProxy::start(payments.addr()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -89,7 +90,7 @@ impl Scene {
 
     /// Plays `story`, and waits for every request the proxy sent to be answered by the
     /// provider, so that its ledger is final.
-    async fn play(&self, story: &Story) -> Played {
+    pub(super) async fn play(&self, story: &Story) -> Played {
         let played = play(&self.stage, story).await.unwrap();
         patiently(self.proxy.plan().wait_for(|records| {
             records
@@ -114,11 +115,11 @@ fn only<T: toolgate::Tool + Default>() -> Registry {
 }
 
 /// The stories' registries, one version of the refund tool each.
-const RIGHT: fn() -> Registry = only::<tools::right::refund>;
-const KEYLESS: fn() -> Registry = only::<tools::keyless::refund>;
-const APPROVED: fn() -> Registry = only::<tools::approved::refund>;
-const GUESSING: fn() -> Registry = only::<tools::guessing::refund>;
-const QUEUED: fn() -> Registry = only::<tools::queued::refund>;
+pub(super) const RIGHT: fn() -> Registry = only::<tools::right::refund>;
+pub(super) const KEYLESS: fn() -> Registry = only::<tools::keyless::refund>;
+pub(super) const APPROVED: fn() -> Registry = only::<tools::approved::refund>;
+pub(super) const GUESSING: fn() -> Registry = only::<tools::guessing::refund>;
+pub(super) const QUEUED: fn() -> Registry = only::<tools::queued::refund>;
 const QUEUED_UNHOOKED: fn() -> Registry = only::<tools::queued_unhooked::refund>;
 
 /// The OpenAI assistant message asking for a refund of `order` as call `id`.
@@ -556,7 +557,7 @@ fn queued_then_lost() -> Story {
 }
 
 /// The scene of `registry`, with the outbox worker posting through its proxy.
-async fn outbox_scene(registry: fn() -> Registry) -> Scene {
+pub(super) async fn outbox_scene(registry: fn() -> Registry) -> Scene {
     let mut scene = Scene::new(registry).await;
     let proxy = scene.proxy.addr();
     scene.stage = scene.stage.with_worker(move |store| worker(store, proxy));
