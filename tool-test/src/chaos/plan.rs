@@ -52,7 +52,7 @@ struct Rule {
     /// How many requests of the route the plan has seen.
     seen: u64,
     /// The numbers of the requests of the route that take the fault and have not come yet.
-    numbers: BTreeSet<u64>,
+    numbers: Numbers,
     fault: Fault,
 }
 
@@ -82,7 +82,7 @@ impl FaultPlan {
             let seen = state.seen(&route);
             match first {
                 Some(first) if first <= seen => too_late = Some((first, seen)),
-                _ => state.plan(route.clone(), seen, numbers, fault),
+                _ => state.plan(route.clone(), seen, Numbers::Listed(numbers), fault),
             }
         });
         if let Some((first, seen)) = too_late {
@@ -104,11 +104,15 @@ impl FaultPlan {
                 .rules
                 .iter()
                 .filter(|rule| rule.route == route)
-                .filter_map(|rule| rule.numbers.last().copied())
+                .filter_map(|rule| rule.numbers.last())
                 .max()
                 .unwrap_or(0);
             let first = seen.max(planned) + 1;
-            let numbers = (first..first.saturating_add(times)).collect();
+            // A span, however many: `times` may be a count no set of numbers could hold.
+            let numbers = match times {
+                0 => Numbers::Listed(BTreeSet::new()),
+                _ => Numbers::Span(first, first.saturating_add(times - 1)),
+            };
             state.plan(route, seen, numbers, fault);
         });
         self
@@ -176,12 +180,10 @@ impl FaultPlan {
                     continue;
                 }
                 rule.seen += 1;
-                if rule.numbers.remove(&rule.seen) && fault.is_none() {
+                // A number of a rule that another took first is spent too.
+                if rule.numbers.take(rule.seen) && fault.is_none() {
                     fault = Some(rule.fault);
                 }
-                // A number of a rule that another took first is spent too.
-                let seen = rule.seen;
-                rule.numbers.retain(|&number| number > seen);
             }
             state.rules.retain(|rule| !rule.numbers.is_empty());
             arrival = (state.records.len(), fault);
@@ -203,6 +205,52 @@ impl FaultPlan {
                 record.upstream = upstream;
             }
         });
+    }
+}
+
+/// The numbers of a rule's requests still to come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Numbers {
+    /// Each number, as [`FaultPlan::at`] planned them.
+    Listed(BTreeSet<u64>),
+    /// From the first to the last, both in, as [`FaultPlan::next`] planned them; empty once the
+    /// first is past the last.
+    Span(u64, u64),
+}
+
+impl Numbers {
+    /// Whether request `seen` of the route is one of them; every number up to it is spent.
+    fn take(&mut self, seen: u64) -> bool {
+        match self {
+            Numbers::Listed(numbers) => {
+                let planned = numbers.remove(&seen);
+                numbers.retain(|&number| number > seen);
+                planned
+            }
+            Numbers::Span(first, last) => {
+                let planned = (*first..=*last).contains(&seen);
+                *first = (*first).max(seen.saturating_add(1));
+                if seen == u64::MAX {
+                    *last = 0;
+                }
+                planned
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Numbers::Listed(numbers) => numbers.is_empty(),
+            Numbers::Span(first, last) => first > last,
+        }
+    }
+
+    fn last(&self) -> Option<u64> {
+        match self {
+            Numbers::Listed(numbers) => numbers.last().copied(),
+            Numbers::Span(_, last) if !self.is_empty() => Some(*last),
+            Numbers::Span(..) => None,
+        }
     }
 }
 
@@ -249,7 +297,7 @@ impl State {
         u64::try_from(seen.count()).unwrap_or(u64::MAX)
     }
 
-    fn plan(&mut self, route: Route, seen: u64, numbers: BTreeSet<u64>, fault: Fault) {
+    fn plan(&mut self, route: Route, seen: u64, numbers: Numbers, fault: Fault) {
         if !numbers.is_empty() {
             self.rules.push(Rule {
                 route,
@@ -279,6 +327,27 @@ impl fmt::Debug for FaultPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_for_billions_of_requests_is_planned_without_a_number_each() {
+        let plan = FaultPlan::new();
+        let refunds = Route::post("/refunds");
+        plan.next(refunds.clone(), 4_000_000_000, Fault::Unavailable);
+        plan.next(refunds.clone(), u64::MAX, Fault::DropAfterApply);
+        for _ in 0..3 {
+            assert_eq!(
+                arrive(&plan, Method::POST, "/refunds"),
+                Some(Fault::Unavailable)
+            );
+        }
+        let state = plan.state.borrow();
+        assert_eq!(state.rules[0].numbers, Numbers::Span(4, 4_000_000_000));
+        assert_eq!(
+            state.rules[1].numbers,
+            Numbers::Span(4_000_000_001, u64::MAX),
+            "the second comes after the first, and its count stops at the last number"
+        );
+    }
 
     fn arrive(plan: &FaultPlan, method: Method, path: &str) -> Option<Fault> {
         plan.arrive(method, path.to_owned(), None).1
