@@ -21,11 +21,12 @@
 //! - [`Story`]: a script of [`StoryLine`]s, JSON Lines as the refund desk's scripts are (model
 //!   turns in each provider format, `run` lines with the run's limits, `fault` lines for the
 //!   plan, `restart`, a second `process` on the same store, `reconcile`, `approve` / `reject`,
-//!   `run_approved`, `deliver` for the outbox worker), read with [`Story::from_jsonl`], built in
+//!   `run_approved`, `deliver` for the outbox worker, `act` for what else the application
+//!   does between turns), read with [`Story::from_jsonl`], built in
 //!   code, and written back with [`Story::to_jsonl`];
 //! - [`Stage`]: what the application gives: how to open its store (again at each restart and
 //!   for each process), how to build its dispatcher on it, the [`FaultPlan`] of its provider,
-//!   its reconciler's setup and its outbox worker;
+//!   its reconciler's setup, its outbox worker and its acts;
 //! - [`play`]: plays a story on a stage, then one last reconcile pass, and answers what it did
 //!   ([`Played`]: each turn's call ids and their answers, each pass and decision, the store's
 //!   operations and the plan's requests);

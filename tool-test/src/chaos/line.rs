@@ -81,6 +81,16 @@ pub enum StoryLine {
     /// `{"deliver": {}}`: the stage's outbox worker delivers every event due, until a pass
     /// leases nothing.
     Deliver,
+    /// `{"act": {"name": "refund_by_hand", "args": {…}}}`: the application's act of this name
+    /// ([`Stage::with_act`](super::Stage::with_act)), something done between turns that no
+    /// other line does (a refund made at the provider by hand, a setting changed), given
+    /// `args` (`{}` when left out).
+    Act {
+        /// The act's name.
+        name: String,
+        /// What it is given.
+        args: Value,
+    },
 }
 
 /// The provider format of a model turn, and the key of its line.
@@ -135,7 +145,7 @@ impl TurnFormat {
 
 /// The keys a line may have.
 const KEYS: &str = "session, run, openai, openai_responses, anthropic, gemini, fault, restart, \
-                    process, reconcile, approve, reject, run_approved, deliver";
+                    process, reconcile, approve, reject, run_approved, deliver, act";
 
 /// The object of a `session` line.
 #[derive(Deserialize)]
@@ -171,6 +181,19 @@ struct DecideFields {
     #[serde(default)]
     permissions: Vec<String>,
     reason: String,
+}
+
+/// The object of an `act` line.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActFields {
+    name: String,
+    #[serde(default = "no_args")]
+    args: Value,
+}
+
+fn no_args() -> Value {
+    json!({})
 }
 
 /// The object of `restart`, `reconcile`, `run_approved` and `deliver`: empty.
@@ -239,6 +262,17 @@ impl StoryLine {
                     reason: decide.reason,
                 }
             }
+            "act" => {
+                let act: ActFields =
+                    serde_json::from_str(raw.get()).map_err(fields("name, args"))?;
+                if act.name.is_empty() {
+                    return Err("an act's `name` is a non-empty string".to_owned());
+                }
+                StoryLine::Act {
+                    name: act.name,
+                    args: act.args,
+                }
+            }
             other => return Err(format!("unknown line `{other}`: use one of {KEYS}")),
         })
     }
@@ -290,6 +324,7 @@ impl StoryLine {
             ),
             StoryLine::RunApproved => ("run_approved", json!({})),
             StoryLine::Deliver => ("deliver", json!({})),
+            StoryLine::Act { name, args } => ("act", json!({"name": name, "args": args})),
         };
         json!({ key: value }).to_string()
     }

@@ -58,6 +58,9 @@ pub enum Answer {
     /// A `deliver` line: what the outbox worker's passes delivered, retried, dead-lettered or
     /// left unknown.
     Delivered(DeliveryReport),
+    /// An `act` line: what the application's act answered, or why it failed (the story goes
+    /// on).
+    Acted(Result<serde_json::Value, String>),
 }
 
 /// A model turn as it was played: the calls the turn asked for, and how it was answered.

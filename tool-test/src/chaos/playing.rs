@@ -66,6 +66,15 @@ pub enum PlayError {
         /// The line's number.
         line: usize,
     },
+    /// An `act` line names an act the stage does not have: give it one with
+    /// `Stage::with_act`.
+    #[error("line {line}: the stage has no act `{name}` (`Stage::with_act`)")]
+    NoAct {
+        /// The line's number.
+        line: usize,
+        /// The act's name.
+        name: String,
+    },
     /// The final reconcile pass, or the listing of the operations after it, failed.
     #[error("the final reconcile pass failed: {0}")]
     Final(#[source] StoreError),
@@ -211,6 +220,13 @@ impl Player<'_> {
                     .ok_or(PlayError::NoWorker { line })?;
                 let delivered = worker.drain().await;
                 Answer::Delivered(delivered.map_err(|source| PlayError::Store { line, source })?)
+            }
+            StoryLine::Act { name, args } => {
+                let act = self.stage.act(name).ok_or_else(|| PlayError::NoAct {
+                    line,
+                    name: name.clone(),
+                })?;
+                Answer::Acted(act(args.clone()).await)
             }
         };
         self.answers.push(Answered {

@@ -1,10 +1,12 @@
 //! [`Stage`]: what a [`Story`](super::Story) is played on: the application's dispatcher, its
 //! store, and the fault plan its provider sits behind.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use serde_json::Value;
 use toolgate_core::Dispatcher;
 use toolgate_core::dispatch::{Clock, SystemClock};
 use toolgate_core::outbox::OutboxWorker;
@@ -18,6 +20,7 @@ type Open =
 type Build = dyn Fn(Arc<dyn OperationStore>) -> Dispatcher + Send + Sync;
 type SetUp = dyn Fn(Reconciler) -> Reconciler + Send + Sync;
 type Worker = dyn Fn(Arc<dyn OperationStore>) -> OutboxWorker + Send + Sync;
+type Act = dyn Fn(Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync;
 
 /// What the application gives the kit to play stories on: how to open its store (again, at a
 /// restart or for a second process), how to build its dispatcher on a store (its registry and
@@ -62,6 +65,7 @@ pub struct Stage {
     plan: FaultPlan,
     reconciler: Arc<SetUp>,
     worker: Option<Arc<Worker>>,
+    acts: BTreeMap<String, Arc<Act>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -81,6 +85,7 @@ impl Stage {
             plan: FaultPlan::new(),
             reconciler: Arc::new(|reconciler| reconciler),
             worker: None,
+            acts: BTreeMap::new(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -113,6 +118,33 @@ impl Stage {
         self
     }
 
+    /// What an `act` line named `name` does: `act` is given the line's `args` and answers a
+    /// value, or why it failed (which the story records, and goes on). A story with an act the
+    /// stage does not have is not played ([`PlayError::NoAct`](super::PlayError::NoAct)).
+    ///
+    /// ```
+    /// use serde_json::{Value, json};
+    /// use toolgate_test::chaos::{Stage, Story};
+    ///
+    /// # fn with(stage: Stage) -> Stage {
+    /// // Someone refunds an order at the provider by hand, outside the agent.
+    /// stage.with_act("refund_by_hand", |args: Value| async move {
+    ///     let order = args["order_id"].as_str().ok_or("an order_id")?.to_owned();
+    ///     Ok(json!({"refunded": order}))
+    /// })
+    /// # }
+    /// let story = Story::new().act("refund_by_hand", json!({"order_id": "ORD-1"}));
+    /// ```
+    pub fn with_act<F, Fut>(mut self, name: impl Into<String>, act: F) -> Stage
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, String>> + Send + 'static,
+    {
+        self.acts
+            .insert(name.into(), Arc::new(move |args| Box::pin(act(args))));
+        self
+    }
+
     /// The clock the approvers decide by: the dispatcher's, when the application gives its
     /// dispatcher a clock of its own (the system clock otherwise).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Stage {
@@ -140,6 +172,11 @@ impl Stage {
     /// The outbox worker on `store`, when the stage has one.
     pub(crate) fn worker(&self, store: Arc<dyn OperationStore>) -> Option<OutboxWorker> {
         self.worker.as_ref().map(|build| build(store))
+    }
+
+    /// The act named `name`, when the stage has one.
+    pub(crate) fn act(&self, name: &str) -> Option<&Act> {
+        self.acts.get(name).map(|act| &**act)
     }
 
     pub(crate) fn now_ms(&self) -> i64 {

@@ -27,6 +27,7 @@ use super::{Fault, Route, StoryLine, TurnFormat};
 /// | `{"approve": {"approver": "manager", "permissions": ["refund:approve"], "reason": "…"}}`, `{"reject": …}` | every approval pending in the session's tenant is decided by that operator |
 /// | `{"run_approved": {}}` | one pass of the runner of approved operations (100 at most) |
 /// | `{"deliver": {}}` | the stage's outbox worker ([`Stage::with_worker`](super::Stage::with_worker)) on the current process's store delivers every event due, pass after pass, until one leases nothing |
+/// | `{"act": {"name": "refund_by_hand", "args": {"order_id": "ORD-1"}}}` | the application's act of that name ([`Stage::with_act`](super::Stage::with_act)) is given `args` (`{}` when left out): what the application does between turns that no other line does |
 ///
 /// # Examples
 ///
@@ -262,6 +263,14 @@ impl Story {
     pub fn deliver(self) -> Story {
         self.line(StoryLine::Deliver)
     }
+
+    /// An `act` line: the application's act `name`, given `args`.
+    pub fn act(self, name: impl Into<String>, args: Value) -> Story {
+        self.line(StoryLine::Act {
+            name: name.into(),
+            args,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -277,5 +286,28 @@ mod tests {
         let story = Story::from_jsonl("{\"run\": \"r1\"}\r\n\n  \n{\"reconcile\": {}}").unwrap();
         assert_eq!(story, Story::new().run("r1").reconcile());
         assert_eq!(story.to_jsonl(), "{\"run\":\"r1\"}\n{\"reconcile\":{}}\n");
+    }
+
+    #[test]
+    fn an_act_line_names_the_act_and_what_it_is_given() {
+        let text = "{\"act\": {\"name\": \"refund_by_hand\", \"args\": {\"order_id\": \"ORD-1\"}}}\n\
+                    {\"act\": {\"name\": \"switch\"}}";
+        let story = Story::from_jsonl(text).unwrap();
+        let expected = Story::new()
+            .act("refund_by_hand", serde_json::json!({"order_id": "ORD-1"}))
+            .act("switch", serde_json::json!({}));
+        assert_eq!(story, expected);
+        assert_eq!(Story::from_jsonl(&story.to_jsonl()), Ok(expected));
+        for (bad, why) in [
+            ("{\"act\": {\"name\": \"\"}}", "non-empty"),
+            ("{\"act\": {\"args\": {}}}", "name"),
+            (
+                "{\"act\": {\"name\": \"a\", \"with\": 1}}",
+                "unknown field `with`",
+            ),
+        ] {
+            let err = Story::from_jsonl(bad).unwrap_err();
+            assert!(err.why().contains(why), "{bad}: {err}");
+        }
     }
 }

@@ -8,6 +8,7 @@
 //!
 //! `upstream` is the provider, `client` the client a tool would have, with a deadline of its own.
 
+mod acts;
 mod client;
 mod dispatch;
 mod faults;

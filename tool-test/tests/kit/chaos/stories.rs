@@ -5,7 +5,7 @@
 //! for, and a restart and a second process on the same store keep each refund once.
 
 mod payments;
-mod tools;
+pub(super) mod tools;
 
 use std::sync::Arc;
 
@@ -30,8 +30,8 @@ use super::patiently;
 /// own (or a PostgreSQL database of its own), with the registry `registry` builds.
 pub(super) struct Scene {
     pub(super) payments: Payments,
-    proxy: FaultProxy,
-    stage: Stage,
+    pub(super) proxy: FaultProxy,
+    pub(super) stage: Stage,
     _dir: TempDir,
 }
 
