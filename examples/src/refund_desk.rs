@@ -50,6 +50,7 @@
 //! read, or the ledger cannot be read at the end.
 
 mod desk;
+pub mod kit_story;
 mod narrate;
 mod script;
 

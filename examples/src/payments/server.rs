@@ -117,6 +117,13 @@ impl FaultSpec {
     }
 }
 
+/// A desk script's `fault` object `spec`, as the provider reads it: the operation, the order
+/// it is limited to, the fault and how many requests take it; or why the provider refuses it.
+pub fn fault_line(spec: &Value) -> Result<(Operation, Option<String>, Fault, u32), String> {
+    let spec: FaultSpec = serde_json::from_value(spec.clone()).map_err(|err| err.to_string())?;
+    spec.parse()
+}
+
 /// The body of a refund request.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

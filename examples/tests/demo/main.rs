@@ -5,6 +5,7 @@
 //! cargo builds before this test, each reached with `env!("CARGO_BIN_EXE_…")`.
 
 mod desk_crash;
+mod desk_on_the_kit;
 mod desk_operator;
 mod desk_outbox;
 mod desk_postgres;
