@@ -6,7 +6,7 @@ mod arguments;
 mod caught;
 mod steps;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
 use proptest::strategy::{Strategy, ValueTree};
@@ -76,7 +76,7 @@ struct Target {
 #[derive(Debug, Clone)]
 pub struct Storm {
     tools: Vec<Target>,
-    session: Option<(String, String, Vec<String>)>,
+    session: (String, String, Vec<String>),
     routes: Vec<Route>,
     stories: u32,
     max_lines: usize,
@@ -97,14 +97,12 @@ impl Storm {
     pub fn new(registry: &Registry) -> Storm {
         assert!(!registry.is_empty(), "a storm needs a tool to call");
         let descriptors = || registry.iter().map(|tool| tool.descriptor());
-        let mut permissions: Vec<String> = descriptors()
+        let permissions: BTreeSet<String> = descriptors()
             .filter_map(|descriptor| descriptor.permission.map(str::to_owned))
             .collect();
-        permissions.dedup();
-        let mut approvers: Vec<String> = descriptors()
+        let approvers: BTreeSet<String> = descriptors()
             .filter_map(|d| d.approval.map(|policy| policy.approver_permission(d.name)))
             .collect();
-        approvers.dedup();
         Storm {
             tools: registry
                 .iter()
@@ -113,12 +111,16 @@ impl Storm {
                     schema: tool.schema().clone(),
                 })
                 .collect(),
-            session: Some(("acme".to_owned(), "agent".to_owned(), permissions)),
+            session: (
+                "acme".to_owned(),
+                "agent".to_owned(),
+                permissions.into_iter().collect(),
+            ),
             routes: Vec::new(),
             stories: 64,
             max_lines: 8,
             seed: SEED,
-            approvals: (!approvers.is_empty()).then_some(approvers),
+            approvals: (!approvers.is_empty()).then(|| approvers.into_iter().collect()),
             deliveries: descriptors().any(|d| d.delivery == Delivery::Outbox),
         }
     }
@@ -131,7 +133,7 @@ impl Storm {
         permissions: impl IntoIterator<Item = P>,
     ) -> Storm {
         let permissions = permissions.into_iter().map(Into::into).collect();
-        self.session = Some((tenant.into(), user.into(), permissions));
+        self.session = (tenant.into(), user.into(), permissions);
         self
     }
 
@@ -184,7 +186,9 @@ impl Storm {
 
     /// Plays every drawn story through `play`, which sets up a fresh stage (a new store and
     /// provider: a story's checks read the provider's whole ledger), plays the story on it and
-    /// checks it. With `TOOLGATE_STORY` set, plays the story of that file alone.
+    /// checks it. With `TOOLGATE_STORY` set, plays the story of that file alone, in place of
+    /// the draws: every storm of the run does, so set it for one test (as the replay command
+    /// does, naming the test).
     ///
     /// # Errors
     ///

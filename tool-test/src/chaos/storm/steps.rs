@@ -136,10 +136,8 @@ fn fault() -> impl Strategy<Value = Fault> {
 impl Draft {
     /// The story this draft is, for `storm`'s tools and session.
     pub(super) fn story(&self, storm: &Storm) -> Story {
-        let mut story = Story::new();
-        if let Some((tenant, user, permissions)) = &storm.session {
-            story = story.session(tenant, user, permissions);
-        }
+        let (tenant, user, permissions) = &storm.session;
+        let mut story = Story::new().session(tenant, user, permissions);
         let (mut calls, mut runs, mut process) = (0, 1, 'a');
         for step in &self.steps {
             story = match step {
