@@ -13,7 +13,9 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::Value;
 use toolgate::prelude::*;
-use toolgate_test::chaos::{Caught, Route, Storm, Story, Violations};
+use toolgate_test::chaos::{
+    Caught, Route, STORIES_VAR, STORY_VAR, Storm, Story, Survived, Violations,
+};
 
 use super::stories::{APPROVED, GUESSING, KEYLESS, QUEUED, RIGHT, Scene, Store, outbox_scene};
 
@@ -34,6 +36,28 @@ async fn on_a_fresh_scene(
     let scene = Scene::on(store, registry).await;
     let played = scene.play(&story).await;
     played.check(|| scene.payments.applied())
+}
+
+/// The storm on `registry`'s tool, `stories` drawn, each on a fresh scene on `store`.
+async fn weather(
+    store: Store,
+    registry: fn() -> Registry,
+    stories: u32,
+) -> Result<Survived, Caught> {
+    storm(registry, stories)
+        .check(|story| on_a_fresh_scene(store, registry, story))
+        .await
+}
+
+/// How many stories a storm asked for `stories` plays: `TOOLGATE_STORIES` wins, and a story
+/// file named by `TOOLGATE_STORY` is played alone.
+fn drawn(stories: u32) -> u32 {
+    if std::env::var_os(STORY_VAR).is_some() {
+        return 1;
+    }
+    std::env::var(STORIES_VAR)
+        .ok()
+        .map_or(stories, |count| count.parse().unwrap())
 }
 
 fn kinds(violations: &Violations) -> BTreeSet<&'static str> {
@@ -68,26 +92,19 @@ async fn replays_alike(caught: &Caught, store: Store, registry: fn() -> Registry
 
 #[tokio::test]
 async fn the_right_tool_survives_generated_stories_on_sqlite() {
-    let survived = storm(RIGHT, 48)
-        .check(|story| on_a_fresh_scene(Store::Sqlite, RIGHT, story))
-        .await
-        .unwrap();
-    assert!(survived.stories() >= 1, "{survived}");
+    let survived = weather(Store::Sqlite, RIGHT, 48).await.unwrap();
+    assert_eq!(survived.stories(), drawn(48), "{survived}");
 }
 
 #[tokio::test]
 async fn the_right_tool_survives_generated_stories_on_postgres() {
-    let survived = storm(RIGHT, 16)
-        .check(|story| on_a_fresh_scene(Store::Postgres, RIGHT, story))
-        .await
-        .unwrap();
-    assert!(survived.stories() >= 1, "{survived}");
+    let survived = weather(Store::Postgres, RIGHT, 16).await.unwrap();
+    assert_eq!(survived.stories(), drawn(16), "{survived}");
 }
 
 #[tokio::test]
 async fn generated_stories_catch_a_tool_that_sends_no_key() {
-    let caught = storm(KEYLESS, 48)
-        .check(|story| on_a_fresh_scene(Store::Sqlite, KEYLESS, story))
+    let caught = weather(Store::Sqlite, KEYLESS, 48)
         .await
         .expect_err("a tool that sends no key applies a refund twice, or unaccounted for");
     let found = kinds(caught.violations());
@@ -100,8 +117,7 @@ async fn generated_stories_catch_a_tool_that_sends_no_key() {
 
 #[tokio::test]
 async fn generated_stories_catch_a_tool_that_sends_no_key_on_postgres() {
-    let caught = storm(KEYLESS, 16)
-        .check(|story| on_a_fresh_scene(Store::Postgres, KEYLESS, story))
+    let caught = weather(Store::Postgres, KEYLESS, 16)
         .await
         .expect_err("a tool that sends no key is caught");
     replays_alike(&caught, Store::Postgres, KEYLESS).await;
@@ -109,8 +125,7 @@ async fn generated_stories_catch_a_tool_that_sends_no_key_on_postgres() {
 
 #[tokio::test]
 async fn generated_stories_catch_a_reconcile_hook_that_answers_without_asking() {
-    let caught = storm(GUESSING, 48)
-        .check(|story| on_a_fresh_scene(Store::Sqlite, GUESSING, story))
+    let caught = weather(Store::Sqlite, GUESSING, 48)
         .await
         .expect_err("a hook that guesses leaves an applied refund unaccounted for");
     assert!(
@@ -122,10 +137,7 @@ async fn generated_stories_catch_a_reconcile_hook_that_answers_without_asking() 
 
 #[tokio::test]
 async fn a_tool_with_an_approval_threshold_survives_generated_decisions() {
-    storm(APPROVED, 24)
-        .check(|story| on_a_fresh_scene(Store::Sqlite, APPROVED, story))
-        .await
-        .unwrap();
+    weather(Store::Sqlite, APPROVED, 24).await.unwrap();
 }
 
 #[tokio::test]
@@ -208,8 +220,7 @@ fn a_story_file_named_by_the_variable_is_played_in_place_of_the_draws() {
 
 #[tokio::test]
 async fn generated_stories_catch_a_reconcile_hook_that_answers_without_asking_on_postgres() {
-    let caught = storm(GUESSING, 16)
-        .check(|story| on_a_fresh_scene(Store::Postgres, GUESSING, story))
+    let caught = weather(Store::Postgres, GUESSING, 16)
         .await
         .expect_err("a hook that guesses is caught");
     assert!(
