@@ -64,7 +64,8 @@ use toolgate::tool::Delivery;
 
 use crate::payments::client::HttpPayments;
 use crate::payments::server::PaymentsServer;
-use desk::{Desk, Options, StoreSpec};
+use desk::{Desk, Options};
+pub use desk::{StoreSpec, create_tables, default_auth, worker};
 use narrate::{Narrator, Voice};
 
 /// The story the desk tells when given no script.

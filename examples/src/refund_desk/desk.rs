@@ -21,12 +21,20 @@ use crate::refund_desk::narrate::{Narrator, Voice};
 
 mod approvals;
 mod outbox;
+
+pub use outbox::{create_tables, worker};
+
+/// Who calls before a script's `session` line: tenant `acme`, user `agent`, with
+/// `orders:read` and `refund:create`.
+pub fn default_auth() -> AuthContext {
+    AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"])
+}
 mod progress;
 use crate::refund_desk::script::{Dialect, Line, shortened};
 
 /// Where the operations are kept: `--store sqlite:PATH` or `--store postgres://…`.
 #[derive(Debug, Clone)]
-pub(crate) enum StoreSpec {
+pub enum StoreSpec {
     /// A SQLite file.
     Sqlite(PathBuf),
     /// A PostgreSQL database, by URL.
@@ -138,12 +146,11 @@ impl Desk {
     /// `examples/scenarios/README.md`.
     pub(crate) async fn open(options: Options) -> Result<Desk, String> {
         let store = OpenStore::open(&options.store).await?;
-        outbox::create_tables(&options.store).await?;
+        create_tables(&options.store).await?;
         let clock: Arc<dyn Clock> = Arc::new(AheadClock {
             ahead_ms: i64::try_from(options.clock_ahead.as_millis()).unwrap_or(i64::MAX),
         });
-        let auth =
-            AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]);
+        let auth = default_auth();
         let hash_secret = hash_secret()?;
         let dispatcher = dispatcher(
             &store,

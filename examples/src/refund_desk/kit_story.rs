@@ -37,9 +37,7 @@ pub const PROVIDER_REFUND_ACT: &str = "provider_refund";
 /// the order in their body).
 pub fn kit_story(script: &[u8]) -> Result<String, String> {
     let mut tenant = "acme".to_owned();
-    let mut session = session_line(
-        &AuthContext::new("acme", "agent").with_permissions(["orders:read", "refund:create"]),
-    );
+    let mut session = session_line(&super::default_auth());
     let mut story = vec![session.clone()];
     for (index, line) in script.split(|&byte| byte == b'\n').enumerate() {
         let number = index + 1;

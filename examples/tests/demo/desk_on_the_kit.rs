@@ -10,16 +10,16 @@ use std::time::Duration;
 
 use crate::support::play;
 use serde_json::{Value, json};
-use sqlx::Connection;
-use toolgate::outbox::OutboxWorker;
+use toolgate::dispatch::SystemClock;
 use toolgate::prelude::*;
 use toolgate::store::{OperationStore, SqliteStore};
-use toolgate::tool::{Delivery, RetrySpec};
+use toolgate::tool::Delivery;
 use toolgate_demo::fake_provider::Refund;
 use toolgate_demo::payments::client::HttpPayments;
 use toolgate_demo::payments::server::PaymentsServer;
 use toolgate_demo::refund_desk::kit_story::{DELIVERY_ACT, PROVIDER_REFUND_ACT, kit_story};
-use toolgate_demo::shop::{self, Payments, Provider, REFUND_REQUESTS_SQLITE, RefundDelivery};
+use toolgate_demo::refund_desk::{StoreSpec, create_tables, worker};
+use toolgate_demo::shop::{self, Payments, Provider};
 use toolgate_test::chaos::{Applied, FaultProxy, Played, Stage, Story, Upstream};
 
 /// The shop on the kit: the provider in process with its ledger in `dir`, the fault proxy in
@@ -47,7 +47,9 @@ impl KitShop {
         // The desk's default: the tools wait 2 s for the provider.
         let payments = HttpPayments::new(&proxy.url(), Duration::from_secs(2)).unwrap();
         let path = dir.path().join("operations.db");
-        create_refund_requests(&path).await;
+        create_tables(&StoreSpec::Sqlite(path.clone()))
+            .await
+            .unwrap();
         let delivery = Arc::new(Mutex::new(Delivery::Direct));
         let by_hand = Arc::new(Mutex::new(Vec::new()));
         let stage = Stage::new(
@@ -79,7 +81,7 @@ impl KitShop {
         .with_plan(proxy.plan().clone())
         .with_worker({
             let payments = payments.clone();
-            move |store| worker(store, payments.clone())
+            move |store| worker(store, payments.clone(), Arc::new(SystemClock)).unwrap()
         })
         .with_act(DELIVERY_ACT, move |args: Value| {
             let mode = match args["mode"].as_str() {
@@ -144,42 +146,6 @@ impl KitShop {
             .map(|refund| Applied::new(format!("refund {}", refund.order_id), Some(refund.key)))
             .collect()
     }
-}
-
-/// The shop's `refund_requests` table, which the outbox refund writes in the store's file.
-async fn create_refund_requests(path: &Path) {
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true);
-    let mut connection = sqlx::SqliteConnection::connect_with(&options)
-        .await
-        .unwrap();
-    sqlx::query(REFUND_REQUESTS_SQLITE)
-        .execute(&mut connection)
-        .await
-        .unwrap();
-    connection.close().await.unwrap();
-}
-
-/// The desk's outbox worker: each refund sent under its operation's key, 3 deliveries at most,
-/// retried at once.
-fn worker(store: Arc<dyn OperationStore>, payments: HttpPayments) -> OutboxWorker {
-    let retry = RetrySpec {
-        max_attempts: Some(3),
-        base: Some(Duration::ZERO),
-        max: Some(Duration::ZERO),
-        jitter: Some(false),
-    };
-    OutboxWorker::builder(store)
-        .name("kit-worker")
-        .deliver(
-            "issue_refund",
-            RefundDelivery::new(Arc::new(payments), true),
-        )
-        .retry(retry)
-        .seed(0x7e57)
-        .build()
-        .unwrap()
 }
 
 /// The desk's scenarios, by file name.

@@ -232,7 +232,7 @@ impl Storm {
                 continue;
             };
             let drawn = story.len();
-            let kinds = caught::kinds(&violations);
+            let kinds = violations.kinds();
             let mut shortest = (story, violations);
             // What each story shrinking reached did: the same story is played once.
             let mut seen: HashMap<String, bool> = HashMap::new();
@@ -246,7 +246,7 @@ impl Storm {
                     None => {
                         shrinks += 1;
                         let fails = match play(candidate.clone()).await {
-                            Err(found) if caught::kinds(&found).is_superset(&kinds) => {
+                            Err(found) if found.kinds().is_superset(&kinds) => {
                                 shortest = (candidate, found);
                                 true
                             }

@@ -1,6 +1,7 @@
 //! [`Violation`]: a promise of toolgate that a played story broke, and [`Violations`], all
 //! of those one check found.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use toolgate_core::store::OperationState;
@@ -198,6 +199,12 @@ impl Violations {
     /// Never: a check that finds nothing answers `Ok`.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The kinds of promise broken ([`Violation::kind`]), each once: two stories fail the
+    /// same way when these are the same.
+    pub fn kinds(&self) -> BTreeSet<&'static str> {
+        self.0.iter().map(Violation::kind).collect()
     }
 
     /// The violations.

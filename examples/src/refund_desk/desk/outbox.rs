@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sqlx::Connection;
+use toolgate::dispatch::Clock;
+use toolgate::store::OperationStore;
 use toolgate::{
     outbox::OutboxWorker,
     tool::{Delivery, RetrySpec},
 };
 
+use crate::payments::client::HttpPayments;
 use crate::shop::{REFUND_REQUESTS_POSTGRES, REFUND_REQUESTS_SQLITE, RefundDelivery};
 
 use super::{Desk, StoreSpec};
@@ -33,7 +36,7 @@ fn retry() -> RetrySpec {
 
 /// Creates the shop's `refund_requests` table in the store's database, if it is not there: the
 /// rows an outbox refund writes inside the store's transaction.
-pub(super) async fn create_tables(spec: &StoreSpec) -> Result<(), String> {
+pub async fn create_tables(spec: &StoreSpec) -> Result<(), String> {
     let created = match spec {
         StoreSpec::Sqlite(path) => {
             let options = sqlx::sqlite::SqliteConnectOptions::new()
@@ -80,6 +83,26 @@ async fn create_postgres_table(connection: &mut sqlx::PgConnection) -> Result<()
     tx.commit().await
 }
 
+/// The desk's outbox worker on `store`: each queued refund sent to the provider `payments`
+/// reaches, under its operation's key, 3 times at most and retried at once, by `clock`.
+pub fn worker(
+    store: Arc<dyn OperationStore>,
+    payments: HttpPayments,
+    clock: Arc<dyn Clock>,
+) -> Result<OutboxWorker, String> {
+    OutboxWorker::builder(store)
+        .name("desk-worker")
+        .deliver(
+            "issue_refund",
+            RefundDelivery::new(Arc::new(payments), true),
+        )
+        .retry(retry())
+        .clock(clock)
+        .seed(0x7e57)
+        .build()
+        .map_err(|err| format!("cannot build the outbox worker: {err}"))
+}
+
 impl Desk {
     /// `{"delivery": "direct" | "outbox"}`: the dispatcher is built again on the same store
     /// with `issue_refund` calling the provider while the model waits, or through the outbox.
@@ -111,15 +134,7 @@ impl Desk {
             Some((store, _)) => store.shared(),
             None => return Err("the store is not open".to_owned()),
         };
-        let handler = RefundDelivery::new(Arc::new(self.payments.clone()), true);
-        let worker = OutboxWorker::builder(store)
-            .name("desk-worker")
-            .deliver("issue_refund", handler)
-            .retry(retry())
-            .clock(self.clock.clone())
-            .seed(0x7e57)
-            .build()
-            .map_err(|err| format!("cannot build the outbox worker: {err}"))?;
+        let worker = worker(store, self.payments.clone(), self.clock.clone())?;
         let report = worker
             .drain()
             .await

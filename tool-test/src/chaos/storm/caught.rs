@@ -1,7 +1,6 @@
 //! What a storm answers: [`Survived`], how many stories passed, or [`Caught`], the shortest
 //! story that fails, written to a file, with the command that replays it.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -12,24 +11,30 @@ use super::STORY_VAR;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Survived {
     stories: u32,
-    seed: Option<u64>,
-    replayed: Option<PathBuf>,
+    source: Source,
+}
+
+/// What a storm that survived played.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// Its draws, from this seed.
+    Drawn { seed: u64 },
+    /// The story of this file, in place of its draws.
+    Replayed(PathBuf),
 }
 
 impl Survived {
     pub(super) fn drawn(stories: u32, seed: u64) -> Survived {
         Survived {
             stories,
-            seed: Some(seed),
-            replayed: None,
+            source: Source::Drawn { seed },
         }
     }
 
     pub(super) fn replayed(path: PathBuf) -> Survived {
         Survived {
             stories: 1,
-            seed: None,
-            replayed: Some(path),
+            source: Source::Replayed(path),
         }
     }
 
@@ -40,19 +45,23 @@ impl Survived {
 
     /// The story file played in place of the draws, when `TOOLGATE_STORY` named one.
     pub fn replayed_file(&self) -> Option<&Path> {
-        self.replayed.as_deref()
+        match &self.source {
+            Source::Replayed(path) => Some(path),
+            Source::Drawn { .. } => None,
+        }
     }
 }
 
 impl fmt::Display for Survived {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.replayed, self.seed) {
-            (Some(path), _) => write!(f, "the story of {} kept every promise", path.display()),
-            (None, seed) => write!(
+        match &self.source {
+            Source::Replayed(path) => {
+                write!(f, "the story of {} kept every promise", path.display())
+            }
+            Source::Drawn { seed } => write!(
                 f,
-                "{} drawn stories kept every promise (seed {:#x})",
-                self.stories,
-                seed.unwrap_or_default()
+                "{} drawn stories kept every promise (seed {seed:#x})",
+                self.stories
             ),
         }
     }
@@ -176,14 +185,6 @@ impl fmt::Debug for Caught {
 }
 
 impl std::error::Error for Caught {}
-
-/// The kinds of `violations`: what "failing the same way" compares.
-pub(super) fn kinds(violations: &Violations) -> BTreeSet<&'static str> {
-    violations
-        .iter()
-        .map(|violation| violation.kind())
-        .collect()
-}
 
 /// The story in the file at `path`.
 pub(super) fn read(path: &Path) -> Story {

@@ -7,7 +7,7 @@
 //! The counts here are CI's. For more: `TOOLGATE_STORIES=500 cargo test -p toolgate-test
 //! --all-features --test kit -- chaos::storm`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
@@ -60,13 +60,6 @@ fn drawn(stories: u32) -> u32 {
         .map_or(stories, |count| count.parse().unwrap())
 }
 
-fn kinds(violations: &Violations) -> BTreeSet<&'static str> {
-    violations
-        .iter()
-        .map(|violation| violation.kind())
-        .collect()
-}
-
 /// `caught`'s story is short, its report prints it and the replay command, and the story
 /// read back from its file fails the same way on a fresh scene.
 async fn replays_alike(caught: &Caught, store: Store, registry: fn() -> Registry) {
@@ -87,7 +80,7 @@ async fn replays_alike(caught: &Caught, store: Store, registry: fn() -> Registry
     let replayed = on_a_fresh_scene(store, registry, story)
         .await
         .expect_err("the replayed story fails again");
-    assert_eq!(kinds(&replayed), kinds(caught.violations()), "{caught}");
+    assert_eq!(replayed.kinds(), caught.violations().kinds(), "{caught}");
 }
 
 #[tokio::test]
@@ -107,7 +100,7 @@ async fn generated_stories_catch_a_tool_that_sends_no_key() {
     let caught = weather(Store::Sqlite, KEYLESS, 48)
         .await
         .expect_err("a tool that sends no key applies a refund twice, or unaccounted for");
-    let found = kinds(caught.violations());
+    let found = caught.violations().kinds();
     assert!(
         found.contains("applied_more_than_once") || found.contains("unaccounted"),
         "{caught}"
@@ -129,7 +122,7 @@ async fn generated_stories_catch_a_reconcile_hook_that_answers_without_asking() 
         .await
         .expect_err("a hook that guesses leaves an applied refund unaccounted for");
     assert!(
-        kinds(caught.violations()).contains("unaccounted"),
+        caught.violations().kinds().contains("unaccounted"),
         "{caught}"
     );
     replays_alike(&caught, Store::Sqlite, GUESSING).await;
@@ -224,7 +217,7 @@ async fn generated_stories_catch_a_reconcile_hook_that_answers_without_asking_on
         .await
         .expect_err("a hook that guesses is caught");
     assert!(
-        kinds(caught.violations()).contains("unaccounted"),
+        caught.violations().kinds().contains("unaccounted"),
         "{caught}"
     );
     replays_alike(&caught, Store::Postgres, GUESSING).await;
