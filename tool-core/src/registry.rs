@@ -52,9 +52,16 @@ pub struct RegisteredTool {
     validator: ArgsValidator,
     lowerings: Lowerings,
     policy_hash: String,
+    /// Its place in the registry, in registration order ([`Registry::at`]).
+    slot: usize,
 }
 
 impl RegisteredTool {
+    /// Its place in its registry ([`Registry::at`]).
+    pub(crate) fn slot(&self) -> usize {
+        self.slot
+    }
+
     /// What the attribute declared.
     pub fn descriptor(&self) -> &'static ToolDescriptor {
         self.tool.descriptor()
@@ -216,6 +223,7 @@ impl Registry {
             validator,
             lowerings,
             policy_hash,
+            slot: self.tools.len(),
         });
         Ok(self)
     }
@@ -264,6 +272,12 @@ impl Registry {
             .binary_search_by(|(known, _)| (*known).cmp(name))
             .ok()
             .map(|slot| &self.tools[self.by_name[slot].1])
+    }
+
+    /// The tool at `slot` ([`RegisteredTool::slot`]): a tool found once, found again without
+    /// comparing names.
+    pub(crate) fn at(&self, slot: usize) -> &RegisteredTool {
+        &self.tools[slot]
     }
 
     /// Every tool, in registration order.

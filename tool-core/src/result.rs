@@ -380,19 +380,19 @@ impl CallResult {
     /// Appends the result object's text to `out`, escaped as the inside of a JSON string: the
     /// content of formats whose content is text. Of a success, only the tool's data is escaped
     /// as it is written; the rest is written escaped already.
-    pub(crate) fn write_json_escaped(&self, out: &mut String) {
+    pub(crate) fn write_json_escaped(&self, out: &mut Vec<u8>) {
         match (&self.data, &self.error) {
             (Some(data), None) if self.is_plain() => {
-                out.push_str(r#"{\"status\":\""#);
+                out.extend_from_slice(br#"{\"status\":\""#);
                 // A status's wire name is lower-case letters and `_`: nothing to escape.
-                out.push_str(self.status.as_str());
-                out.push_str(if self.replayed {
-                    r#"\",\"replayed\":true,\"data\":"#
+                out.extend_from_slice(self.status.as_str().as_bytes());
+                out.extend_from_slice(if self.replayed {
+                    br#"\",\"replayed\":true,\"data\":"#
                 } else {
-                    r#"\",\"replayed\":false,\"data\":"#
+                    br#"\",\"replayed\":false,\"data\":"#
                 });
                 escape_into(out, data.as_str());
-                out.push('}');
+                out.push(b'}');
             }
             _ => escape_into(out, &self.to_json_string()),
         }
@@ -440,8 +440,9 @@ mod tests {
             results.push(result);
         }
         for result in results {
-            let mut ours = String::new();
+            let mut ours = Vec::new();
             result.write_json_escaped(&mut ours);
+            let ours = String::from_utf8(ours).expect("escaped UTF-8 is UTF-8");
             let theirs = serde_json::to_string(&result.to_json_string()).unwrap();
             assert_eq!(format!("\"{ours}\""), theirs);
         }

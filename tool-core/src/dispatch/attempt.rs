@@ -96,16 +96,27 @@ impl<'a> Attempts<'a> {
 
     /// Runs them: the tool under its deadline, retried on the faults the retry policy allows.
     /// `first` is the first attempt's call, if the arguments were already read into it. The
-    /// error carries how many attempts were made.
-    pub(super) async fn run(self, first: Option<ToolFuture<'a>>) -> Result<JsonText, Failure> {
-        super::audit::count_attempt(1);
-        let mut call = first.unwrap_or_else(|| self.args.invoke(self.registered, self.ctx));
-        let first = match poll_once(&mut call).await {
-            Poll::Ready(Ok(data)) => return Ok(data),
-            Poll::Ready(Err(err)) => Err(err),
-            Poll::Pending => Ok(call),
-        };
-        Box::pin(self.after_first_poll(first)).await
+    /// error carries how many attempts were made. Not an `async fn`: its future holds these
+    /// attempts once, where an `async fn` holds them as given and again where its body takes
+    /// them.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold its arguments twice"
+    )]
+    pub(super) fn run(
+        self,
+        first: Option<ToolFuture<'a>>,
+    ) -> impl Future<Output = Result<JsonText, Failure>> + 'a {
+        async move {
+            super::audit::count_attempt(1);
+            let mut call = first.unwrap_or_else(|| self.args.invoke(self.registered, self.ctx));
+            let first = match poll_once(&mut call).await {
+                Poll::Ready(Ok(data)) => return Ok(data),
+                Poll::Ready(Err(err)) => Err(err),
+                Poll::Pending => Ok(call),
+            };
+            Box::pin(self.after_first_poll(first)).await
+        }
     }
 
     /// The rest of the attempts, after the first poll of the first one: `first` is that call,

@@ -133,7 +133,7 @@ impl Dispatcher {
         if planned.iter().any(|call| call.step.abort().is_some()) {
             // A call the session may not make: the run stops before anything starts.
             return Err(self
-                .abort_before_start(session, &ledger, planned, answered)
+                .abort_before_start(session, &ledger, planned.into_vec(), answered)
                 .await);
         }
         if planned.len() == 1
@@ -145,31 +145,66 @@ impl Dispatcher {
             shared.turn_at_claim = Some(Box::new(TurnAtClaim::new()));
             // On the heap: a write's path is long, and a read's turn would hold it beside its
             // own.
-            return Box::pin(self.turn_begun_at_claim(session, planned, shared)).await;
+            return Box::pin(self.turn_begun_at_claim(session, planned.into_vec(), shared)).await;
         }
-        let counts = plan::tool_counts(&planned);
-        let (grant, waited) = ledger.begin_turn(counts.as_slice()).await;
-        shared.counters_waited = waited;
-        let admission = match grant {
-            TurnGrant::Admitted(admission) => admission,
-            refused => {
-                return self
-                    .turn_not_admitted(session, &ledger, refused, planned, answered, &shared)
-                    .await;
+        // In a block of its own: what the grant needs is not held while the calls run.
+        let waited = {
+            let counts = plan::tool_counts(&planned);
+            let (grant, waited) = ledger.begin_turn(counts.as_slice()).await;
+            shared.counters_waited = waited;
+            match grant {
+                TurnGrant::Admitted(admission) => {
+                    plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
+                    shared.note_failed(admission.failed);
+                }
+                refused => {
+                    let planned = planned.into_vec();
+                    return self
+                        .turn_not_admitted(session, &ledger, refused, planned, answered, &shared)
+                        .await;
+                }
             }
+            waited
         };
-        plan::apply_grants(&mut planned, counts.as_slice(), &admission.granted);
-        shared.note_failed(admission.failed);
+        // What the counters waited for the store is waited less by a write's claim.
+        let ledger = ledger.after_waiting(waited);
         let several = planned.len() > 1;
-        let (mut ended, fired) = if planned.len() == 1 {
+        let (mut ended, fired) = if let [_] = planned.as_slice() {
             // The common turn: one call, run here, in place (a box of its future on every turn
-            // cost more than moving the turn's larger future does).
-            let ended = self.run_unit(session, planned, &shared).await;
-            (ended, shared.signal.is_fired())
+            // cost more than moving the turn's larger future does), on the turn's ledger, and
+            // answered without a vector of what ended.
+            let Planned {
+                place,
+                id,
+                name,
+                step,
+                granted,
+                copy_of: _,
+            } = planned.into_iter().next().expect("one call");
+            // The turn's only call: no other could have raised the signal, nor be copied.
+            let (fate, owed, id) = if session.aborted().is_some() {
+                (Fate::NotStarted, Some(self.owed(&step)), id)
+            } else {
+                let go = Go {
+                    id,
+                    name: &name,
+                    step,
+                    granted,
+                };
+                let (fate, id) = self.run_planned(session, &ledger, go, &shared).await;
+                (fate, None, id)
+            };
+            let ended = shared.ended(place, id, name, fate, owed);
+            let fired = shared.signal.is_fired();
+            if answered.is_empty() && !fired && ended.owed.is_none() {
+                // Answered, and its record made: its report is the turn's.
+                return Ok(vec![ended.into_report()]);
+            }
+            (vec![ended], fired)
         } else {
             // On the heap: the futures of the calls are large, and a turn's future that held
             // them would be moved whole at every step of building it.
-            Box::pin(self.run_several(session, planned, shared)).await
+            Box::pin(self.run_several(session, planned.into_vec(), shared)).await
         };
         ended.extend(answered);
         self.end_turn(session, &ledger, ended, fired, several).await
@@ -299,16 +334,7 @@ impl Dispatcher {
                 let (fate, id) = self.run_planned(session, &ledger, go, shared).await;
                 (fate, None, id)
             };
-            if let Fate::Answered(result) = &fate {
-                shared.answered(&id, &name, result);
-            }
-            ended.push(Ended {
-                place,
-                id,
-                name,
-                fate,
-                owed,
-            });
+            ended.push(shared.ended(place, id, name, fate, owed));
         }
         ended
     }
@@ -392,6 +418,7 @@ impl Dispatcher {
                 }
                 Step::Read {
                     tool,
+                    slot,
                     ref arguments,
                     ref mut read,
                 } => match self.not_repeated(shared, tool, arguments) {
@@ -399,16 +426,22 @@ impl Dispatcher {
                     Ok(fingerprint) => {
                         // Run here, not in a future of its own: a read's future is not moved
                         // again. The call id is lent to the context, not copied, and taken back.
-                        let registered = self.registered(tool);
+                        let registered = self.inner.registry.at(slot);
                         let ctx = self.ctx_owning(session, id, registered);
-                        let read = {
-                            // Pinned in place: a box on every read cost more than its size.
-                            let read = read.take();
+                        let read = read.take();
+                        // Each branch builds the read's future where it awaits it, so that the
+                        // step's future holds one of them.
+                        let read = if shared.lone {
+                            // No other call can raise the signal while this one runs.
+                            Some(self.read(registered, &ctx, arguments, read, ledger).await)
+                        } else {
+                            // Pinned in place: a box on every read cost more than its size. The
+                            // signal is listened for on the heap: only a read among several
+                            // listens.
                             let read = std::pin::pin!(
                                 self.read(registered, &ctx, arguments, read, ledger)
                             );
-                            let raised = std::pin::pin!(shared.raised());
-                            match select(read, raised).await {
+                            match select(read, Box::pin(shared.raised())).await {
                                 Either::Left((read, _)) => Some(read),
                                 Either::Right(((), _)) => None,
                             }

@@ -22,6 +22,9 @@ use crate::registry::RegisteredTool;
 
 use super::{Dispatcher, admit, answers, repeat, unwind};
 
+/// The planned calls of a turn: the common turn's one call is not put on the heap.
+pub(super) type Plan = smallvec::SmallVec<[Planned; 1]>;
+
 /// One call of a turn, ready to run.
 pub(super) struct Planned {
     /// Its place in the turn.
@@ -41,6 +44,8 @@ pub(super) enum Step {
     /// A read; its arguments are validated when it runs (from text, when the tool can).
     Read {
         tool: &'static str,
+        /// The tool's place in the registry, where the read finds it again.
+        slot: usize,
         arguments: Arguments,
         /// The arguments as the tool read them from text nothing had checked
         /// ([`TextArgs::read_args`](crate::text_args::TextArgs::read_args)): the text was one
@@ -113,7 +118,7 @@ impl Dispatcher {
 impl Planner<'_> {
     /// A turn's `calls`, each planned in its place; the calls that share an id are answered
     /// instead, each id once, at the place of its first call (see [`call_ids::split_shared`]).
-    pub(super) fn plan(&self, calls: Vec<ToolCall>) -> (Vec<Planned>, Vec<(usize, CallReport)>) {
+    pub(super) fn plan(&self, calls: Vec<ToolCall>) -> (Plan, Vec<(usize, CallReport)>) {
         let plan = |(place, call)| self.prepare(place, call);
         match call_ids::split_shared(calls) {
             Ok(Split { runs, answered }) => (runs.into_iter().map(plan).collect(), answered),
@@ -218,6 +223,7 @@ impl Planner<'_> {
         let Err(denied) = permitted else {
             return Step::Read {
                 tool,
+                slot: registered.slot(),
                 arguments,
                 read,
             };
@@ -645,6 +651,7 @@ mod tests {
     fn read(place: usize) -> Planned {
         let step = Step::Read {
             tool: "lookup",
+            slot: 0,
             arguments: Arguments::from(json!({})),
             read: None,
         };

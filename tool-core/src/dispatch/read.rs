@@ -59,7 +59,8 @@ impl Dispatcher {
                 Input::Tree(args) => args.clone(),
                 Input::Text(_) => arguments.to_value(),
             };
-            self.check(registered, ctx, &args).await?;
+            // On the heap: only a tool with a check runs one.
+            Box::pin(self.check(registered, ctx, &args)).await?;
         }
         let attempts = AssertUnwindSafe(self.attempts(registered, ctx, input, ledger).run(first));
         match attempts.catch_unwind().await {

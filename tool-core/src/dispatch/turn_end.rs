@@ -22,6 +22,21 @@ pub(super) struct Ended {
     pub(super) owed: Option<audit::Owed>,
 }
 
+impl Ended {
+    /// The report of a call of a turn that ran: every call of it was answered.
+    pub(super) fn into_report(self) -> CallReport {
+        let result = match self.fate {
+            Fate::Answered(result) => result,
+            other => unreachable!("a call of a turn that ran ended {other:?}"),
+        };
+        CallReport {
+            call_id: self.id,
+            tool: self.name,
+            result,
+        }
+    }
+}
+
 impl Dispatcher {
     /// `call`, ended in `fate` without running: it owes its audit record.
     pub(super) fn ended(&self, call: Planned, fate: Fate) -> Ended {
@@ -276,18 +291,8 @@ pub(super) fn reports(mut ended: Vec<Ended>) -> Vec<CallReport> {
     // Into a vector of its own: reusing `ended`'s would shrink it in place, and the allocator
     // would not find a block of its size free on the next turn.
     let mut reports = Vec::with_capacity(ended.len());
-    reports.extend(ended.into_iter().map(|ended| {
-        let result = match ended.fate {
-            Fate::Answered(result) => result,
-            // Only a turn that did not abort is reported: every call of it was answered.
-            other => unreachable!("a call of a turn that ran ended {other:?}"),
-        };
-        CallReport {
-            call_id: ended.id,
-            tool: ended.name,
-            result,
-        }
-    }));
+    // Only a turn that did not abort is reported: every call of it was answered.
+    reports.extend(ended.into_iter().map(Ended::into_report));
     reports
 }
 

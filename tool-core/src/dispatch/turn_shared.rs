@@ -3,7 +3,7 @@
 //! counters waited for the store, where each answer goes as soon as it is known, and the turn of
 //! a lone write that its claim begins (see `turn_claim`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -12,9 +12,13 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::call::CallReport;
+use crate::fate::Fate;
 use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::FailedCall;
+
+use super::audit;
+use super::turn_end::Ended;
 
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
@@ -54,8 +58,9 @@ impl Signal {
 #[derive(Default)]
 pub(super) struct Shared {
     pub(super) signal: Signal,
-    /// The run's failed calls of the turn's tools: tool → fingerprints.
-    pub(super) failed: HashMap<String, HashSet<String>>,
+    /// The run's failed calls of the turn's tools: tool → fingerprints. Ordered maps: an empty
+    /// one is made without seeding a hasher, on every turn.
+    pub(super) failed: BTreeMap<String, BTreeSet<String>>,
     /// What the turn's counters waited for a store that did not answer.
     pub(super) counters_waited: Duration,
     /// Where each answer is sent as soon as it is known, when the caller asked.
@@ -78,13 +83,9 @@ impl Shared {
         }
     }
 
-    /// Ready once a call of the turn aborts the run; never, when this call is the only one
-    /// that runs (no other can raise the signal while it runs, and listening costs a waiter's
-    /// registration on every call).
+    /// Ready once a call of the turn aborts the run. A read that is the only call of its turn
+    /// does not listen: no other call can raise the signal while it runs.
     pub(super) async fn raised(&self) {
-        if self.lone {
-            std::future::pending::<()>().await;
-        }
         self.signal.raised().await;
     }
 
@@ -95,6 +96,27 @@ impl Shared {
                 .entry(failed.tool)
                 .or_default()
                 .insert(failed.request_hash);
+        }
+    }
+
+    /// How the call at `place` ended, its answer sent (see [`Shared::answered`]).
+    pub(super) fn ended(
+        &self,
+        place: usize,
+        id: String,
+        name: String,
+        fate: Fate,
+        owed: Option<audit::Owed>,
+    ) -> Ended {
+        if let Fate::Answered(result) = &fate {
+            self.answered(&id, &name, result);
+        }
+        Ended {
+            place,
+            id,
+            name,
+            fate,
+            owed,
         }
     }
 

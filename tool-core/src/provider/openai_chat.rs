@@ -101,20 +101,21 @@ impl WireFormat for OpenAiChat {
             .iter()
             .map(|report| report.result.json_len_hint() * 5 / 4 + report.call_id.len() + 48)
             .sum();
-        let mut text = String::with_capacity(size + 2);
-        text.push('[');
+        // Bytes, made a string once at the end: escaping is a matter of bytes.
+        let mut text = Vec::with_capacity(size + 2);
+        text.push(b'[');
         for (index, report) in reports.iter().enumerate() {
             if index > 0 {
-                text.push(',');
+                text.push(b',');
             }
-            text.push_str(r#"{"role":"tool","tool_call_id":""#);
+            text.extend_from_slice(br#"{"role":"tool","tool_call_id":""#);
             escape_into(&mut text, &report.call_id);
-            text.push_str(r#"","content":""#);
+            text.extend_from_slice(br#"","content":""#);
             report.result.write_json_escaped(&mut text);
-            text.push_str("\"}");
+            text.extend_from_slice(b"\"}");
         }
-        text.push(']');
-        Some(text)
+        text.push(b']');
+        Some(String::from_utf8(text).expect("escaped UTF-8 is UTF-8"))
     }
 
     /// `[{"role": "tool", "tool_call_id", "content": "<result object as JSON text>"}, …]`, or

@@ -212,12 +212,16 @@ impl RunRecord {
                 }
             })
             .collect();
-        let failed = self
-            .failed
-            .iter()
-            .filter(|failed| request.tools.iter().any(|(tool, _)| *tool == failed.tool))
-            .cloned()
-            .collect();
+        // Most runs have no failed call: nothing to look through.
+        let failed = if self.failed.is_empty() {
+            Vec::new()
+        } else {
+            self.failed
+                .iter()
+                .filter(|failed| request.tools.iter().any(|(tool, _)| *tool == failed.tool))
+                .cloned()
+                .collect()
+        };
         TurnGrant::Admitted(Admission {
             step: self.steps,
             granted,
