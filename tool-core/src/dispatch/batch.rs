@@ -37,10 +37,9 @@ enum Ran<'n> {
 
 /// A call about to run: its id and name (kept by the caller for its report), its step, and
 /// whether the run's retry budget lets it run.
-struct Go<'a> {
+struct Go {
     /// The call id, lent to the call's context while it runs and given back with its fate.
     id: String,
-    name: &'a str,
     step: Step,
     granted: bool,
 }
@@ -185,14 +184,8 @@ impl Dispatcher {
             let (fate, owed, id) = if session.aborted().is_some() {
                 (Fate::NotStarted, Some(self.owed(&step)), id)
             } else {
-                let go = Go {
-                    id,
-                    name: &name,
-                    step,
-                    granted,
-                };
-                let (fate, id) = self.run_planned(session, &ledger, go, &shared).await;
-                (fate, None, id)
+                let go = Go { id, step, granted };
+                self.run_planned(session, &ledger, go, &name, &shared).await
             };
             let ended = shared.ended(place, id, name, fate, owed);
             let fired = shared.signal.is_fired();
@@ -324,23 +317,18 @@ impl Dispatcher {
                 // The same write as an earlier one of the turn: its outcome, as a replay.
                 (copy_of_fate(&ended, first), Some(self.owed(&step)), id)
             } else {
-                let go = Go {
-                    id,
-                    name: &name,
-                    step,
-                    granted,
-                };
-                // `run_planned` appends the call's record.
-                let (fate, id) = self.run_planned(session, &ledger, go, shared).await;
-                (fate, None, id)
+                let go = Go { id, step, granted };
+                self.run_planned(session, &ledger, go, &name, shared).await
             };
             ended.push(shared.ended(place, id, name, fate, owed));
         }
         ended
     }
 
-    /// One call of the turn, in its span. Not an `async fn`: the future holds `call` once,
-    /// where an `async fn` holds each argument twice (as given, and where its body takes it).
+    /// One call of the turn (of tool `name`), in its span, with its audit record: its fate, the
+    /// record it still owes (none: it appends its own), and its id, given back. Not an
+    /// `async fn`: the future holds `call` once, where an `async fn` holds each argument twice
+    /// (as given, and where its body takes it).
     #[expect(
         clippy::manual_async_fn,
         reason = "an async fn would hold its arguments twice"
@@ -349,12 +337,12 @@ impl Dispatcher {
         &'a self,
         session: &'a Session,
         ledger: &'a Ledger<'_>,
-        call: Go<'a>,
+        call: Go,
+        name: &'a str,
         shared: &'a Shared,
-    ) -> impl Future<Output = (Fate, String)> + 'a {
+    ) -> impl Future<Output = (Fate, Option<audit::Owed>, String)> + 'a {
         async move {
-            let span = self.call_span(session, &call.id, call.name);
-            let name = call.name;
+            let span = self.call_span(session, &call.id, name);
             // The call's audit record, drafted before it runs: a write's success is recorded
             // with it, any other end appends it after.
             let draft = self.audit_subject(&call.step).map(|subject| {
@@ -386,7 +374,7 @@ impl Dispatcher {
                 // On the heap: only a call whose record is not a read's appends here.
                 Box::pin(self.append_audit(store, entry)).await;
             }
-            (fate, id)
+            (fate, None, id)
         }
     }
 
@@ -397,7 +385,7 @@ impl Dispatcher {
         &'a self,
         session: &'a Session,
         ledger: &'a Ledger<'_>,
-        call: Go<'a>,
+        call: Go,
         shared: &'a Shared,
     ) -> impl Future<Output = (Fate, String)> + 'a {
         let Go {
