@@ -35,8 +35,8 @@ enum Ran<'n> {
     Ended(Fate, String),
 }
 
-/// A call about to run: its id and name (kept by the caller for its report), its step, and
-/// whether the run's retry budget lets it run.
+/// A call about to run: its id, its step, and whether the run's retry budget lets it run (its
+/// name is kept by the caller, for its report).
 struct Go {
     /// The call id, lent to the call's context while it runs and given back with its fate.
     id: String,
