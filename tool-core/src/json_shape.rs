@@ -429,6 +429,11 @@ mod tests {
         many.push("\"k7\": 0".into());
         let err = shape_of(&format!("{{{}}}", many.join(","))).unwrap_err();
         assert!(err.why.starts_with("/k7 appears twice"), "{}", err.why);
+        // And one past the first few, found in the set.
+        many.pop();
+        many.push("\"k40000\": 0".into());
+        let err = shape_of(&format!("{{{}}}", many.join(","))).unwrap_err();
+        assert!(err.why.starts_with("/k40000 appears twice"), "{}", err.why);
         assert_eq!(shape_of(r#"{"a": 1, "b": {"a": 2}}"#), Ok(Shape::Object));
     }
 }
