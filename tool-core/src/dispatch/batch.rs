@@ -187,7 +187,7 @@ impl Dispatcher {
                 let go = Go { id, step, granted };
                 self.run_planned(session, &ledger, go, &name, &shared).await
             };
-            let ended = shared.ended(place, id, name, fate, owed);
+            let ended = Ended::sent(&shared, place, id, name, fate, owed);
             let fired = shared.signal.is_fired();
             if answered.is_empty() && !fired && ended.owed.is_none() {
                 // Answered, and its record made: its report is the turn's.
@@ -320,7 +320,7 @@ impl Dispatcher {
                 let go = Go { id, step, granted };
                 self.run_planned(session, &ledger, go, &name, shared).await
             };
-            ended.push(shared.ended(place, id, name, fate, owed));
+            ended.push(Ended::sent(shared, place, id, name, fate, owed));
         }
         ended
     }

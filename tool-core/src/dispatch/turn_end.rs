@@ -23,6 +23,28 @@ pub(super) struct Ended {
 }
 
 impl Ended {
+    /// How the call at `place` ended, its answer sent on the turn's `shared` way for answers
+    /// (see [`Shared::answered`]).
+    pub(super) fn sent(
+        shared: &Shared,
+        place: usize,
+        id: String,
+        name: String,
+        fate: Fate,
+        owed: Option<audit::Owed>,
+    ) -> Ended {
+        if let Fate::Answered(result) = &fate {
+            shared.answered(&id, &name, result);
+        }
+        Ended {
+            place,
+            id,
+            name,
+            fate,
+            owed,
+        }
+    }
+
     /// The report of a call of a turn that ran: every call of it was answered.
     pub(super) fn into_report(self) -> CallReport {
         let result = match self.fate {

@@ -12,13 +12,9 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::call::CallReport;
-use crate::fate::Fate;
 use crate::result::CallResult;
 use crate::run::RunAborted;
 use crate::store::FailedCall;
-
-use super::audit;
-use super::turn_end::Ended;
 
 /// Where a turn's reports are sent as each call is answered.
 pub(super) type Answering = UnboundedSender<CallReport>;
@@ -96,27 +92,6 @@ impl Shared {
                 .entry(failed.tool)
                 .or_default()
                 .insert(failed.request_hash);
-        }
-    }
-
-    /// How the call at `place` ended, its answer sent (see [`Shared::answered`]).
-    pub(super) fn ended(
-        &self,
-        place: usize,
-        id: String,
-        name: String,
-        fate: Fate,
-        owed: Option<audit::Owed>,
-    ) -> Ended {
-        if let Fate::Answered(result) = &fate {
-            self.answered(&id, &name, result);
-        }
-        Ended {
-            place,
-            id,
-            name,
-            fate,
-            owed,
         }
     }
 
