@@ -12,6 +12,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 
 use crate::quote::{excerpt, shortened};
 
+mod flat;
+
 /// A call the provider format could not read: the call still gets a result, an
 /// `invalid_arguments` error saying what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,15 @@ impl Shape {
 /// The shape of the one JSON value `text` holds, or why a [`Value`](serde_json::Value) could not
 /// be read from it, or the first key some object of it gives twice.
 pub(crate) fn shape_of(text: &str) -> Result<Shape, MalformedCall> {
+    // Most arguments are a flat object of a few plain keys and values, checked in one pass.
+    if flat::is_flat_object(text) {
+        return Ok(Shape::Object);
+    }
+    read_shape(text)
+}
+
+/// [`shape_of`], by reading `text` as a [`Value`](serde_json::Value) would be read.
+fn read_shape(text: &str) -> Result<Shape, MalformedCall> {
     let trace = RefCell::new(None);
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let read = ShapeSeed { trace: &trace }
