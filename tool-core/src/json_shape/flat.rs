@@ -199,7 +199,7 @@ mod tests {
                 draw = draw.rotate_right(7) ^ 0x2545_f491_4f6c_dd1d;
                 text.push_str(pieces[(draw % pieces.len() as u64) as usize]);
             }
-            if draw % 3 > 0 {
+            if !draw.is_multiple_of(3) {
                 text.push('}');
             }
             if is_flat_object(&text) {
