@@ -225,7 +225,7 @@ impl Dispatcher {
         planned: Vec<Planned>,
         shared: Shared,
     ) -> (Vec<Ended>, bool) {
-        let units = units_of(planned);
+        let units = plan::units_of(planned);
         let shared = Arc::new(shared);
         let ended = self.run_units(session, units, &shared).await;
         (ended, shared.signal.is_fired())
@@ -564,21 +564,6 @@ impl Dispatcher {
             .get(tool)
             .expect("a planned call names a registered tool")
     }
-}
-
-/// The units of a turn of several calls (see [`plan::units`]), each holding its calls in the
-/// order they run.
-fn units_of(mut planned: Vec<Planned>) -> Vec<Vec<Planned>> {
-    let units = plan::units(&mut planned);
-    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
-    units
-        .into_iter()
-        .map(|unit| {
-            unit.into_iter()
-                .filter_map(|index| slots[index].take())
-                .collect()
-        })
-        .collect()
 }
 
 /// The fate of a copy of the write at place `first` of the unit (`ended` so far): that

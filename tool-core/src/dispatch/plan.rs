@@ -415,6 +415,21 @@ fn labels(write: &PreparedWrite) -> Vec<String> {
         .collect()
 }
 
+/// The units of a turn of several calls (see [`units`]), each holding its calls in the order
+/// they run.
+pub(super) fn units_of(mut planned: Vec<Planned>) -> Vec<Vec<Planned>> {
+    let units = units(&mut planned);
+    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+    units
+        .into_iter()
+        .map(|unit| {
+            unit.into_iter()
+                .filter_map(|index| slots[index].take())
+                .collect()
+        })
+        .collect()
+}
+
 /// Marks each write identical to an earlier one of the turn (same key, same arguments) as a
 /// copy of the first of them.
 fn mark_identical(planned: &mut [Planned]) {
