@@ -197,7 +197,7 @@ pub(crate) fn escape_into(out: &mut Vec<u8>, text: &str) {
 }
 
 /// The place of the first of the eight bytes of `word` (little-endian) that needs an escape (a
-/// control character, `"` or `\\`); 8 when none does. Each test flags a byte with its high bit:
+/// control character, `"` or `\`); 8 when none does. Each test flags a byte with its high bit:
 /// a borrow can flag bytes above a flagged one, never below it, so the lowest flag is exact.
 fn first_to_escape(word: u64) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;

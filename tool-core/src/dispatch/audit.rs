@@ -105,9 +105,12 @@ impl Dispatcher {
         self.inner.store.as_ref()?;
         Some(match step {
             Step::Read {
-                tool, arguments, ..
+                slot, arguments, ..
             } => Subject {
-                arguments: redacted(self.registered(tool).descriptor(), &arguments.to_value()),
+                arguments: redacted(
+                    self.inner.registry.at(*slot).descriptor(),
+                    &arguments.to_value(),
+                ),
                 key: None,
             },
             Step::Write(write) => Subject {
